@@ -1,0 +1,43 @@
+# offeval — two commands: `make run` (dashboard on the demo data) and `make test` (everything).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8501
+
+.PHONY: run test setup browser lint data bench clean
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian's chromium for browser tests and static chart export (kaleido finds /usr/bin/chromium).
+browser:
+	@test -x /usr/bin/chromium || { \
+	  echo "installing Debian's chromium (browser tests, PNG/SVG export)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+run: setup
+	$(BIN)/python -m streamlit run dashboard/app.py --server.port $(PORT) --server.address 127.0.0.1 \
+	  --server.headless true --browser.gatherUsageStats false
+
+lint: setup
+	$(BIN)/ruff check .
+
+test: setup browser lint
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+data: setup
+	$(BIN)/offeval simulate --out data --preset demo --seed 20260302
+
+bench: setup
+	$(BIN)/python bench/bench_estimate.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

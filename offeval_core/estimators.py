@@ -1,0 +1,270 @@
+"""DCG, nDCG and post-normalised DCG of ranking policies, from logs or from moments.
+
+Each estimator is defined once, by the per-session kernel in :mod:`offeval_core.engine`; the functions
+here aggregate it. Offline values are computed on the logging policy's sessions (the control arm when the
+logs have arms), the online truth from comparing the arms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from offeval_core import stats
+from offeval_core.discounts import parse_discount
+from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
+from offeval_core.logs import LOGGING_POLICY, Logs
+from offeval_core.results import Effect, Estimate
+from offeval_core.validation import check_choice, check_clip, check_level
+
+OFFLINE_METRICS = ("dcg", "ndcg", "pndcg")
+SUM_COLUMNS = ("n", "sum", "sumsq", "sum_idcg", "sum_diff", "sumsq_diff", "sum_diff_idcg", "idcg_sum", "idcg_sumsq")
+
+
+# ------------------------------------------------------------------------------------- from moments
+
+
+def select(moments: Moments, *, reward: str, policy: str | None, metric: str, discount: str = "pbm",
+           exposure: str = "pbm", clip: float = math.inf, arm: str | None = "control") -> pd.DataFrame:
+    """The moment rows of one variant (pnDCG reads the DCG rows: it is a ratio of DCG and iDCG sums)."""
+    check_choice(metric, OFFLINE_METRICS, name="metric")
+    off = moments.offline
+    stored_metric = "dcg" if metric == "pndcg" else metric
+    pol = policy or LOGGING_POLICY
+    for name, value, options in (("reward", reward, moments.grid.rewards),
+                                 ("policy", pol, (LOGGING_POLICY, *moments.grid.policies)),
+                                 ("discount", discount, moments.grid.discounts),
+                                 ("exposure", exposure, moments.grid.exposures)):
+        if value not in options:
+            raise ValueError(f"{name} {value!r} was not computed; available: {', '.join(map(str, options))}")
+    clip = check_clip(clip)
+    if clip not in moments.grid.clips:
+        raise ValueError(
+            f"clip {clip:g} is not in the computed grid ({', '.join(f'{c:g}' for c in moments.grid.clips)})"
+        )
+    mask = ((off["reward"] == reward) & (off["policy"] == pol) & (off["metric"] == stored_metric)
+            & (off["discount"] == discount) & (off["exposure"] == exposure) & (off["clip"] == clip))
+    if arm is not None and (off["arm"] == arm).any():
+        mask &= off["arm"] == arm
+    return off[mask]
+
+
+def aggregate(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Sum moments over every key not in ``by`` (moments are additive)."""
+    cols = [c for c in SUM_COLUMNS if c in rows.columns]
+    if not by:
+        return rows[cols].sum().to_frame().T
+    return rows.groupby(list(by), sort=True, observed=True)[cols].sum().reset_index()
+
+
+def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> Estimate | Effect:
+    """Estimate (or paired effect with ``diff=True``) of one aggregated moment row."""
+    n = float(row["n"])
+    if metric == "pndcg":
+        x, xx, xy = (("sum_diff", "sumsq_diff", "sum_diff_idcg") if diff else ("sum", "sumsq", "sum_idcg"))
+        est = stats.ratio_estimate(n, row[x], row[xx], row["idcg_sum"], row["idcg_sumsq"], row[xy], level=level)
+        if diff:
+            return Effect(est.value, est.stderr, est.n, est.ci, stats.one_sided_p(est.value, est.stderr))
+        return est
+    if diff:
+        return stats.paired_effect(n, row["sum_diff"], row["sumsq_diff"], level=level)
+    return stats.mean_estimate(n, row["sum"], row["sumsq"], level=level)
+
+
+@dataclass(frozen=True)
+class OnlineResult:
+    """Online A/B outcome of one group: mean per-session reward per arm and Welch's test."""
+
+    control: Estimate
+    treatment: Estimate | None
+    effect: Effect | None
+    p_two_sided: float
+
+    def to_dict(self) -> dict:
+        out = {"control": self.control.to_dict()}
+        if self.treatment is not None:
+            out["treatment"] = self.treatment.to_dict()
+            out["effect"] = self.effect.to_dict() | {"p_value_two_sided": stats_num(self.p_two_sided)}
+        return out
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """Offline estimates of the logging and target policies, their paired effect, and the online truth."""
+
+    keys: dict
+    logging: Estimate
+    target: Estimate | None
+    effect: Effect | None
+    online: OnlineResult | None
+
+    def to_dict(self) -> dict:
+        out = {k: (v if isinstance(v, int | float | str) else str(v)) for k, v in self.keys.items()}
+        out["logging"] = self.logging.to_dict()
+        if self.target is not None:
+            out["target"] = self.target.to_dict()
+            out["effect"] = self.effect.to_dict()
+        if self.online is not None:
+            out["online"] = self.online.to_dict()
+        return out
+
+
+def stats_num(x: float):
+    return None if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))) else float(x)
+
+
+def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), level: float = 0.95) -> dict:
+    """Online per-arm means and Welch's effect per group of ``by`` keys: ``{key tuple: OnlineResult}``."""
+    check_level(level)
+    on = moments.online[moments.online["reward"] == reward]
+    out = {}
+    groups = on.groupby(list(by), sort=True, observed=True) if by else [((), on)]
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        arms = part.groupby("arm", observed=True)[["n", "sum", "sumsq"]].sum()
+        if "control" not in arms.index:
+            arms.loc["control"] = arms.sum() if len(arms) else 0
+        c = arms.loc["control"]
+        control = stats.mean_estimate(c["n"], c["sum"], c["sumsq"], level=level)
+        treat = effect = None
+        p2 = math.nan
+        if "treatment" in arms.index and arms.loc["treatment", "n"] > 0:
+            t = arms.loc["treatment"]
+            treat = stats.mean_estimate(t["n"], t["sum"], t["sumsq"], level=level)
+            effect = stats.welch_effect(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"], level=level)
+            p2 = stats.welch_two_sided_p(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"])
+        out[key] = OnlineResult(control, treat, effect, p2)
+    return out
+
+
+def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metric: str = "dcg",
+                     discount: str = "pbm", exposure: str = "pbm", clip: float = math.inf,
+                     by: Sequence[str] = (), level: float = 0.95) -> list[GroupResult]:
+    """Per group of ``by`` keys: logging and target estimates on control logs, paired effect, online."""
+    check_level(level)
+    by = list(by)
+    for k in by:
+        if k not in moments.keys or k == "arm":
+            raise ValueError(f"--by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
+    base = dict(reward=reward, metric=metric, discount=discount, exposure=exposure, clip=clip)
+    log_rows = aggregate(select(moments, policy=None, **base), by)
+    tgt_rows = aggregate(select(moments, policy=policy, **base), by) if policy else None
+    online = online_results(moments, reward=reward, by=by, level=level)
+    results = []
+    for i, row in log_rows.iterrows():
+        keys = {k: row[k] for k in by}
+        key = tuple(row[k] for k in by)
+        logging_est = estimate_from_row(row, metric=metric, level=level)
+        target = eff = None
+        if tgt_rows is not None:
+            trow = tgt_rows.iloc[i]
+            target = estimate_from_row(trow, metric=metric, level=level)
+            eff = estimate_from_row(trow, metric=metric, level=level, diff=True)
+        results.append(GroupResult(keys, logging_est, target, eff, online.get(key)))
+    return results
+
+
+# ---------------------------------------------------------------------------------------- from logs
+
+
+def _single(logs: Logs, *, reward, policy, metric, discount, exposure, clip, level, ndcg_rule="zero", diff=False):
+    logs.check_reward(reward)
+    policy = logs.check_policy(policy)
+    clip = check_clip(clip)
+    grid = Grid(rewards=(reward,), policies=(policy,) if policy else (), discounts=(discount,),
+                exposures=(exposure,), clips=(clip,), ndcg_rule=ndcg_rule)
+    moments = reduce(logs, grid)
+    rows = aggregate(select(moments, reward=reward, policy=policy, metric=metric, discount=discount,
+                            exposure=exposure, clip=clip))
+    return estimate_from_row(rows.iloc[0], metric=metric, level=level, diff=diff)
+
+
+def dcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "pbm", exposure: str = "pbm",
+        clip: float = math.inf, level: float = 0.95) -> Estimate:
+    """Mean per-session DCG of ``policy`` on the logging policy's sessions (KDD'24 Eq. 9, Sec. 6.2).
+
+    DCG_τ = Σ_i c_i · D(R(i)) · min(m, 1 / D0(i)). With D = D0 and m = ∞ it is unbiased for the policy's
+    expected per-session reward under Asm. 1-5; m = 1 uses the raw labels C.
+
+    >>> import pandas as pd
+    >>> from offeval_core.logs import read_logs
+    >>> logs = read_logs(pd.DataFrame({"session_id": [1, 1], "rank": [1, 2], "click": [0, 1],
+    ...                                "rank__new": [2, 1]}))
+    >>> dcg(logs, reward="click", policy="new", discount="log2", exposure="log2").value  # 1 · 1 / (1/log2 3)
+    1.584962500721156
+    """
+    return _single(logs, reward=reward, policy=policy, metric="dcg", discount=discount, exposure=exposure,
+                   clip=clip, level=level)
+
+
+def ndcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "pbm", exposure: str = "pbm",
+         clip: float = math.inf, level: float = 0.95, ndcg_rule: str = "zero") -> Estimate:
+    """Mean per-session nDCG_τ = DCG_τ / iDCG_τ (KDD'24 Sec. 5); sessions with iDCG_τ = 0 count 0 or are
+    dropped (``ndcg_rule``). Inconsistent with DCG across sessions (Lemma 5.2).
+
+    >>> import pandas as pd
+    >>> from offeval_core.logs import read_logs
+    >>> logs = read_logs(pd.DataFrame({"session_id": [1, 1], "rank": [1, 2], "click": [0, 1],
+    ...                                "rank__new": [2, 1]}))
+    >>> ndcg(logs, reward="click", policy="new", discount="log2", exposure="log2").value  # ideal ranking
+    1.0
+    """
+    return _single(logs, reward=reward, policy=policy, metric="ndcg", discount=discount, exposure=exposure,
+                   clip=clip, level=level, ndcg_rule=ndcg_rule)
+
+
+def pndcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "pbm", exposure: str = "pbm",
+          clip: float = math.inf, level: float = 0.95) -> Estimate:
+    """Post-normalised DCG = mean DCG / mean iDCG (KDD'24 Sec. 5), consistent with DCG; delta-method CI.
+
+    >>> import pandas as pd
+    >>> from offeval_core.logs import read_logs
+    >>> logs = read_logs(pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], "click": [0, 1, 1]}))
+    >>> # session 1: label 1/0.5 = 2, DCG = 2 · 0.5 = 1, iDCG = 2 · 1 = 2; session 2: DCG = iDCG = 1
+    >>> round(pndcg(logs, reward="click", discount="exponential:0.5", exposure="exponential:0.5").value, 4)
+    0.6667
+    """
+    return _single(logs, reward=reward, policy=policy, metric="pndcg", discount=discount, exposure=exposure,
+                   clip=clip, level=level)
+
+
+def effect(logs: Logs, *, reward: str, policy: str, metric: str = "dcg", discount: str = "pbm",
+           exposure: str = "pbm", clip: float = math.inf, level: float = 0.95) -> Effect:
+    """Paired offline treatment effect of ``policy`` over the logging policy on the same sessions:
+    mean of (metric_target − metric_logging) per session, normal CI, one-sided p of H0: effect ≤ 0."""
+    if policy is None:
+        raise ValueError("policy must name a target policy for an effect, got None")
+    return _single(logs, reward=reward, policy=policy, metric=metric, discount=discount, exposure=exposure,
+                   clip=clip, level=level, diff=True)
+
+
+def session_values(logs: Logs, *, reward: str, policies: Sequence[str] = (), discount: str = "pbm",
+                   exposure: str = "pbm", clip: float = math.inf) -> pd.DataFrame:
+    """Per-session DCG of the logging policy and each target policy, iDCG and nDCG (all sessions).
+
+    One row per session (sessions without a reward have zeros), columns ``session``, ``dcg__<policy>``,
+    ``ndcg__<policy>`` (``logging`` for the logged ranks) and ``idcg``, plus the session's group keys.
+    """
+    logs.check_reward(reward)
+    policies = tuple(logs.check_policy(p) for p in policies if p is not None and p != LOGGING_POLICY)
+    clip = check_clip(clip)
+    grid = Grid(rewards=(reward,), policies=policies, discounts=(discount,), exposures=(exposure,), clips=(clip,))
+    source = source_from_logs(logs)
+    disc = [parse_discount(discount, logs=logs)]
+    expo = [parse_discount(exposure, logs=logs)]
+    per = source.backend.execute(session_kernel(source, reward=reward, policies=policies, discounts=disc,
+                                                exposures=expo, variants=variant_table(grid)))
+    out = logs.sessions[["session", "session_id", "experiment_id", "day", "arm", "segment"]].merge(
+        per.drop(columns="v"), on="session", how="left")
+    names = [LOGGING_POLICY, *policies]
+    for c in ["idcg", *(f"dcg__{p}" for p in names)]:
+        out[c] = out[c].fillna(0.0)
+    idcg = out["idcg"].to_numpy()
+    for p in names:
+        d = out[f"dcg__{p}"].to_numpy()
+        out[f"ndcg__{p}"] = np.divide(d, idcg, out=np.zeros_like(d), where=idcg > 0)
+    return out

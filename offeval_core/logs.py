@@ -1,0 +1,532 @@
+"""Ranking logs: reading CSV / Parquet / DataFrames in the schema of DESIGN.md, with specific errors.
+
+One row per logged (viewed) impression. Required columns: ``session_id``, ``rank`` and at least one
+numeric reward column; optional ``item_id``, ``day``, ``experiment_id``, ``arm`` (``control`` /
+``treatment``), ``segment``, ``rank__<policy>`` (one per candidate target policy),
+``logging_propensity`` and ``target_propensity__<policy>``. A column mapping lets users keep their own
+names (``{"session_id": "visit", "rank": "pos"}``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+POLICY_PREFIX = "rank__"
+TARGET_PROPENSITY_PREFIX = "target_propensity__"
+LOGGING_POLICY = "logging"
+REQUIRED = ("session_id", "rank")
+SESSION_KEYS = ("experiment_id", "day", "arm")
+OPTIONAL = ("item_id", "day", "experiment_id", "arm", "segment", "logging_propensity")
+KNOWN = REQUIRED + OPTIONAL
+ARMS = ("control", "treatment")
+MAX_SHOWN = 5
+
+
+class LogValidationError(ValueError):
+    """Raised when logs do not follow the schema; ``problems`` lists every specific problem found."""
+
+    def __init__(self, source: str, problems: Sequence[str]):
+        self.source = source
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s) in the logs:\n{lines}")
+
+
+@dataclass(frozen=True, eq=False)
+class Logs:
+    """Validated ranking logs, sorted by session and rank.
+
+    ``frame`` has the schema's column names; ``session`` is a dense int64 code (0..n_sessions-1) in
+    the order of the original ``session_id`` values; rewards are float64; ``rank`` and ``rank__*`` are
+    int32 (a missing target rank, i.e. the target would not show the item, is -1).
+    """
+
+    frame: pd.DataFrame
+    rewards: tuple[str, ...]
+    policies: tuple[str, ...]
+    source: str = "<DataFrame>"
+    notes: tuple[str, ...] = ()
+    sessions: pd.DataFrame = field(repr=False, default=None)
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.frame)
+
+    @property
+    def n_sessions(self) -> int:
+        return len(self.sessions)
+
+    @property
+    def max_rank(self) -> int:
+        """Largest rank in the logged ranks and every target policy's ranks."""
+        cols = ["rank", *(POLICY_PREFIX + p for p in self.policies)]
+        return int(max(self.frame[c].max() for c in cols))
+
+    @property
+    def has_arms(self) -> bool:
+        return bool((self.sessions["arm"] == "treatment").any())
+
+    @property
+    def propensity_policies(self) -> tuple[str, ...]:
+        return tuple(
+            c[len(TARGET_PROPENSITY_PREFIX):] for c in self.frame.columns if c.startswith(TARGET_PROPENSITY_PREFIX)
+        )
+
+    def check_reward(self, reward: str) -> str:
+        if reward not in self.rewards:
+            raise ValueError(
+                f"unknown reward {reward!r}; the logs {self.source} have reward columns: {', '.join(self.rewards)}"
+            )
+        return reward
+
+    def check_policy(self, policy: str | None) -> str | None:
+        if policy is None or policy == LOGGING_POLICY:
+            return None
+        if policy not in self.policies:
+            known = ", ".join(self.policies) or "none"
+            raise ValueError(
+                f"unknown policy {policy!r}: the logs {self.source} have no column "
+                f"'{POLICY_PREFIX}{policy}' (policies found: {known})"
+            )
+        return policy
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def parse_mapping(text: str | None) -> dict[str, str]:
+    """Parse ``"session_id=visit,rank=pos"`` into ``{"session_id": "visit", "rank": "pos"}``."""
+    if not text:
+        return {}
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
+        key, value = (s.strip() for s in part.split("=", 1))
+        if not key or not value:
+            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
+        out[key] = value
+    return out
+
+
+def read_table(source: str | Path) -> pd.DataFrame:
+    """Read a CSV (optionally compressed) or Parquet file, or a directory of Parquet files."""
+    path = Path(source)
+    name = str(source)
+    if not path.exists():
+        raise FileNotFoundError(f"{name}: no such file or directory")
+    try:
+        if path.is_dir() or path.suffix.lower() in {".parquet", ".pq"}:
+            table = pq.read_table(path)
+            return table.to_pandas()
+        if path.stat().st_size == 0:
+            raise LogValidationError(name, ["the file is empty (0 bytes); expected a header and data rows"])
+        lowered = path.name.lower()
+        if lowered.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv", ".txt")):
+            sep = "\t" if lowered.endswith(".tsv") else ","
+            return pd.read_csv(path, sep=sep, low_memory=False)
+        raise LogValidationError(
+            name, [f"unsupported file type {path.suffix!r}; expected .csv, .csv.gz, .tsv or .parquet"]
+        )
+    except LogValidationError:
+        raise
+    except (pa.ArrowInvalid, pa.ArrowException, pd.errors.ParserError, pd.errors.EmptyDataError,
+            UnicodeDecodeError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LogValidationError(name, [f"cannot read the file: {first}"]) from None
+
+
+def read_logs(
+    source: str | Path | pd.DataFrame,
+    *,
+    columns: Mapping[str, str] | None = None,
+    rewards: Sequence[str] | None = None,
+    name: str | None = None,
+) -> Logs:
+    """Read and validate ranking logs.
+
+    Parameters
+    ----------
+    source : path to a CSV / Parquet file (or directory of Parquet files), or a pandas DataFrame.
+    columns : mapping from schema names to the user's column names, e.g. ``{"rank": "pos"}``.
+    rewards : reward columns to use; default every numeric column that is not a schema column.
+    name : how to call the source in messages (default: the path).
+
+    Raises
+    ------
+    LogValidationError
+        With every problem found: missing columns, duplicate (session_id, rank), non-positive ranks,
+        NaN rewards, unknown arms, propensities outside (0, 1], empty input...
+    """
+    if isinstance(source, pd.DataFrame):
+        raw = source
+        label = name or "<DataFrame>"
+    elif isinstance(source, str | Path):
+        raw = read_table(source)
+        label = name or str(source)
+    else:
+        raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
+    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label)
+
+
+def _rows(index: np.ndarray) -> str:
+    """Format 0-based positions as 1-based data-row numbers, at most MAX_SHOWN of them."""
+    shown = ", ".join(str(int(i) + 1) for i in index[:MAX_SHOWN])
+    more = f" and {len(index) - MAX_SHOWN} more" if len(index) > MAX_SHOWN else ""
+    return f"data row{'s' if len(index) > 1 else ''} {shown}{more}"
+
+
+def _values(series: pd.Series, index: np.ndarray) -> str:
+    vals = series.iloc[index[:MAX_SHOWN]].tolist()
+    return ", ".join(repr(v) if isinstance(v, str) else str(v) for v in vals)
+
+
+def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool) -> np.ndarray | None:
+    """Check a column holds positive integers; return int32 values (missing → -1) or None on error."""
+    numeric = pd.to_numeric(raw, errors="coerce")
+    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & raw.notna().to_numpy())
+    if len(non_numeric):
+        problems.append(
+            f"column '{col}' must hold positive integers; {_rows(non_numeric)} hold non-numbers: "
+            f"{_values(raw, non_numeric)}"
+        )
+        return None
+    values = numeric.to_numpy(dtype=float, na_value=np.nan)
+    missing = np.isnan(values)
+    if missing.any() and not allow_missing:
+        idx = np.flatnonzero(missing)
+        problems.append(f"column '{col}' must hold positive integers; {_rows(idx)} are empty")
+        return None
+    present = ~missing
+    bad = np.flatnonzero(present & ((values < 1) | (values != np.floor(values)) | ~np.isfinite(values)))
+    if len(bad):
+        problems.append(
+            f"column '{col}' must hold positive integers (1 = top position); {_rows(bad)} hold "
+            f"{_values(raw, bad)}"
+        )
+        return None
+    if present.any() and np.nanmax(values) > np.iinfo(np.int32).max:
+        problems.append(f"column '{col}' has ranks larger than {np.iinfo(np.int32).max}")
+        return None
+    out = np.where(missing, -1, values).astype(np.int32)
+    return out
+
+
+def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str) -> Logs:
+    problems: list[str] = []
+    notes: list[str] = []
+    if len(raw.columns) == 0 or len(raw) == 0:
+        raise LogValidationError(label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
+
+    for key, user in columns.items():
+        if user not in raw.columns:
+            problems.append(
+                f"column mapping {key}={user}: the logs have no column '{user}' "
+                f"(columns found: {', '.join(map(str, raw.columns))})"
+            )
+    if problems:
+        raise LogValidationError(label, problems)
+    rename = {user: key for key, user in columns.items()}
+    df = raw.rename(columns=rename)
+    df.columns = [str(c) for c in df.columns]
+    dupes = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    if dupes:
+        raise LogValidationError(label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
+
+    missing = [c for c in REQUIRED if c not in df.columns]
+    for c in missing:
+        problems.append(
+            f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
+            f"if your logs call it differently, map it, e.g. --map {c}=<your column>"
+        )
+    policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
+    propensity_cols = [c for c in df.columns if c.startswith(TARGET_PROPENSITY_PREFIX)]
+    special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
+
+    if rewards is None:
+        reward_cols = [
+            c for c in df.columns
+            if c not in special and (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]))
+        ]
+        if not reward_cols and not missing:
+            problems.append(
+                "no reward column: expected at least one numeric column besides the schema columns "
+                f"(columns found: {', '.join(df.columns)})"
+            )
+    else:
+        if isinstance(rewards, str):
+            rewards = [rewards]
+        reward_cols = list(rewards)
+        for r in reward_cols:
+            if r not in df.columns:
+                problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
+            elif r in special:
+                problems.append(f"'{r}' is a schema column and cannot be used as a reward")
+        if not reward_cols:
+            problems.append("rewards must name at least one reward column, got an empty list")
+    if problems:
+        raise LogValidationError(label, problems)
+
+    n = len(df)
+    out: dict[str, np.ndarray | pd.Series] = {}
+
+    # session ids → dense codes in sorted order of the original ids
+    sid = df["session_id"]
+    sid_missing = np.flatnonzero(sid.isna().to_numpy())
+    if len(sid_missing):
+        problems.append(f"column 'session_id' must not be empty; {_rows(sid_missing)} are empty")
+    ranks = _integer_column(df["rank"], "rank", problems, allow_missing=False)
+
+    for r in reward_cols:
+        col = df[r]
+        if pd.api.types.is_bool_dtype(col):
+            col = col.astype(np.float64)
+        numeric = pd.to_numeric(col, errors="coerce")
+        non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
+        if len(non_numeric):
+            problems.append(
+                f"reward column '{r}' must be numeric; {_rows(non_numeric)} hold {_values(col, non_numeric)}"
+            )
+            continue
+        values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            problems.append(
+                f"reward column '{r}' must be finite numbers (no NaN / empty / inf); {_rows(bad)} hold "
+                f"{_values(numeric, bad)}"
+            )
+            continue
+        neg = np.flatnonzero(values < 0)
+        if len(neg):
+            problems.append(
+                f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); {_rows(neg)} hold "
+                f"{_values(numeric, neg)}"
+            )
+            continue
+        out[r] = values
+
+    policy_ranks = {}
+    for c in policy_cols:
+        if c == POLICY_PREFIX:
+            problems.append(f"column '{c}' has no policy name after the '{POLICY_PREFIX}' prefix")
+            continue
+        vals = _integer_column(df[c], c, problems, allow_missing=True)
+        if vals is not None:
+            policy_ranks[c] = vals
+    if POLICY_PREFIX + LOGGING_POLICY in policy_cols:
+        problems.append(
+            f"column '{POLICY_PREFIX}{LOGGING_POLICY}' is reserved: '{LOGGING_POLICY}' names the logged ranks"
+        )
+
+    props = {}
+    for c in (["logging_propensity"] if "logging_propensity" in df.columns else []) + propensity_cols:
+        numeric = pd.to_numeric(df[c], errors="coerce")
+        values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.flatnonzero(~((values > 0) & (values <= 1)))
+        if c == "logging_propensity" and len(bad):
+            problems.append(
+                f"column '{c}' must hold probabilities in (0, 1]; {_rows(bad)} hold {_values(df[c], bad)}"
+            )
+            continue
+        bad_t = np.flatnonzero(~((values >= 0) & (values <= 1)))
+        if c != "logging_propensity" and len(bad_t):
+            problems.append(
+                f"column '{c}' must hold probabilities in [0, 1]; {_rows(bad_t)} hold {_values(df[c], bad_t)}"
+            )
+            continue
+        props[c] = values
+
+    arm = None
+    if "arm" in df.columns:
+        arm_vals = df["arm"].astype("string").str.strip().str.lower()
+        bad = np.flatnonzero(~arm_vals.isin(ARMS).fillna(False).to_numpy())
+        if len(bad):
+            problems.append(
+                f"column 'arm' must be 'control' or 'treatment'; {_rows(bad)} hold {_values(df['arm'], bad)}"
+            )
+        else:
+            arm = arm_vals.to_numpy(dtype=object)
+
+    if problems:
+        raise LogValidationError(label, problems)
+
+    codes, uniques = pd.factorize(sid, sort=True)
+    session = codes.astype(np.int64)
+    order = np.lexsort((ranks, session))
+    session_sorted = session[order]
+    ranks_sorted = ranks[order]
+    dup = np.flatnonzero((session_sorted[1:] == session_sorted[:-1]) & (ranks_sorted[1:] == ranks_sorted[:-1]))
+    if len(dup):
+        examples = []
+        for k in dup[:MAX_SHOWN]:
+            a, b = sorted((int(order[k]) + 1, int(order[k + 1]) + 1))
+            examples.append(f"session {uniques[session_sorted[k]]!r} rank {int(ranks_sorted[k])} (data rows {a} and {b})")
+        more = f" and {len(dup) - MAX_SHOWN} more" if len(dup) > MAX_SHOWN else ""
+        problems.append(
+            "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more
+        )
+
+    frame = pd.DataFrame({"session": session_sorted, "session_id": np.asarray(sid)[order],
+                          "rank": ranks_sorted})
+    if "item_id" in df.columns:
+        frame["item_id"] = np.asarray(df["item_id"])[order]
+    for r in reward_cols:
+        frame[r] = out[r][order]
+    for c, vals in policy_ranks.items():
+        frame[c] = vals[order]
+    for c, vals in props.items():
+        frame[c] = vals[order]
+
+    defaults = {"experiment_id": "all", "day": 1, "arm": "control", "segment": "all"}
+    for key, default in defaults.items():
+        if key == "arm" and arm is not None:
+            values = arm[order]
+        elif key in df.columns:
+            values = np.asarray(df[key])[order]
+            col_missing = pd.isna(values)
+            if col_missing.any():
+                idx = np.sort(order[np.flatnonzero(col_missing)])
+                problems.append(f"column '{key}' must not be empty; {_rows(idx)} are empty")
+                continue
+        else:
+            values = np.full(n, default, dtype=object)
+            notes.append(f"no '{key}' column: every row is treated as {key} = {default!r}")
+        frame[key] = values
+
+    if not problems:
+        # session-level attributes must be constant within a session
+        for key in ("experiment_id", "day", "arm", "segment"):
+            vals = pd.Series(frame[key].to_numpy())
+            first = vals.groupby(frame["session"].to_numpy()).transform("first")
+            differs = np.flatnonzero((vals != first).to_numpy())
+            if len(differs):
+                k = differs[0]
+                s = frame["session_id"].iat[k]
+                problems.append(
+                    f"column '{key}' must be the same on every row of a session; session {s!r} has "
+                    f"{first.iat[k]!r} and {vals.iat[k]!r} (data row {int(order[k]) + 1})"
+                )
+    if problems:
+        raise LogValidationError(label, problems)
+
+    for key in ("experiment_id", "arm", "segment"):
+        frame[key] = pd.Categorical(frame[key].astype(str))
+    if not pd.api.types.is_datetime64_any_dtype(frame["day"]) and frame["day"].dtype == object:
+        try:
+            frame["day"] = pd.to_datetime(frame["day"]).dt.date
+        except (ValueError, TypeError):
+            frame["day"] = frame["day"].astype(str)
+
+    starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
+    counts = np.diff(np.r_[starts, len(session_sorted)])
+    lengths = np.maximum.reduceat(ranks_sorted, starts)
+    sessions = pd.DataFrame({
+        "session": session_sorted[starts],
+        "session_id": np.asarray(uniques)[session_sorted[starts]],
+        "experiment_id": frame["experiment_id"].to_numpy()[starts],
+        "day": frame["day"].to_numpy()[starts],
+        "arm": frame["arm"].to_numpy()[starts],
+        "segment": frame["segment"].to_numpy()[starts],
+        "length": lengths.astype(np.int32),
+        "n_rows": counts.astype(np.int32),
+    })
+    for key in ("experiment_id", "arm", "segment"):
+        sessions[key] = pd.Categorical(sessions[key].astype(str))
+    gaps = int((sessions["length"] != sessions["n_rows"]).sum())
+    if gaps:
+        notes.append(
+            f"{gaps} session(s) have gaps in their ranks (rows are not ranks 1..t); fine for bandit-style "
+            "logs with propensities, but the learnt position-bias model assumes every rank up to the "
+            "session's last one was viewed"
+        )
+    policies = tuple(c[len(POLICY_PREFIX):] for c in policy_ranks)
+    return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=label,
+                notes=tuple(notes), sessions=sessions)
+
+
+# --------------------------------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """What ``offeval validate`` prints: sizes, coverage, reward rates and session lengths."""
+
+    source: str
+    rows: int
+    sessions: int
+    days: tuple
+    experiments: tuple[str, ...]
+    arms: dict[str, int]
+    policies: tuple[str, ...]
+    reward_rates: dict[str, float]
+    sessions_with_reward: dict[str, float]
+    length_quantiles: dict[str, float]
+    mean_length: float
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source, "rows": self.rows, "sessions": self.sessions,
+            "days": [str(d) for d in self.days], "experiments": list(self.experiments), "arms": self.arms,
+            "policies": list(self.policies), "reward_rates": self.reward_rates,
+            "sessions_with_reward": self.sessions_with_reward,
+            "session_length": {"mean": self.mean_length, **self.length_quantiles}, "notes": list(self.notes),
+        }
+
+    def to_text(self) -> str:
+        lines = [
+            f"{self.source}: valid ranking logs",
+            f"  rows (impressions): {self.rows:,}",
+            f"  sessions:           {self.sessions:,}",
+            f"  days:               {len(self.days)} ({self.days[0]} … {self.days[-1]})",
+            f"  experiments:        {len(self.experiments)} ({', '.join(self.experiments[:8])}"
+            f"{' …' if len(self.experiments) > 8 else ''})",
+            "  arms:               " + ", ".join(f"{a} {n:,} sessions" for a, n in self.arms.items()),
+            f"  target policies:    {', '.join(self.policies) or 'none (only the logging policy)'}",
+            "  reward rate per impression: " + ", ".join(f"{r} {v:.2%}" for r, v in self.reward_rates.items()),
+            "  sessions with ≥ 1 reward:   "
+            + ", ".join(f"{r} {v:.1%}" for r, v in self.sessions_with_reward.items()),
+            f"  session length:     mean {self.mean_length:.1f}; "
+            + ", ".join(f"{k} {v:g}" for k, v in self.length_quantiles.items()),
+        ]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def summarize(logs: Logs) -> LogSummary:
+    """Summarise validated logs for ``offeval validate`` and the dashboard's Data page."""
+    f, s = logs.frame, logs.sessions
+    sess_reward = {}
+    for r in logs.rewards:
+        per_session = np.bincount(f["session"].to_numpy(), weights=f[r].to_numpy(), minlength=len(s))
+        sess_reward[r] = float((per_session > 0).mean())
+    q = np.quantile(s["length"].to_numpy(), [0.1, 0.5, 0.9, 0.99])
+    return LogSummary(
+        source=logs.source,
+        rows=logs.n_rows,
+        sessions=logs.n_sessions,
+        days=tuple(sorted(pd.unique(s["day"]))),
+        experiments=tuple(sorted(map(str, pd.unique(s["experiment_id"])))),
+        arms={str(k): int(v) for k, v in s["arm"].value_counts(sort=False).items() if v},
+        policies=logs.policies,
+        reward_rates={r: float((f[r] > 0).mean()) for r in logs.rewards},
+        sessions_with_reward=sess_reward,
+        length_quantiles={"p10": float(q[0]), "median": float(q[1]), "p90": float(q[2]), "p99": float(q[3])},
+        mean_length=float(s["length"].mean()),
+        notes=logs.notes,
+    )
+
+
+def is_finite(x: float) -> bool:
+    return not (math.isinf(x) or math.isnan(x))

@@ -1,0 +1,172 @@
+"""Statistics from moments: means, standard errors, normal CIs, p-values, Welch's test.
+
+Everything here takes counts, sums and sums of squares (the "moments" of DESIGN.md), so a widget change in
+the dashboard never needs the raw logs again.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as _sps
+
+from offeval_core.results import ConfidenceInterval, Effect, Estimate
+from offeval_core.validation import check_level
+
+
+def sample_variance(n: float, total: float, total_sq: float) -> float:
+    """Unbiased sample variance from ``n``, ``Σx`` and ``Σx²`` (``ddof=1``); NaN when ``n < 2``.
+
+    >>> sample_variance(3, 6.0, 14.0)  # values 1, 2, 3
+    1.0
+    """
+    if n < 2:
+        return math.nan
+    var = (total_sq - total * total / n) / (n - 1)
+    return max(var, 0.0)
+
+
+def normal_ci(value: float, stderr: float, *, level: float) -> ConfidenceInterval:
+    """Two-sided normal interval ``value ± z_{(1+level)/2} · stderr``.
+
+    >>> round(normal_ci(0.0, 1.0, level=0.95).high, 3)  # z_0.975 = 1.960
+    1.96
+    """
+    check_level(level)
+    z = float(_sps.norm.ppf(0.5 + level / 2))
+    return ConfidenceInterval(value - z * stderr, value + z * stderr, level)
+
+
+def one_sided_p(value: float, stderr: float) -> float:
+    """p-value of H0: mean ≤ 0 against H1: mean > 0 under the normal approximation.
+
+    >>> round(one_sided_p(1.645, 1.0), 3)  # the 95 % one-sided critical value
+    0.05
+    """
+    if not stderr > 0:
+        if value > 0:
+            return 0.0
+        return 1.0 if value < 0 else 0.5
+    return float(_sps.norm.sf(value / stderr))
+
+
+def two_sided_p(value: float, stderr: float) -> float:
+    """p-value of H0: mean = 0 (two-sided) under the normal approximation."""
+    if not stderr > 0:
+        return 1.0 if value == 0 else 0.0
+    return float(2 * _sps.norm.sf(abs(value) / stderr))
+
+
+def mean_estimate(n: float, total: float, total_sq: float, *, level: float) -> Estimate:
+    """Mean of per-unit values with its standard error ``s / √n`` and normal CI.
+
+    >>> e = mean_estimate(4, 4.0, 6.0, level=0.95)  # values 0, 1, 1, 2: mean 1, s² = 2/3
+    >>> e.value, round(e.stderr, 4)
+    (1.0, 0.4082)
+    """
+    if n <= 0:
+        return Estimate(math.nan, math.nan, 0, ConfidenceInterval(math.nan, math.nan, level))
+    mean = float(total / n)
+    se = math.sqrt(sample_variance(n, total, total_sq) / n) if n >= 2 else math.nan
+    return Estimate(mean, se, int(n), normal_ci(mean, se, level=level))
+
+
+def paired_effect(n: float, sum_diff: float, sumsq_diff: float, *, level: float) -> Effect:
+    """Paired treatment effect from the per-unit differences ``d = target − logging`` on the same units.
+
+    The CI is the normal interval at ``level``; the p-value is one-sided for H0: effect ≤ 0
+    (KDD'24 Sec. 6.2: "significant iff the 99 % CI is strictly positive").
+
+    >>> eff = paired_effect(4, 2.0, 2.0, level=0.95)  # d = 0, 1, 1, 0: mean 0.5, s² = 1/3
+    >>> round(eff.value, 2), round(eff.stderr, 4)
+    (0.5, 0.2887)
+    """
+    est = mean_estimate(n, sum_diff, sumsq_diff, level=level)
+    return Effect(est.value, est.stderr, est.n, est.ci, one_sided_p(est.value, est.stderr))
+
+
+def welch_effect(
+    n_t: float, sum_t: float, sumsq_t: float, n_c: float, sum_c: float, sumsq_c: float, *, level: float
+) -> Effect:
+    """Difference of two independent means (treatment − control) with Welch's unequal-variance test.
+
+    The CI uses Student's t with Welch-Satterthwaite degrees of freedom; the p-value is one-sided for
+    H0: effect ≤ 0 (use :func:`welch_two_sided_p` for the usual two-sided online significance).
+
+    >>> eff = welch_effect(3, 6.0, 14.0, 3, 3.0, 5.0, level=0.95)  # (1,2,3) vs (0,1,2)
+    >>> eff.value, round(eff.stderr, 4)
+    (1.0, 0.8165)
+    """
+    check_level(level)
+    var_t = sample_variance(n_t, sum_t, sumsq_t)
+    var_c = sample_variance(n_c, sum_c, sumsq_c)
+    if n_t < 2 or n_c < 2:
+        nan = math.nan
+        return Effect(nan, nan, int(n_t + n_c), ConfidenceInterval(nan, nan, level), nan)
+    diff = float(sum_t / n_t - sum_c / n_c)
+    a, b = var_t / n_t, var_c / n_c
+    se = math.sqrt(a + b)
+    df = welch_df(a, b, n_t, n_c)
+    if se > 0:
+        t_crit = float(_sps.t.ppf(0.5 + level / 2, df))
+        p = float(_sps.t.sf(diff / se, df))
+    else:
+        t_crit, p = 0.0, (0.0 if diff > 0 else (1.0 if diff < 0 else 0.5))
+    return Effect(diff, se, int(n_t + n_c), ConfidenceInterval(diff - t_crit * se, diff + t_crit * se, level), p)
+
+
+def welch_df(a: float, b: float, n_t: float, n_c: float) -> float:
+    """Welch-Satterthwaite degrees of freedom for variance-of-mean terms ``a = s_t²/n_t``, ``b = s_c²/n_c``."""
+    denom = (a * a) / (n_t - 1) + (b * b) / (n_c - 1)
+    if denom == 0:
+        return float(n_t + n_c - 2)
+    return (a + b) ** 2 / denom
+
+
+def welch_two_sided_p(n_t, sum_t, sumsq_t, n_c, sum_c, sumsq_c) -> float:
+    """Two-sided p-value of Welch's test of equal means, from moments."""
+    if n_t < 2 or n_c < 2:
+        return math.nan
+    a = sample_variance(n_t, sum_t, sumsq_t) / n_t
+    b = sample_variance(n_c, sum_c, sumsq_c) / n_c
+    se = math.sqrt(a + b)
+    diff = sum_t / n_t - sum_c / n_c
+    if se == 0:
+        return 1.0 if diff == 0 else 0.0
+    return float(2 * _sps.t.sf(abs(diff) / se, welch_df(a, b, n_t, n_c)))
+
+
+def ratio_estimate(
+    n: float, sum_x: float, sumsq_x: float, sum_y: float, sumsq_y: float, sum_xy: float, *, level: float
+) -> Estimate:
+    """Ratio of means ``Σx / Σy`` with a delta-method standard error (used by pnDCG and NIS).
+
+    Var(x̄/ȳ) ≈ (s_x² − 2 R s_xy + R² s_y²) / (n ȳ²) with R = x̄ / ȳ.
+
+    >>> e = ratio_estimate(2, 3.0, 5.0, 4.0, 8.0, 6.0, level=0.95)  # x = (1, 2), y = (2, 2)
+    >>> e.value, round(e.stderr, 4)
+    (0.75, 0.25)
+    """
+    if n <= 0 or sum_y == 0:
+        return Estimate(math.nan, math.nan, int(n), ConfidenceInterval(math.nan, math.nan, level))
+    r = float(sum_x / sum_y)
+    if n < 2:
+        return Estimate(r, math.nan, int(n), ConfidenceInterval(math.nan, math.nan, level))
+    mean_y = sum_y / n
+    var_x = sample_variance(n, sum_x, sumsq_x)
+    var_y = sample_variance(n, sum_y, sumsq_y)
+    cov = (sum_xy - sum_x * sum_y / n) / (n - 1)
+    var_r = max(var_x - 2 * r * cov + r * r * var_y, 0.0) / (n * mean_y * mean_y)
+    se = math.sqrt(var_r)
+    return Estimate(r, se, int(n), normal_ci(r, se, level=level))
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Pearson's r and its two-tailed Student-t p-value (as in KDD'24 Table 2); NaN with < 3 points."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan, math.nan
+    res = _sps.pearsonr(x, y)
+    return float(res.statistic), float(res.pvalue)
