@@ -66,9 +66,10 @@ class Moments:
     """Per-group sufficient statistics of every variant: everything the analyses need.
 
     ``offline`` (long): one row per (group keys, reward, discount, exposure, clip, policy, metric) with
-    ``n`` sessions, ``sum`` / ``sumsq`` of the per-session value, ``sum_idcg`` = Σ value · iDCG,
-    ``idcg_sum`` / ``idcg_sumsq``, and for target policies the paired difference target − logging on the
-    same sessions: ``sum_diff``, ``sumsq_diff``, ``sum_diff_idcg``. The logging policy is named
+    ``n`` sessions, ``sum`` / ``sumsq`` of the per-session value x, the per-session denominator y of
+    ratio estimators (for DCG rows y = iDCG, so pnDCG = Σx / Σy): ``den_sum`` / ``den_sumsq`` and
+    ``sum_x_den`` = Σ x·y, and for target policies the paired difference d = target − logging on the
+    same sessions: ``sum_diff``, ``sumsq_diff``, ``sum_diff_den`` = Σ d·y. The logging policy is named
     ``"logging"``. ``online``: per (group keys, reward) the per-session observed reward: ``n``, ``sum``,
     ``sumsq``.
     """
@@ -199,23 +200,23 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
                              exposures=exposures, variants=variants)
         per = per.join(sessions, "session")
         aggs = {
-            "idcg_sum": per.idcg.sum(), "idcg_sumsq": (per.idcg * per.idcg).sum(),
+            "den_sum": per.idcg.sum(), "den_sumsq": (per.idcg * per.idcg).sum(),
             "n_pos": (per.idcg > 0).cast("int64").sum(),
         }
         ndcg = {p: ibis.ifelse(per.idcg > 0, per[f"dcg__{p}"] / per.idcg, 0.0) for p in names}
         for p in names:
             d = per[f"dcg__{p}"]
             aggs |= {f"dcg__{p}__sum": d.sum(), f"dcg__{p}__sumsq": (d * d).sum(),
-                     f"dcg__{p}__sum_idcg": (d * per.idcg).sum(),
+                     f"dcg__{p}__sum_x_den": (d * per.idcg).sum(),
                      f"ndcg__{p}__sum": ndcg[p].sum(), f"ndcg__{p}__sumsq": (ndcg[p] * ndcg[p]).sum(),
-                     f"ndcg__{p}__sum_idcg": (ndcg[p] * per.idcg).sum()}
+                     f"ndcg__{p}__sum_x_den": (ndcg[p] * per.idcg).sum()}
         for p in grid.policies:
             dd = per[f"dcg__{p}"] - per[f"dcg__{LOGGING_POLICY}"]
             nd = ndcg[p] - ndcg[LOGGING_POLICY]
             aggs |= {f"dcg__{p}__sum_diff": dd.sum(), f"dcg__{p}__sumsq_diff": (dd * dd).sum(),
-                     f"dcg__{p}__sum_diff_idcg": (dd * per.idcg).sum(),
+                     f"dcg__{p}__sum_diff_den": (dd * per.idcg).sum(),
                      f"ndcg__{p}__sum_diff": nd.sum(), f"ndcg__{p}__sumsq_diff": (nd * nd).sum(),
-                     f"ndcg__{p}__sum_diff_idcg": (nd * per.idcg).sum()}
+                     f"ndcg__{p}__sum_diff_den": (nd * per.idcg).sum()}
         wide = source.backend.execute(per.group_by(["v", *keys]).aggregate(**aggs))
         offline_parts.append(_to_long(wide, counts, variants, names, grid, reward, keys))
 
@@ -256,16 +257,16 @@ def _to_long(wide, counts, variants, names, grid, reward, keys) -> pd.DataFrame:
     # groups with sessions but no reward in this variant still need rows: complete the grid
     full = counts.merge(variants[["v", "discount", "exposure", "clip_value"]], how="cross")
     wide = full.merge(wide.drop(columns=["discount", "exposure", "clip_value"]), on=["v", *keys], how="left")
-    wide = wide.fillna({c: 0 for c in wide.columns if c.startswith(("dcg__", "ndcg__", "idcg_", "n_pos"))})
+    wide = wide.fillna({c: 0 for c in wide.columns if c.startswith(("dcg__", "ndcg__", "den_", "n_pos"))})
     parts = []
     for metric in METRICS:
         for p in names:
             pre = f"{metric}__{p}__"
-            part = wide[[*keys, "discount", "exposure", "clip_value", "n", "n_pos", "idcg_sum", "idcg_sumsq"]].copy()
+            part = wide[[*keys, "discount", "exposure", "clip_value", "n", "n_pos", "den_sum", "den_sumsq"]].copy()
             part["reward"] = reward
             part["policy"] = p
             part["metric"] = metric
-            for stat in ("sum", "sumsq", "sum_idcg", "sum_diff", "sumsq_diff", "sum_diff_idcg"):
+            for stat in ("sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den"):
                 part[stat] = wide[pre + stat].to_numpy(dtype=float) if pre + stat in wide else np.nan
             if metric == "ndcg" and grid.ndcg_rule == "drop":
                 part["n"] = part["n_pos"]

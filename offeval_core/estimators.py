@@ -21,8 +21,30 @@ from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.results import Effect, Estimate
 from offeval_core.validation import check_choice, check_clip, check_level
 
-OFFLINE_METRICS = ("dcg", "ndcg", "pndcg")
-SUM_COLUMNS = ("n", "sum", "sumsq", "sum_idcg", "sum_diff", "sumsq_diff", "sum_diff_idcg", "idcg_sum", "idcg_sumsq")
+SUM_COLUMNS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq")
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """How an estimator reads the moments: which stored ``metric`` rows, and whether it is a ratio of
+    means Σx / Σy (delta-method CI from ``den_*`` columns) or a plain mean of per-session values."""
+
+    name: str
+    stored: str
+    ratio: bool
+    label: str
+    description: str
+
+
+ESTIMATORS: dict[str, EstimatorSpec] = {
+    "dcg": EstimatorSpec("dcg", "dcg", False, "DCG",
+                         "mean per-session DCG with de-biased, clipped labels (KDD'24 Eq. 9) — unbiased for m = ∞"),
+    "ndcg": EstimatorSpec("ndcg", "ndcg", False, "nDCG",
+                          "mean per-session DCG / ideal DCG (KDD'24 Sec. 5) — bounded but inconsistent with DCG"),
+    "pndcg": EstimatorSpec("pndcg", "dcg", True, "pnDCG",
+                           "post-normalised DCG = mean DCG / mean ideal DCG (KDD'24 Sec. 5) — consistent with DCG"),
+}
+"""Registry of estimators readable from moments; more estimators register here with their own rows."""
 
 
 # ------------------------------------------------------------------------------------- from moments
@@ -31,9 +53,9 @@ SUM_COLUMNS = ("n", "sum", "sumsq", "sum_idcg", "sum_diff", "sumsq_diff", "sum_d
 def select(moments: Moments, *, reward: str, policy: str | None, metric: str, discount: str = "pbm",
            exposure: str = "pbm", clip: float = math.inf, arm: str | None = "control") -> pd.DataFrame:
     """The moment rows of one variant (pnDCG reads the DCG rows: it is a ratio of DCG and iDCG sums)."""
-    check_choice(metric, OFFLINE_METRICS, name="metric")
+    check_choice(metric, ESTIMATORS, name="metric")
     off = moments.offline
-    stored_metric = "dcg" if metric == "pndcg" else metric
+    stored_metric = ESTIMATORS[metric].stored
     pol = policy or LOGGING_POLICY
     for name, value, options in (("reward", reward, moments.grid.rewards),
                                  ("policy", pol, (LOGGING_POLICY, *moments.grid.policies)),
@@ -64,9 +86,9 @@ def aggregate(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> Estimate | Effect:
     """Estimate (or paired effect with ``diff=True``) of one aggregated moment row."""
     n = float(row["n"])
-    if metric == "pndcg":
-        x, xx, xy = (("sum_diff", "sumsq_diff", "sum_diff_idcg") if diff else ("sum", "sumsq", "sum_idcg"))
-        est = stats.ratio_estimate(n, row[x], row[xx], row["idcg_sum"], row["idcg_sumsq"], row[xy], level=level)
+    if ESTIMATORS[metric].ratio:
+        x, xx, xy = (("sum_diff", "sumsq_diff", "sum_diff_den") if diff else ("sum", "sumsq", "sum_x_den"))
+        est = stats.ratio_estimate(n, row[x], row[xx], row["den_sum"], row["den_sumsq"], row[xy], level=level)
         if diff:
             return Effect(est.value, est.stderr, est.n, est.ci, stats.one_sided_p(est.value, est.stderr))
         return est
@@ -194,8 +216,9 @@ def dcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "
     >>> from offeval_core.logs import read_logs
     >>> logs = read_logs(pd.DataFrame({"session_id": [1, 1], "rank": [1, 2], "click": [0, 1],
     ...                                "rank__new": [2, 1]}))
-    >>> dcg(logs, reward="click", policy="new", discount="log2", exposure="log2").value  # 1 · 1 / (1/log2 3)
-    1.584962500721156
+    >>> # the click at logged rank 2 is de-biased by 1 / D0(2) = log2(3) and moved to rank 1, D(1) = 1
+    >>> round(dcg(logs, reward="click", policy="new", discount="log2", exposure="log2").value, 4)
+    1.585
     """
     return _single(logs, reward=reward, policy=policy, metric="dcg", discount=discount, exposure=exposure,
                    clip=clip, level=level)

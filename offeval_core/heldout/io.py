@@ -1,0 +1,280 @@
+"""Readers for qrels (user, item, relevance) and runs (user, item, score or rank).
+
+Formats (DESIGN.md, "Log schema"; the layouts trec_eval, ranx and ir_measures read):
+
+- TREC qrels: whitespace-separated ``qid iter doc rel`` (the iteration field is ignored);
+- TREC run: whitespace-separated ``qid Q0 doc rank score tag`` — ordered by ``score`` like trec_eval, the
+  file's rank field is not used; the run name is the ``tag`` (one run per tag);
+- CSV / Parquet tables with columns (aliases accepted, case-insensitive)
+  user: ``user``, ``user_id``, ``qid``, ``query``, ``query_id``;
+  item: ``item``, ``item_id``, ``doc``, ``docno``, ``doc_id``;
+  qrels: ``relevance`` / ``rel`` / ``label``;
+  runs: ``score`` and/or ``rank``, optionally ``run`` / ``tag`` / ``model`` naming several runs in one table.
+
+User and item ids are kept as strings. Lines starting with ``#`` and blank lines of TREC files are skipped.
+
+**Ordering and ties (documented rule).** Within a user, a run is ordered by score descending, ties broken
+by item id ascending (string order). A run given with ranks only is ordered by rank ascending, ties broken
+by item id. The resulting 1-based positions are the ``rank`` column every metric uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+USER_ALIASES = ("user", "user_id", "qid", "query", "query_id")
+ITEM_ALIASES = ("item", "item_id", "doc", "docno", "doc_id")
+REL_ALIASES = ("relevance", "rel", "label")
+RUN_NAME_ALIASES = ("run", "tag", "model")
+FORMATS = ("auto", "trec", "csv", "parquet")
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Relevance judgments: ``frame`` has columns ``user`` (str), ``item`` (str), ``relevance`` (float ≥ 0)."""
+
+    frame: pd.DataFrame
+    source: str = "<table>"
+
+    @property
+    def users(self) -> np.ndarray:
+        return self.frame["user"].unique()
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One model's ranked lists: ``frame`` has ``user``, ``item`` (str), ``score`` (float, NaN when the
+    run gave ranks only) and ``rank`` (1-based position after the tie rule), sorted by (user, rank)."""
+
+    name: str
+    frame: pd.DataFrame
+    source: str = "<table>"
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def users(self) -> np.ndarray:
+        return self.frame["user"].unique()
+
+
+def _detect_format(path: Path, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(map(repr, FORMATS))}; got {fmt!r}")
+    if fmt != "auto":
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix in {".csv", ".tsv"}:
+        return "csv"
+    if suffix in {".parquet", ".pq"}:
+        return "parquet"
+    return "trec"
+
+
+def _read_trec_lines(path: Path, n_fields: int, layout: str) -> tuple[list[list[str]], list[int]]:
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        parts = s.split()
+        if len(parts) != n_fields:
+            raise ValueError(
+                f"{path}: line {no}: expected {n_fields} whitespace-separated fields '{layout}', "
+                f"got {len(parts)}: {s[:80]!r}"
+            )
+        rows.append(parts)
+        lines.append(no)
+    if not rows:
+        raise ValueError(f"{path}: the file is empty (no '{layout}' lines)")
+    return rows, lines
+
+
+def _read_table(path: Path, fmt: str) -> pd.DataFrame:
+    if fmt == "csv":
+        sep = "\t" if path.suffix.lower() == ".tsv" else ","
+        try:
+            df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise ValueError(f"{path}: the file is empty") from None
+    else:
+        df = pd.read_parquet(path)
+    if df.shape[0] == 0:
+        raise ValueError(f"{path}: the file is empty (a header but no rows)")
+    return df
+
+
+def _pick(df: pd.DataFrame, aliases: tuple[str, ...], *, what: str, source: str, required: bool = True):
+    lower = {str(c).lower(): c for c in df.columns}
+    for a in aliases:
+        if a in lower:
+            return lower[a]
+    if required:
+        raise ValueError(
+            f"{source}: missing {what} column (expected one of {', '.join(aliases)}); "
+            f"found columns {', '.join(map(str, df.columns))}"
+        )
+    return None
+
+
+def _numeric(values: pd.Series, *, source: str, column: str, row_labels) -> np.ndarray:
+    """Parse a column as float; raise naming the first offending rows (non-numeric or missing)."""
+    num = pd.to_numeric(pd.Series(np.asarray(values, dtype=object)), errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(num))
+    if bad.size:
+        shown = ", ".join(f"{row_labels[i]} ({np.asarray(values, dtype=object)[i]!r})" for i in bad[:3])
+        raise ValueError(
+            f"{source}: column '{column}' must be numeric and finite; {bad.size} bad value(s), first: {shown}"
+        )
+    return num
+
+
+def _check_duplicates(df: pd.DataFrame, *, source: str, what: str, row_labels) -> None:
+    dup = df.duplicated(subset=["user", "item"], keep="first").to_numpy()
+    if dup.any():
+        idx = np.flatnonzero(dup)
+        shown = ", ".join(
+            f"{row_labels[i]} (user {df['user'].iat[i]!r}, item {df['item'].iat[i]!r})" for i in idx[:3]
+        )
+        raise ValueError(
+            f"{source}: {idx.size} duplicate (user, item) pair(s) in the {what}; each item may appear once per "
+            f"user; first: {shown}"
+        )
+
+
+def qrels_from_frame(df: pd.DataFrame, *, source: str = "<table>", row_labels=None) -> Qrels:
+    """Validate a (user, item, relevance) table (column aliases accepted) and build :class:`Qrels`."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"qrels must be a pandas DataFrame or a path, got {type(df).__name__}")
+    if df.shape[0] == 0:
+        raise ValueError(f"{source}: the qrels table is empty")
+    if row_labels is None:
+        row_labels = [f"row {i + 1}" for i in range(df.shape[0])]
+    ucol = _pick(df, USER_ALIASES, what="user", source=source)
+    icol = _pick(df, ITEM_ALIASES, what="item", source=source)
+    rcol = _pick(df, REL_ALIASES, what="relevance", source=source)
+    rel = _numeric(df[rcol], source=source, column=str(rcol), row_labels=row_labels)
+    neg = np.flatnonzero(rel < 0)
+    if neg.size:
+        shown = ", ".join(f"{row_labels[i]} ({rel[i]:g})" for i in neg[:3])
+        raise ValueError(
+            f"{source}: column '{rcol}' must be ≥ 0 (graded relevance, 0 = not relevant); "
+            f"{neg.size} negative value(s), first: {shown}"
+        )
+    out = pd.DataFrame(
+        {"user": df[ucol].astype(str).to_numpy(), "item": df[icol].astype(str).to_numpy(), "relevance": rel}
+    )
+    _check_duplicates(out, source=source, what="qrels", row_labels=row_labels)
+    return Qrels(out, source)
+
+
+def run_from_frame(df: pd.DataFrame, *, name: str, source: str = "<table>", row_labels=None) -> Run:
+    """Validate a (user, item, score and/or rank) table and build a :class:`Run` with the tie rule applied.
+
+    >>> r = run_from_frame(pd.DataFrame({"user": ["u", "u", "u"], "item": ["b", "a", "c"],
+    ...                                  "score": [0.5, 0.5, 0.9]}), name="m")
+    >>> r.frame["item"].tolist()  # c has the top score; a and b tie and go in item-id order
+    ['c', 'a', 'b']
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"run must be a pandas DataFrame or a path, got {type(df).__name__}")
+    if df.shape[0] == 0:
+        raise ValueError(f"{source}: run {name!r} is empty")
+    if row_labels is None:
+        row_labels = [f"row {i + 1}" for i in range(df.shape[0])]
+    ucol = _pick(df, USER_ALIASES, what="user", source=source)
+    icol = _pick(df, ITEM_ALIASES, what="item", source=source)
+    scol = _pick(df, ("score",), what="score", source=source, required=False)
+    kcol = _pick(df, ("rank",), what="rank", source=source, required=False)
+    if scol is None and kcol is None:
+        raise ValueError(
+            f"{source}: missing score or rank column in run {name!r}; found columns {', '.join(map(str, df.columns))}"
+        )
+    out = pd.DataFrame({"user": df[ucol].astype(str).to_numpy(), "item": df[icol].astype(str).to_numpy()})
+    if scol is not None:
+        out["score"] = _numeric(df[scol], source=source, column=str(scol), row_labels=row_labels)
+        key = -out["score"].to_numpy()
+    else:
+        rk = _numeric(df[kcol], source=source, column=str(kcol), row_labels=row_labels)
+        bad = np.flatnonzero((rk < 1) | (rk != np.round(rk)))
+        if bad.size:
+            shown = ", ".join(f"{row_labels[i]} ({rk[i]:g})" for i in bad[:3])
+            raise ValueError(f"{source}: column '{kcol}' must hold positive integers (1 = top); first: {shown}")
+        out["score"] = np.nan
+        key = rk
+    _check_duplicates(out, source=source, what=f"run {name!r}", row_labels=row_labels)
+    out["_key"] = key
+    out = out.sort_values(["user", "_key", "item"], kind="mergesort").drop(columns="_key").reset_index(drop=True)
+    out["rank"] = out.groupby("user", sort=False).cumcount().to_numpy() + 1
+    return Run(str(name), out, source)
+
+
+def read_qrels(path_or_frame, *, fmt: str = "auto") -> Qrels:
+    """Read qrels from a TREC file (``qid iter doc rel``), a CSV / Parquet table or a DataFrame."""
+    if isinstance(path_or_frame, Qrels):
+        return path_or_frame
+    if isinstance(path_or_frame, pd.DataFrame):
+        return qrels_from_frame(path_or_frame)
+    path = Path(path_or_frame)
+    if not path.exists():
+        raise FileNotFoundError(f"qrels file not found: {path}")
+    kind = _detect_format(path, fmt)
+    if kind == "trec":
+        rows, lines = _read_trec_lines(path, 4, "qid iter doc rel")
+        arr = np.array(rows, dtype=object)
+        df = pd.DataFrame({"user": arr[:, 0], "item": arr[:, 2], "relevance": arr[:, 3]})
+        return qrels_from_frame(df, source=str(path), row_labels=[f"line {n}" for n in lines])
+    df = _read_table(path, kind)
+    return qrels_from_frame(df, source=str(path), row_labels=[f"row {i + 1}" for i in range(df.shape[0])])
+
+
+def read_runs(path_or_frame, *, fmt: str = "auto", name: str | None = None) -> list[Run]:
+    """Read every run in a TREC run file (one per ``tag``), a CSV / Parquet table (one per value of a
+    ``run`` / ``tag`` / ``model`` column, else one run named after the file) or a DataFrame."""
+    if isinstance(path_or_frame, Run):
+        return [path_or_frame]
+    if isinstance(path_or_frame, pd.DataFrame):
+        df, source, labels = path_or_frame, "<table>", None
+        default = name or "run"
+        rows_df = df
+    else:
+        path = Path(path_or_frame)
+        if not path.exists():
+            raise FileNotFoundError(f"run file not found: {path}")
+        kind = _detect_format(path, fmt)
+        source = str(path)
+        default = name or path.stem
+        if kind == "trec":
+            rows, lines = _read_trec_lines(path, 6, "qid Q0 doc rank score tag")
+            arr = np.array(rows, dtype=object)
+            rows_df = pd.DataFrame({"user": arr[:, 0], "item": arr[:, 2], "score": arr[:, 4], "run": arr[:, 5]})
+            labels = [f"line {n}" for n in lines]
+        else:
+            rows_df = _read_table(path, kind)
+            labels = [f"row {i + 1}" for i in range(rows_df.shape[0])]
+    if labels is None:
+        labels = [f"row {i + 1}" for i in range(rows_df.shape[0])]
+    rcol = _pick(rows_df, RUN_NAME_ALIASES, what="run name", source=source, required=False)
+    if rcol is None or name is not None:
+        return [run_from_frame(rows_df, name=default, source=source, row_labels=labels)]
+    runs = []
+    names = rows_df[rcol].astype(str).to_numpy()
+    for run_name in pd.unique(names):
+        sel = np.flatnonzero(names == run_name)
+        sub = rows_df.iloc[sel].drop(columns=rcol).reset_index(drop=True)
+        runs.append(run_from_frame(sub, name=run_name, source=source, row_labels=[labels[i] for i in sel]))
+    return runs
+
+
+def read_run(path_or_frame, *, fmt: str = "auto", name: str | None = None) -> Run:
+    """Read exactly one run (see :func:`read_runs`); raise if the source holds several."""
+    runs = read_runs(path_or_frame, fmt=fmt, name=name)
+    if len(runs) != 1:
+        raise ValueError(
+            f"expected one run, found {len(runs)} ({', '.join(r.name for r in runs[:5])}); use read_runs"
+        )
+    return runs[0]

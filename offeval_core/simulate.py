@@ -1,0 +1,599 @@
+"""Seeded simulator of a short-video feed with known ground truth.
+
+The world follows the problem setting of Jeunen et al. (KDD'24, Sec. 3): a trajectory τ has a context x
+(a user of segment "registered" or "guest"), a candidate set of K items, a deterministic ranker that orders
+them, and a user who scrolls and stops; only viewed items are logged (ranks 1..L). With every switch off,
+the five assumptions of Sec. 4 hold exactly:
+
+- Asm. 1: sessions are independent draws;
+- Asm. 2 (position-based model): the session length L is drawn independently of the items from a survival
+  curve S(r) = P(L ≥ r) = P(V = 1 | R = r);
+- Asm. 3: the reward of an item depends on the context and that item only;
+- Asm. 4 (examination hypothesis, Eq. 4): C = Q · V with P(Q = 1 | x, a) = q(x, a);
+- Asm. 5 (full support, Eq. 7): S(K) > 0, so every candidate has non-zero exposure under the logger.
+
+The ground truth is exact, not sampled: for policy π and session τ the expected reward is
+E[Σ_i c_i | x_τ, π] = Σ_r P(V_r = 1) · q(x_τ, π_r) (Eq. 5 with the true q and the true viewing model),
+averaged over the realised sessions of each (experiment, day, arm). Switches break Asm. 2-5 one at a time
+(``cascade``, ``reward_interactions``, ``contextual_position_bias``, ``support_depth``); the ground truth
+stays exact under each of them (cascade: product of continuation probabilities).
+
+Generation is block-wise — one block per (day, experiment, arm, chunk) with its own seed derived from
+``(seed, day, experiment, arm, chunk)`` — so a large data set is written day by day without holding it
+in memory, and the content does not depend on how it is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import math
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = [
+    "PRESETS",
+    "RankerSpec",
+    "SimulatedWorld",
+    "SimulationConfig",
+    "iter_blocks",
+    "preset_config",
+    "simulate",
+    "survival_curve",
+    "write_world",
+]
+
+START_DAY = _dt.date(2026, 3, 2)
+ARMS = ("control", "treatment")
+SEGMENTS = ("registered", "guest")
+EFFECTS = ("positive", "neutral", "negative", "positive-registered")
+
+
+@dataclass(frozen=True, slots=True)
+class RankerSpec:
+    """A deterministic ranker: score = w_quality·z_a + w_affinity·⟨u, e_a⟩ + w_short·(−log dur_a) + σ·ε.
+
+    ``noise`` is σ for guests and ``noise_registered`` (default: the same) for registered users; ε is
+    standard normal noise drawn per (session, item), so the ranker is a noisy scorer of the true quality.
+    """
+
+    w_quality: float = 1.0
+    w_affinity: float = 1.0
+    w_short: float = 0.3
+    noise: float = 1.0
+    noise_registered: float | None = None
+
+
+# Production ranker R0 and the per-effect treatment rankers Rt (one per experiment, chosen by its effect).
+PRODUCTION = RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=1.2)
+TREATMENTS = {
+    "positive": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=0.55),
+    "neutral": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=1.2),
+    "negative": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=2.2),
+    # Gilotte et al. (WSDM'18) Table 1 flavour: better for registered users, unchanged for guests.
+    "positive-registered": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=1.2,
+                                      noise_registered=0.35),
+}
+# Candidate rankers shared by all experiments: varied noise and feature mixes, some segment-tuned.
+CANDIDATES = (
+    RankerSpec(1.0, 1.0, 0.3, 0.4),                          # cand_01 strong everywhere
+    RankerSpec(1.0, 1.0, 0.3, 1.6, noise_registered=0.3),    # cand_02 good for registered users
+    RankerSpec(1.0, 1.0, 0.3, 0.3, noise_registered=1.6),    # cand_03 good for guests
+    RankerSpec(1.0, 1.0, 0.3, 1.0, noise_registered=0.6),    # cand_04 mildly registered-tuned
+    RankerSpec(1.0, 1.0, 0.3, 0.6, noise_registered=1.0),    # cand_05 mildly guest-tuned
+    RankerSpec(0.6, 1.0, 1.2, 0.7),                          # cand_06 favours short videos (watch-tuned)
+    RankerSpec(1.0, 1.0, 0.3, 2.5, noise_registered=0.2),    # cand_07 registered only
+    RankerSpec(1.0, 1.0, 0.3, 0.2, noise_registered=2.5),    # cand_08 guests only
+    RankerSpec(1.0, 0.0, 0.0, 0.5),                          # cand_09 popularity (quality only)
+    RankerSpec(0.0, 0.0, 0.0, 1.0),                          # cand_10 random order
+)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Every knob of the simulated world (see data/README.md for what each one does).
+
+    Traffic: ``sessions_per_arm_day`` sessions per (experiment, day, arm), scaled per day by a traffic
+    factor with relative spread ``traffic_drift``. Drift: the registered share and the engagement level
+    (a logit shift of every reward rate) change from day to day. Viewing: ``survival`` is ``"learnt"``
+    (stretched exponential S(r) = exp(−((r−1)/scale)^shape), heavy-tailed) or ``"exponential"``
+    (S(r) = p^(r−1), the rank-biased-precision user model), over K = ``n_candidates`` ranks.
+    """
+
+    n_experiments: int = 6
+    effects: tuple[str, ...] = ("positive", "neutral", "negative", "positive", "positive-registered",
+                                "negative")
+    n_days: int = 7
+    start_day: _dt.date = START_DAY
+    sessions_per_arm_day: int = 2000
+    traffic_drift: float = 0.2
+    chunk_sessions: int = 25_000
+    n_candidates: int = 60
+    n_items: int = 5003
+    n_users: int = 50_000
+    dim: int = 8
+    # segments and drift
+    registered_share: float = 0.35
+    share_drift: float = 0.15
+    engagement_drift: float = 0.35
+    # reward model: logit base rates per segment, latent weights
+    like_base_registered: float = -3.6
+    like_base_guest: float = -5.0
+    watch_base_registered: float = -1.2
+    watch_base_guest: float = -1.9
+    like_w_quality: float = 0.9
+    like_w_affinity: float = 0.9
+    watch_w_quality: float = 0.3
+    watch_w_affinity: float = 0.6
+    watch_w_short: float = 0.9
+    watch_time: bool = True
+    # viewing model
+    survival: str = "learnt"
+    survival_scale: float = 2.5
+    survival_shape: float = 0.75
+    survival_p: float = 0.85
+    # rankers
+    n_cand_policies: int = 10
+    # assumption-breaking switches (Jeunen et al. Sec. 4)
+    cascade: bool = False
+    cascade_strength: float = 0.6
+    reward_interactions: bool = False
+    interaction_decay: float = 0.6
+    n_topics: int = 6
+    contextual_position_bias: bool = False
+    registered_depth_factor: float = 3.0
+    support_depth: int | None = None
+
+    def __post_init__(self) -> None:
+        def _pos_int(name: str, minimum: int = 1) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
+                raise ValueError(f"{name} must be an integer ≥ {minimum}, got {v!r}")
+
+        for name in ("n_experiments", "n_days", "sessions_per_arm_day", "chunk_sessions", "n_users", "dim",
+                     "n_topics"):
+            _pos_int(name)
+        _pos_int("n_candidates", 2)
+        _pos_int("n_cand_policies", 1)
+        if self.n_cand_policies > len(CANDIDATES):
+            raise ValueError(f"n_cand_policies must be ≤ {len(CANDIDATES)}, got {self.n_cand_policies!r}")
+        if not isinstance(self.n_items, int) or self.n_items <= self.n_candidates:
+            raise ValueError(f"n_items must be an integer > n_candidates ({self.n_candidates}), "
+                             f"got {self.n_items!r}")
+        if len(self.effects) != self.n_experiments:
+            raise ValueError(f"effects must have one entry per experiment ({self.n_experiments}), "
+                             f"got {len(self.effects)}: {self.effects!r}")
+        for e in self.effects:
+            if e not in EFFECTS:
+                raise ValueError(f"effects entries must be one of {EFFECTS}, got {e!r}")
+        if self.survival not in ("learnt", "exponential"):
+            raise ValueError(f"survival must be 'learnt' or 'exponential', got {self.survival!r}")
+        if not 0 < self.survival_p < 1:
+            raise ValueError(f"survival_p must be in (0, 1), got {self.survival_p!r}")
+        if self.survival_scale <= 0 or self.survival_shape <= 0:
+            raise ValueError(f"survival_scale and survival_shape must be > 0, got "
+                             f"{self.survival_scale!r}, {self.survival_shape!r}")
+        if not 0 <= self.registered_share <= 1:
+            raise ValueError(f"registered_share must be in [0, 1], got {self.registered_share!r}")
+        if not 0 <= self.cascade_strength <= 1:
+            raise ValueError(f"cascade_strength must be in [0, 1], got {self.cascade_strength!r}")
+        if not 0 < self.interaction_decay <= 1:
+            raise ValueError(f"interaction_decay must be in (0, 1], got {self.interaction_decay!r}")
+        if self.support_depth is not None and (not isinstance(self.support_depth, int)
+                                               or not 1 <= self.support_depth <= self.n_candidates):
+            raise ValueError(f"support_depth must be None or an integer in [1, n_candidates], "
+                             f"got {self.support_depth!r}")
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        """Policy names in column order: production, treatment, cand_01 …"""
+        return ("production", "treatment", *(f"cand_{i + 1:02d}" for i in range(self.n_cand_policies)))
+
+    @property
+    def rewards(self) -> tuple[str, ...]:
+        return ("like", "watch_complete", "watch_time") if self.watch_time else ("like", "watch_complete")
+
+    @property
+    def days(self) -> list[_dt.date]:
+        return [self.start_day + _dt.timedelta(days=d) for d in range(self.n_days)]
+
+
+PRESETS: dict[str, dict] = {
+    "demo": {},
+    "small": {"n_experiments": 3, "effects": ("positive", "neutral", "negative"), "n_days": 3,
+              "sessions_per_arm_day": 200, "n_candidates": 30, "n_items": 997, "n_users": 2000},
+    "large": {"sessions_per_arm_day": 20_000},
+}
+
+
+def preset_config(name: str, **overrides) -> SimulationConfig:
+    """The configuration of a named preset (``demo``, ``small``, ``large``) with keyword overrides.
+
+    >>> preset_config("small").n_experiments
+    3
+    """
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(map(repr, PRESETS))}; got {name!r}")
+    return SimulationConfig(**{**PRESETS[name], **overrides})
+
+
+def survival_curve(config: SimulationConfig, *, segment: str = "guest") -> np.ndarray:
+    """The true viewing curve S(r) = P(L ≥ r) = P(V = 1 | R = r) for r = 1..K (Asm. 2, Eq. 4).
+
+    With ``contextual_position_bias`` registered users scroll deeper (scale or mean length multiplied by
+    ``registered_depth_factor``); with ``support_depth`` = d, S(r) = 0 beyond d.
+
+    >>> cfg = preset_config("small", survival="exponential", survival_p=0.5)
+    >>> survival_curve(cfg)[:3].tolist()   # p^(r-1) for r = 1, 2, 3
+    [1.0, 0.5, 0.25]
+    """
+    k = config.n_candidates
+    r = np.arange(1, k + 1, dtype=np.float64)
+    factor = config.registered_depth_factor if (config.contextual_position_bias
+                                                and segment == "registered") else 1.0
+    if config.survival == "learnt":
+        s = np.exp(-(((r - 1.0) / (config.survival_scale * factor)) ** config.survival_shape))
+    else:
+        # deeper scrolling: same mean-length ratio, 1/(1-p) -> factor/(1-p)
+        p = 1.0 - (1.0 - config.survival_p) / factor
+        s = p ** (r - 1.0)
+    if config.support_depth is not None:
+        s[config.support_depth:] = 0.0
+    return s
+
+
+def _hazard(s: np.ndarray) -> np.ndarray:
+    """Continuation probabilities h_r = S(r+1) / S(r) (h_K = 0), so that Π_{j<r} h_j = S(r)."""
+    nxt = np.append(s[1:], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(s > 0, nxt / np.where(s > 0, s, 1.0), 0.0)
+    return h
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the world: items, users, day-level drift
+# ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _World:
+    quality: np.ndarray  # z_a
+    embed: np.ndarray  # e_a (n_items, dim)
+    short: np.ndarray  # −log(duration / median)
+    duration: np.ndarray  # seconds
+    topic: np.ndarray  # int topic per item
+    user_embed: np.ndarray  # (n_users, dim)
+    user_registered: np.ndarray  # bool per user
+    share: np.ndarray  # registered share per day
+    engagement: np.ndarray  # logit shift per day
+    traffic: np.ndarray  # traffic factor per day
+
+
+def _standardised(rng: np.random.Generator, n: int) -> np.ndarray:
+    z = rng.standard_normal(n)
+    if n > 1:
+        z = (z - z.mean()) / z.std()
+    return z
+
+
+def _build_world(config: SimulationConfig, seed: int) -> _World:
+    rng = np.random.default_rng([seed, 0])
+    n, d = config.n_items, config.dim
+    quality = rng.standard_normal(n)
+    embed = rng.standard_normal((n, d)) / math.sqrt(d)
+    log_dur = rng.normal(0.0, 0.6, n)
+    duration = 20.0 * np.exp(log_dur)
+    topic = rng.integers(0, config.n_topics, n)
+    user_embed = rng.standard_normal((config.n_users, d))
+    user_registered = np.zeros(config.n_users, dtype=bool)
+    user_registered[: config.n_users // 2] = True
+    share = np.clip(config.registered_share + config.share_drift * _standardised(rng, config.n_days), 0.02, 0.98)
+    engagement = config.engagement_drift * _standardised(rng, config.n_days)
+    traffic = np.clip(1.0 + config.traffic_drift * _standardised(rng, config.n_days), 0.3, 3.0)
+    return _World(quality, embed, -log_dur, duration, topic, user_embed, user_registered, share, engagement,
+                  traffic)
+
+
+def _sessions_per_group(config: SimulationConfig, world: _World) -> np.ndarray:
+    """Number of sessions per (day, experiment, arm); deterministic from the config and the world."""
+    per_day = np.maximum(1, np.round(config.sessions_per_arm_day * world.traffic)).astype(np.int64)
+    return np.broadcast_to(per_day[:, None, None], (config.n_days, config.n_experiments, 2)).copy()
+
+
+def _rankers(config: SimulationConfig, experiment: int) -> list[RankerSpec]:
+    return [PRODUCTION, TREATMENTS[config.effects[experiment]], *CANDIDATES[: config.n_cand_policies]]
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _same_topic_above(topics_in_order: np.ndarray, n_topics: int) -> np.ndarray:
+    """For each rank, how many items of the same topic are ranked above it (in the given order)."""
+    onehot = topics_in_order[:, :, None] == np.arange(n_topics)[None, None, :]
+    before = np.cumsum(onehot, axis=1, dtype=np.int32) - onehot
+    return np.take_along_axis(before, topics_in_order[:, :, None], axis=2)[:, :, 0]
+
+
+def _view_probs(config: SimulationConfig, s_rows: np.ndarray, h_rows: np.ndarray,
+                trig: np.ndarray | None) -> np.ndarray:
+    """P(V_r = 1) per session and rank: S(r) under the PBM, Π_{j<r} h_j (1 − κ·P(trigger_j)) in cascade."""
+    if trig is None:
+        return s_rows
+    cont = h_rows * (1.0 - config.cascade_strength * trig)
+    pv = np.ones_like(cont)
+    pv[:, 1:] = np.cumprod(cont[:, :-1], axis=1)
+    return pv
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one block of sessions
+# ----------------------------------------------------------------------------------------------------------
+def _block(config: SimulationConfig, world: _World, seed: int, day: int, experiment: int, arm: int,
+           chunk: int, n: int, first_session_id: int) -> tuple[pa.Table, list[dict]]:
+    rng = np.random.default_rng([seed, 1, day, experiment, arm, chunk])
+    k = config.n_candidates
+    rows_k = np.arange(k)
+
+    # contexts: segment drifts by day; users drawn from the segment's pool
+    registered = rng.random(n) < world.share[day]
+    half = config.n_users // 2
+    user = np.where(registered, rng.integers(0, max(half, 1), n),
+                    half + rng.integers(0, max(config.n_users - half, 1), n))
+    # candidate sets: K distinct items (arithmetic progression modulo the prime-like catalogue size)
+    start = rng.integers(0, config.n_items, n)
+    stride = rng.integers(1, config.n_items, n)
+    bad = np.gcd(stride, config.n_items) != 1
+    stride[bad] = 1
+    items = (start[:, None] + rows_k[None, :] * stride[:, None]) % config.n_items  # (n, K)
+
+    z = world.quality[items]
+    aff = np.einsum("nd,nkd->nk", world.user_embed[user], world.embed[items])
+    short = world.short[items]
+    eng = world.engagement[day]
+    like_base = np.where(registered, config.like_base_registered, config.like_base_guest)[:, None]
+    watch_base = np.where(registered, config.watch_base_registered, config.watch_base_guest)[:, None]
+    q_like = _sigmoid(like_base + eng + config.like_w_quality * z + config.like_w_affinity * aff)
+    q_watch = _sigmoid(watch_base + eng + config.watch_w_quality * z + config.watch_w_affinity * aff
+                       + config.watch_w_short * short)
+
+    # rankers: order (item positions by rank) and rank of every candidate, per policy
+    specs = _rankers(config, experiment)
+    orders, ranks = [], []
+    for spec in specs:
+        sigma = np.where(registered, spec.noise if spec.noise_registered is None else spec.noise_registered,
+                         spec.noise)[:, None]
+        score = spec.w_quality * z + spec.w_affinity * aff + spec.w_short * short \
+            + sigma * rng.standard_normal((n, k))
+        order = np.argsort(-score, axis=1, kind="stable")
+        rk = np.empty((n, k), dtype=np.int32)
+        np.put_along_axis(rk, order, np.broadcast_to(rows_k.astype(np.int32) + 1, (n, k)), axis=1)
+        orders.append(order)
+        ranks.append(rk)
+
+    # viewing curves per session (segment-dependent only with the contextual switch)
+    s_guest = survival_curve(config, segment="guest")
+    s_reg = survival_curve(config, segment="registered")
+    s_rows = np.where(registered[:, None], s_reg[None, :], s_guest[None, :])
+    h_rows = np.where(registered[:, None], _hazard(s_reg)[None, :], _hazard(s_guest)[None, :])
+
+    def in_order(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(values, order, axis=1)
+
+    def effective(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ql, qw = in_order(q_like, order), in_order(q_watch, order)
+        if config.reward_interactions:
+            damp = config.interaction_decay ** _same_topic_above(world.topic[in_order(items, order)],
+                                                                 config.n_topics)
+            ql, qw = ql * damp, qw * damp
+        return ql, qw
+
+    # ground truth: exact expected reward per session under every policy
+    dur_rows = world.duration[items]
+    gt: list[dict] = []
+    served = 0 if arm == 0 else 1
+    served_q = None
+    for p, (name, order) in enumerate(zip(config.policies, orders, strict=True)):
+        ql, qw = effective(order)
+        trig = 1.0 - (1.0 - ql) * (1.0 - qw) if config.cascade else None
+        pv = _view_probs(config, s_rows, h_rows, trig)
+        values = {"like": (pv * ql).sum(axis=1), "watch_complete": (pv * qw).sum(axis=1)}
+        if config.watch_time:
+            dur = in_order(dur_rows, order)
+            values["watch_time"] = (pv * dur * (qw + (1.0 - qw) * 0.3)).sum(axis=1)
+        for reward in config.rewards:
+            gt.append({"policy": name, "reward": reward, "sum": float(values[reward].sum()), "n": n})
+        if p == served:
+            served_q = (ql, qw)
+
+    # the served session: rewards for all K positions, then the viewing process decides what is logged
+    order = orders[served]
+    ql, qw = served_q
+    like = rng.random((n, k)) < ql
+    watch = rng.random((n, k)) < qw
+    cont_u = rng.random((n, k))
+    cont_p = h_rows * (1.0 - config.cascade_strength * (like | watch)) if config.cascade else h_rows
+    alive = np.cumprod(cont_u < cont_p, axis=1)
+    length = 1 + alive[:, :-1].sum(axis=1)
+    mask = rows_k[None, :] < length[:, None]
+
+    sess_rows = np.broadcast_to(np.arange(n)[:, None], (n, k))[mask]
+    pos = np.broadcast_to(rows_k[None, :], (n, k))[mask]
+    item_pos = order[mask]  # candidate index of the item at each logged position
+    cols: dict[str, pa.Array] = {
+        "session_id": pa.array(first_session_id + sess_rows, pa.int64()),
+        "rank": pa.array((pos + 1).astype(np.int32), pa.int32()),
+        "item_id": pa.array(items[sess_rows, item_pos].astype(np.int64), pa.int64()),
+        "like": pa.array(like[mask].astype(np.int8), pa.int8()),
+        "watch_complete": pa.array(watch[mask].astype(np.int8), pa.int8()),
+    }
+    if config.watch_time:
+        frac = np.where(watch, 1.0, 0.6 * rng.random((n, k)))
+        wt = np.round(in_order(dur_rows, order) * frac)
+        cols["watch_time"] = pa.array(wt[mask].astype(np.float32), pa.float32())
+    m = int(mask.sum())
+    day_value = config.days[day]
+    cols["day"] = pa.array([day_value], pa.date32()).take(pa.array(np.zeros(m, dtype=np.int64)))
+    cols["experiment_id"] = pa.array(np.full(m, f"exp{experiment + 1:02d}", dtype=object), pa.string())
+    cols["arm"] = pa.array(np.full(m, ARMS[arm], dtype=object), pa.string())
+    seg = np.where(registered, SEGMENTS[0], SEGMENTS[1]).astype(object)
+    cols["segment"] = pa.array(seg[sess_rows], pa.string())
+    for name, rk in zip(config.policies, ranks, strict=True):
+        cols[f"rank__{name}"] = pa.array(rk[sess_rows, item_pos], pa.int32())
+    return pa.table(cols), gt
+
+
+def log_schema(config: SimulationConfig) -> pa.Schema:
+    """The Arrow schema of the logs table."""
+    fields = [("session_id", pa.int64()), ("rank", pa.int32()), ("item_id", pa.int64()), ("like", pa.int8()),
+              ("watch_complete", pa.int8())]
+    if config.watch_time:
+        fields.append(("watch_time", pa.float32()))
+    fields += [("day", pa.date32()), ("experiment_id", pa.string()), ("arm", pa.string()),
+               ("segment", pa.string())]
+    fields += [(f"rank__{p}", pa.int32()) for p in config.policies]
+    return pa.schema(fields)
+
+
+GT_SCHEMA = pa.schema([("experiment_id", pa.string()), ("day", pa.date32()), ("arm", pa.string()),
+                       ("reward", pa.string()), ("policy", pa.string()), ("true_value", pa.float64()),
+                       ("n_sessions", pa.int64())])
+
+
+def iter_blocks(config: SimulationConfig, *, seed: int) -> Iterator[tuple[int, pa.Table, list[dict]]]:
+    """Yield ``(day_index, logs_block, ground_truth_rows)`` block by block, in (day, experiment, arm) order.
+
+    Each block holds at most ``config.chunk_sessions`` sessions, so memory stays bounded for any size.
+    Ground-truth rows carry the sum of expected rewards and the session count of the block.
+    """
+    seed = _check_seed(seed)
+    world = _build_world(config, seed)
+    counts = _sessions_per_group(config, world)
+    next_id = 0
+    for d in range(config.n_days):
+        for e in range(config.n_experiments):
+            for a in range(2):
+                total = int(counts[d, e, a])
+                for c, lo in enumerate(range(0, total, config.chunk_sessions)):
+                    n = min(config.chunk_sessions, total - lo)
+                    table, gt = _block(config, world, seed, d, e, a, c, n, next_id)
+                    next_id += n
+                    for row in gt:
+                        row.update(experiment_id=f"exp{e + 1:02d}", day=config.days[d], arm=ARMS[a])
+                    yield d, table, gt
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _ground_truth_frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    keys = ["experiment_id", "day", "arm", "reward", "policy"]
+    agg = df.groupby(keys, sort=False, as_index=False).agg(total=("sum", "sum"), n_sessions=("n", "sum"))
+    agg["true_value"] = agg["total"] / agg["n_sessions"]
+    agg = agg[["experiment_id", "day", "arm", "reward", "policy", "true_value", "n_sessions"]]
+    table = pa.Table.from_pandas(agg, schema=GT_SCHEMA, preserve_index=False)
+    return table.to_pandas()
+
+
+@dataclass(frozen=True)
+class SimulatedWorld:
+    """A simulated data set: the logged impressions and the exact ground truth (see module docstring)."""
+
+    config: SimulationConfig
+    seed: int
+    logs: pd.DataFrame = field(repr=False)
+    ground_truth: pd.DataFrame = field(repr=False)
+
+
+def simulate(config: SimulationConfig, *, seed: int) -> SimulatedWorld:
+    """Simulate the whole world in memory (use :func:`write_world` for data larger than memory).
+
+    >>> w = simulate(preset_config("small"), seed=0)
+    >>> bool((w.logs.groupby("session_id")["rank"].min() == 1).all())   # every session starts at rank 1
+    True
+    """
+    tables, gt = [], []
+    for _, table, rows in iter_blocks(config, seed=seed):
+        tables.append(table)
+        gt.extend(rows)
+    logs = pa.concat_tables(tables).to_pandas()
+    return SimulatedWorld(config=config, seed=int(seed), logs=logs, ground_truth=_ground_truth_frame(gt))
+
+
+def write_world(config: SimulationConfig, out: str | os.PathLike, *, seed: int, partition_by_day: bool = False,
+                compression: str = "zstd") -> dict:
+    """Write ``logs.parquet`` (or ``logs/day-YYYY-MM-DD.parquet`` per day) and ``ground_truth.parquet``.
+
+    Blocks are streamed to the files as they are generated. Returns a summary dict (rows, sessions, reward
+    rates, paths and sizes in bytes, seconds).
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    schema = log_schema(config)
+    gt_rows: list[dict] = []
+    rows = 0
+    sums = dict.fromkeys(config.rewards, 0.0)
+    sessions = 0
+    paths: list[Path] = []
+    writer: pq.ParquetWriter | None = None
+    current_day = -1
+    opts = {"compression": compression, "use_dictionary": ["experiment_id", "arm", "segment", "day"]}
+    if partition_by_day:
+        (out / "logs").mkdir(exist_ok=True)
+        for old in (out / "logs").glob("day-*.parquet"):
+            old.unlink()
+    try:
+        for d, table, gt in iter_blocks(config, seed=seed):
+            if writer is None or (partition_by_day and d != current_day):
+                if writer is not None:
+                    writer.close()
+                path = (out / "logs" / f"day-{config.days[d].isoformat()}.parquet") if partition_by_day \
+                    else out / "logs.parquet"
+                writer = pq.ParquetWriter(path, schema, **opts)
+                paths.append(path)
+                current_day = d
+            writer.write_table(table, row_group_size=1_000_000)
+            rows += table.num_rows
+            sessions += gt[0]["n"]
+            for r in config.rewards:
+                sums[r] += float(pa.compute.sum(table[r]).as_py() or 0)
+            gt_rows.extend(gt)
+    finally:
+        if writer is not None:
+            writer.close()
+    gt_df = _ground_truth_frame(gt_rows)
+    gt_path = out / "ground_truth.parquet"
+    pq.write_table(pa.Table.from_pandas(gt_df, schema=GT_SCHEMA, preserve_index=False), gt_path,
+                   compression=compression)
+    return {"rows": rows, "sessions": sessions, "experiments": config.n_experiments, "days": config.n_days,
+            "reward_rates": {r: sums[r] / max(rows, 1) for r in config.rewards},
+            "log_paths": [str(p) for p in paths], "log_bytes": sum(p.stat().st_size for p in paths),
+            "ground_truth_path": str(gt_path), "ground_truth_bytes": gt_path.stat().st_size,
+            "seconds": time.perf_counter() - t0}
+
+
+def read_logs(out: str | os.PathLike) -> pd.DataFrame:
+    """Read the logs written by :func:`write_world` (single file or day files), in written order."""
+    out = Path(out)
+    if (out / "logs.parquet").exists():
+        return pd.read_parquet(out / "logs.parquet")
+    files = sorted((out / "logs").glob("day-*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no logs.parquet or logs/day-*.parquet under {str(out)!r}")
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+def with_overrides(config: SimulationConfig, **changes) -> SimulationConfig:
+    """A copy of ``config`` with some fields changed (validated again)."""
+    return dataclasses.replace(config, **changes)
