@@ -187,9 +187,25 @@ def _rows(index: np.ndarray) -> str:
     return f"data row{'s' if len(index) > 1 else ''} {shown}{more}"
 
 
+def _show(v) -> str:
+    if isinstance(v, np.generic):
+        v = v.item()
+    return repr(v) if isinstance(v, str) else str(v)
+
+
 def _values(series: pd.Series, index: np.ndarray) -> str:
-    vals = series.iloc[index[:MAX_SHOWN]].tolist()
-    return ", ".join(repr(v) if isinstance(v, str) else str(v) for v in vals)
+    return ", ".join(_show(v) for v in series.iloc[index[:MAX_SHOWN]].tolist())
+
+
+def _looks_numeric(col: pd.Series) -> bool:
+    """A reward candidate: a numeric/bool column, or a text column whose values are mostly numbers
+    (so a stray 'yes' in a click column is reported instead of the column being silently ignored)."""
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return True
+    present = col.dropna()
+    if present.empty:
+        return False
+    return bool(pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5)
 
 
 def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool) -> np.ndarray | None:
@@ -198,22 +214,22 @@ def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_miss
     non_numeric = np.flatnonzero(numeric.isna().to_numpy() & raw.notna().to_numpy())
     if len(non_numeric):
         problems.append(
-            f"column '{col}' must hold positive integers; {_rows(non_numeric)} hold non-numbers: "
-            f"{_values(raw, non_numeric)}"
+            f"column '{col}' must hold positive integers; found non-numbers "
+            f"{_values(raw, non_numeric)} at {_rows(non_numeric)}"
         )
         return None
     values = numeric.to_numpy(dtype=float, na_value=np.nan)
     missing = np.isnan(values)
     if missing.any() and not allow_missing:
         idx = np.flatnonzero(missing)
-        problems.append(f"column '{col}' must hold positive integers; {_rows(idx)} are empty")
+        problems.append(f"column '{col}' must hold positive integers; found empty values at {_rows(idx)}")
         return None
     present = ~missing
     bad = np.flatnonzero(present & ((values < 1) | (values != np.floor(values)) | ~np.isfinite(values)))
     if len(bad):
         problems.append(
-            f"column '{col}' must hold positive integers (1 = top position); {_rows(bad)} hold "
-            f"{_values(raw, bad)}"
+            f"column '{col}' must hold positive integers (1 = top position); found "
+            f"{_values(raw, bad)} at {_rows(bad)}"
         )
         return None
     if present.any() and np.nanmax(values) > np.iinfo(np.int32).max:
@@ -255,10 +271,10 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
     special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
 
     if rewards is None:
-        reward_cols = [
-            c for c in df.columns
-            if c not in special and (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]))
-        ]
+        reward_cols = [c for c in df.columns if c not in special and _looks_numeric(df[c])]
+        ignored = [c for c in df.columns if c not in special and c not in reward_cols]
+        if ignored:
+            notes.append(f"non-numeric column(s) ignored (not rewards): {', '.join(ignored)}")
         if not reward_cols and not missing:
             problems.append(
                 "no reward column: expected at least one numeric column besides the schema columns "
@@ -285,7 +301,7 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
     sid = df["session_id"]
     sid_missing = np.flatnonzero(sid.isna().to_numpy())
     if len(sid_missing):
-        problems.append(f"column 'session_id' must not be empty; {_rows(sid_missing)} are empty")
+        problems.append(f"column 'session_id' must not be empty; found empty values at {_rows(sid_missing)}")
     ranks = _integer_column(df["rank"], "rank", problems, allow_missing=False)
 
     for r in reward_cols:
@@ -296,22 +312,22 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
         non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
         if len(non_numeric):
             problems.append(
-                f"reward column '{r}' must be numeric; {_rows(non_numeric)} hold {_values(col, non_numeric)}"
+                f"reward column '{r}' must be numeric; found {_values(col, non_numeric)} at {_rows(non_numeric)}"
             )
             continue
         values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
         bad = np.flatnonzero(~np.isfinite(values))
         if len(bad):
             problems.append(
-                f"reward column '{r}' must be finite numbers (no NaN / empty / inf); {_rows(bad)} hold "
-                f"{_values(numeric, bad)}"
+                f"reward column '{r}' must hold finite numbers (no NaN, empty or inf); found "
+                f"{_values(numeric, bad)} at {_rows(bad)}"
             )
             continue
         neg = np.flatnonzero(values < 0)
         if len(neg):
             problems.append(
-                f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); {_rows(neg)} hold "
-                f"{_values(numeric, neg)}"
+                f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); found "
+                f"{_values(numeric, neg)} at {_rows(neg)}"
             )
             continue
         out[r] = values
@@ -336,13 +352,13 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
         bad = np.flatnonzero(~((values > 0) & (values <= 1)))
         if c == "logging_propensity" and len(bad):
             problems.append(
-                f"column '{c}' must hold probabilities in (0, 1]; {_rows(bad)} hold {_values(df[c], bad)}"
+                f"column '{c}' must hold probabilities in (0, 1]; found {_values(df[c], bad)} at {_rows(bad)}"
             )
             continue
         bad_t = np.flatnonzero(~((values >= 0) & (values <= 1)))
         if c != "logging_propensity" and len(bad_t):
             problems.append(
-                f"column '{c}' must hold probabilities in [0, 1]; {_rows(bad_t)} hold {_values(df[c], bad_t)}"
+                f"column '{c}' must hold probabilities in [0, 1]; found {_values(df[c], bad_t)} at {_rows(bad_t)}"
             )
             continue
         props[c] = values
@@ -353,7 +369,7 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
         bad = np.flatnonzero(~arm_vals.isin(ARMS).fillna(False).to_numpy())
         if len(bad):
             problems.append(
-                f"column 'arm' must be 'control' or 'treatment'; {_rows(bad)} hold {_values(df['arm'], bad)}"
+                f"column 'arm' must be 'control' or 'treatment'; found {_values(df['arm'], bad)} at {_rows(bad)}"
             )
         else:
             arm = arm_vals.to_numpy(dtype=object)
@@ -371,7 +387,9 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
         examples = []
         for k in dup[:MAX_SHOWN]:
             a, b = sorted((int(order[k]) + 1, int(order[k + 1]) + 1))
-            examples.append(f"session {uniques[session_sorted[k]]!r} rank {int(ranks_sorted[k])} (data rows {a} and {b})")
+            examples.append(
+                f"session {_show(uniques[session_sorted[k]])} rank {int(ranks_sorted[k])} (data rows {a} and {b})"
+            )
         more = f" and {len(dup) - MAX_SHOWN} more" if len(dup) > MAX_SHOWN else ""
         problems.append(
             "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more
@@ -397,7 +415,7 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
             col_missing = pd.isna(values)
             if col_missing.any():
                 idx = np.sort(order[np.flatnonzero(col_missing)])
-                problems.append(f"column '{key}' must not be empty; {_rows(idx)} are empty")
+                problems.append(f"column '{key}' must not be empty; found empty values at {_rows(idx)}")
                 continue
         else:
             values = np.full(n, default, dtype=object)
@@ -414,8 +432,8 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
                 k = differs[0]
                 s = frame["session_id"].iat[k]
                 problems.append(
-                    f"column '{key}' must be the same on every row of a session; session {s!r} has "
-                    f"{first.iat[k]!r} and {vals.iat[k]!r} (data row {int(order[k]) + 1})"
+                    f"column '{key}' must be the same on every row of a session; session {_show(s)} has "
+                    f"{_show(first.iat[k])} and {_show(vals.iat[k])} (data row {int(order[k]) + 1})"
                 )
     if problems:
         raise LogValidationError(label, problems)

@@ -1,0 +1,176 @@
+"""The Ibis reduce against the independent loop implementation, and the identities of KDD'24 Sec. 4-6."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_impl import (
+    ref_cutoff,
+    ref_exponential,
+    ref_learnt_pbm,
+    ref_log2,
+    ref_paired_effect,
+    ref_reciprocal,
+    ref_session_values,
+)
+
+from offeval_core.engine import Grid, reduce
+from offeval_core.estimators import aggregate, estimate_from_row, select, session_values
+from offeval_core.logs import read_logs
+
+FLOOR = 1e-4
+
+
+def random_logs(rng, *, n_sessions=60, max_len=9, n_items=12, graded=True, policies=("a", "b")):
+    rows = []
+    for s in range(n_sessions):
+        length = int(rng.integers(1, max_len + 1))
+        perms = {p: rng.permutation(n_items) + 1 for p in policies}
+        for r in range(1, length + 1):
+            reward = float(rng.random() < 0.35) * (float(rng.integers(1, 4)) if graded else 1.0)
+            row = {"session_id": f"s{s:03d}", "rank": r, "click": reward,
+                   "day": int(s % 3), "arm": "control" if s % 4 else "treatment", "segment": "gu"[s % 2]}
+            row |= {f"rank__{p}": int(perms[p][r - 1]) for p in policies}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def reference_models(df):
+    return {"pbm": ref_learnt_pbm(df, floor=FLOOR, arm="control"), "log2": ref_log2,
+            "reciprocal@5": ref_cutoff(ref_reciprocal, 5), "exponential:0.7": ref_exponential(0.7)}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), graded=st.booleans())
+def test_reduce_matches_the_reference_loop(seed, graded):
+    rng = np.random.default_rng(seed)
+    df = random_logs(rng, graded=graded)
+    logs = read_logs(df)
+    clips = (1, 3, 16, math.inf)
+    grid = Grid(rewards=("click",), policies=("a", "b"), discounts=("pbm", "log2", "reciprocal@5"),
+                exposures=("pbm", "exponential:0.7"), clips=clips)
+    m = reduce(logs, grid)
+    models = reference_models(df)
+    control = df[df["arm"] == "control"]
+    for disc in grid.discounts:
+        for expo in grid.exposures:
+            for clip in clips:
+                kw = dict(reward="click", discount=models[disc], exposure=models[expo], clip=clip)
+                ref0 = ref_session_values(control, policy=None, **kw)
+                for pol in ("a", "b"):
+                    ref = ref_session_values(control, policy=pol, **kw)
+                    for metric in ("dcg", "ndcg"):
+                        rows = aggregate(select(m, reward="click", policy=pol, metric=metric, discount=disc,
+                                                exposure=expo, clip=clip))
+                        row = rows.iloc[0]
+                        assert row["n"] == len(ref)
+                        assert row["sum"] == pytest.approx(ref[metric].sum(), rel=1e-9, abs=1e-9)
+                        assert row["sumsq"] == pytest.approx((ref[metric] ** 2).sum(), rel=1e-9, abs=1e-9)
+                        diff = ref[metric] - ref0[metric]
+                        assert row["sum_diff"] == pytest.approx(diff.sum(), rel=1e-9, abs=1e-9)
+                        assert row["sumsq_diff"] == pytest.approx((diff**2).sum(), rel=1e-9, abs=1e-9)
+                        assert row["den_sum"] == pytest.approx(ref["idcg"].sum(), rel=1e-9, abs=1e-9)
+
+
+def test_paired_effect_and_ndcg_drop_rule_match_the_reference():
+    df = random_logs(np.random.default_rng(7), n_sessions=80)
+    df.loc[df["session_id"].isin(["s001", "s005", "s009"]), "click"] = 0.0
+    logs = read_logs(df)
+    control = df[df["arm"] == "control"]
+    pbm = ref_learnt_pbm(df, floor=FLOOR, arm="control")
+    for rule in ("zero", "drop"):
+        m = reduce(logs, Grid(rewards=("click",), policies=("a",), clips=(8,), ndcg_rule=rule))
+        for metric in ("dcg", "ndcg"):
+            row = aggregate(select(m, reward="click", policy="a", metric=metric, clip=8)).iloc[0]
+            eff = estimate_from_row(row, metric=metric, level=0.95, diff=True)
+            ref_mean, ref_se = ref_paired_effect(control, reward="click", policy="a", discount=pbm, exposure=pbm,
+                                                 clip=8, metric=metric, ndcg_rule=rule if metric == "ndcg" else "zero")
+            assert eff.value == pytest.approx(ref_mean, rel=1e-9)
+            assert eff.stderr == pytest.approx(ref_se, rel=1e-9)
+    n_zero = int((control.groupby("session_id")["click"].sum() == 0).sum())
+    assert n_zero >= 3  # the drop rule really dropped sessions in this example
+
+
+def test_logging_policy_dcg_with_d_equal_d0_unclipped_is_the_observed_reward():
+    df = random_logs(np.random.default_rng(3))
+    logs = read_logs(df)
+    for model in ("pbm", "log2", "exponential:0.6"):
+        v = session_values(logs, reward="click", discount=model, exposure=model, clip=math.inf)
+        observed = df.groupby("session_id")["click"].sum()
+        np.testing.assert_allclose(v.set_index("session_id")["dcg__logging"].loc[observed.index], observed,
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_clip_one_is_raw_label_dcg():
+    df = random_logs(np.random.default_rng(4))
+    logs = read_logs(df)
+    v = session_values(logs, reward="click", policies=["a"], discount="log2", exposure="pbm", clip=1)
+    raw = df.assign(g=df["click"] / np.log2(df["rank__a"] + 1)).groupby("session_id")["g"].sum()
+    np.testing.assert_allclose(v.set_index("session_id")["dcg__a"].loc[raw.index], raw, rtol=1e-12)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_dcg_monotone_in_clip_and_ndcg_bounded(seed):
+    df = random_logs(np.random.default_rng(seed), n_sessions=40)
+    logs = read_logs(df)
+    clips = (1, 2, 4, 8, 64, math.inf)
+    m = reduce(logs, Grid(rewards=("click",), policies=("a", "b"), clips=clips))
+    off = m.offline
+    sessions = session_values(logs, reward="click", policies=["a", "b"], clip=4)
+    for pol in ("logging", "a", "b"):
+        dcgs = [aggregate(select(m, reward="click", policy=None if pol == "logging" else pol, metric="dcg",
+                                 clip=c)).iloc[0]["sum"] for c in clips]
+        assert all(x <= y + 1e-9 for x, y in zip(dcgs, dcgs[1:], strict=False))
+        nd = sessions[f"ndcg__{pol}"]
+        assert nd.between(0, 1 + 1e-12).all()
+    assert (off["n"] >= 0).all()
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_pndcg_orders_policies_like_dcg(seed):
+    df = random_logs(np.random.default_rng(seed), n_sessions=50)
+    logs = read_logs(df)
+    m = reduce(logs, Grid(rewards=("click",), policies=("a", "b"), clips=(16,)))
+    val = {}
+    for metric in ("dcg", "pndcg"):
+        for pol in ("a", "b"):
+            row = aggregate(select(m, reward="click", policy=pol, metric=metric, clip=16)).iloc[0]
+            val[metric, pol] = estimate_from_row(row, metric=metric, level=0.95).value
+    assert np.sign(val["dcg", "a"] - val["dcg", "b"]) == np.sign(val["pndcg", "a"] - val["pndcg", "b"])
+
+
+def test_groups_partition_the_sessions_and_online_moments_are_observed_rewards():
+    df = random_logs(np.random.default_rng(11))
+    logs = read_logs(df)
+    m = reduce(logs, Grid(rewards=("click",), policies=("a",), clips=(math.inf,)))
+    per_session = df.groupby(["day", "arm", "segment", "session_id"])["click"].sum()
+    expected = per_session.groupby(["day", "arm", "segment"]).agg(n="size", sum="sum",
+                                                                  sumsq=lambda x: float((x**2).sum()))
+    got = m.online.set_index(["day", "arm", "segment"])[["n", "sum", "sumsq"]].sort_index()
+    pd.testing.assert_frame_equal(got, expected.sort_index(), check_dtype=False)
+    # every variant row counts exactly the sessions of its group
+    dcg_rows = m.offline[m.offline["metric"] == "dcg"]
+    assert dcg_rows.groupby("policy")["n"].sum().tolist() == [len(per_session)] * 2
+
+
+def test_unknown_names_are_rejected_with_specific_messages():
+    logs = read_logs(random_logs(np.random.default_rng(1), n_sessions=5), name="x.parquet")
+    with pytest.raises(ValueError, match="unknown reward 'like'; the logs x.parquet have reward columns: click"):
+        reduce(logs, Grid(rewards=("like",), policies=()))
+    with pytest.raises(ValueError, match=r"unknown policy 'zzz': the logs x.parquet have no column 'rank__zzz' "
+                                         r"\(policies found: a, b\)"):
+        reduce(logs, Grid(rewards=("click",), policies=("zzz",)))
+    with pytest.raises(ValueError, match=r"clips must be ≥ 1 \(1 = raw labels, inf = unclipped\), got 0.5"):
+        Grid(rewards=("click",), policies=(), clips=(0.5,))
+    with pytest.raises(ValueError, match="ndcg_rule must be one of 'zero', 'drop'; got 'skip'"):
+        Grid(rewards=("click",), policies=(), ndcg_rule="skip")
+    m = reduce(logs, Grid(rewards=("click",), policies=("a",), clips=(4,)))
+    with pytest.raises(ValueError, match=r"clip 8 is not in the computed grid \(4\)"):
+        select(m, reward="click", policy="a", metric="dcg", clip=8)
+    with pytest.raises(ValueError, match="metric must be one of"):
+        select(m, reward="click", policy="a", metric="map", clip=4)
