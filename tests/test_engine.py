@@ -1,5 +1,6 @@
 """The Ibis reduce against the independent loop implementation, and the identities of KDD'24 Sec. 4-6."""
 
+import itertools
 import math
 
 import numpy as np
@@ -124,7 +125,7 @@ def test_dcg_monotone_in_clip_and_ndcg_bounded(seed):
     for pol in ("logging", "a", "b"):
         dcgs = [aggregate(select(m, reward="click", policy=None if pol == "logging" else pol, metric="dcg",
                                  clip=c)).iloc[0]["sum"] for c in clips]
-        assert all(x <= y + 1e-9 for x, y in zip(dcgs, dcgs[1:], strict=False))
+        assert all(x <= y + 1e-9 for x, y in itertools.pairwise(dcgs))
         nd = sessions[f"ndcg__{pol}"]
         assert nd.between(0, 1 + 1e-12).all()
     assert (off["n"] >= 0).all()
