@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["simulate", "validate", "estimate"]
+COMMANDS = ["simulate", "validate", "estimate", "heldout", "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,9 +19,12 @@ c · min(m, w) need not preserve the order of c · w when rewards are not binary
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ibis
 import ibis.expr.types as ir
@@ -88,46 +91,225 @@ class Moments:
 # ------------------------------------------------------------------------------------------ ibis inputs
 
 
-def connect():
-    """The embedded default backend: an in-memory DuckDB through Ibis."""
-    return ibis.duckdb.connect()
+def connect(*, memory_limit: str | None = None, threads: int | None = None, temp_directory: str | None = None):
+    """The embedded default backend: an in-memory DuckDB through Ibis.
+
+    ``memory_limit`` (e.g. ``"2GB"``) caps DuckDB's buffer memory; larger intermediates spill to
+    ``temp_directory`` (DuckDB's default ``.tmp`` next to the working directory when not given).
+    """
+    config = {k: v for k, v in {"memory_limit": memory_limit, "threads": threads,
+                                "temp_directory": temp_directory}.items() if v is not None}
+    return ibis.duckdb.connect(**config)
 
 
 @dataclass(frozen=True, eq=False)
 class Source:
-    """Ibis tables a reduce reads: ``rows`` (one per impression) and ``sessions`` (one per session)."""
+    """Ibis tables a reduce reads: ``rows`` (one per impression) and ``sessions`` (one per session).
+
+    ``rows`` has ``session``, ``rank``, the reward and ``rank__<policy>`` columns and the group columns
+    ``keys``; ``sessions`` has ``session``, ``length`` (last logged rank) and ``keys``. When ``keys`` is
+    ``("g",)`` the integer ``g`` codes a group and ``groups`` maps it back to :data:`GROUP_KEYS`.
+    ``rows`` may hold only the rows with a positive reward (nothing else enters the heavy path).
+    ``logs`` (in-memory logs) or ``lengths`` (session-length histogram, columns ``length``, ``n``,
+    ``n_control``) feed the learnt ``pbm`` model; ``counts`` (sessions per group) is filled when known.
+    """
 
     rows: ir.Table
     sessions: ir.Table
     backend: object
     max_rank: int
     name: str = ""
+    keys: tuple[str, ...] = GROUP_KEYS
+    groups: pd.DataFrame | None = None
+    rewards: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
+    logs: Logs | None = field(default=None, repr=False)
+    lengths: pd.DataFrame | None = field(default=None, repr=False)
+    counts: pd.DataFrame | None = field(default=None, repr=False)
 
 
 def source_from_logs(logs: Logs, backend=None) -> Source:
-    """Register validated in-memory logs with an Ibis backend (DuckDB by default)."""
+    """Register validated in-memory logs with an Ibis backend (DuckDB by default).
+
+    Only rows with a positive value in some reward column are registered (the heavy path reads nothing
+    else), and the group (experiment, day, arm, segment) of a session travels as one integer code.
+    """
     backend = backend or connect()
-    cols = ["session", "rank", *logs.rewards, *(POLICY_PREFIX + p for p in logs.policies)]
-    rows = backend.create_table(f"rows_{id(logs)}", logs.frame[cols], overwrite=True)
-    sess = logs.sessions[["session", *GROUP_KEYS]].copy()
-    for k in ("experiment_id", "arm", "segment"):
-        sess[k] = sess[k].astype(str)
-    sessions = backend.create_table(f"sessions_{id(logs)}", sess, overwrite=True)
-    return Source(rows=rows, sessions=sessions, backend=backend, max_rank=logs.max_rank, name=logs.source)
+    frame, sess = logs.frame, logs.sessions
+    group_codes = sess.groupby(list(GROUP_KEYS), sort=True, observed=True, dropna=False).ngroup().to_numpy()
+    first = np.unique(group_codes, return_index=True)[1]
+    groups = sess.iloc[first][list(GROUP_KEYS)].reset_index(drop=True)
+    groups.insert(0, "g", np.arange(len(groups), dtype=np.int64))
+    session_codes = sess["session"].to_numpy()
+    g_of_session = np.empty(int(session_codes.max()) + 1, dtype=np.int64)
+    g_of_session[session_codes] = group_codes
+    positive = np.zeros(len(frame), dtype=bool)
+    for r in logs.rewards:
+        positive |= frame[r].to_numpy() > 0
+    pos_session = frame["session"].to_numpy()[positive]
+    cols = {"session": pos_session, "g": g_of_session[pos_session], "rank": frame["rank"].to_numpy()[positive]}
+    for r in logs.rewards:
+        cols[r] = frame[r].to_numpy()[positive]
+    for p in logs.policies:
+        cols[POLICY_PREFIX + p] = frame[POLICY_PREFIX + p].to_numpy()[positive]
+    rows = ibis.memtable(pd.DataFrame(cols))
+    sessions = ibis.memtable(pd.DataFrame({"session": session_codes, "g": group_codes.astype(np.int64),
+                                           "length": sess["length"].to_numpy()}))
+    counts = pd.DataFrame({"g": groups["g"], "n": np.bincount(group_codes, minlength=len(groups))})
+    return Source(rows=rows, sessions=sessions, backend=backend, max_rank=logs.max_rank, name=logs.source,
+                  keys=("g",), groups=groups, rewards=logs.rewards, policies=logs.policies, logs=logs,
+                  counts=counts)
+
+
+def source_from_files(path, backend=None, *, columns: dict[str, str] | None = None,
+                      rewards: Sequence[str] | None = None) -> Source:
+    """Point the reduce at Parquet files (a file, a directory of day files or a glob) without loading them.
+
+    The backend reads the files itself (DuckDB by default; Spark, or a warehouse table through any other
+    Ibis backend: pass ``path`` as an Ibis table). One pass over the rows computes the session table's
+    summaries (sessions per group, the session-length histogram for the learnt ``pbm``); only rows with a
+    positive reward are cached for the heavy path. Cheap checks run in the same pass: required columns,
+    ranks ≥ 1, rewards finite and ≥ 0.
+    """
+    backend = backend or connect()
+    if isinstance(path, ir.Table):
+        table, name = path, getattr(path.op(), "name", "<table>")
+    else:
+        name = str(path)
+        table = backend.read_parquet(_parquet_glob(path))
+    rename = {user: key for key, user in (columns or {}).items()}
+    missing = [u for u in rename if u not in table.columns]
+    if missing:
+        raise ValueError(f"{name}: column mapping names columns the logs do not have: {', '.join(missing)} "
+                         f"(columns found: {', '.join(table.columns)})")
+    if rename:
+        table = table.rename({k: u for u, k in rename.items()})
+    for c in ("session_id", "rank"):
+        if c not in table.columns:
+            raise ValueError(f"{name}: missing required column '{c}' (columns found: {', '.join(table.columns)}); "
+                             f"if your logs call it differently, map it, e.g. --map {c}=<your column>")
+    schema = table.schema()
+    policies = tuple(c[len(POLICY_PREFIX):] for c in table.columns if c.startswith(POLICY_PREFIX))
+    special = {"session_id", "rank", "item_id", "logging_propensity", *GROUP_KEYS}
+    if rewards is None:
+        rewards = tuple(c for c in table.columns if c not in special and not c.startswith((POLICY_PREFIX, "target_"))
+                        and (schema[c].is_numeric() or schema[c].is_boolean()))
+    else:
+        rewards = tuple(rewards)
+        for r in rewards:
+            if r not in table.columns:
+                raise ValueError(f"{name}: unknown reward {r!r}; no such column (columns found: {', '.join(table.columns)})")
+    if not rewards:
+        raise ValueError(f"{name}: no reward column: expected at least one numeric column besides the schema columns")
+    defaults = {"experiment_id": "all", "day": "1", "arm": "control", "segment": "all"}
+    keys = {k: (table[k].cast("string") if k != "day" else table[k]) if k in table.columns else ibis.literal(v)
+            for k, v in defaults.items()}
+    if "day" in table.columns and not (schema["day"].is_date() or schema["day"].is_integer()):
+        keys["day"] = table["day"].cast("string")
+    rows = table.select(session=table["session_id"], rank=table["rank"].cast("int64"), **keys,
+                        **{r: table[r].cast("float64") for r in rewards},
+                        **{POLICY_PREFIX + p: table[POLICY_PREFIX + p].cast("int64") for p in policies})
+    checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
+              "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
+              if policies else rows["rank"].max()}
+    for i, r in enumerate(rewards):
+        checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
+    stats = backend.execute(rows.aggregate(**checks)).iloc[0]
+    if int(stats["n_rows"]) == 0:
+        raise ValueError(f"{name}: no data rows: the logs are empty")
+    problems = []
+    if int(stats["min_rank"]) < 1:
+        problems.append(f"column 'rank' must hold positive integers (1 = top position); the smallest is {int(stats['min_rank'])}")
+    for i, r in enumerate(rewards):
+        if int(stats[f"bad_{i}"]):
+            problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'])} rows are not")
+    if problems:
+        raise ValueError(f"{name}: " + "; ".join(problems))
+    gk = list(GROUP_KEYS)
+    sessions = rows.group_by(["session", *gk]).aggregate(length=rows["rank"].max())
+    hist = backend.execute(sessions.group_by(["length", *gk]).aggregate(n=sessions.count()))
+    counts = hist.groupby(gk, sort=True, dropna=False)["n"].sum().reset_index()
+    n_sessions = int(counts["n"].sum())
+    n_ids = int(backend.execute(sessions.aggregate(k=sessions.session.nunique()))["k"].iloc[0]) \
+        if int(counts["n"].sum()) else 0
+    if n_ids != n_sessions:
+        raise ValueError(f"{name}: columns experiment_id, day, arm and segment must be the same on every row of a "
+                         f"session; {n_sessions - n_ids} session(s) have more than one value")
+    lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
+               .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
+    anypos = functools.reduce(lambda a, b: a | b, [rows[r] > 0 for r in rewards])
+    positives = rows.filter(anypos).cache()
+    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]), name=name,
+                  keys=tuple(gk), rewards=rewards, policies=policies, lengths=lengths, counts=counts)
+
+
+def _parquet_glob(path) -> str | list[str]:
+    p = Path(str(path))
+    if p.is_dir():
+        files = sorted(str(f) for f in p.rglob("*.parquet"))
+        if not files:
+            raise FileNotFoundError(f"{path}: no .parquet files in this directory")
+        return files
+    if not any(ch in str(path) for ch in "*?[") and not p.exists() and "://" not in str(path):
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    return str(path)
+
+
+# ------------------------------------------------------------------------------------ discount models
+
+
+def source_discount(spec: str, source: Source, *, floor: float | None = None) -> DiscountModel:
+    """Parse a discount spec for a source: a learnt ``pbm`` comes from its logs or length histogram."""
+    kwargs = {} if floor is None else {"floor": floor}
+    if source.logs is not None:
+        return parse_discount(spec, logs=source.logs, **kwargs)
+    if source.lengths is None:
+        return parse_discount(spec, **kwargs)
+    model = parse_discount(spec, logs=_STUB_LOGS, **kwargs)
+    if model.kind != "pbm":
+        return model
+    return dataclasses.replace(model, values=tuple(pbm_from_histogram(source.lengths, floor=model.param).tolist()))
+
+
+class _StubLogs:
+    sessions = pd.DataFrame({"arm": ["control"], "length": [1]})
+
+
+_STUB_LOGS = _StubLogs()
+
+
+def pbm_from_histogram(lengths: pd.DataFrame, *, floor: float) -> np.ndarray:
+    """The learnt ``pbm`` curve of :func:`offeval_core.discounts.learn_pbm` from a length histogram.
+
+    ``lengths`` has one row per session length with ``n`` sessions (``n_control`` of them in the control
+    arm); the control arm is used when it has sessions, as in ``learn_pbm``.
+    """
+    col = "n_control" if int(lengths["n_control"].sum()) > 0 else "n"
+    length = lengths["length"].to_numpy(dtype=np.int64)
+    counts = np.zeros(int(length.max()) + 1, dtype=np.int64)
+    np.add.at(counts, length, lengths[col].to_numpy(dtype=np.int64))
+    counts = counts[1:]
+    last = int(np.flatnonzero(counts)[-1]) + 1 if counts.any() else 0
+    counts = counts[:last]
+    reach = counts[::-1].cumsum()[::-1] / counts.sum()
+    return np.maximum(reach, floor)
 
 
 # -------------------------------------------------------------------------------------- the kernel
 
 
+def _lookup1(model: DiscountModel, rank: ir.IntegerValue, max_rank: int) -> ir.FloatingValue:
+    """D(rank) as an Ibis expression: an array literal indexed by rank (0 outside 1..max_rank)."""
+    arr = ibis.literal([float(v) for v in model.table(max_rank)], type="array<float64>")
+    return ibis.ifelse((rank >= 1) & (rank <= max_rank), arr[rank - 1], 0.0)
+
+
 def _lookup(models: Sequence[DiscountModel], which: ir.IntegerValue, rank: ir.IntegerValue, max_rank: int):
     """D_which(rank) as an Ibis expression: one array literal per model, indexed by rank (0 outside 1..max)."""
-    arrays = [ibis.literal([float(v) for v in m.table(max_rank)], type="array<float64>") for m in models]
-    inside = (rank >= 1) & (rank <= max_rank)
-    if len(arrays) == 1:
-        value = arrays[0][rank - 1]
-    else:
-        value = ibis.cases(*[(which == k, arr[rank - 1]) for k, arr in enumerate(arrays[:-1])], else_=arrays[-1][rank - 1])
-    return ibis.ifelse(inside, value, 0.0)
+    values = [_lookup1(m, rank, max_rank) for m in models]
+    if len(values) == 1:
+        return values[0]
+    return ibis.cases(*[(which == k, v) for k, v in enumerate(values[:-1])], else_=values[-1])
 
 
 def variant_table(grid: Grid) -> pd.DataFrame:
@@ -141,6 +323,71 @@ def variant_table(grid: Grid) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _rank_table(discount: DiscountModel, exposure: DiscountModel, max_rank: int) -> pd.DataFrame:
+    """Per rank 1..max_rank: the inverse exposure 1 / D0(r) (inf where D0 = 0) and the discount D(r)."""
+    with np.errstate(divide="ignore"):
+        inv = 1.0 / exposure.table(max_rank)
+    return pd.DataFrame({"r": np.arange(1, max_rank + 1, dtype=np.int64), "w": inv, "d": discount.table(max_rank)})
+
+
+def _per_session(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
+                 exposure: DiscountModel, clips: Sequence[float], keys: Sequence[str], binary: bool) -> ir.Table:
+    """One row per session with a positive reward; for clip number k the columns ``idcg_k`` and
+    ``dcg_k_<i>`` (i = 0 for the logging policy, i ≥ 1 for ``policies[i-1]``), plus ``session`` and ``keys``.
+
+    Wide over the clip grid: the per-row lookups (1 / D0 of the logged rank, D of every policy's rank, by
+    joins with a small rank table) are done once per row and one group-by per session serves every clip
+    value. With one positive reward value (binary rewards) the descending order of c · min(m, 1/D0)
+    within a session is that of 1/D0 for every m (equal labels may swap without changing iDCG), so one
+    sort per session serves the whole clip grid; otherwise the labels are ranked per clip value.
+    """
+    lut = ibis.memtable(_rank_table(discount, exposure, source.max_rank))
+    t = source.rows
+    pos = t.filter(t[reward] > 0)
+    pos = pos.select("session", *keys, "rank", c=pos[reward].cast("float64"),
+                     **{f"t{i}": pos[POLICY_PREFIX + p].cast("int64") for i, p in enumerate(policies, 1)})
+    pos = pos.join(lut.select(rank="r", w="w", p0="d"), "rank")
+    for i in range(1, len(policies) + 1):
+        look = lut.select(**{f"t{i}": "r", f"p{i}": "d"})
+        pos = pos.left_join(look, f"t{i}").drop(f"t{i}_right")
+        pos = pos.mutate(**{f"p{i}": pos[f"p{i}"].fill_null(0.0)})
+    n_pol = len(policies) + 1
+    pos = pos.mutate(**{f"l{k}": pos.c * pos.w if math.isinf(m) else pos.c * ibis.least(ibis.literal(float(m)), pos.w)
+                        for k, m in enumerate(clips)})
+    if binary:
+        pos = pos.mutate(j=ibis.row_number().over(group_by=pos.session, order_by=[pos.w.desc(), pos["rank"]]) + 1)
+        pos = pos.join(lut.select(j="r", dj="d"), "j")
+        ideal = ["dj"] * len(clips)
+    else:
+        for k in range(len(clips)):
+            pos = pos.mutate(**{f"j{k}": ibis.row_number().over(
+                group_by=pos.session, order_by=[pos[f"l{k}"].desc(), pos["rank"]]) + 1})
+            pos = pos.join(lut.select(**{f"j{k}": "r", f"dj{k}": "d"}), f"j{k}")
+        ideal = [f"dj{k}" for k in range(len(clips))]
+    sums = {}
+    for k in range(len(clips)):
+        lab = pos[f"l{k}"]
+        sums[f"idcg_{k}"] = (lab * pos[ideal[k]]).sum()
+        for i in range(n_pol):
+            sums[f"dcg_{k}_{i}"] = (lab * pos[f"p{i}"]).sum()
+    return pos.group_by(["session", *keys]).aggregate(**sums)
+
+
+def _binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
+    """Whether each reward takes a single positive value (then one sort per session serves every clip)."""
+    t = source.rows
+    aggs = {}
+    for i, r in enumerate(rewards):
+        aggs[f"lo{i}"] = t[r].cast("float64").min(where=t[r] > 0)
+        aggs[f"hi{i}"] = t[r].cast("float64").max(where=t[r] > 0)
+    res = source.backend.execute(t.aggregate(**aggs)).iloc[0]
+    out = {}
+    for i, r in enumerate(rewards):
+        lo, hi = res[f"lo{i}"], res[f"hi{i}"]
+        out[r] = bool(pd.isna(lo) or float(lo) == float(hi))
+    return out
+
+
 def session_kernel(
     source: Source, *, reward: str, policies: Sequence[str], discounts: Sequence[DiscountModel],
     exposures: Sequence[DiscountModel], variants: pd.DataFrame,
@@ -150,25 +397,59 @@ def session_kernel(
     Columns ``v``, ``session``, ``dcg__logging``, ``dcg__<policy>``…, ``idcg``. Sessions without a
     positive reward are absent (all their values are 0).
     """
-    t = source.rows
-    pos = t.filter(t[reward] > 0).select(
-        "session", "rank", c=t[reward].cast("float64"),
-        **{f"t__{p}": t[POLICY_PREFIX + p] for p in policies},
-    )
-    vt = ibis.memtable(variants[["v", "dm", "em", "clip"]])
-    x = pos.cross_join(vt)
-    w0 = 1.0 / _lookup(exposures, x.em, x["rank"], source.max_rank)
-    label = x.c * ibis.least(x.clip, w0)
-    x = x.mutate(label=label)
-    cols = {f"d__{LOGGING_POLICY}": x.label * _lookup(discounts, x.dm, x["rank"], source.max_rank)}
-    for p in policies:
-        cols[f"d__{p}"] = x.label * _lookup(discounts, x.dm, x[f"t__{p}"], source.max_rank)
-    pos_j = ibis.row_number().over(group_by=[x.v, x.session], order_by=[x.label.desc(), x["rank"]]) + 1
-    x = x.mutate(**cols, ideal=x.label * _lookup(discounts, x.dm, pos_j, source.max_rank))
+    binary = _binary_rewards(source, [reward])[reward]
     names = [LOGGING_POLICY, *policies]
-    return x.group_by(["v", "session"]).aggregate(
-        idcg=x.ideal.sum(), **{f"dcg__{p}": x[f"d__{p}"].sum() for p in names}
-    )
+    parts = []
+    for (dm, em), block in variants.groupby(["dm", "em"], sort=True):
+        clips = [math.inf if c >= _INF else float(c) for c in block["clip"]]
+        per = _per_session(source, reward=reward, policies=policies, discount=discounts[dm],
+                           exposure=exposures[em], clips=clips, keys=(), binary=binary)
+        for k, v in enumerate(block["v"]):
+            parts.append(per.select(v=ibis.literal(int(v), type="int64"), session=per.session,
+                                    idcg=per[f"idcg_{k}"],
+                                    **{f"dcg__{p}": per[f"dcg_{k}_{i}"] for i, p in enumerate(names)}))
+    return ibis.union(*parts) if len(parts) > 1 else parts[0]
+
+
+_MAX_AGGREGATES = 600  # per query; larger clip grids × policies are split into several queries
+
+
+def _group_moments(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
+                   exposure: DiscountModel, block: pd.DataFrame, keys: list[str], binary: bool) -> pd.DataFrame:
+    """Per group: the moments of every clip value of one (D, D0) pair, in the long-by-variant layout."""
+    names = [LOGGING_POLICY, *policies]
+    per_clip = 3 + 6 * len(names) + 6 * len(policies)
+    step = max(1, _MAX_AGGREGATES // per_clip)
+    out = []
+    for lo in range(0, len(block), step):
+        chunk = block.iloc[lo:lo + step]
+        clips = [math.inf if c >= _INF else float(c) for c in chunk["clip"]]
+        per = _per_session(source, reward=reward, policies=policies, discount=discount, exposure=exposure,
+                           clips=clips, keys=keys, binary=binary)
+        aggs = {}
+        for k in range(len(clips)):
+            idcg = per[f"idcg_{k}"]
+            aggs |= {f"{k}:den_sum": idcg.sum(), f"{k}:den_sumsq": (idcg * idcg).sum(),
+                     f"{k}:n_pos": (idcg > 0).cast("int64").sum()}
+            dcg = {p: per[f"dcg_{k}_{i}"] for i, p in enumerate(names)}
+            ndcg = {p: ibis.ifelse(idcg > 0, d / idcg, 0.0) for p, d in dcg.items()}
+            for metric, val in (("dcg", dcg), ("ndcg", ndcg)):
+                for p in names:
+                    x = val[p]
+                    aggs |= {f"{k}:{metric}__{p}__sum": x.sum(), f"{k}:{metric}__{p}__sumsq": (x * x).sum(),
+                             f"{k}:{metric}__{p}__sum_x_den": (x * idcg).sum()}
+                for p in policies:
+                    dd = val[p] - val[LOGGING_POLICY]
+                    aggs |= {f"{k}:{metric}__{p}__sum_diff": dd.sum(), f"{k}:{metric}__{p}__sumsq_diff": (dd * dd).sum(),
+                             f"{k}:{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
+        wide = source.backend.execute(per.group_by(keys).aggregate(**aggs))
+        for k, v in enumerate(chunk["v"]):
+            pre = f"{k}:"
+            part = wide[keys + [c for c in wide.columns if c.startswith(pre)]]
+            part = part.rename(columns={c: c[len(pre):] for c in part.columns if c.startswith(pre)})
+            part.insert(0, "v", int(v))
+            out.append(part)
+    return pd.concat(out, ignore_index=True)
 
 
 def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:
@@ -184,57 +465,75 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
         source = source_from_logs(logs, backend)
     else:
         source = logs
-    kwargs = {} if pbm_floor is None else {"floor": pbm_floor}
-    discounts = [parse_discount(d, logs=logs, **kwargs) for d in grid.discounts]
-    exposures = [parse_discount(e, logs=logs, **kwargs) for e in grid.exposures]
+        _check_source_names(source, grid)
+    discounts = [source_discount(d, source, floor=pbm_floor) for d in grid.discounts]
+    exposures = [source_discount(e, source, floor=pbm_floor) for e in grid.exposures]
     _check_exposures(exposures, grid)
     variants = variant_table(grid)
-    keys = list(GROUP_KEYS)
-    sessions = source.sessions
-    counts = source.backend.execute(sessions.group_by(keys).aggregate(n=sessions.count()))
+    keys = list(source.keys)
+    counts = source.counts
+    if counts is None:
+        sessions = source.sessions
+        counts = source.backend.execute(sessions.group_by(keys).aggregate(n=sessions.count()))
     names = [LOGGING_POLICY, *grid.policies]
+    binary = _binary_rewards(source, grid.rewards)
 
-    offline_parts, online_parts = [], []
+    offline_parts = []
     for reward in grid.rewards:
-        per = session_kernel(source, reward=reward, policies=grid.policies, discounts=discounts,
-                             exposures=exposures, variants=variants)
-        per = per.join(sessions, "session")
-        aggs = {
-            "den_sum": per.idcg.sum(), "den_sumsq": (per.idcg * per.idcg).sum(),
-            "n_pos": (per.idcg > 0).cast("int64").sum(),
-        }
-        ndcg = {p: ibis.ifelse(per.idcg > 0, per[f"dcg__{p}"] / per.idcg, 0.0) for p in names}
-        for p in names:
-            d = per[f"dcg__{p}"]
-            aggs |= {f"dcg__{p}__sum": d.sum(), f"dcg__{p}__sumsq": (d * d).sum(),
-                     f"dcg__{p}__sum_x_den": (d * per.idcg).sum(),
-                     f"ndcg__{p}__sum": ndcg[p].sum(), f"ndcg__{p}__sumsq": (ndcg[p] * ndcg[p]).sum(),
-                     f"ndcg__{p}__sum_x_den": (ndcg[p] * per.idcg).sum()}
-        for p in grid.policies:
-            dd = per[f"dcg__{p}"] - per[f"dcg__{LOGGING_POLICY}"]
-            nd = ndcg[p] - ndcg[LOGGING_POLICY]
-            aggs |= {f"dcg__{p}__sum_diff": dd.sum(), f"dcg__{p}__sumsq_diff": (dd * dd).sum(),
-                     f"dcg__{p}__sum_diff_den": (dd * per.idcg).sum(),
-                     f"ndcg__{p}__sum_diff": nd.sum(), f"ndcg__{p}__sumsq_diff": (nd * nd).sum(),
-                     f"ndcg__{p}__sum_diff_den": (nd * per.idcg).sum()}
-        wide = source.backend.execute(per.group_by(["v", *keys]).aggregate(**aggs))
+        wides = []
+        for (dm, em), block in variants.groupby(["dm", "em"], sort=True):
+            wides.append(_group_moments(source, reward=reward, policies=grid.policies, discount=discounts[dm],
+                                        exposure=exposures[em], block=block, keys=keys, binary=binary[reward]))
+        wide = pd.concat(wides, ignore_index=True)
         offline_parts.append(_to_long(wide, counts, variants, names, grid, reward, keys))
 
-        t = source.rows
-        pos = t.filter(t[reward] > 0)
-        tot = pos.group_by("session").aggregate(total=pos[reward].cast("float64").sum()).join(sessions, "session")
-        online = source.backend.execute(
-            tot.group_by(keys).aggregate(sum=tot.total.sum(), sumsq=(tot.total * tot.total).sum())
-        )
-        online = counts.merge(online, on=keys, how="left").fillna({"sum": 0.0, "sumsq": 0.0})
-        online.insert(len(keys), "reward", reward)
-        online_parts.append(online)
-
+    online = _online(source, grid.rewards, counts, keys)
     offline = pd.concat(offline_parts, ignore_index=True)
-    online = pd.concat(online_parts, ignore_index=True)
+    if source.groups is not None:
+        offline = _expand_groups(offline, source.groups)
+        online = _expand_groups(online, source.groups)
     labels = {m.spec if m.kind != "pbm" else "pbm": m.label for m in [*discounts, *exposures]}
-    return Moments(offline=_tidy(offline, keys), online=_tidy(online, keys), grid=grid,
+    out_keys = list(GROUP_KEYS)
+    return Moments(offline=_tidy(offline, out_keys), online=_tidy(online, out_keys), grid=grid,
                    discount_labels=labels, source=source.name)
+
+
+def _online(source: Source, rewards: Sequence[str], counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group and reward: sessions, Σ and Σ² of the per-session observed reward (one pass, all rewards)."""
+    t = source.rows
+    anypos = functools.reduce(lambda a, b: a | b, [t[r] > 0 for r in rewards])
+    pos = t.filter(anypos)
+    per = pos.group_by(["session", *keys]).aggregate(**{f"r{i}": pos[r].cast("float64").sum()
+                                                        for i, r in enumerate(rewards)})
+    aggs = {}
+    for i in range(len(rewards)):
+        aggs |= {f"sum{i}": per[f"r{i}"].sum(), f"sumsq{i}": (per[f"r{i}"] * per[f"r{i}"]).sum()}
+    wide = source.backend.execute(per.group_by(keys).aggregate(**aggs))
+    parts = []
+    for i, r in enumerate(rewards):
+        part = wide[[*keys, f"sum{i}", f"sumsq{i}"]].rename(columns={f"sum{i}": "sum", f"sumsq{i}": "sumsq"})
+        part = counts.merge(part, on=keys, how="left").fillna({"sum": 0.0, "sumsq": 0.0})
+        part.insert(len(keys), "reward", r)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _expand_groups(df: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    out = groups.merge(df, on="g", how="right").drop(columns="g")
+    return out
+
+
+def _check_source_names(source: Source, grid: Grid) -> None:
+    cols = set(source.rows.columns)
+    for r in grid.rewards:
+        if r not in cols:
+            known = ", ".join(source.rewards) or ", ".join(c for c in source.rows.columns)
+            raise ValueError(f"unknown reward {r!r}; the logs {source.name} have reward columns: {known}")
+    for p in grid.policies:
+        if POLICY_PREFIX + p not in cols:
+            known = ", ".join(source.policies) or "none"
+            raise ValueError(f"unknown policy {p!r}: the logs {source.name} have no column "
+                             f"'{POLICY_PREFIX}{p}' (policies found: {known})")
 
 
 def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid) -> None:

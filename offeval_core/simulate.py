@@ -59,41 +59,48 @@ EFFECTS = ("positive", "neutral", "negative", "positive-registered")
 
 @dataclass(frozen=True, slots=True)
 class RankerSpec:
-    """A deterministic ranker: score = w_quality·z_a + w_affinity·⟨u, e_a⟩ + w_short·(−log dur_a) + σ·ε.
+    """A deterministic ranker, a noisy scorer of the true quality:
 
-    ``noise`` is σ for guests and ``noise_registered`` (default: the same) for registered users; ε is
-    standard normal noise drawn per (session, item), so the ranker is a noisy scorer of the true quality.
+    score = w_quality·z_a + w_affinity·⟨u, e_a⟩ + w_short·(−log dur_a) − w_fresh·fresh_a + shared·η + σ·ε,
+
+    where η is a model error common to all rankers (drawn once per (session, item): rankers that lean on it
+    agree with each other and with production), ε is the ranker's own noise, and ``fresh_a`` marks new
+    items (same true quality as the others) that a cautious ranker demotes. σ and ``shared`` may differ
+    for registered users (``noise_registered``, ``shared_registered``; default: the same).
     """
 
     w_quality: float = 1.0
     w_affinity: float = 1.0
     w_short: float = 0.3
-    noise: float = 1.0
+    noise: float = 0.4
+    shared: float = 0.0
+    w_fresh: float = 0.0
     noise_registered: float | None = None
+    shared_registered: float | None = None
 
 
 # Production ranker R0 and the per-effect treatment rankers Rt (one per experiment, chosen by its effect).
-PRODUCTION = RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=1.2)
+PRODUCTION = RankerSpec(noise=0.4, shared=1.6, w_fresh=3.0)
 TREATMENTS = {
-    "positive": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=0.55),
-    "neutral": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=1.2),
-    "negative": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=2.2),
+    "positive": RankerSpec(noise=0.4, shared=0.7, w_fresh=0.0),
+    "neutral": RankerSpec(noise=0.4, shared=1.6, w_fresh=3.0),
+    "negative": RankerSpec(noise=1.4, shared=1.6, w_fresh=3.0),
     # Gilotte et al. (WSDM'18) Table 1 flavour: better for registered users, unchanged for guests.
-    "positive-registered": RankerSpec(w_quality=1.0, w_affinity=1.0, w_short=0.3, noise=1.2,
-                                      noise_registered=0.35),
+    "positive-registered": RankerSpec(noise=0.4, shared=1.6, w_fresh=3.0, shared_registered=0.5),
 }
-# Candidate rankers shared by all experiments: varied noise and feature mixes, some segment-tuned.
+# Candidate rankers shared by all experiments: varied noise and feature mixes, some segment-tuned, some
+# close to production (sharing its error η), some independent of it.
 CANDIDATES = (
-    RankerSpec(1.0, 1.0, 0.3, 0.4),                          # cand_01 strong everywhere
-    RankerSpec(1.0, 1.0, 0.3, 1.6, noise_registered=0.3),    # cand_02 good for registered users
-    RankerSpec(1.0, 1.0, 0.3, 0.3, noise_registered=1.6),    # cand_03 good for guests
-    RankerSpec(1.0, 1.0, 0.3, 1.0, noise_registered=0.6),    # cand_04 mildly registered-tuned
-    RankerSpec(1.0, 1.0, 0.3, 0.6, noise_registered=1.0),    # cand_05 mildly guest-tuned
-    RankerSpec(0.6, 1.0, 1.2, 0.7),                          # cand_06 favours short videos (watch-tuned)
-    RankerSpec(1.0, 1.0, 0.3, 2.5, noise_registered=0.2),    # cand_07 registered only
-    RankerSpec(1.0, 1.0, 0.3, 0.2, noise_registered=2.5),    # cand_08 guests only
-    RankerSpec(1.0, 0.0, 0.0, 0.5),                          # cand_09 popularity (quality only)
-    RankerSpec(0.0, 0.0, 0.0, 1.0),                          # cand_10 random order
+    RankerSpec(noise=0.3, shared=0.5, w_fresh=0.5),                          # cand_01 strong
+    RankerSpec(noise=0.2, shared=1.5, w_fresh=3.0),                          # cand_02 production-like
+    RankerSpec(noise=1.4, shared=0.0),                                       # cand_03 independent
+    RankerSpec(noise=0.6, shared=1.0, w_fresh=1.5),                          # cand_04 medium
+    RankerSpec(noise=1.0, shared=0.0, w_fresh=1.0),                          # cand_05 independent, medium
+    RankerSpec(0.6, 1.0, 1.2, noise=0.5, shared=0.8, w_fresh=2.0),           # cand_06 favours short videos
+    RankerSpec(noise=2.0, shared=0.8, noise_registered=0.3, w_fresh=2.0),    # cand_07 registered-tuned
+    RankerSpec(noise=0.3, shared=0.8, noise_registered=2.0, w_fresh=2.0),    # cand_08 guest-tuned
+    RankerSpec(1.0, 0.0, 0.0, noise=0.5),                                    # cand_09 popularity
+    RankerSpec(0.0, 0.0, 0.0, noise=1.0),                                    # cand_10 random order
 )
 
 
@@ -113,20 +120,20 @@ class SimulationConfig:
                                 "negative")
     n_days: int = 7
     start_day: _dt.date = START_DAY
-    sessions_per_arm_day: int = 2000
+    sessions_per_arm_day: int = 1800
     traffic_drift: float = 0.2
     chunk_sessions: int = 25_000
     n_candidates: int = 60
-    n_items: int = 5003
+    n_items: int = 3001
     n_users: int = 50_000
     dim: int = 8
     # segments and drift
-    registered_share: float = 0.35
-    share_drift: float = 0.15
-    engagement_drift: float = 0.35
+    registered_share: float = 0.3
+    share_drift: float = 0.12
+    engagement_drift: float = 0.25
     # reward model: logit base rates per segment, latent weights
-    like_base_registered: float = -3.6
-    like_base_guest: float = -5.0
+    like_base_registered: float = -3.4
+    like_base_guest: float = -6.0
     watch_base_registered: float = -1.2
     watch_base_guest: float = -1.9
     like_w_quality: float = 0.9
@@ -137,9 +144,9 @@ class SimulationConfig:
     watch_time: bool = True
     # viewing model
     survival: str = "learnt"
-    survival_scale: float = 2.5
-    survival_shape: float = 0.75
-    survival_p: float = 0.85
+    survival_scale: float = 4.0
+    survival_shape: float = 0.8
+    survival_p: float = 0.84
     # rankers
     n_cand_policies: int = 10
     # assumption-breaking switches (Jeunen et al. Sec. 4)
@@ -148,6 +155,7 @@ class SimulationConfig:
     reward_interactions: bool = False
     interaction_decay: float = 0.6
     n_topics: int = 6
+    fresh_share: float = 0.06
     contextual_position_bias: bool = False
     registered_depth_factor: float = 3.0
     support_depth: int | None = None
@@ -268,6 +276,7 @@ class _World:
     short: np.ndarray  # −log(duration / median)
     duration: np.ndarray  # seconds
     topic: np.ndarray  # int topic per item
+    fresh: np.ndarray  # 1.0 for new items, else 0.0
     user_embed: np.ndarray  # (n_users, dim)
     user_registered: np.ndarray  # bool per user
     share: np.ndarray  # registered share per day
@@ -290,13 +299,14 @@ def _build_world(config: SimulationConfig, seed: int) -> _World:
     log_dur = rng.normal(0.0, 0.6, n)
     duration = 20.0 * np.exp(log_dur)
     topic = rng.integers(0, config.n_topics, n)
+    fresh = (rng.random(n) < config.fresh_share).astype(np.float64)
     user_embed = rng.standard_normal((config.n_users, d))
     user_registered = np.zeros(config.n_users, dtype=bool)
     user_registered[: config.n_users // 2] = True
     share = np.clip(config.registered_share + config.share_drift * _standardised(rng, config.n_days), 0.02, 0.98)
     engagement = config.engagement_drift * _standardised(rng, config.n_days)
     traffic = np.clip(1.0 + config.traffic_drift * _standardised(rng, config.n_days), 0.3, 3.0)
-    return _World(quality, embed, -log_dur, duration, topic, user_embed, user_registered, share, engagement,
+    return _World(quality, embed, -log_dur, duration, topic, fresh, user_embed, user_registered, share, engagement,
                   traffic)
 
 
@@ -356,6 +366,7 @@ def _block(config: SimulationConfig, world: _World, seed: int, day: int, experim
     z = world.quality[items]
     aff = np.einsum("nd,nkd->nk", world.user_embed[user], world.embed[items])
     short = world.short[items]
+    fresh = world.fresh[items]
     eng = world.engagement[day]
     like_base = np.where(registered, config.like_base_registered, config.like_base_guest)[:, None]
     watch_base = np.where(registered, config.watch_base_registered, config.watch_base_guest)[:, None]
@@ -365,13 +376,17 @@ def _block(config: SimulationConfig, world: _World, seed: int, day: int, experim
 
     # rankers: order (item positions by rank) and rank of every candidate, per policy
     specs = _rankers(config, experiment)
+    shared = rng.standard_normal((n, k))
     orders, ranks = [], []
     for spec in specs:
-        sigma = np.where(registered, spec.noise if spec.noise_registered is None else spec.noise_registered,
-                         spec.noise)[:, None]
-        score = spec.w_quality * z + spec.w_affinity * aff + spec.w_short * short \
-            + sigma * rng.standard_normal((n, k))
-        order = np.argsort(-score, axis=1, kind="stable")
+        def per_segment(guest: float, reg: float | None) -> np.ndarray:
+            return np.where(registered, guest if reg is None else reg, guest)[:, None]
+
+        sigma = per_segment(spec.noise, spec.noise_registered)
+        eta = per_segment(spec.shared, spec.shared_registered)
+        score = spec.w_quality * z + spec.w_affinity * aff + spec.w_short * short - spec.w_fresh * fresh \
+            + eta * shared + sigma * rng.standard_normal((n, k))
+        order = np.argsort(-score, axis=1)
         rk = np.empty((n, k), dtype=np.int32)
         np.put_along_axis(rk, order, np.broadcast_to(rows_k.astype(np.int32) + 1, (n, k)), axis=1)
         orders.append(order)

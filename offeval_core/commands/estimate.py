@@ -1,14 +1,25 @@
-"""``offeval estimate LOGS``: offline DCG / nDCG / pnDCG of a target policy, its paired effect over the
-logging policy, and the online A/B outcome, per group."""
+"""``offeval estimate LOGS``: offline estimate of a target policy (DCG family of KDD'24 or the importance
+sampling family of Gilotte et al.), its paired effect over the logging policy, and the online A/B outcome,
+per group."""
 
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
+import pandas as pd
+
+from offeval_core import importance as imp
+from offeval_core import stats
 from offeval_core.engine import Grid, reduce
-from offeval_core.estimators import summarize_groups
-from offeval_core.logs import parse_mapping, read_logs
-from offeval_core.validation import parse_clip
+from offeval_core.estimators import ESTIMATORS, aggregate, select, stats_num, summarize_groups
+from offeval_core.logs import LOGGING_POLICY, parse_mapping, read_logs, read_table
+from offeval_core.results import ConfidenceInterval, Effect
+from offeval_core.validation import check_level, parse_clip
+
+DCG_FAMILY = ("dcg", "ndcg", "pndcg")
+IMPORTANCE = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
 
 
 def register(sub) -> None:
@@ -17,12 +28,32 @@ def register(sub) -> None:
                                    "arm), its paired effect over the logging policy, and the online outcome.")
     p.add_argument("logs", help="CSV or Parquet logs")
     p.add_argument("--reward", required=True, help="reward column, e.g. like")
-    p.add_argument("--policy", default=None, help="target policy (column rank__<policy>); omit for logging only")
+    p.add_argument("--policy", default=None, help="target policy (column rank__<policy> or "
+                                                  "target_propensity__<policy>); omit for logging only (DCG family)")
+    p.add_argument("--estimator", default=None, choices=[*DCG_FAMILY, *IMPORTANCE],
+                   help="dcg, ndcg, pndcg (KDD'24) or is, snips, cis, ncis, piece-ncis, point-ncis "
+                        "(Gilotte et al. WSDM'18); default dcg")
+    p.add_argument("--metric", default=None, choices=list(DCG_FAMILY), help="alias of --estimator for the DCG family")
     p.add_argument("--discount", default="pbm", help="target discount D: log2, reciprocal, exponential:p, pbm, "
                                                      "table:FILE.csv, optional @n cut-off (default pbm)")
     p.add_argument("--exposure", default="pbm", help="exposure model D0 of the logged ranks (default pbm)")
-    p.add_argument("--clip", default="inf", help="clip m ≥ 1 of the inverse exposure 1/D0, or inf (default)")
-    p.add_argument("--metric", default="dcg", choices=["dcg", "ndcg", "pndcg"])
+    p.add_argument("--clip", default="inf", help="DCG family: clip m ≥ 1 of 1/D0; importance: capping value c ≥ 1 "
+                                                 "of the weights; inf (default) = uncapped")
+    p.add_argument("--capping", default="max", choices=list(imp.CAPPINGS),
+                   help="importance: max-capping min(w, c) (default) or zero-capping w·1{w < c}")
+    p.add_argument("--scale", default="session", choices=list(imp.SCALES),
+                   help="importance: reward per session (default) or per logged impression (CTR-like)")
+    p.add_argument("--weights", default="auto", choices=list(imp.WEIGHT_MODES),
+                   help="importance: weights from propensity columns or exposure ratios D(R(i))/D0(i); auto "
+                        "(default) uses propensities when the logs have 'logging_propensity'")
+    p.add_argument("--strata", default="segment", help="piece-ncis: session-level column of the strata "
+                                                       "(default segment)")
+    p.add_argument("--context", default="session", help="point-ncis: session-level column naming the context "
+                                                        "(default: each session is its own context)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                   help="importance: also report percentile-bootstrap CIs from N session resamples (re-normalised "
+                        "in each resample)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--ndcg-rule", default="zero", choices=["zero", "drop"],
                    help="sessions with iDCG = 0 count 0 (zero, default) or are dropped (drop)")
     p.add_argument("--level", type=float, default=0.99, help="confidence level (default 0.99)")
@@ -32,44 +63,183 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _estimator(args) -> str:
+    if args.estimator and args.metric and args.estimator != args.metric:
+        raise ValueError(f"--metric {args.metric} and --estimator {args.estimator} disagree; give one of them")
+    return args.estimator or args.metric or "dcg"
+
+
 def run(args) -> int:
-    logs = read_logs(args.logs, columns=parse_mapping(args.map))
+    check_level(args.level)
+    estimator = _estimator(args)
+    mapping = parse_mapping(args.map)
+    logs = read_logs(args.logs, columns=mapping)
     clip = parse_clip(args.clip)
     logs.check_reward(args.reward)
-    policy = logs.check_policy(args.policy)
     by = [k.strip() for k in args.by.split(",") if k.strip()]
+    if estimator in DCG_FAMILY:
+        return _run_dcg(args, logs, clip, by, estimator)
+    return _run_importance(args, logs, clip, by, estimator, mapping)
+
+
+def _run_dcg(args, logs, clip, by, metric) -> int:
+    policy = logs.check_policy(args.policy)
     grid = Grid(rewards=(args.reward,), policies=(policy,) if policy else (), discounts=(args.discount,),
                 exposures=(args.exposure,), clips=(clip,), ndcg_rule=args.ndcg_rule)
     moments = reduce(logs, grid)
-    results = summarize_groups(moments, reward=args.reward, policy=policy, metric=args.metric,
+    results = summarize_groups(moments, reward=args.reward, policy=policy, metric=metric,
                                discount=args.discount, exposure=args.exposure, clip=clip, by=by, level=args.level)
     settings = {"logs": str(args.logs), "reward": args.reward, "policy": policy or "logging",
-                "metric": args.metric, "discount": args.discount, "exposure": args.exposure,
+                "estimator": metric, "metric": metric, "discount": args.discount, "exposure": args.exposure,
                 "clip": "inf" if clip == float("inf") else clip, "level": args.level, "by": by,
-                "ndcg_rule": args.ndcg_rule, "offline_arm": "control"}
+                "ndcg_rule": args.ndcg_rule, "offline_arm": "control", "scale": "session",
+                "units": "mean per session"}
     if args.json:
         print(json.dumps({"settings": settings, "groups": [r.to_dict() for r in results]}, indent=2))
         return 0
-    print(_table(results, by, args, policy))
+    print(_table(results, by, args.level, policy, metric, "mean per session"))
     return 0
+
+
+def _strata_arg(spec: str, args, logs, mapping, *, name: str):
+    """A session-level column of the logs, or (for columns ``read_logs`` does not keep, e.g. text) the
+    column read again from the file, keyed by session_id."""
+    if spec in (None, "", "none"):
+        return None
+    if spec == "session" or spec in logs.sessions.columns or spec in logs.frame.columns:
+        return spec
+    raw = read_table(args.logs).rename(columns={v: k for k, v in mapping.items()})
+    if spec not in raw.columns:
+        raise ValueError(f"--{name} {spec!r} is not a column of {args.logs} (columns: {', '.join(map(str, raw.columns))})")
+    per = raw.groupby("session_id")[spec].agg(["first", "nunique"])
+    bad = per.index[per["nunique"] > 1]
+    if len(bad):
+        raise ValueError(f"--{name} column {spec!r} must be constant within a session; session {bad[0]!r} has "
+                         f"{per.loc[bad[0], 'nunique']} different values")
+    ids = logs.sessions["session_id"].to_numpy()
+    return pd.Series(per["first"].reindex(ids).to_numpy(), index=ids)
+
+
+def _run_importance(args, logs, clip, by, base, mapping) -> int:
+    if args.policy in (None, LOGGING_POLICY):
+        raise ValueError(f"--estimator {base} needs --policy: a target policy with a 'target_propensity__<policy>' "
+                         "(propensity logs) or 'rank__<policy>' (ranking logs) column")
+    key = imp.estimator_key(base, capping=args.capping, scale=args.scale)
+    strata = _strata_arg(args.strata, args, logs, mapping, name="strata")
+    context = _strata_arg(args.context, args, logs, mapping, name="context")
+    moments = imp.reduce_importance(logs, rewards=(args.reward,), policies=(args.policy,), clips=(clip,),
+                                    cappings=(args.capping,), scales=(args.scale,), weights=args.weights,
+                                    discount=args.discount, exposure=args.exposure, strata=strata, context=context)
+    d, e = moments.grid.discounts[0], moments.grid.exposures[0]
+    for k in by:
+        if k not in moments.keys or k == "arm":
+            raise ValueError(f"--by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
+    results = summarize_groups(moments, reward=args.reward, policy=args.policy, metric=key, discount=d,
+                               exposure=e, clip=clip, by=by, level=args.level)
+    trows = select(moments, reward=args.reward, policy=args.policy, metric=key, discount=d, exposure=e, clip=clip)
+    diags = imp.weight_diagnostics(trows, by)
+    impression_online = _online_impression(moments, key, d, e, clip, args, by) if args.scale == "impression" else None
+    units = ("reward per logged impression (CTR-like): Σ over sessions / Σ impressions" if args.scale == "impression"
+             else "reward per session")
+    settings = {"logs": str(args.logs), "reward": args.reward, "policy": args.policy, "estimator": base,
+                "registry_key": key, "label": ESTIMATORS[key].label, "capping": args.capping,
+                "clip": "inf" if math.isinf(clip) else clip, "scale": args.scale, "units": units,
+                "weights": "propensity" if d == imp.PROPENSITY else f"exposure ratio D(R(i))/D0(i), D={d}, D0={e}",
+                "strata": args.strata if base == "piece-ncis" else None,
+                "context": args.context if base == "point-ncis" else None,
+                "level": args.level, "by": by, "offline_arm": "control", "ci": "normal, delta method"}
+    groups = []
+    for i, r in enumerate(results):
+        g = r.to_dict()
+        drow = diags.iloc[i] if len(diags) > i else None
+        if drow is not None:
+            g["diagnostics"] = {k: stats_num(float(drow[k])) for k in
+                                ("ess", "ess_uncapped", "max_weight", "capped_share", "mean_weight")}
+            if base == "point-ncis":
+                g["diagnostics"]["exact_normaliser_share"] = stats_num(float(drow["exact_share"]))
+        if impression_online is not None:
+            on = impression_online.get(tuple(r.keys[k] for k in by))
+            if on is not None:
+                g["online"] = on
+        groups.append(g)
+    out = {"settings": settings, "groups": groups, "notes": list(logs.notes)}
+    if args.bootstrap:
+        if by:
+            raise ValueError("--bootstrap is computed on all data; drop --by")
+        b = imp.bootstrap(logs, reward=args.reward, policy=args.policy, estimator=key, clip=clip,
+                          capping=args.capping, scale=args.scale, n_boot=args.bootstrap, level=args.level,
+                          rng=np.random.default_rng(args.seed), weights=args.weights, discount=args.discount,
+                          exposure=args.exposure, strata=strata, context=context)
+        out["bootstrap"] = {"n_boot": b.n_boot, "seed": args.seed, "logging": b.logging.to_dict(),
+                            "target": b.target.to_dict(), "effect": b.effect.to_dict()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(_table(results, by, args.level, args.policy, ESTIMATORS[key].label, units, online=impression_online))
+    if len(diags):
+        dd = diags.iloc[0]
+        print(f"weights: ESS {dd['ess']:.1f} of {int(dd['w_rows'])} rows, max weight {dd['max_weight']:.3g}, "
+              f"capped mass {dd['capped_share']:.1%}, mean weight {dd['mean_weight']:.3f}")
+    if "bootstrap" in out:
+        bt = b.target
+        print(f"bootstrap ({b.n_boot} resamples): target {bt.value:.4f} [{bt.ci.low:.4f}, {bt.ci.high:.4f}], "
+              f"effect {b.effect.value:.4f} [{b.effect.ci.low:.4f}, {b.effect.ci.high:.4f}]")
+    return 0
+
+
+def _online_impression(moments, key, d, e, clip, args, by) -> dict:
+    """Online per-impression reward per arm (Σ reward / Σ impressions of the arm's sessions, delta-method
+    SE clustered by session) and the difference treatment − control (independent arms, normal CI)."""
+    rows = select(moments, reward=args.reward, policy=None, metric=key, discount=d, exposure=e, clip=clip, arm=None)
+    out = {}
+    groups = rows.groupby(by, observed=True, sort=True) if by else [((), rows)]
+    for k, part in groups:
+        k = k if isinstance(k, tuple) else (k,)
+        res, ests = {}, {}
+        for arm in ("control", "treatment"):
+            sub = part[part["arm"] == arm]
+            if not len(sub) or sub["n"].sum() == 0:
+                continue
+            a = aggregate(sub).iloc[0]
+            est = stats.ratio_estimate(a["n"], a["sum"], a["sumsq"], a["den_sum"], a["den_sumsq"], a["sum_x_den"],
+                                       level=args.level)
+            ests[arm] = est
+            res[arm] = est.to_dict()
+        if "control" in ests and "treatment" in ests:
+            t, c = ests["treatment"], ests["control"]
+            diff = t.value - c.value
+            se = math.sqrt(t.stderr ** 2 + c.stderr ** 2)
+            ci = stats.normal_ci(diff, se, level=args.level)
+            eff = Effect(diff, se, t.n + c.n, ConfidenceInterval(ci.low, ci.high, args.level),
+                         stats.one_sided_p(diff, se))
+            res["effect"] = eff.to_dict() | {"p_value_two_sided": stats_num(stats.two_sided_p(diff, se))}
+        out[k] = res
+    return out
 
 
 def _fmt(est) -> str:
     return f"{est.value:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}]"
 
 
-def _table(results, by, args, policy) -> str:
-    lvl = f"{args.level:.0%}"
-    head = [*by, f"logging {args.metric}"]
+def _table(results, by, level, policy, label, units, online=None) -> str:
+    lvl = f"{level:.0%}"
+    head = [*by, f"logging {label}"]
     if policy:
-        head += [f"{policy} {args.metric}", "effect", "p(effect≤0)"]
-    head += ["online control", "online treatment", "online effect", "p (Welch, 2-sided)"]
+        head += [f"{policy} {label}", "effect", "p(effect≤0)"]
+    head += ["online control", "online treatment", "online effect", "p (2-sided)"]
     rows = []
     for r in results:
         row = [str(r.keys[k]) for k in by] + [_fmt(r.logging)]
         if policy:
             row += [_fmt(r.target), _fmt(r.effect), f"{r.effect.p_value:.3g}"]
-        if r.online and r.online.treatment is not None:
+        on = online.get(tuple(r.keys[k] for k in by)) if online is not None else None
+        if on is not None:
+            fmt = (lambda d: f"{d['value']:.4f}" if d and d["value"] is not None else "")  # noqa: E731
+            eff = on.get("effect")
+            row += [fmt(on.get("control")), fmt(on.get("treatment")),
+                    f"{eff['value']:.4f} [{eff['ci'][0]:.4f}, {eff['ci'][1]:.4f}]" if eff else "",
+                    f"{eff['p_value_two_sided']:.3g}" if eff else ""]
+        elif r.online and r.online.treatment is not None:
             row += [f"{r.online.control.value:.4f}", f"{r.online.treatment.value:.4f}", _fmt(r.online.effect),
                     f"{r.online.p_two_sided:.3g}"]
         else:
@@ -78,5 +248,5 @@ def _table(results, by, args, policy) -> str:
     widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    lines.append(f"values are mean per session, [{lvl} CI]; offline on control-arm sessions")
+    lines.append(f"values are {units}, [{lvl} CI]; offline on control-arm sessions")
     return "\n".join(lines)

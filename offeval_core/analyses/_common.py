@@ -1,0 +1,151 @@
+"""Small helpers shared by the analyses: estimator variants, labels, and moment bookkeeping."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from offeval_core.engine import Grid, Moments
+from offeval_core.estimators import ESTIMATORS
+from offeval_core.validation import check_choice, check_clip
+
+
+class Variant(NamedTuple):
+    """One offline estimator: metric (``dcg`` / ``ndcg`` / ``pndcg``), target discount D, exposure model
+    D0 of the logged ranks, and clip m (1 = raw labels C, ∞ = de-biased labels Q̂ = C / D0)."""
+
+    metric: str
+    discount: str
+    exposure: str
+    clip: float
+
+    @property
+    def label(self) -> str:
+        return variant_label(self)
+
+
+def as_variant(v, *, name: str = "variant") -> Variant:
+    """Accept a :class:`Variant` or a plain 4-tuple ``(metric, discount, exposure, clip)``."""
+    if isinstance(v, Variant):
+        out = v
+    elif isinstance(v, Sequence) and not isinstance(v, str) and len(v) == 4:
+        out = Variant(*v)
+    else:
+        raise TypeError(f"{name} must be a (metric, discount, exposure, clip) tuple, got {v!r}")
+    check_choice(out.metric, ESTIMATORS, name=f"{name} metric")
+    return Variant(out.metric, str(out.discount), str(out.exposure), check_clip(out.clip, name=f"{name} clip"))
+
+
+def clip_text(m: float) -> str:
+    """``"∞"`` for m = ∞, else the number without trailing zeros (``"64"``)."""
+    return "∞" if math.isinf(m) else f"{m:g}"
+
+
+def variant_label(v: Variant) -> str:
+    """Table-2 style label: ``DCG (pbm, Q̂)``, ``DCG (log2, C)``, ``DCG (pbm, Q̂ m=64)``.
+
+    ``C`` = raw labels (m = 1); ``Q̂`` = de-biased labels C / D0 (m = ∞), clipped at m otherwise. When the
+    exposure model differs from the discount it is named too: ``DCG (D=log2, D0=pbm, Q̂)``.
+    """
+    metric = ESTIMATORS[v.metric].label
+    if v.clip == 1:
+        labels = "C"
+    elif math.isinf(v.clip):
+        labels = "Q̂"
+    else:
+        labels = f"Q̂ m={clip_text(v.clip)}"
+    if v.clip == 1 or v.discount == v.exposure:
+        model = v.discount
+    else:
+        model = f"D={v.discount}, D0={v.exposure}"
+    return f"{metric} ({model}, {labels})"
+
+
+def check_in_grid(moments: Moments, v: Variant) -> None:
+    """Raise a specific ValueError when a variant was not computed in ``moments``."""
+    g = moments.grid
+    for what, value, options in (("discount", v.discount, g.discounts), ("exposure", v.exposure, g.exposures)):
+        if value not in options:
+            raise ValueError(f"{what} {value!r} of {variant_label(v)} was not computed; available: "
+                             f"{', '.join(options)}")
+    if v.clip not in g.clips:
+        raise ValueError(f"clip {clip_text(v.clip)} of {variant_label(v)} is not in the computed grid "
+                         f"({', '.join(clip_text(c) for c in g.clips)})")
+
+
+def check_moments(moments, *, name: str = "moments") -> Moments:
+    if not isinstance(moments, Moments):
+        raise TypeError(f"{name} must be offeval_core.engine.Moments (from engine.reduce), "
+                        f"got {type(moments).__name__}")
+    return moments
+
+
+def check_policy_in(moments: Moments, policy: str) -> str:
+    if policy not in moments.grid.policies:
+        raise ValueError(f"policy {policy!r} was not computed; target policies in the moments: "
+                         f"{', '.join(moments.grid.policies) or 'none'}")
+    return policy
+
+
+def check_rewards(moments: Moments, rewards) -> tuple[str, ...]:
+    if rewards is None:
+        return tuple(moments.grid.rewards)
+    if isinstance(rewards, str):
+        rewards = (rewards,)
+    rewards = tuple(rewards)
+    for r in rewards:
+        if r not in moments.grid.rewards:
+            raise ValueError(f"reward {r!r} was not computed; available: {', '.join(moments.grid.rewards)}")
+    if not rewards:
+        raise ValueError("rewards must name at least one reward, got an empty sequence")
+    return rewards
+
+
+def merge_moments(*parts: Moments) -> Moments:
+    """Combine moments of the same logs computed for different discount / clip grids into one object.
+
+    Useful to compute only the (discount, exposure) pairs an analysis needs (e.g. log2 with log2 and pbm
+    with pbm) instead of their full cross product. Rows of identical variants are kept once.
+    """
+    if not parts:
+        raise ValueError("merge_moments needs at least one Moments, got none")
+    for p in parts:
+        check_moments(p, name="parts")
+    first = parts[0]
+    for p in parts[1:]:
+        if p.grid.ndcg_rule != first.grid.ndcg_rule:
+            raise ValueError("cannot merge moments computed with different ndcg_rule values")
+
+    def union(attr):
+        out: list = []
+        for p in parts:
+            out += [x for x in getattr(p.grid, attr) if x not in out]
+        return tuple(out)
+
+    keys = [*first.keys, "reward", "discount", "exposure", "clip", "policy", "metric"]
+    offline = pd.concat([p.offline for p in parts], ignore_index=True).drop_duplicates(subset=keys)
+    online = pd.concat([p.online for p in parts], ignore_index=True).drop_duplicates(
+        subset=[*first.keys, "reward"])
+    grid = Grid(rewards=union("rewards"), policies=union("policies"), discounts=union("discounts"),
+                exposures=union("exposures"), clips=union("clips"), ndcg_rule=first.grid.ndcg_rule)
+    labels: dict[str, str] = {}
+    for p in parts:
+        labels |= p.discount_labels
+    return Moments(offline=offline.reset_index(drop=True), online=online.reset_index(drop=True), grid=grid,
+                   discount_labels=labels, source=first.source)
+
+
+def pct(x: float, digits: int = 0) -> str:
+    """``0.234 → "23 %"`` (NaN → "n/a")."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{100 * x:.{digits}f} %"
+
+
+def finite(values) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    return arr[np.isfinite(arr)]

@@ -1,0 +1,259 @@
+"""Offline-online correlation across days (KDD'24 Sec. 6.1, Table 2).
+
+Rows are (experiment, reward, policy ∈ {R0 = logging, Rt = treatment}); columns are offline metric
+variants. A cell correlates, across the days of the experiment, the online mean per-session reward of the
+policy's arm (R0: control, Rt: treatment) with the offline estimate of the policy computed on that day's
+control-arm logs. Pearson's r with the two-tailed Student-t p-value (as in the paper), Kendall's τ or
+Spearman's ρ on request; † marks p < 0.05 and the best variant of each row is bold.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+from offeval_core import stats
+from offeval_core.analyses._common import (
+    Variant,
+    as_variant,
+    check_in_grid,
+    check_moments,
+    check_policy_in,
+    check_rewards,
+    variant_label,
+)
+from offeval_core.charts import correlation_figure, correlation_series_figure
+from offeval_core.engine import Moments
+from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.logs import LOGGING_POLICY
+from offeval_core.validation import check_choice
+
+__all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "correlation_series_figure",
+           "default_variants", "offline_online_correlation"]
+
+MIN_DAYS = 4
+POLICY_ARMS = {LOGGING_POLICY: "control", "treatment": "treatment"}
+POLICY_LABELS = {LOGGING_POLICY: "R₀", "treatment": "Rₜ"}
+METHODS = ("pearson", "kendall", "spearman")
+
+
+def default_variants(q_clip: float = math.inf, *, pbm: str = "pbm") -> tuple[Variant, ...]:
+    """The five columns of KDD'24 Table 2 with de-biased labels Q̂ clipped at ``q_clip`` (default ∞):
+    DCG (log2, C), DCG (log2, Q̂), DCG (pbm, C), DCG (pbm, Q̂), nDCG (pbm, Q̂). ``C`` is m = 1."""
+    return (Variant("dcg", "log2", "log2", 1.0), Variant("dcg", "log2", "log2", float(q_clip)),
+            Variant("dcg", pbm, pbm, 1.0), Variant("dcg", pbm, pbm, float(q_clip)),
+            Variant("ndcg", pbm, pbm, float(q_clip)))
+
+
+DEFAULT_VARIANTS: tuple[Variant, ...] = default_variants()
+
+
+@dataclass(frozen=True, eq=False)
+class CorrelationResult:
+    """Result of :func:`offline_online_correlation`.
+
+    ``table`` (tidy): experiment_id, reward, policy, policy_label, variant, metric, discount, exposure, clip,
+    n_days, r, p_value, significant (p < 0.05), best (highest r of its row). ``daily``: the per-day
+    online and offline values the correlations were computed from.
+    """
+
+    table: pd.DataFrame
+    daily: pd.DataFrame
+    variants: tuple[Variant, ...]
+    method: str
+    warnings: tuple[str, ...]
+    takeaway: str
+    alpha: float = 0.05
+    labels: tuple[str, ...] = field(default=())
+
+    def wide(self) -> pd.DataFrame:
+        """Table-2 layout: one row per (experiment, reward, policy), columns (variant, r | p)."""
+        t = self.table
+        w = t.pivot_table(index=["experiment_id", "reward", "policy_label"], columns="variant",
+                          values=["r", "p_value"], aggfunc="first", dropna=False, sort=False)
+        w = w.swaplevel(0, 1, axis=1)
+        cols = [(v, s) for v in self.labels for s in ("r", "p_value")]
+        return w.reindex(columns=pd.MultiIndex.from_tuples(cols, names=["variant", "statistic"]))
+
+    def styled_html(self) -> str:
+        """An HTML table that looks like KDD'24 Table 2: r and p per variant, † where p < 0.05, the best
+        r of each row in bold. Self-contained (inline CSS)."""
+        sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[self.method]
+        head1 = "".join(f'<th colspan="2">{html.escape(v)}</th>' for v in self.labels)
+        head2 = "".join(f"<th>{sym}</th><th>p-val</th>" for _ in self.labels)
+        body = []
+        for (exp, reward, pol), part in self.table.groupby(["experiment_id", "reward", "policy_label"],
+                                                           sort=False):
+            cells = []
+            by_variant = part.set_index("variant")
+            for v in self.labels:
+                rec = by_variant.loc[v]
+                if np.isnan(rec["r"]):
+                    cells.append("<td>–</td><td>–</td>")
+                    continue
+                txt = f"{rec['r']:.2f}" + ("<sup>†</sup>" if rec["significant"] else "")
+                if rec["best"]:
+                    txt = f"<b>{txt}</b>"
+                p = rec["p_value"]
+                ptxt = "&lt;0.01" if p < 0.01 else f"{p:.2f}"
+                cells.append(f"<td>{txt}</td><td>{ptxt}</td>")
+            body.append(f"<tr><th>{html.escape(str(exp))}</th><th>{html.escape(str(reward))}</th>"
+                        f"<th>{html.escape(str(pol))}</th>{''.join(cells)}</tr>")
+        caption = (f"Correlation across days between the online mean reward per session and offline metrics "
+                   f"({ {'pearson': 'Pearson', 'kendall': 'Kendall', 'spearman': 'Spearman'}[self.method] } "
+                   f"{sym}, two-tailed p). † p &lt; {self.alpha:g}; bold: best per row. R₀ = logging policy "
+                   f"(control arm), Rₜ = target policy (treatment arm); offline values on control logs.")
+        style = ("<style>.t2{border-collapse:collapse;font:13px Helvetica,Arial,sans-serif}"
+                 ".t2 td,.t2 th{padding:3px 8px;text-align:right;border-bottom:1px solid #ddd}"
+                 ".t2 thead th{border-bottom:2px solid #333;text-align:center}"
+                 ".t2 caption{caption-side:bottom;text-align:left;padding-top:6px;color:#444}</style>")
+        return (f'{style}<table class="t2"><caption>{caption}</caption><thead>'
+                f'<tr><th rowspan="2">experiment</th><th rowspan="2">reward</th><th rowspan="2">policy</th>'
+                f"{head1}</tr><tr>{head2}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+    def series(self, experiment_id, reward: str, policy: str) -> pd.DataFrame:
+        """Day-by-day online value and every variant's offline estimate for one row (for the drill-down).
+
+        Columns ``day``, ``online`` and one per variant label; ``.attrs`` holds the keys and each variant's r.
+        """
+        pol = _policy_name(policy)
+        d = self.daily[(self.daily["experiment_id"].astype(str) == str(experiment_id))
+                       & (self.daily["reward"] == reward) & (self.daily["policy"] == pol)]
+        if d.empty:
+            raise ValueError(f"no row for experiment {experiment_id!r}, reward {reward!r}, policy {policy!r}")
+        wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", sort=True)
+        wide = wide.reindex(columns=[v for v in self.labels if v in wide.columns])
+        online = d.groupby("day")["online"].first()
+        out = pd.concat([online, wide], axis=1).reset_index()
+        out.columns.name = None
+        t = self.table[(self.table["experiment_id"].astype(str) == str(experiment_id))
+                       & (self.table["reward"] == reward) & (self.table["policy"] == pol)]
+        out.attrs = {"experiment_id": experiment_id, "reward": reward, "policy": pol,
+                     "policy_label": POLICY_LABELS.get(pol, pol), "method": self.method,
+                     "r": dict(zip(t["variant"], t["r"].astype(float), strict=True))}
+        return out
+
+
+def _policy_name(policy: str) -> str:
+    aliases = {"R0": LOGGING_POLICY, "R₀": LOGGING_POLICY, "Rt": "treatment", "Rₜ": "treatment"}
+    return aliases.get(policy, policy)
+
+
+def _correlate(x: np.ndarray, y: np.ndarray, method: str) -> tuple[float, float]:
+    if method == "pearson":
+        return stats.pearson(x, y)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan, math.nan
+    res = _sps.kendalltau(x, y) if method == "kendall" else _sps.spearmanr(x, y)
+    return float(res.statistic), float(res.pvalue)
+
+
+def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT_VARIANTS,
+                               policies: Sequence[str] = (LOGGING_POLICY, "treatment"), method: str = "pearson",
+                               rewards: Sequence[str] | None = None, alpha: float = 0.05) -> CorrelationResult:
+    """Correlation across days between online reward and offline estimates (KDD'24 Table 2).
+
+    For row (e, reward, π) and variant v: r = corr_d(ȳ_{e,d,arm(π)}, V̂_v(π; control logs of e, d)), where
+    ȳ is the mean per-session reward of the arm that served π and V̂ the mean per-session offline
+    metric (Eq. 9 with D, D0, m of the variant). Pearson's p is two-tailed from Student's t with
+    n_days − 2 degrees of freedom.
+
+    Examples
+    --------
+    Deviations (−1, 0, 1) and (−1, 1, 0): r = Σ dx·dy / √(Σdx² Σdy²) = 1 / √(2·2) = 0.5.
+
+    >>> round(_correlate(np.array([1.0, 2, 3]), np.array([1.0, 3, 2]), "pearson")[0], 4)
+    0.5
+    """
+    check_moments(moments)
+    check_choice(method, METHODS, name="method")
+    variants = tuple(as_variant(v, name="variants entry") for v in variants)
+    if not variants:
+        raise ValueError("variants must list at least one (metric, discount, exposure, clip), got none")
+    labels = tuple(dict.fromkeys(variant_label(v) for v in variants))
+    if len(labels) != len(variants):
+        raise ValueError("variants contains duplicates: " + ", ".join(variant_label(v) for v in variants))
+    for v in variants:
+        check_in_grid(moments, v)
+    pols = tuple(_policy_name(p) for p in policies)
+    for p in pols:
+        if p not in POLICY_ARMS:
+            raise ValueError(f"policies must be 'logging' (R0, control arm) or 'treatment' (Rt, treatment "
+                             f"arm): only they have an online arm; got {p!r}")
+        if p != LOGGING_POLICY:
+            check_policy_in(moments, p)
+    rewards = check_rewards(moments, rewards)
+
+    on = moments.online
+    on = on.groupby(["experiment_id", "day", "arm", "reward"], observed=True)[["n", "sum"]].sum().reset_index()
+    on["online"] = on["sum"] / on["n"].where(on["n"] > 0)
+    daily_parts = []
+    for reward in rewards:
+        for pol in pols:
+            online = on[(on["reward"] == reward) & (on["arm"] == POLICY_ARMS[pol])][["experiment_id", "day",
+                                                                                     "online"]]
+            for v, label in zip(variants, labels, strict=True):
+                rows = select(moments, reward=reward, policy=None if pol == LOGGING_POLICY else pol,
+                              metric=v.metric, discount=v.discount, exposure=v.exposure, clip=v.clip)
+                agg = aggregate(rows, ["experiment_id", "day"])
+                agg["offline"] = [estimate_from_row(r, metric=v.metric, level=0.95).value
+                                  for _, r in agg.iterrows()]
+                part = agg[["experiment_id", "day", "offline"]].merge(online, on=["experiment_id", "day"],
+                                                                      how="inner")
+                part = part.assign(reward=reward, policy=pol, variant=label, metric=v.metric,
+                                   discount=v.discount, exposure=v.exposure, clip=v.clip)
+                daily_parts.append(part)
+    daily = pd.concat(daily_parts, ignore_index=True)
+
+    rows, warnings = [], []
+    for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=True,
+                                                   observed=True):
+        for v, label in zip(variants, labels, strict=True):
+            d = part[part["variant"] == label].dropna(subset=["offline", "online"])
+            r, p = _correlate(d["online"].to_numpy(float), d["offline"].to_numpy(float), method)
+            rows.append({"experiment_id": exp, "reward": reward, "policy": pol,
+                         "policy_label": POLICY_LABELS[pol], "variant": label, "metric": v.metric,
+                         "discount": v.discount, "exposure": v.exposure, "clip": v.clip, "n_days": len(d),
+                         "r": r, "p_value": p})
+    table = pd.DataFrame(rows)
+    table["significant"] = table["p_value"] < alpha
+    best = table.groupby(["experiment_id", "reward", "policy"], sort=False)["r"].transform("max")
+    table["best"] = table["r"].notna() & np.isclose(table["r"], best)
+    pol_order = {p: i for i, p in enumerate(pols)}
+    table = table.sort_values(["experiment_id", "reward", "policy"], key=lambda s: s.map(pol_order)
+                              if s.name == "policy" else s, kind="stable").reset_index(drop=True)
+
+    days = daily.groupby("experiment_id")["day"].nunique()
+    for exp, n in days.items():
+        if n < MIN_DAYS:
+            warnings.append(f"experiment {exp} has only {n} day(s); a correlation across fewer than "
+                            f"{MIN_DAYS} days is not informative")
+    n_nan = int(table["r"].isna().sum())
+    if n_nan:
+        warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
+    takeaway = _takeaway(table, labels, method)
+    return CorrelationResult(table=table, daily=daily, variants=variants, method=method,
+                             warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels)
+
+
+def _takeaway(table: pd.DataFrame, labels, method) -> str:
+    sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[method]
+    med = table.groupby("variant")["r"].median()
+    wins = table[table["best"]].groupby("variant").size()
+    n_rows = table.groupby(["experiment_id", "reward", "policy"]).ngroups
+    if med.dropna().empty:
+        return "No correlation could be computed (too few days)."
+    top = med.idxmax()
+    text = (f"Across {n_rows} (experiment, reward, policy) rows, {top} tracks the online reward best: median "
+            f"{sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows")
+    others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
+    worst = min(others, key=lambda lab: med[lab]) if others else None
+    if worst is not None:
+        text += f"; {worst} is weakest (median {sym} = {med[worst]:.2f})"
+    return text + "."

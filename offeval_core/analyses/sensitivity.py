@@ -1,0 +1,215 @@
+"""Offline-online sensitivity as a function of the clip value m (KDD'24 Sec. 6.2, Fig. 1).
+
+A *setting* is one (experiment, day, reward) whose online treatment effect (treatment − control arm,
+Welch's test) is significant. For every clip value m and metric, the offline paired effect of the target
+policy over the logging policy on that day's control-arm sessions gets a normal CI at ``level``; the metric
+*detects* the setting iff the CI lies strictly on the side of the online effect (strictly positive for the
+online improvements the paper studies). TPR = share of settings detected; mean p = mean one-sided p-value
+of H0 "offline effect ≤ 0" (direction-adjusted); sign agreement = share whose offline point estimate has
+the online effect's sign.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from offeval_core import stats
+from offeval_core.analyses._common import check_moments, check_policy_in, check_rewards, clip_text, pct
+from offeval_core.charts import sensitivity_figure
+from offeval_core.engine import Moments
+from offeval_core.estimators import ESTIMATORS, SUM_COLUMNS, estimate_from_row, online_results
+from offeval_core.validation import check_choice, check_level
+
+__all__ = ["SensitivityResult", "sensitivity", "sensitivity_figure"]
+
+SETTING_KEYS = ("experiment_id", "day", "reward")
+
+
+@dataclass(frozen=True, eq=False)
+class SensitivityResult:
+    """Result of :func:`sensitivity`.
+
+    ``table``: one row per (metric, clip) with ``tpr``, ``mean_p``, ``sign_agreement``, ``n_settings``,
+    ``n_detected``. ``per_setting``: one row per (setting, metric, clip) with the online effect and p, the
+    offline effect, its CI, one-sided p and ``detected`` / ``sign_agrees``. ``settings``: the selected
+    settings with their online outcome. ``best_clip``: per metric the m with the highest TPR (ties: lower
+    mean p, then smaller m).
+    """
+
+    table: pd.DataFrame
+    per_setting: pd.DataFrame
+    settings: pd.DataFrame
+    best_clip: dict[str, float]
+    takeaway: str
+    policy: str
+    discount: str
+    exposure: str
+    level: float
+    online_alpha: float
+    selection: str
+    metrics: tuple[str, ...] = field(default=())
+
+
+def _online_settings(moments: Moments, rewards: Sequence[str]) -> pd.DataFrame:
+    rows = []
+    for reward in rewards:
+        for (exp, day), res in online_results(moments, reward=reward, by=("experiment_id", "day")).items():
+            if res.effect is None:
+                continue
+            rows.append({"experiment_id": exp, "day": day, "reward": reward,
+                         "online_control": res.control.value, "online_treatment": res.treatment.value,
+                         "online_effect": res.effect.value, "online_p": res.p_two_sided})
+    cols = [*SETTING_KEYS, "online_control", "online_treatment", "online_effect", "online_p"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _select_settings(online: pd.DataFrame, settings, online_alpha: float) -> tuple[pd.DataFrame, str]:
+    if isinstance(settings, str):
+        check_choice(settings, ("significant", "all"), name="settings")
+        if settings == "all":
+            return online.copy(), "all"
+        mask = (online["online_p"] < online_alpha) & (online["online_effect"] != 0)
+        return online[mask].copy(), "significant"
+    try:
+        wanted = [tuple(s) for s in settings]
+    except TypeError:
+        raise TypeError(f"settings must be 'significant', 'all' or a list of (experiment_id, day, reward), "
+                        f"got {settings!r}") from None
+    keyed = online.set_index(list(SETTING_KEYS))
+    out = []
+    for s in wanted:
+        if len(s) != 3:
+            raise ValueError(f"each setting must be (experiment_id, day, reward), got {s!r}")
+        hits = [k for k in keyed.index if str(k[0]) == str(s[0]) and str(k[1]) == str(s[1]) and k[2] == s[2]]
+        if not hits:
+            raise ValueError(f"setting {s!r} has no online A/B outcome in the moments (needs both arms)")
+        out.append(hits[0])
+    return keyed.loc[out].reset_index(), "list"
+
+
+def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequence[str] = ("dcg", "ndcg"),
+                discount: str = "pbm", exposure: str = "pbm", level: float = 0.99, online_alpha: float = 0.001,
+                settings="significant", rewards: Sequence[str] | None = None) -> SensitivityResult:
+    """TPR, mean p-value and sign agreement of offline metrics vs the clip value m (KDD'24 Sec. 6.2).
+
+    For setting s and clip m the offline effect is the paired mean
+    Δ̂_s(m) = mean_τ [DCG_τ(R_t; m) − DCG_τ(R_0; m)] over the control-arm sessions of the setting's day,
+    with CI Δ̂ ± z_{(1+level)/2}·se; TPR(m) = #{s : CI_s(m) strictly on the online side} / #settings.
+
+    Parameters
+    ----------
+    moments : Moments from :func:`offeval_core.engine.reduce` with ``policy`` and a clip grid.
+    policy : the target policy whose online arm is ``treatment``.
+    metrics : any of ``dcg``, ``ndcg``, ``pndcg``.
+    level : confidence level of the offline CI (the paper: 99 %).
+    online_alpha : online significance threshold on Welch's two-sided p (the paper: p ≪ 0.001).
+    settings : ``"significant"`` (online p < online_alpha), ``"all"``, or a list of
+        (experiment_id, day, reward).
+    rewards : restrict to these rewards (default all computed).
+
+    Examples
+    --------
+    >>> from offeval_core.analyses.sensitivity import _tpr
+    >>> _tpr(np.array([True, False, True, True]))  # 3 of 4 settings detected
+    0.75
+    """
+    check_moments(moments)
+    check_level(level)
+    check_level(online_alpha)
+    check_policy_in(moments, policy)
+    metrics = tuple(metrics)
+    if not metrics:
+        raise ValueError("metrics must list at least one metric, got an empty sequence")
+    for m in metrics:
+        check_choice(m, ESTIMATORS, name="metrics")
+    for what, value, options in (("discount", discount, moments.grid.discounts),
+                                 ("exposure", exposure, moments.grid.exposures)):
+        if value not in options:
+            raise ValueError(f"{what} {value!r} was not computed; available: {', '.join(options)}")
+    rewards = check_rewards(moments, rewards)
+    online = _online_settings(moments, rewards)
+    chosen, selection = _select_settings(online, settings, online_alpha)
+    chosen["direction"] = np.where(chosen["online_effect"] < 0, -1, 1)
+
+    off = moments.offline
+    base = off[(off["policy"] == policy) & (off["discount"] == discount) & (off["exposure"] == exposure)
+               & off["reward"].isin(rewards)]
+    if (base["arm"] == "control").any():
+        base = base[base["arm"] == "control"]
+    cols = [c for c in SUM_COLUMNS if c in base.columns]
+    rows = []
+    for metric in metrics:
+        part = base[base["metric"] == ESTIMATORS[metric].stored]
+        agg = part.groupby([*SETTING_KEYS, "clip"], observed=True)[cols].sum().reset_index()
+        agg = agg.merge(chosen, on=list(SETTING_KEYS), how="inner")
+        for _, row in agg.iterrows():
+            eff = estimate_from_row(row, metric=metric, level=level, diff=True)
+            d = int(row["direction"])
+            detected = eff.ci.low > 0 if d > 0 else eff.ci.high < 0
+            rows.append({"experiment_id": row["experiment_id"], "day": row["day"], "reward": row["reward"],
+                         "online_effect": row["online_effect"], "online_p": row["online_p"], "direction": d,
+                         "metric": metric, "clip": float(row["clip"]), "effect": eff.value,
+                         "stderr": eff.stderr, "ci_low": eff.ci.low, "ci_high": eff.ci.high,
+                         "p_value": stats.one_sided_p(d * eff.value, eff.stderr),
+                         "detected": bool(detected), "sign_agrees": bool(np.sign(eff.value) == d)})
+    per = pd.DataFrame(rows, columns=["experiment_id", "day", "reward", "online_effect", "online_p", "direction",
+                                      "metric", "clip", "effect", "stderr", "ci_low", "ci_high", "p_value",
+                                      "detected", "sign_agrees"])
+    table = _summarise(per, metrics, moments.grid.clips)
+    best = _best_clips(table)
+    takeaway = _takeaway(table, best, len(chosen), selection, online_alpha, level)
+    return SensitivityResult(table=table, per_setting=per, settings=chosen.reset_index(drop=True), best_clip=best,
+                             takeaway=takeaway, policy=policy, discount=discount, exposure=exposure, level=level,
+                             online_alpha=online_alpha, selection=selection, metrics=metrics)
+
+
+def _tpr(detected: np.ndarray) -> float:
+    return float(np.mean(detected)) if len(detected) else math.nan
+
+
+def _summarise(per: pd.DataFrame, metrics, clips) -> pd.DataFrame:
+    rows = []
+    for metric in metrics:
+        for m in clips:
+            part = per[(per["metric"] == metric) & (per["clip"] == m)]
+            n = len(part)
+            rows.append({"metric": metric, "clip": float(m), "tpr": _tpr(part["detected"].to_numpy()),
+                         "mean_p": float(part["p_value"].mean()) if n else math.nan,
+                         "sign_agreement": float(part["sign_agrees"].mean()) if n else math.nan,
+                         "n_settings": n, "n_detected": int(part["detected"].sum())})
+    return pd.DataFrame(rows, columns=["metric", "clip", "tpr", "mean_p", "sign_agreement", "n_settings",
+                                       "n_detected"])
+
+
+def _best_clips(table: pd.DataFrame) -> dict[str, float]:
+    best = {}
+    for metric, part in table.groupby("metric", sort=False):
+        part = part[part["n_settings"] > 0]
+        if part.empty:
+            continue
+        ordered = part.assign(neg_tpr=-part["tpr"]).sort_values(["neg_tpr", "mean_p", "clip"], kind="stable")
+        best[metric] = float(ordered.iloc[0]["clip"])
+    return best
+
+
+def _takeaway(table, best, n, selection, alpha, level) -> str:
+    if n == 0:
+        what = f"online p < {alpha:g}" if selection == "significant" else "the chosen settings"
+        return (f"No (experiment, day, reward) setting has {what}, so there is nothing to detect; "
+                "use settings='all' or a larger online threshold.")
+    label = {m: ESTIMATORS[m].label for m in best}
+    parts = []
+    for metric, m in best.items():
+        t = table[(table["metric"] == metric)].set_index("clip")
+        ends = [f"{pct(t.loc[c, 'tpr'])} at m = {clip_text(c)}" for c in (t.index.min(), t.index.max())
+                if c != m]
+        extra = f" (vs {' and '.join(ends)})" if ends else ""
+        parts.append(f"{label[metric]} detects {pct(t.loc[m, 'tpr'])} at m = {clip_text(m)}{extra}")
+    scope = f"the {n} settings with a significant online effect" if selection == "significant" \
+        else f"{n} settings"
+    return f"Of {scope}, at {level:.0%} confidence " + "; ".join(parts) + "."

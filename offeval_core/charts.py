@@ -1,0 +1,311 @@
+"""Plotly figures of the analyses: pure functions from a result object to a ``plotly.graph_objects.Figure``.
+
+One visual language everywhere: a white template, a title that states the question, axis titles with
+units, the colour-blind-safe Okabe-Ito palette (one fixed colour per metric and per decision category),
+and a log2 clip axis with an "∞" tick for m = ∞ (placed one gap to the right of the largest finite m).
+Figures only read attributes of the result objects, so this module imports no analysis code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+"""Okabe & Ito's colour-blind-safe palette: blue, vermillion, green, purple, orange, sky, yellow, black."""
+METRIC_COLOURS = {"dcg": "#0072B2", "ndcg": "#D55E00", "pndcg": "#009E73"}
+METRIC_LABELS = {"dcg": "DCG", "ndcg": "nDCG", "pndcg": "pnDCG"}
+DECISION_COLOURS = {"agree": "#009E73", "false positive": "#E69F00", "false negative": "#D55E00",
+                    "other": "#999999"}
+DECISION_DASH = {"agree": "dot", "false positive": "dash", "false negative": "solid", "other": "longdashdot"}
+DECISION_LABELS = {"agree": "same decision", "false positive": "false positive",
+                   "false negative": "false negative", "other": "other disagreement"}
+FONT = {"family": "Inter, Helvetica, Arial, sans-serif", "size": 13}
+INF_GAP = 2.0  # log2 units between the largest finite clip and the "∞" tick
+
+
+def _layout(fig: go.Figure, title: str, *, height: int = 440) -> go.Figure:
+    fig.update_layout(template="plotly_white", title={"text": title, "x": 0.0, "xanchor": "left"},
+                      font=FONT, height=height + 70, margin={"l": 70, "r": 30, "t": 70, "b": 150},
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0, "xanchor": "left"})
+    return fig
+
+
+def clip_positions(clips) -> tuple[np.ndarray, list[float], list[str]]:
+    """x positions (log2 m; ∞ one gap past the largest finite m), tick values and tick texts.
+
+    >>> pos, ticks, text = clip_positions([1, 4, float("inf")])
+    >>> pos.tolist(), text       # log2(1) = 0, log2(4) = 2, ∞ placed at 2 + 2
+    ([0.0, 2.0, 4.0], ['1', '4', '∞'])
+    """
+    clips = np.asarray(list(clips), dtype=float)
+    finite = clips[np.isfinite(clips)]
+    top = float(np.log2(finite.max())) if finite.size else -INF_GAP
+    pos = np.where(np.isfinite(clips), np.log2(np.where(np.isfinite(clips), clips, 1.0)), top + INF_GAP)
+    uniq = sorted(set(clips.tolist()))
+    ticks = [float(np.log2(c)) if math.isfinite(c) else top + INF_GAP for c in uniq]
+    text = ["∞" if math.isinf(c) else f"{c:g}" for c in uniq]
+    return pos, ticks, text
+
+
+def _clip_axis(fig, clips, *, row=None, col=None, title="clip value m (log₂ scale)"):
+    _, ticks, text = clip_positions(clips)
+    fig.update_xaxes(tickvals=ticks, ticktext=text, title_text=title, row=row, col=col)
+
+
+# ---------------------------------------------------------------------------------------- sensitivity
+
+
+def sensitivity_figure(result) -> go.Figure:
+    """KDD'24 Fig. 1: (a) TPR vs clip m, (b) mean one-sided p-value vs m (log y); one line per metric,
+    the best m of each metric marked with a star."""
+    t = result.table
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("(a) true-positive rate", "(b) mean p-value (log scale)"))
+    for metric in dict.fromkeys(t["metric"]):
+        part = t[t["metric"] == metric].sort_values("clip")
+        pos, _, _ = clip_positions(part["clip"])
+        colour = METRIC_COLOURS.get(metric, OKABE_ITO[3])
+        name = METRIC_LABELS.get(metric, metric)
+        clip_txt = ["∞" if math.isinf(c) else f"{c:g}" for c in part["clip"]]
+        custom = np.column_stack([clip_txt, part["n_detected"], part["n_settings"]])
+        fig.add_trace(go.Scatter(x=pos, y=part["tpr"], mode="lines+markers", name=name, legendgroup=metric,
+                                 line={"color": colour}, customdata=custom,
+                                 hovertemplate="m = %{customdata[0]}<br>TPR %{y:.0%} (%{customdata[1]} of "
+                                               "%{customdata[2]})<extra>" + name + "</extra>"), row=1, col=1)
+        fig.add_trace(go.Scatter(x=pos, y=part["mean_p"], mode="lines+markers", name=name, legendgroup=metric,
+                                 showlegend=False, line={"color": colour}, customdata=custom,
+                                 hovertemplate="m = %{customdata[0]}<br>mean p %{y:.2g}<extra>" + name
+                                               + "</extra>"), row=1, col=2)
+        best = result.best_clip.get(metric)
+        if best is not None:
+            b = part[part["clip"] == best]
+            bpos, _, _ = clip_positions(b["clip"])
+            fig.add_trace(go.Scatter(x=bpos, y=b["tpr"], mode="markers", name=f"best m for {name}",
+                                     legendgroup=metric, marker={"symbol": "star", "size": 16, "color": colour,
+                                                                 "line": {"color": "black", "width": 1}},
+                                     hovertemplate="best m for " + name + "<extra></extra>"), row=1, col=1)
+    clips = t["clip"].unique() if len(t) else [1.0]
+    for c in (1, 2):
+        _clip_axis(fig, clips, row=1, col=c)
+    fig.update_yaxes(title_text="TPR (share of settings)", range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
+    fig.update_yaxes(title_text="mean one-sided p-value", type="log", row=1, col=2)
+    n = int(t["n_settings"].max()) if len(t) else 0
+    title = (f"Offline sensitivity vs clipping — {n} settings, {result.level:.0%} CI "
+             f"(policy {result.policy}, {result.discount})")
+    return _layout(fig, title)
+
+
+# ---------------------------------------------------------------------------------------- correlation
+
+
+def correlation_figure(result) -> go.Figure:
+    """KDD'24 Table 2 as a heatmap: rows (experiment, reward, policy), columns metric variants, colour = r
+    (diverging, −1 … 1), cell text r with † where p < 0.05 and a box around the best variant of each row."""
+    t = result.table
+    rows = list(dict.fromkeys(zip(t["experiment_id"], t["reward"], t["policy_label"], strict=True)))
+    cols = list(dict.fromkeys(t["variant"]))
+    z = np.full((len(rows), len(cols)), np.nan)
+    text = np.full((len(rows), len(cols)), "", dtype=object)
+    pvals = np.full((len(rows), len(cols)), np.nan)
+    ri = {r: i for i, r in enumerate(rows)}
+    ci = {c: j for j, c in enumerate(cols)}
+    best_x, best_y = [], []
+    for rec in t.itertuples(index=False):
+        i, j = ri[(rec.experiment_id, rec.reward, rec.policy_label)], ci[rec.variant]
+        z[i, j] = rec.r
+        pvals[i, j] = rec.p_value
+        text[i, j] = "–" if np.isnan(rec.r) else f"{rec.r:.2f}" + ("†" if rec.significant else "")
+        if rec.best:
+            best_x.append(rec.variant)
+            best_y.append(" · ".join(map(str, (rec.experiment_id, rec.reward, rec.policy_label))))
+    ylabels = [" · ".join(map(str, r)) for r in rows]
+    sym = {"pearson": "Pearson r", "kendall": "Kendall τ", "spearman": "Spearman ρ"}[result.method]
+    fig = go.Figure(go.Heatmap(z=z, x=cols, y=ylabels, text=text, texttemplate="%{text}", zmin=-1, zmax=1,
+                               colorscale="RdBu", customdata=pvals, colorbar={"title": {"text": sym}},
+                               hovertemplate="%{y}<br>%{x}<br>" + sym + " = %{z:.3f}, p = %{customdata:.3g}"
+                                             "<extra></extra>"))
+    fig.add_trace(go.Scatter(x=best_x, y=best_y, mode="markers", name="best in row",
+                             marker={"symbol": "square-open", "size": 34, "color": "black",
+                                     "line": {"width": 2}}, hoverinfo="skip"))
+    fig.update_yaxes(autorange="reversed", title_text="experiment · reward · policy")
+    fig.update_xaxes(title_text="offline metric variant", side="bottom")
+    title = f"Offline-online correlation across days ({sym}; † p < 0.05)"
+    return _layout(fig, title, height=max(360, 120 + 34 * len(rows)))
+
+
+def correlation_series_figure(series: pd.DataFrame) -> go.Figure:
+    """Day-by-day online mean reward (left axis) and each offline variant's estimate (right axis)."""
+    meta = dict(series.attrs)
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=series["day"], y=series["online"], mode="lines+markers", name="online reward",
+                             line={"color": "black", "width": 3}), secondary_y=False)
+    variants = [c for c in series.columns if c not in ("day", "online")]
+    rs = meta.get("r", {})
+    for k, v in enumerate(variants):
+        r = rs.get(v, math.nan)
+        name = v if (r is None or np.isnan(r)) else f"{v} (r = {r:.2f})"
+        fig.add_trace(go.Scatter(x=series["day"], y=series[v], mode="lines+markers", name=name,
+                                 line={"color": OKABE_ITO[k % len(OKABE_ITO)], "dash": "dash"}),
+                      secondary_y=True)
+    fig.update_yaxes(title_text=f"online {meta.get('reward', 'reward')} per session", secondary_y=False)
+    fig.update_yaxes(title_text="offline estimate per session", secondary_y=True, showgrid=False)
+    fig.update_xaxes(title_text="day")
+    title = (f"Online vs offline by day — {meta.get('experiment_id', '')}, {meta.get('reward', '')}, "
+             f"{meta.get('policy_label', meta.get('policy', ''))}")
+    return _layout(fig, title)
+
+
+# ---------------------------------------------------------------------------------------- DCG vs nDCG
+
+
+def agreement_figure(result) -> go.Figure:
+    """KDD'24 Fig. 2: one point per policy, DCG (x) vs nDCG (y), least-squares line, and the pairs whose
+    order nDCG inverts drawn as segments (toggle in the legend)."""
+    pts = result.points
+    fig = go.Figure()
+    x, y = pts["dcg"].to_numpy(float), pts["ndcg"].to_numpy(float)
+    if len(pts) >= 2 and np.ptp(x) > 0:
+        slope, icept = np.polyfit(x, y, 1)
+        xs = np.array([x.min(), x.max()])
+        fig.add_trace(go.Scatter(x=xs, y=icept + slope * xs, mode="lines", name="least-squares fit",
+                                 line={"color": "#999999", "dash": "dash"}, hoverinfo="skip"))
+    seg_x, seg_y = [], []
+    pos = {p: (a, b) for p, a, b in zip(pts["policy"], x, y, strict=True)}
+    for a, b in zip(result.inverted_pairs["better_by_dcg"], result.inverted_pairs["better_by_ndcg"],
+                    strict=True):
+        seg_x += [pos[a][0], pos[b][0], None]
+        seg_y += [pos[a][1], pos[b][1], None]
+    n_inv = len(result.inverted_pairs)
+    fig.add_trace(go.Scatter(x=seg_x, y=seg_y, mode="lines", name=f"inverted pairs ({n_inv})",
+                             line={"color": METRIC_COLOURS["ndcg"], "width": 1}, opacity=0.5,
+                             hoverinfo="skip", visible=True if n_inv <= 40 else "legendonly"))
+    fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", text=pts["policy"], textposition="top center",
+                             name="policy", marker={"color": METRIC_COLOURS["dcg"], "size": 10},
+                             customdata=pts["policy"],
+                             hovertemplate="%{customdata}<br>DCG %{x:.4f}<br>nDCG %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="DCG (mean per session; ≈ reward per session)")
+    fig.update_yaxes(title_text="nDCG (mean per session, 0–1)")
+    title = (f"DCG vs nDCG over {len(pts)} policies — r = {result.pearson:.2f}, τ = {result.kendall:.2f}, "
+             f"{100 * result.inverted_share:.0f} % of pairs inverted")
+    return _layout(fig, title, height=500)
+
+
+# ---------------------------------------------------------------------------------------- decisions
+
+
+def decision_figure(result, estimator: str | None = None) -> go.Figure:
+    """Gilotte Fig. 4/5: one box per A/B test, x-extent the offline uplift CI, y-extent the online uplift CI,
+    coloured by decision agreement (green same, orange false positive, red false negative, grey other);
+    the diagonal offline = online and the zero lines drawn."""
+    boxes = result.boxes
+    est = estimator or result.estimators[0]
+    if est not in set(boxes["estimator"]):
+        raise ValueError(f"estimator {est!r} is not in the result; available: {', '.join(result.estimators)}")
+    b = boxes[boxes["estimator"] == est]
+    fig = go.Figure()
+    for cat in DECISION_COLOURS:
+        part = b[b["category"] == cat]
+        xs, ys, cx, cy, labels = [], [], [], [], []
+        for r in part.itertuples(index=False):
+            xs += [r.offline_low, r.offline_high, r.offline_high, r.offline_low, r.offline_low, None]
+            ys += [r.online_low, r.online_low, r.online_high, r.online_high, r.online_low, None]
+            cx.append(r.offline_effect)
+            cy.append(r.online_effect)
+            labels.append(f"{r.experiment_id} · {r.reward}<br>offline {r.offline_decision}, "
+                          f"online {r.online_decision}")
+        if not cx:
+            continue
+        colour = DECISION_COLOURS[cat]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", fill="toself", name=f"{DECISION_LABELS[cat]} ({len(cx)})",
+                                 legendgroup=cat, line={"color": colour, "dash": DECISION_DASH[cat], "width": 2},
+                                 fillcolor=_alpha(colour, 0.15), hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", legendgroup=cat, showlegend=False,
+                                 marker={"color": colour, "size": 7}, text=labels,
+                                 hovertemplate="%{text}<br>offline %{x:.3g}, online %{y:.3g}<extra></extra>"))
+    lo = float(np.nanmin([b["offline_low"].min(), b["online_low"].min(), 0.0])) if len(b) else -1.0
+    hi = float(np.nanmax([b["offline_high"].max(), b["online_high"].max(), 0.0])) if len(b) else 1.0
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="offline = online",
+                             line={"color": "black", "width": 1, "dash": "dash"}, hoverinfo="skip"))
+    fig.add_hline(y=0, line={"color": "#666666", "width": 1})
+    fig.add_vline(x=0, line={"color": "#666666", "width": 1})
+    unit = "relative uplift (%)" if result.relative else "uplift (per session)"
+    fig.update_xaxes(title_text=f"offline {unit}, {result.level:.0%} CI")
+    fig.update_yaxes(title_text=f"online {unit}, {result.level:.0%} CI")
+    return _layout(fig, f"Offline vs online decisions per A/B test — {est}", height=520)
+
+
+def _alpha(hex_colour: str, a: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{a})"
+
+
+# ---------------------------------------------------------------------------------------- clip tuning
+
+
+def clip_tuning_figure(result) -> go.Figure:
+    """Gilotte Fig. 2: standard error and worst-case bias bound of the clipped estimator vs the clip value
+    (log y), with the estimated bias and √(MSE bound); right panel the clipped share and the ESS share.
+    The recommended clip is marked by a vertical line."""
+    t = result.table.sort_values("clip")
+    pos, _, _ = clip_positions(t["clip"])
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("(a) error scales (log)", "(b) how much the clip touches"))
+    lines = [("stderr", "standard error", OKABE_ITO[0], "solid"),
+             ("bias_bound", "worst-case bias bound", OKABE_ITO[1], "solid"),
+             ("bias_estimate", "estimated bias |DCG(∞) − DCG(m)|", OKABE_ITO[1], "dot"),
+             ("rmse_bound", "√(variance + bias bound²)", OKABE_ITO[3], "dash")]
+    for col, name, colour, dash in lines:
+        vals = t[col].abs() if col == "bias_estimate" else t[col]
+        vals = vals.where(vals > 0)  # log axis: zero is drawn as a gap
+        fig.add_trace(go.Scatter(x=pos, y=vals, mode="lines+markers", name=name,
+                                 line={"color": colour, "dash": dash}), row=1, col=1)
+    for col, name, colour in (("clipped_mass", "share of target exposure clipped", OKABE_ITO[4]),
+                              ("clipped_rows", "share of logged rows clipped", OKABE_ITO[5]),
+                              ("ess_share", "effective sample size / rows", OKABE_ITO[2])):
+        fig.add_trace(go.Scatter(x=pos, y=t[col], mode="lines+markers", name=name, line={"color": colour}),
+                      row=1, col=2)
+    rec = result.recommended_clip
+    rpos, _, _ = clip_positions([rec])
+    for c in (1, 2):
+        _clip_axis(fig, t["clip"], row=1, col=c)
+        fig.add_vline(x=float(rpos[0]), line={"color": "black", "dash": "dash", "width": 1}, row=1, col=c)
+    rec_text = "∞" if math.isinf(rec) else f"{rec:g}"
+    fig.add_annotation(x=float(rpos[0]), y=1.0, yref="y2 domain", xref="x2", text=f"recommended m = {rec_text}",
+                       showarrow=False, xanchor="right", yanchor="bottom")
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text="per-session reward units",
+                     row=1, col=1)
+    fig.update_yaxes(title_text="share", tickformat=".0%", range=[-0.02, 1.02], row=1, col=2)
+    title = f"Bias and variance vs the clip value — {result.policy}, {result.reward}, {result.discount}"
+    return _layout(fig, title, height=460)
+
+
+# ---------------------------------------------------------------------------------------- data page
+
+
+def pbm_curve_figure(curves: Mapping[str, np.ndarray], *, max_rank: int | None = None) -> go.Figure:
+    """Position-bias curves P(V = 1 | R = r) for ranks 1..n, e.g. the learnt PBM vs 1/log₂(r+1) vs p^(r−1).
+
+    ``curves`` maps a legend name to the curve values for ranks 1, 2, …; all are drawn on one axis
+    (log y, since learnt curves fall by orders of magnitude).
+    """
+    if not curves:
+        raise ValueError("curves must contain at least one named curve, got none")
+    fig = go.Figure()
+    for k, (name, values) in enumerate(curves.items()):
+        v = np.asarray(values, dtype=float)
+        if max_rank is not None:
+            v = v[:max_rank]
+        ranks = np.arange(1, v.size + 1)
+        fig.add_trace(go.Scatter(x=ranks, y=np.where(v > 0, v, np.nan), mode="lines+markers", name=str(name),
+                                 line={"color": OKABE_ITO[k % len(OKABE_ITO)]}, marker={"size": 5},
+                                 hovertemplate="rank %{x}: %{y:.4g}<extra>" + str(name) + "</extra>"))
+    fig.update_xaxes(title_text="rank r")
+    fig.update_yaxes(title_text="P(V = 1 | R = r) (log scale)", type="log", dtick=1, exponentformat="power")
+    return _layout(fig, "Position bias: probability of viewing rank r")

@@ -1,0 +1,71 @@
+"""``offeval report LOGS --out report.html``: every analysis in one self-contained HTML file."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from offeval_core.engine import DEFAULT_CLIPS
+from offeval_core.logs import parse_mapping, read_logs
+from offeval_core.report import STEPS, write_report
+from offeval_core.validation import parse_clip
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write one self-contained HTML report with all analyses",
+                       description="Compute sensitivity vs clipping, offline-online correlation, DCG vs nDCG, "
+                                   "decision boxes and clip tuning, and write them to one HTML file that "
+                                   "opens offline (plotly.js embedded).")
+    p.add_argument("logs", help="CSV or Parquet logs")
+    p.add_argument("--out", required=True, help="output HTML file, e.g. report.html")
+    p.add_argument("--reward", action="append", default=None,
+                   help="reward column(s); repeat or comma-separate (default: every reward; the first one is "
+                        "used for DCG vs nDCG and clip tuning)")
+    p.add_argument("--discount", default="pbm", help="discount D = exposure model D0 (default pbm, learnt)")
+    p.add_argument("--clip-grid", default=",".join("inf" if math.isinf(c) else f"{c:g}" for c in DEFAULT_CLIPS),
+                   help="clip values m, comma-separated, 'inf' allowed (default 1,2,4,…,4096,inf)")
+    p.add_argument("--q-clip", default="inf", help="clip of the de-biased labels Q̂ in the correlation table "
+                                                    "and decision boxes (default inf)")
+    p.add_argument("--policy", default="treatment", help="target policy of the A/B tests (default treatment)")
+    p.add_argument("--level", type=float, default=0.99, help="CI level of the sensitivity analysis (0.99)")
+    p.add_argument("--online-alpha", type=float, default=0.001,
+                   help="online significance threshold, Welch two-sided p (default 0.001)")
+    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _clips(text: str) -> tuple[float, ...]:
+    parts = [t for t in (s.strip() for s in text.split(",")) if t]
+    if not parts:
+        raise ValueError(f"--clip-grid must list clip values like 1,2,4,inf, got {text!r}")
+    return tuple(parse_clip(t) for t in parts)
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    clips = _clips(args.clip_grid)
+    rewards = None
+    if args.reward:
+        rewards = [r.strip() for item in args.reward for r in item.split(",") if r.strip()]
+    bar = tqdm(total=len(STEPS) + 1, desc="reading logs", unit="step", file=sys.stderr,
+               disable=args.no_progress, bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}]")
+    logs = read_logs(args.logs, columns=parse_mapping(args.map))
+
+    def progress(name: str) -> None:
+        bar.update(1)
+        bar.set_description_str(name)
+
+    try:
+        info = write_report(logs, args.out, rewards=rewards, discount=args.discount, clips=clips,
+                            policy=args.policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
+                            q_clip=parse_clip(args.q_clip), n_boot=args.n_boot, seed=args.seed, progress=progress)
+        bar.update(1)
+        bar.set_description_str("done")
+    finally:
+        bar.close()
+    print(f"wrote {info['path']} ({info['bytes'] / 1e6:.1f} MB, {info['figures']} figures)")
+    return 0

@@ -1,0 +1,168 @@
+"""A simulated user-item world with MNAR implicit feedback and an MCAR ground truth.
+
+What real datasets such as Yahoo! R3 and Coat provide (GS paper Sec. 5.1.1), with everything known:
+
+- true binary relevance Y_{u,i} from latent user / item factors, a user bias and an item quality q_i;
+- MNAR exposure: (u, i) is shown with probability P_{u,i} = min(1, e_u P_i), P_i log-normal and correlated
+  with q_i (popular items are shown more and are relevant more often), e_u a user activity; an interaction
+  is observed iff shown and relevant (the missing-data model of the ADG paper with popularity-dependent
+  sampling);
+- a train / test split of the observed interactions: each interaction goes to train independently with
+  probability f, so a relevant item not in train is in the MNAR test set with probability
+  P_{u,i} (1 − f) / (1 − P_{u,i} f) (the true test propensity);
+- an MCAR test set: for every user, ``n_mcar`` items drawn uniformly from the items not in the user's train
+  set, with their true relevance revealed — the Naive average over it is unbiased (Alg. 1 line 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class World:
+    """The fixed part: true relevance, item exposure, one MNAR observation."""
+
+    relevant: np.ndarray  # (users, items) bool — the complete data S_u
+    exposure: np.ndarray  # (items,) item exposure P_i
+    activity: np.ndarray  # (users,) user activity e_u; P_{u,i} = min(1, e_u P_i)
+    observed: np.ndarray  # (users, items) bool — shown and relevant
+    seed: int
+
+    @property
+    def propensity(self) -> np.ndarray:
+        """(users, items) true probability P_{u,i} = min(1, e_u P_i) that (u, i) is shown."""
+        return np.minimum(self.activity[:, None] * self.exposure[None, :], 1.0)
+
+    @property
+    def n_users(self) -> int:
+        return self.relevant.shape[0]
+
+    @property
+    def n_items(self) -> int:
+        return self.relevant.shape[1]
+
+    @property
+    def popularity(self) -> np.ndarray:
+        """Observed popularity pop_i = number of observed interactions of item i."""
+        return self.observed.sum(axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """A train / MNAR-test split of a world's observations plus an MCAR sample of non-train items."""
+
+    world: World
+    train: np.ndarray  # (users, items) bool
+    test: np.ndarray  # (users, items) bool — MNAR held-out interactions (subset of observed)
+    train_frac: float
+    mcar_items: np.ndarray  # (users, n_mcar) item indices, never in train
+    seed: int
+
+    @property
+    def test_propensity(self) -> np.ndarray:
+        """(users, items) true probability that a relevant, non-train item is in the MNAR test set."""
+        p = self.world.propensity
+        f = self.train_frac
+        return p * (1 - f) / (1 - p * f)
+
+    @property
+    def target(self) -> np.ndarray:
+        """(users, items) bool: relevant items not in train — the S_u the held-out metric targets."""
+        return self.world.relevant & ~self.train
+
+    @property
+    def mcar_relevance(self) -> np.ndarray:
+        return np.take_along_axis(self.world.relevant, self.mcar_items, axis=1)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def simulate_world(
+    *,
+    n_users: int = 1000,
+    n_items: int = 600,
+    dim: int = 8,
+    relevance_rate: float = 0.05,
+    user_spread: float = 1.5,
+    exposure_mean: float = 0.3,
+    exposure_spread: float = 1.0,
+    exposure_quality_corr: float = 0.6,
+    activity_spread: float = 1.2,
+    seed: int = 0,
+) -> World:
+    """Draw a world: true relevance, popularity-dependent exposure and one MNAR observation.
+
+    Relevance: Y_{u,i} ~ Bernoulli(σ(a + a_u + 2⟨x_u, z_i⟩/√dim + 0.7 q_i)), a_u ~ N(0, ``user_spread``²)
+    (users differ in how many items they like), ``relevance_rate`` the average share of relevant items (the
+    intercept a is solved for it). Exposure: P_{u,i} = min(1, e_u P_i) with item exposure P_i log-normal
+    (σ = ``exposure_spread``, mean ``exposure_mean``, correlation ``exposure_quality_corr`` between log P_i and
+    q_i) and user activity e_u log-normal (σ = ``activity_spread``, mean 1). Users therefore hold very
+    different numbers of held-out items — the situation in which nDCG and DCG disagree (KDD'24 App. A).
+
+    >>> w = simulate_world(n_users=200, n_items=50, seed=1)
+    >>> bool((w.observed <= w.relevant).all())  # only relevant items can be observed
+    True
+    """
+    for name, v in (("n_users", n_users), ("n_items", n_items), ("dim", dim)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+            raise ValueError(f"{name} must be an integer ≥ 2, got {v!r}")
+    if not 0 < relevance_rate < 1:
+        raise ValueError(f"relevance_rate must lie in (0, 1), got {relevance_rate!r}")
+    if not 0 < exposure_mean <= 1:
+        raise ValueError(f"exposure_mean must lie in (0, 1], got {exposure_mean!r}")
+    if not -1 <= exposure_quality_corr <= 1:
+        raise ValueError(f"exposure_quality_corr must lie in [-1, 1], got {exposure_quality_corr!r}")
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n_users, dim))
+    z = rng.normal(size=(n_items, dim))
+    quality = rng.normal(size=n_items)
+    user_bias = user_spread * rng.normal(size=n_users)
+    logits = 2.0 * (x @ z.T) / np.sqrt(dim) + 0.7 * quality[None, :] + user_bias[:, None]
+    # intercept so that the mean relevance probability is relevance_rate (bisection)
+    lo, hi = -30.0, 30.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _sigmoid(logits + mid).mean() < relevance_rate:
+            lo = mid
+        else:
+            hi = mid
+    relevant = rng.random((n_users, n_items)) < _sigmoid(logits + (lo + hi) / 2)
+    score = exposure_quality_corr * quality + np.sqrt(1 - exposure_quality_corr**2) * rng.normal(size=n_items)
+    raw = np.exp(exposure_spread * score)
+    exposure = np.clip(raw * exposure_mean / raw.mean(), 1e-3, 1.0)
+    act = np.exp(activity_spread * rng.normal(size=n_users))
+    activity = act / act.mean()
+    propensity = np.minimum(activity[:, None] * exposure[None, :], 1.0)
+    shown = rng.random((n_users, n_items)) < propensity
+    return World(relevant, exposure, activity, relevant & shown, int(seed))
+
+
+def split_world(world: World, *, train_frac: float = 0.5, n_mcar: int = 20, seed: int = 0) -> Split:
+    """Split the observed interactions into train / MNAR test (each to train w.p. ``train_frac``) and draw
+    the MCAR sample of ``n_mcar`` non-train items per user.
+
+    >>> s = split_world(simulate_world(n_users=100, n_items=40, seed=2), seed=3)
+    >>> bool((s.train & s.test).any()), bool(((s.train | s.test) == s.world.observed).all())
+    (False, True)
+    """
+    if not 0 < train_frac < 1:
+        raise ValueError(f"train_frac must lie in (0, 1), got {train_frac!r}")
+    if isinstance(n_mcar, bool) or not isinstance(n_mcar, int) or n_mcar < 1:
+        raise ValueError(f"n_mcar must be a positive integer, got {n_mcar!r}")
+    rng = np.random.default_rng([world.seed, seed])
+    to_train = rng.random(world.observed.shape) < train_frac
+    train = world.observed & to_train
+    test = world.observed & ~to_train
+    n_users, n_items = train.shape
+    # MCAR: n_mcar uniformly random non-train items per user (random keys, train items pushed to the end)
+    keys = rng.random((n_users, n_items)) + train * 2.0
+    n_free = (~train).sum(axis=1).min()
+    if n_mcar > n_free:
+        raise ValueError(f"n_mcar must be ≤ the smallest number of non-train items of a user ({n_free}), got {n_mcar}")
+    mcar = np.argsort(keys, axis=1)[:, :n_mcar]
+    return Split(world, train, test, float(train_frac), mcar, int(seed))

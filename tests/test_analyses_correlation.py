@@ -1,0 +1,88 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from analyses_world import per_session_totals, small_world
+from offeval_core.analyses import DEFAULT_VARIANTS, offline_online_correlation, variant_label
+from offeval_core.estimators import session_values
+
+
+@pytest.fixture(scope="module")
+def world():
+    return small_world()
+
+
+@pytest.fixture(scope="module")
+def result(world):
+    return offline_online_correlation(world[2])
+
+
+def test_default_variants_are_the_papers_five_columns():
+    assert [variant_label(v) for v in DEFAULT_VARIANTS] == [
+        "DCG (log2, C)", "DCG (log2, Q̂)", "DCG (pbm, C)", "DCG (pbm, Q̂)", "nDCG (pbm, Q̂)"]
+
+
+@pytest.mark.parametrize("method", ["pearson", "kendall", "spearman"])
+def test_cell_matches_scipy_on_independently_computed_series(world, method):
+    _, logs, m = world
+    res = offline_online_correlation(m, variants=[("dcg", "pbm", "pbm", 64.0), ("ndcg", "pbm", "pbm", 64.0)],
+                                     method=method)
+    on = per_session_totals(logs, "like")
+    sv = session_values(logs, reward="like", policies=["treatment"], clip=64.0)
+    sv = sv[sv["arm"].astype(str) == "control"]
+    fn = {"pearson": sps.pearsonr, "kendall": sps.kendalltau, "spearman": sps.spearmanr}[method]
+    for policy, arm in (("logging", "control"), ("treatment", "treatment")):
+        for metric in ("dcg", "ndcg"):
+            g = on[(on["experiment_id"] == "exp01") & (on["arm"] == arm)].groupby("day")["total"].mean()
+            off = sv[sv["experiment_id"].astype(str) == "exp01"].groupby("day")[f"{metric}__{policy}"].mean()
+            expected = fn(g.to_numpy(), off.loc[g.index].to_numpy())
+            cell = res.table[(res.table["experiment_id"] == "exp01") & (res.table["reward"] == "like")
+                             & (res.table["policy"] == policy) & (res.table["metric"] == metric)].iloc[0]
+            assert cell["n_days"] == 3
+            assert cell["r"] == pytest.approx(expected.statistic, abs=1e-9)
+            assert cell["p_value"] == pytest.approx(expected.pvalue, abs=1e-9)
+
+
+def test_marks_best_and_significance(result):
+    t = result.table
+    for _, part in t.groupby(["experiment_id", "reward", "policy"]):
+        assert part.loc[part["best"], "r"].min() == pytest.approx(part["r"].max())
+    assert (t["significant"] == (t["p_value"] < 0.05)).all()
+    html = result.styled_html()
+    assert html.count("<tr>") == 2 + t.groupby(["experiment_id", "reward", "policy"]).ngroups
+    assert html.count("<b>") == int(t["best"].sum())
+    assert html.count("<sup>†</sup>") == int(t["significant"].sum())
+
+
+def test_wide_and_series_layouts(result):
+    w = result.wide()
+    assert list(w.columns.get_level_values(0).unique()) == list(result.labels)
+    assert len(w) == 3 * 2 * 2  # experiments × rewards × {R0, Rt}
+    s = result.series("exp02", "watch_complete", "Rt")
+    assert list(s.columns) == ["day", "online", *result.labels]
+    assert len(s) == 3
+    cell = result.table[(result.table["experiment_id"] == "exp02") & (result.table["reward"] == "watch_complete")
+                        & (result.table["policy"] == "treatment")]
+    assert s.attrs["r"] == dict(zip(cell["variant"], cell["r"], strict=True))
+    assert np.corrcoef(s["online"], s[result.labels[3]])[0, 1] == pytest.approx(s.attrs["r"][result.labels[3]])
+
+
+def test_warns_with_fewer_than_four_days(result):
+    assert any("only 3 day(s)" in w for w in result.warnings)
+    assert len([w for w in result.warnings if "day(s)" in w]) == 3
+
+
+def test_bad_arguments(world):
+    m = world[2]
+    with pytest.raises(ValueError, match="policies must be 'logging'"):
+        offline_online_correlation(m, policies=("cand_01",))
+    with pytest.raises(ValueError, match="method must be one of 'pearson', 'kendall', 'spearman'; got 'tau'"):
+        offline_online_correlation(m, method="tau")
+    with pytest.raises(ValueError, match=r"clip 2 of DCG \(pbm, Q̂ m=2\) is not in the computed grid"):
+        offline_online_correlation(m, variants=[("dcg", "pbm", "pbm", 2)])
+    with pytest.raises(ValueError, match="discount 'reciprocal'"):
+        offline_online_correlation(m, variants=[("dcg", "reciprocal", "pbm", math.inf)])
+    with pytest.raises(TypeError, match="variants entry must be a"):
+        offline_online_correlation(m, variants=["dcg"])

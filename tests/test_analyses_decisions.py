@@ -1,0 +1,77 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyses_world import per_session_totals, small_world
+from offeval_core.analyses import decision_boxes
+from offeval_core.analyses.decisions import classify, decide, summarize_boxes
+from offeval_core.charts import DECISION_COLOURS
+
+
+@pytest.mark.parametrize(("off", "on", "cat"), [
+    ((0.1, 0.3), (0.2, 0.5), "agree"), ((-0.1, 0.3), (-0.2, 0.5), "agree"), ((-0.4, -0.1), (-0.3, -0.2), "agree"),
+    ((0.1, 0.3), (-0.2, 0.5), "false positive"), ((0.1, 0.3), (-0.5, -0.2), "false positive"),
+    ((-0.1, 0.3), (0.2, 0.5), "false negative"), ((-0.4, -0.1), (0.2, 0.5), "false negative"),
+    ((-0.4, -0.1), (-0.2, 0.5), "other"), ((-0.1, 0.3), (-0.5, -0.2), "other"),
+])
+def test_colour_of_constructed_boxes(off, on, cat):
+    assert classify(decide(*off), decide(*on)) == cat
+
+
+def _boxes(rows):
+    df = pd.DataFrame(rows, columns=["experiment_id", "estimator", "offline_effect", "online_effect",
+                                     "offline_decision", "online_decision", "offline_rel_width"])
+    df["reward"] = "like"
+    df["category"] = [classify(a, b) for a, b in zip(df["offline_decision"], df["online_decision"], strict=True)]
+    return df
+
+
+def test_table3_columns_on_constructed_boxes():
+    rows = [  # 4 tests; estimator A: 2 positive decisions, 1 right; online positives: e1, e2, e3
+        ("e1", "A", 0.3, 0.2, "positive", "positive", 0.2), ("e2", "A", 0.2, 0.1, "positive", "neutral", 0.2),
+        ("e3", "A", 0.0, 0.3, "neutral", "positive", 0.4), ("e4", "A", -0.1, -0.2, "negative", "negative", 0.4),
+        ("e1", "B", 0.1, 0.2, "positive", "positive", 0.1), ("e2", "B", 0.0, 0.1, "neutral", "neutral", 0.1),
+        ("e3", "B", 0.2, 0.3, "positive", "positive", 0.2), ("e4", "B", -0.3, -0.2, "negative", "negative", 0.2),
+    ]
+    rows[1] = ("e2", "A", 0.2, 0.1, "positive", "neutral", 0.2)
+    rows[5] = ("e2", "B", 0.0, 0.1, "neutral", "positive", 0.1)
+    s = summarize_boxes(_boxes(rows), ["A", "B"], reference="A").set_index("estimator")
+    assert s.loc["A", "precision"] == 0.5          # 1 of 2 offline positives is online positive
+    assert s.loc["A", "fnr"] == 0.5                # e3 of the online positives {e1, e3}
+    assert s.loc["B", "precision"] == 1.0 and s.loc["B", "fnr"] == pytest.approx(1 / 3)
+    assert s.loc["B", "ci_size"] == pytest.approx(0.5) and s.loc["A", "ci_size"] == 1.0
+    assert s.loc["A", "correlation"] == pytest.approx(np.corrcoef([0.3, 0.2, 0.0, -0.1], [0.2, 0.1, 0.3, -0.2])[0, 1])
+    assert (s.loc["A", "n_false_positive"], s.loc["A", "n_false_negative"]) == (1, 1)
+
+
+def test_boxes_from_moments_match_online_and_offline_paths():
+    _, logs, m = small_world()
+    res = decision_boxes(m, estimators=[("dcg", "pbm", "pbm", 1.0), ("dcg", "pbm", "pbm", math.inf)], level=0.9)
+    assert len(res.boxes) == 3 * 2 * 2
+    assert set(res.boxes["colour"]) <= set(DECISION_COLOURS.values())
+    on = per_session_totals(logs, "like")
+    b = res.boxes[(res.boxes["reward"] == "like") & (res.boxes["experiment_id"] == "exp01")].iloc[0]
+    g = on[on["experiment_id"] == "exp01"]
+    diff = g[g["arm"] == "treatment"]["total"].mean() - g[g["arm"] == "control"]["total"].mean()
+    assert b["online_effect"] == pytest.approx(diff)
+    for rec in res.boxes.itertuples():
+        assert rec.offline_decision == decide(rec.offline_low, rec.offline_high)
+        assert rec.online_decision == decide(rec.online_low, rec.online_high)
+    rel = decision_boxes(m, estimators=[("dcg", "pbm", "pbm", 1.0)], relative=True, level=0.9)
+    a = res.boxes[res.boxes["estimator"] == "DCG (pbm, C)"].reset_index(drop=True)
+    r = rel.boxes.reset_index(drop=True)
+    assert np.allclose(r["online_effect"], 100 * a["online_effect"] / a["online_baseline"].abs())
+    assert (r["category"] == a["category"]).all()   # relative scaling never changes a decision
+    assert res.summary["n_tests"].tolist() == [6, 6]
+
+
+def test_bad_arguments():
+    m = small_world()[2]
+    with pytest.raises(ValueError, match="reference"):
+        decision_boxes(m, estimators=[("dcg", "pbm", "pbm", 1.0)], reference=("dcg", "pbm", "pbm", 4.0))
+    with pytest.raises(ValueError, match="duplicates"):
+        decision_boxes(m, estimators=[("dcg", "pbm", "pbm", 1.0)] * 2)
+    with pytest.raises(ValueError, match="metric must be one of"):
+        decision_boxes(m, estimators=[("ncdg", "pbm", "pbm", 1.0)])

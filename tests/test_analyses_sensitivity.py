@@ -1,0 +1,108 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from analyses_world import per_session_totals, small_world
+from offeval_core.analyses import sensitivity
+from offeval_core.estimators import session_values
+
+
+@pytest.fixture(scope="module")
+def world():
+    return small_world()
+
+
+def _by_hand(logs, reward, clip, level, metric="dcg"):
+    """Paired per-session differences on control sessions, CI and detection computed with numpy/scipy."""
+    sv = session_values(logs, reward=reward, policies=["treatment"], clip=clip)
+    sv = sv[sv["arm"].astype(str) == "control"]
+    sv = sv.assign(d=sv[f"{metric}__treatment"] - sv[f"{metric}__logging"])
+    z = sps.norm.ppf(0.5 + level / 2)
+    out = {}
+    for (exp, day), part in sv.groupby(["experiment_id", "day"], observed=True):
+        d = part["d"].to_numpy()
+        se = d.std(ddof=1) / math.sqrt(d.size)
+        out[(str(exp), day)] = (d.mean(), d.mean() - z * se, d.mean() + z * se, sps.norm.sf(d.mean() / se))
+    return out
+
+
+def test_tpr_by_counting_matches_hand_computation(world):
+    _, logs, m = world
+    res = sensitivity(m, settings="all", level=0.9, metrics=("dcg",), rewards=["like"])
+    on = per_session_totals(logs, "like")
+    for clip in (1.0, 64.0, math.inf):
+        hand = _by_hand(logs, "like", clip, 0.9)
+        detected, pvals = [], []
+        for (exp, day), (mean, lo, hi, p) in hand.items():
+            g = on[(on["experiment_id"] == exp) & (on["day"] == day)]
+            t, c = g[g["arm"] == "treatment"]["total"], g[g["arm"] == "control"]["total"]
+            direction = -1 if t.mean() - c.mean() < 0 else 1
+            detected.append(lo > 0 if direction > 0 else hi < 0)
+            pvals.append(p if direction > 0 else 1 - p)
+        row = res.table[(res.table["metric"] == "dcg") & (res.table["clip"] == clip)].iloc[0]
+        assert row["n_settings"] == len(hand) == 9
+        assert row["tpr"] == pytest.approx(np.mean(detected))
+        assert row["mean_p"] == pytest.approx(np.mean(pvals), rel=1e-6)
+
+
+def test_per_setting_effect_and_online_welch_match_scipy(world):
+    _, logs, m = world
+    res = sensitivity(m, settings="all", level=0.99, metrics=("dcg",), rewards=["watch_complete"])
+    hand = _by_hand(logs, "watch_complete", 4.0, 0.99)
+    on = per_session_totals(logs, "watch_complete")
+    per = res.per_setting[res.per_setting["clip"] == 4.0]
+    for rec in per.itertuples():
+        mean, lo, hi, _ = hand[(rec.experiment_id, rec.day)]
+        assert rec.effect == pytest.approx(mean, rel=1e-9, abs=1e-12)
+        assert (rec.ci_low, rec.ci_high) == pytest.approx((lo, hi), rel=1e-9, abs=1e-12)
+        g = on[(on["experiment_id"] == rec.experiment_id) & (on["day"] == rec.day)]
+        welch = sps.ttest_ind(g[g["arm"] == "treatment"]["total"], g[g["arm"] == "control"]["total"],
+                              equal_var=False)
+        assert rec.online_p == pytest.approx(welch.pvalue, rel=1e-6)
+
+
+def test_significant_selection_uses_online_alpha(world):
+    _, _, m = world
+    everything = sensitivity(m, settings="all")
+    online = everything.settings
+    for alpha in (0.001, 0.05, 0.5):
+        res = sensitivity(m, online_alpha=alpha)
+        assert len(res.settings) == int((online["online_p"] < alpha).sum())
+        if len(res.settings):
+            assert res.table["n_settings"].max() == len(res.settings)
+
+
+def test_user_list_of_settings_and_best_clip(world):
+    _, _, m = world
+    all_settings = sensitivity(m, settings="all").settings
+    chosen = [tuple(r) for r in all_settings[["experiment_id", "day", "reward"]].head(4).itertuples(index=False)]
+    res = sensitivity(m, settings=chosen)
+    assert len(res.settings) == 4
+    for metric, best in res.best_clip.items():
+        t = res.table[res.table["metric"] == metric]
+        assert t.loc[t["clip"] == best, "tpr"].iloc[0] == t["tpr"].max()
+    assert isinstance(res.takeaway, str) and res.takeaway.endswith(".")
+
+
+def test_no_significant_settings_gives_empty_table_and_plain_takeaway(world):
+    _, _, m = world
+    res = sensitivity(m, online_alpha=1e-300)
+    assert res.settings.empty and (res.table["n_settings"] == 0).all()
+    assert "nothing to detect" in res.takeaway
+
+
+def test_bad_arguments(world):
+    _, _, m = world
+    with pytest.raises(ValueError, match="policy 'cand_01' was not computed"):
+        sensitivity(m, policy="cand_01")
+    with pytest.raises(ValueError, match="settings must be one of 'significant', 'all'; got 'some'"):
+        sensitivity(m, settings="some")
+    with pytest.raises(ValueError, match="has no online A/B outcome"):
+        sensitivity(m, settings=[("exp99", "2026-03-02", "like")])
+    with pytest.raises(ValueError, match="discount 'reciprocal' was not computed"):
+        sensitivity(m, discount="reciprocal")
+    with pytest.raises(TypeError, match="moments must be offeval_core.engine.Moments"):
+        sensitivity(pd.DataFrame())

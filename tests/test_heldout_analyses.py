@@ -1,0 +1,180 @@
+"""Simulated world, model zoo, App. A reproduction, estimator lab, charts and the ``heldout`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from offeval_core.commands import heldout as heldout_cmd
+from offeval_core.heldout import charts
+from offeval_core.heldout.analyses import agreement_over_zoo, estimator_lab, runs_agreement
+from offeval_core.heldout.io import qrels_from_frame, run_from_frame
+from offeval_core.heldout.metrics import evaluate_run
+from offeval_core.heldout.world import simulate_world, split_world
+from offeval_core.heldout.zoo import model_grid, train_zoo
+
+
+@pytest.fixture(scope="module")
+def small():
+    split = split_world(simulate_world(n_users=150, n_items=80, seed=4), train_frac=0.5, n_mcar=10, seed=1)
+    return split, train_zoo(split, grid="small", depth=30)
+
+
+def test_default_grid_has_at_least_100_models():
+    specs = model_grid(600)
+    fams = pd.Series([f for f, _ in specs]).value_counts().to_dict()
+    assert len(specs) >= 100
+    assert set(fams) == {"pop", "ease", "itemknn", "puresvd"} and fams["pop"] == 1
+
+
+def test_world_split_and_propensities():
+    w = simulate_world(n_users=300, n_items=60, seed=2)
+    s = split_world(w, train_frac=0.3, n_mcar=8, seed=5)
+    assert not (s.train & s.test).any() and ((s.train | s.test) == w.observed).all()
+    assert not np.take_along_axis(s.train, s.mcar_items, axis=1).any()  # MCAR items are never train items
+    p = w.propensity
+    np.testing.assert_allclose(s.test_propensity, p * 0.7 / (1 - 0.3 * p))
+    # the observation rate of relevant pairs matches the true propensity (simulator ground truth)
+    rel = w.relevant
+    assert w.observed[rel].mean() == pytest.approx(p[rel].mean(), abs=0.02)
+
+
+def test_zoo_models_are_correct(small):
+    split, zoo = small
+    x = split.train.astype(float)
+    # top lists never contain train items and are distinct per user
+    for m in range(zoo.n_models):
+        top = zoo.top_items[m].astype(int)
+        assert not np.take_along_axis(split.train, top, axis=1).any()
+        assert all(len(set(row)) == top.shape[1] for row in top[:20])
+    # EASE against the textbook closed form with an explicit inverse
+    m = zoo.families.index("ease")
+    lam = zoo.params[m]
+    p = np.linalg.inv(x.T @ x + lam * np.eye(x.shape[1]))
+    b = -p / np.diag(p)[None, :]
+    np.fill_diagonal(b, 0.0)
+    scores = np.where(split.train, -np.inf, np.round(x @ b, 6))  # the documented rounding before ranking
+    expected = np.argsort(-scores, axis=1, kind="stable")[:, :30]
+    agree = (expected == zoo.top_items[m]).mean()
+    assert agree > 0.99  # float32 scoring may swap near-ties
+    # popularity ranks by train counts with ties broken by item index
+    counts = x.sum(axis=0)
+    u = 0
+    cand = [i for i in range(x.shape[1]) if not split.train[u, i]]
+    expected_pop = sorted(cand, key=lambda i: (-counts[i], i))[:30]
+    assert zoo.top_items[zoo.names.index("pop"), u].tolist() == expected_pop
+
+
+def test_zoo_agreement_matches_table_path(small):
+    split, zoo = small
+    res = agreement_over_zoo(split, zoo, k=20, n_boot=50)
+    assert res.agreement.n == zoo.n_models and res.inverted_ci.low <= res.inverted_ci.high
+    # recompute three models through the qrels/run (pandas) path
+    tu, ti = np.nonzero(split.test)
+    q = qrels_from_frame(pd.DataFrame({"user": tu.astype(str), "item": ti.astype(str), "relevance": 1.0}))
+    for m in (0, 5, zoo.n_models - 1):
+        top = zoo.top_items[m].astype(int)
+        users = np.repeat(np.arange(top.shape[0]), top.shape[1])
+        run = run_from_frame(pd.DataFrame({"user": users.astype(str), "item": top.ravel().astype(str),
+                                           "rank": np.tile(np.arange(1, top.shape[1] + 1), top.shape[0])}),
+                             name=zoo.names[m])
+        ev = evaluate_run(q, run, ["dcg@20", "ndcg@20"], missing_in_qrels="skip")
+        assert ev.estimates["dcg@20"].value == pytest.approx(res.dcg[m], rel=1e-12)
+        assert ev.estimates["ndcg@20"].value == pytest.approx(res.ndcg[m], rel=1e-12)
+        assert ev.estimates["ndcg@20"].n == res.n_users
+    assert set(res.comparison()["statistic"]) >= {"Pearson r", "Kendall τ", "share of inverted pairs"}
+
+
+def test_runs_agreement_on_uploaded_runs():
+    q = qrels_from_frame(pd.DataFrame({"user": ["x1", "x1", "x2", "x2"], "item": ["a1", "a2", "a1", "a2"],
+                                       "relevance": [1.0, 0.0, 1.0, 2.5]}))
+    mk = lambda name, r1, r2: run_from_frame(pd.DataFrame(  # noqa: E731
+        {"user": ["x1", "x1", "x2", "x2"], "item": ["a1", "a2", "a1", "a2"], "rank": [r1, r2, r1, r2]}), name=name)
+    res = runs_agreement(q, [mk("R", 1, 2), mk("R'", 2, 1)], k=1, n_boot=20)
+    assert res.agreement.inverted_pairs == (("R'", "R"),)
+    with pytest.raises(ValueError, match=r"^runs_agreement needs at least 2 runs, got 1$"):
+        runs_agreement(q, [mk("R", 1, 2)], k=1)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return estimator_lab(seeds=(0, 1), ks=(5, 20), strata_k=20, strata_grid=(1, 3, 80), grid="small",
+                         n_users=150, n_items=80, n_mcar=10, propensity="true")
+
+
+def test_estimator_lab_identities(lab):
+    tau = lab.tau.set_index(["seed", "k", "estimator"])["kendall_tau"]
+    strata = lab.tau_strata.set_index(["seed", "n_strata"])["kendall_tau"]
+    for sd in (0, 1):
+        # GS with one stratum (self-normalised) is Naive; with one stratum per item it is SNIPS (Prop. 4.1)
+        assert strata[(sd, 1)] == pytest.approx(tau[(sd, 20, "naive")])
+        assert strata[(sd, 80)] == pytest.approx(tau[(sd, 20, "snips")])
+    assert set(lab.summary["estimator"]) == {"naive", "snips", "gs", "ips"}
+    n_models = lab.params["n_models"]
+    assert len(lab.estimates) == 2 * 2 * 4 * n_models
+    # Recall@K grows with K for every model, for the truth as for every estimate
+    e = lab.estimates.pivot_table(index=["seed", "model", "estimator"], columns="k", values=["estimate", "truth_mcar"])
+    assert (e[("estimate", 20)] >= e[("estimate", 5)]).all() and (e[("truth_mcar", 20)] >= e[("truth_mcar", 5)]).all()
+    b = lab.bounds.groupby("estimator")["bias"].mean()
+    assert b["ips"] == pytest.approx(0.0, abs=1e-12)  # true propensities: IPS has no bias term
+
+
+def test_charts(lab, small):
+    split, zoo = small
+    res = agreement_over_zoo(split, zoo, k=20, n_boot=20)
+    q = qrels_from_frame(pd.DataFrame({"user": ["u"], "item": ["a"], "relevance": [1]}))
+    ev = evaluate_run(q, run_from_frame(pd.DataFrame({"user": ["u"], "item": ["a"], "rank": [1]}), name="m"),
+                      ["ndcg@5"])
+    figs = [charts.agreement_scatter(res), charts.heldout_metrics_chart([ev], "ndcg@5"), charts.lab_tau_chart(lab),
+            charts.tau_vs_strata_chart(lab), charts.lab_bias_chart(lab), charts.lab_estimates_chart(lab, k=5)]
+    for fig in figs:
+        assert fig.layout.title.text and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    assert sum(len(t.x) for t in figs[0].data if t.mode == "markers") == zoo.n_models
+    with pytest.raises(ValueError, match=r"^k must be one of the lab's cut-offs \[5, 20\], got 7$"):
+        charts.lab_estimates_chart(lab, k=7)
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="offeval")
+    sub = parser.add_subparsers(dest="command", required=True)
+    heldout_cmd.register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_json(tmp_path, capsys):
+    (tmp_path / "q.txt").write_text("u1 0 a 3\nu1 0 b 2\nu2 0 c 1\nu3 0 d 0\n")
+    (tmp_path / "r1.txt").write_text("u1 Q0 b 1 2.0 m1\nu1 Q0 a 2 1.0 m1\nu2 Q0 c 1 1.0 m1\n")
+    (tmp_path / "r2.txt").write_text("u1 Q0 a 1 2.0 m2\nu2 Q0 x 1 1.0 m2\nu2 Q0 c 2 0.5 m2\n")
+    status = _cli(["heldout", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r1.txt"), "--run",
+                   str(tmp_path / "r2.txt"), "--metric", "ndcg@2", "--metric", "recall@1", "--json"])
+    assert status == 0
+    out = json.loads(capsys.readouterr().out)
+    m1, m2 = out["runs"]
+    # m1: u1 nDCG@2 = (2 + 3/log2 3) / (3 + 2/log2 3), u2 = 1 → mean; m2: u1 = 3 / (3 + 2/log2 3), u2 = 1/log2 3
+    l3 = np.log2(3)
+    u1 = (2 + 3 / l3) / (3 + 2 / l3)
+    assert m1["metrics"]["ndcg@2"]["mean"] == pytest.approx((u1 + 1) / 2)
+    assert m1["metrics"]["ndcg@2"]["stderr"] == pytest.approx(abs(1 - u1) / 2)
+    assert m2["metrics"]["ndcg@2"]["mean"] == pytest.approx((3 / (3 + 2 / l3) + 1 / l3) / 2)
+    assert m2["metrics"]["recall@1"]["mean"] == pytest.approx(0.25)  # u1: 1 of 2, u2: 0 of 1
+    assert m1["n_users"] == 2
+    assert m1["skipped"] == {"no relevant items in the qrels": {"count": 1, "users": ["u3"]}}
+
+
+def test_cli_errors(tmp_path):
+    (tmp_path / "q.txt").write_text("u1 0 a 1\n")
+    (tmp_path / "r.txt").write_text("u1 Q0 a 1 1 m\nu2 Q0 a 1 1 m\n")
+    with pytest.raises(ValueError, match=r"^run 'm': 1 user\(s\) are in the run but not in the qrels \('u2'\)"):
+        _cli(["heldout", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt")])
+    assert _cli(["heldout", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"),
+                 "--missing-in-qrels", "skip"]) == 0
+    with pytest.raises(ValueError, match=r"^run names must be unique across --run files; repeated: m$"):
+        _cli(["heldout", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"), "--run",
+              str(tmp_path / "r.txt"), "--missing-in-qrels", "skip"])
+    with pytest.raises(ValueError, match=r"^metric must be one of"):
+        _cli(["heldout", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"), "--metric", "p@5"])

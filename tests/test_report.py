@@ -1,0 +1,87 @@
+import argparse
+import re
+
+import pytest
+
+from analyses_world import small_world
+from offeval_core import cli
+from offeval_core.commands import report as report_cmd
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _run(argv):
+    parser = argparse.ArgumentParser(prog="offeval")
+    report_cmd.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", *argv])
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory):
+    world, _, _ = small_world()
+    d = tmp_path_factory.mktemp("report")
+    logs = d / "logs.parquet"
+    world.logs.to_parquet(logs)
+    out = d / "report.html"
+    assert _run([str(logs), "--out", str(out), "--reward", "like", "--clip-grid", "1,4,64,inf", "--n-boot", "50",
+                 "--no-progress"]) == 0
+    return out
+
+
+def test_report_is_registered():
+    assert "report" in cli.COMMANDS
+
+
+def test_report_is_self_contained_with_all_sections(report_file):
+    text = report_file.read_text(encoding="utf-8")
+    for anchor in ("settings", "data", "sensitivity", "correlation", "dcg-ndcg", "decisions", "clip-tuning"):
+        assert f'id="{anchor}"' in text or f"id='{anchor}'" in text
+    assert not re.search(r"<script[^>]+src=", text)          # plotly.js is inline, nothing fetched
+    assert "Plotly.newPlot" in text and len(text) > 3_000_000   # the plotly.js bundle is embedded
+    assert text.count('class="fig"') == 10
+    assert "1, 4, 64, ∞" in text                             # the clip grid used is printed
+
+
+def test_cli_errors_name_the_argument(tmp_path):
+    with pytest.raises(ValueError, match="clip must be a number ≥ 1 or 'inf', got 'x'"):
+        _run(["logs.parquet", "--out", str(tmp_path / "r.html"), "--clip-grid", "1,x"])
+
+
+@pytest.mark.browser
+def test_report_renders_every_figure_in_chromium(report_file):
+    from playwright.sync_api import sync_playwright
+
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(report_file.as_uri())
+            n = page.locator("div.fig").count()
+            page.wait_for_function(f"document.querySelectorAll('div.fig .main-svg').length >= {n}", timeout=30000)
+            rendered = page.evaluate("Array.from(document.querySelectorAll('div.fig .js-plotly-plot'))"
+                                     ".filter(d => d.querySelector('.main-svg') && d._fullData).length")
+            titles = page.evaluate("Array.from(document.querySelectorAll('div.fig .gtitle'))"
+                                   ".map(e => e.textContent)")
+        finally:
+            browser.close()
+    assert n == 10 and rendered == n
+    assert any(t.startswith("Offline sensitivity vs clipping") for t in titles)
+    assert errors == []
+
+
+@pytest.mark.browser
+def test_static_export_png_and_svg(tmp_path):
+    import plotly.graph_objects as go
+
+    from offeval_core.export import export_figures
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    paths = export_figures({"one": fig, "two": fig}, tmp_path, formats=("png", "svg"), width=400)
+    assert [p.name for p in paths] == ["one.png", "one.svg", "two.png", "two.svg"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in paths[1].read_bytes()[:200]
