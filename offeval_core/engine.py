@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,8 +136,34 @@ def source_from_logs(logs: Logs, backend=None) -> Source:
     else), and the group (experiment, day, arm, segment) of a session travels as one integer code.
     """
     backend = backend or connect()
+    prep = _prepared(logs)
+    rows = ibis.memtable(prep["rows"])
+    sessions = ibis.memtable(prep["sessions"])
+    groups, counts = prep["groups"], prep["counts"]
+    return Source(rows=rows, sessions=sessions, backend=backend, max_rank=prep["max_rank"], name=logs.source,
+                  keys=("g",), groups=groups, rewards=logs.rewards, policies=logs.policies, logs=logs,
+                  counts=counts)
+
+
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _prepared(logs: Logs) -> dict:
+    """The frames a source registers for ``logs``, computed once per Logs object (they are immutable)."""
+    if logs in _PREPARED:
+        return _PREPARED[logs]
     frame, sess = logs.frame, logs.sessions
-    group_codes = sess.groupby(list(GROUP_KEYS), sort=True, observed=True, dropna=False).ngroup().to_numpy()
+    codes = []
+    for k in GROUP_KEYS:
+        col = sess[k]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            c, u = col.cat.codes.to_numpy().astype(np.int64), len(col.cat.categories)
+        else:
+            c, uniq = pd.factorize(col.to_numpy())
+            c, u = c.astype(np.int64), len(uniq)
+        codes.append((c, u))
+    flat = np.ravel_multi_index([c for c, _ in codes], [u for _, u in codes])
+    group_codes = np.unique(flat, return_inverse=True)[1]
     first = np.unique(group_codes, return_index=True)[1]
     groups = sess.iloc[first][list(GROUP_KEYS)].reset_index(drop=True)
     groups.insert(0, "g", np.arange(len(groups), dtype=np.int64))
@@ -152,13 +179,17 @@ def source_from_logs(logs: Logs, backend=None) -> Source:
         cols[r] = frame[r].to_numpy()[positive]
     for p in logs.policies:
         cols[POLICY_PREFIX + p] = frame[POLICY_PREFIX + p].to_numpy()[positive]
-    rows = ibis.memtable(pd.DataFrame(cols))
-    sessions = ibis.memtable(pd.DataFrame({"session": session_codes, "g": group_codes.astype(np.int64),
-                                           "length": sess["length"].to_numpy()}))
-    counts = pd.DataFrame({"g": groups["g"], "n": np.bincount(group_codes, minlength=len(groups))})
-    return Source(rows=rows, sessions=sessions, backend=backend, max_rank=logs.max_rank, name=logs.source,
-                  keys=("g",), groups=groups, rewards=logs.rewards, policies=logs.policies, logs=logs,
-                  counts=counts)
+    out = {
+        "rows": pd.DataFrame(cols),
+        "sessions": pd.DataFrame({"session": session_codes, "g": group_codes.astype(np.int64),
+                                  "length": sess["length"].to_numpy()}),
+        "groups": groups,
+        "counts": pd.DataFrame({"g": groups["g"], "n": np.bincount(group_codes, minlength=len(groups))}),
+        "pbm": {},
+        "max_rank": logs.max_rank,
+    }
+    _PREPARED[logs] = out
+    return out
 
 
 def source_from_files(path, backend=None, *, columns: dict[str, str] | None = None,
@@ -262,7 +293,11 @@ def source_discount(spec: str, source: Source, *, floor: float | None = None) ->
     """Parse a discount spec for a source: a learnt ``pbm`` comes from its logs or length histogram."""
     kwargs = {} if floor is None else {"floor": floor}
     if source.logs is not None:
-        return parse_discount(spec, logs=source.logs, **kwargs)
+        cache = _prepared(source.logs)["pbm"]
+        key = (spec, floor)
+        if key not in cache:
+            cache[key] = parse_discount(spec, logs=source.logs, **kwargs)
+        return cache[key]
     if source.lengths is None:
         return parse_discount(spec, **kwargs)
     model = parse_discount(spec, logs=_STUB_LOGS, **kwargs)
@@ -411,45 +446,48 @@ def session_kernel(
     return ibis.union(*parts) if len(parts) > 1 else parts[0]
 
 
-_MAX_AGGREGATES = 600  # per query; larger clip grids × policies are split into several queries
-
-
 def _group_moments(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
                    exposure: DiscountModel, block: pd.DataFrame, keys: list[str], binary: bool) -> pd.DataFrame:
-    """Per group: the moments of every clip value of one (D, D0) pair, in the long-by-variant layout."""
+    """Per (variant, group): the moments of every clip value of one (D, D0) pair.
+
+    The per-session table is wide over the clip grid; a cross join with the clip index turns it long
+    (one row per session and clip value) so one low-cardinality group-by computes every moment.
+    """
     names = [LOGGING_POLICY, *policies]
-    per_clip = 3 + 6 * len(names) + 6 * len(policies)
-    step = max(1, _MAX_AGGREGATES // per_clip)
-    out = []
-    for lo in range(0, len(block), step):
-        chunk = block.iloc[lo:lo + step]
-        clips = [math.inf if c >= _INF else float(c) for c in chunk["clip"]]
-        per = _per_session(source, reward=reward, policies=policies, discount=discount, exposure=exposure,
-                           clips=clips, keys=keys, binary=binary)
-        aggs = {}
-        for k in range(len(clips)):
-            idcg = per[f"idcg_{k}"]
-            aggs |= {f"{k}:den_sum": idcg.sum(), f"{k}:den_sumsq": (idcg * idcg).sum(),
-                     f"{k}:n_pos": (idcg > 0).cast("int64").sum()}
-            dcg = {p: per[f"dcg_{k}_{i}"] for i, p in enumerate(names)}
-            ndcg = {p: ibis.ifelse(idcg > 0, d / idcg, 0.0) for p, d in dcg.items()}
-            for metric, val in (("dcg", dcg), ("ndcg", ndcg)):
-                for p in names:
-                    x = val[p]
-                    aggs |= {f"{k}:{metric}__{p}__sum": x.sum(), f"{k}:{metric}__{p}__sumsq": (x * x).sum(),
-                             f"{k}:{metric}__{p}__sum_x_den": (x * idcg).sum()}
-                for p in policies:
-                    dd = val[p] - val[LOGGING_POLICY]
-                    aggs |= {f"{k}:{metric}__{p}__sum_diff": dd.sum(), f"{k}:{metric}__{p}__sumsq_diff": (dd * dd).sum(),
-                             f"{k}:{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
-        wide = source.backend.execute(per.group_by(keys).aggregate(**aggs))
-        for k, v in enumerate(chunk["v"]):
-            pre = f"{k}:"
-            part = wide[keys + [c for c in wide.columns if c.startswith(pre)]]
-            part = part.rename(columns={c: c[len(pre):] for c in part.columns if c.startswith(pre)})
-            part.insert(0, "v", int(v))
-            out.append(part)
-    return pd.concat(out, ignore_index=True)
+    clips = [math.inf if c >= _INF else float(c) for c in block["clip"]]
+    per = _per_session(source, reward=reward, policies=policies, discount=discount, exposure=exposure,
+                       clips=clips, keys=keys, binary=binary)
+    index = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), dtype=np.int64)}))
+    x = per.cross_join(index)
+
+    def pick(fmt: str):
+        if len(clips) == 1:
+            return x[fmt.format(0)]
+        return ibis.cases(*[(x.k == k, x[fmt.format(k)]) for k in range(len(clips) - 1)],
+                          else_=x[fmt.format(len(clips) - 1)])
+
+    x = x.select("k", *keys, idcg=pick("idcg_{}"), **{f"d{i}": pick(f"dcg_{{}}_{i}") for i in range(len(names))})
+    x = x.mutate(**{f"n{i}": ibis.ifelse(x.idcg > 0, x[f"d{i}"] / x.idcg, 0.0) for i in range(len(names))})
+    idcg = x.idcg
+    aggs = {"den_sum": idcg.sum(), "den_sumsq": (idcg * idcg).sum(), "n_pos": (idcg > 0).cast("int64").sum()}
+    for metric, pre in (("dcg", "d"), ("ndcg", "n")):
+        for i, p in enumerate(names):
+            v = x[f"{pre}{i}"]
+            aggs |= {f"{metric}__{p}__sum": v.sum(), f"{metric}__{p}__sumsq": (v * v).sum(),
+                     f"{metric}__{p}__sum_x_den": (v * idcg).sum()}
+        for i, p in enumerate(policies, 1):
+            dd = x[f"{pre}{i}"] - x[f"{pre}0"]
+            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__sumsq_diff": (dd * dd).sum(),
+                     f"{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
+    wide = _fetch(source, x.group_by(["k", *keys]).aggregate(**aggs))
+    v_of_k = block["v"].to_numpy()
+    wide.insert(0, "v", v_of_k[wide.pop("k").to_numpy(dtype=np.int64)])
+    return wide
+
+
+def _fetch(source: Source, expr: ir.Table) -> pd.DataFrame:
+    """Run a query and return a pandas frame (through Arrow: cheaper than per-column conversion)."""
+    return source.backend.to_pyarrow(expr).to_pandas()
 
 
 def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:

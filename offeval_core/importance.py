@@ -420,8 +420,10 @@ def _to_long(wide: pd.DataFrame, variants: pd.DataFrame, policy: str, setup: Wei
     names = {"cis": "cis", "ncis": "ncis", "piece": "piece-ncis", "point": "point-ncis"}
     wide["metric"] = [estimator_key(names[k], capping=c, scale=s)
                       for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], strict=True)]
-    # IS and SNIPS are CIS and NCIS at c = ∞ (max-capping), repeated for every clip of the grid
-    inf = wide[(wide["clip_value"] == math.inf) & (wide["capping"] == "max") & wide["kernel"].isin(["cis", "ncis"])]
+    # IS and SNIPS are CIS and NCIS at c = ∞, repeated for every clip of the grid
+    # (at c = ∞ both cappings leave every weight unchanged; use the first computed one)
+    first = variants["capping"].iloc[0]
+    inf = wide[(wide["clip_value"] == math.inf) & (wide["capping"] == first) & wide["kernel"].isin(["cis", "ncis"])]
     clips = sorted(set(variants["clip_value"]))
     uncapped = []
     for c in clips:

@@ -197,6 +197,25 @@ def _values(series: pd.Series, index: np.ndarray) -> str:
     return ", ".join(_show(v) for v in series.iloc[index[:MAX_SHOWN]].tolist())
 
 
+def _normalise_day(day: pd.Series) -> pd.Series:
+    """Days as given when numeric or dates; text that parses as dates becomes dates, other text stays text."""
+    if pd.api.types.is_datetime64_any_dtype(day):
+        return day.dt.date
+    if pd.api.types.is_numeric_dtype(day):
+        return day
+    values = day.to_numpy(dtype=object)
+    if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values[:1000]):
+        numeric = pd.to_numeric(day, errors="coerce")
+        if numeric.notna().all():
+            return numeric.astype(np.int64)
+    if all(isinstance(v, str) for v in values[:1000]):
+        try:
+            return pd.to_datetime(day, format="ISO8601").dt.date
+        except (ValueError, TypeError):
+            return day.astype(str)
+    return day
+
+
 def _looks_numeric(col: pd.Series) -> bool:
     """A reward candidate: a numeric/bool column, or a text column whose values are mostly numbers
     (so a stray 'yes' in a click column is reported instead of the column being silently ignored)."""
@@ -440,11 +459,7 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
 
     for key in ("experiment_id", "arm", "segment"):
         frame[key] = pd.Categorical(frame[key].astype(str))
-    if not pd.api.types.is_datetime64_any_dtype(frame["day"]) and frame["day"].dtype == object:
-        try:
-            frame["day"] = pd.to_datetime(frame["day"]).dt.date
-        except (ValueError, TypeError):
-            frame["day"] = frame["day"].astype(str)
+    frame["day"] = _normalise_day(frame["day"])
 
     starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
     counts = np.diff(np.r_[starts, len(session_sorted)])

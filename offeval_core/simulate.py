@@ -80,13 +80,13 @@ class RankerSpec:
 
 
 # Production ranker R0 and the per-effect treatment rankers Rt (one per experiment, chosen by its effect).
-PRODUCTION = RankerSpec(noise=0.4, shared=1.6, w_fresh=3.0)
+PRODUCTION = RankerSpec(noise=0.4, shared=1.6, w_fresh=2.5)
 TREATMENTS = {
     "positive": RankerSpec(noise=0.4, shared=0.7, w_fresh=0.0),
-    "neutral": RankerSpec(noise=0.4, shared=1.6, w_fresh=3.0),
-    "negative": RankerSpec(noise=1.4, shared=1.6, w_fresh=3.0),
+    "neutral": RankerSpec(noise=0.4, shared=1.6, w_fresh=2.5),
+    "negative": RankerSpec(noise=1.4, shared=1.6, w_fresh=2.5),
     # Gilotte et al. (WSDM'18) Table 1 flavour: better for registered users, unchanged for guests.
-    "positive-registered": RankerSpec(noise=0.4, shared=1.6, w_fresh=3.0, shared_registered=0.5),
+    "positive-registered": RankerSpec(noise=0.4, shared=1.6, w_fresh=2.5, shared_registered=0.5),
 }
 # Candidate rankers shared by all experiments: varied noise and feature mixes, some segment-tuned, some
 # close to production (sharing its error η), some independent of it.
@@ -155,7 +155,7 @@ class SimulationConfig:
     reward_interactions: bool = False
     interaction_decay: float = 0.6
     n_topics: int = 6
-    fresh_share: float = 0.06
+    fresh_share: float = 0.1
     contextual_position_bias: bool = False
     registered_depth_factor: float = 3.0
     support_depth: int | None = None

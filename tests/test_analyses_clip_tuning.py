@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from analyses_world import CLIPS, small_world
+
 from offeval_core.analyses import clip_tuning
 from offeval_core.analyses.clip_tuning import slope_select
 from offeval_core.logs import read_logs

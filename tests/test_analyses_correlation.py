@@ -2,9 +2,9 @@ import math
 
 import numpy as np
 import pytest
+from analyses_world import per_session_totals, small_world
 from scipy import stats as sps
 
-from analyses_world import per_session_totals, small_world
 from offeval_core.analyses import DEFAULT_VARIANTS, offline_online_correlation, variant_label
 from offeval_core.estimators import session_values
 

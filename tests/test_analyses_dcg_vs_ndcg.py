@@ -3,9 +3,9 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from analyses_world import small_world
 from scipy import stats as sps
 
-from analyses_world import small_world
 from offeval_core.analyses import dcg_vs_ndcg, table1_example
 from offeval_core.estimators import session_values
 

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from analyses_world import per_session_totals, small_world
+
 from offeval_core.analyses import decision_boxes
 from offeval_core.analyses.decisions import classify, decide, summarize_boxes
 from offeval_core.charts import DECISION_COLOURS

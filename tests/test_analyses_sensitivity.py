@@ -3,9 +3,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from analyses_world import per_session_totals, small_world
 from scipy import stats as sps
 
-from analyses_world import per_session_totals, small_world
 from offeval_core.analyses import sensitivity
 from offeval_core.estimators import session_values
 
@@ -36,7 +36,7 @@ def test_tpr_by_counting_matches_hand_computation(world):
     for clip in (1.0, 64.0, math.inf):
         hand = _by_hand(logs, "like", clip, 0.9)
         detected, pvals = [], []
-        for (exp, day), (mean, lo, hi, p) in hand.items():
+        for (exp, day), (_mean, lo, hi, p) in hand.items():
             g = on[(on["experiment_id"] == exp) & (on["day"] == day)]
             t, c = g[g["arm"] == "treatment"]["total"], g[g["arm"] == "control"]["total"]
             direction = -1 if t.mean() - c.mean() < 0 else 1

@@ -2,11 +2,16 @@ import math
 
 import numpy as np
 import pytest
-
 from analyses_world import small_world
+
 from offeval_core import charts
 from offeval_core.analyses import (
-    clip_tuning, dcg_vs_ndcg, decision_boxes, offline_online_correlation, sensitivity, table1_example,
+    clip_tuning,
+    dcg_vs_ndcg,
+    decision_boxes,
+    offline_online_correlation,
+    sensitivity,
+    table1_example,
 )
 
 

@@ -347,7 +347,7 @@ def test_midzuno_sen_is_unbiased_for_inverse_capped_share():
         return w[rng.choice(4, size=k, p=pt)]
 
     rng = np.random.default_rng(0)
-    est = np.array([imp.midzuno_sen_inverse(draw, n=3, clip=c, rng=rng) for _ in range(20_000)])
+    est = np.array([imp.midzuno_sen_inverse(draw, n=3, clip=c, rng=rng) for _ in range(6000)])
     assert est.mean() == pytest.approx(inv, abs=4 * est.std() / math.sqrt(len(est)))
 
 

@@ -2,8 +2,8 @@ import argparse
 import re
 
 import pytest
-
 from analyses_world import small_world
+
 from offeval_core import cli
 from offeval_core.commands import report as report_cmd
 

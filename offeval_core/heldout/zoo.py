@@ -6,12 +6,21 @@ Families (all closed form, numpy only):
 - ``ease``     EASE^R: B = I − P diag(1 / diag P), P = (XᵀX + λI)⁻¹ (zero diagonal), scores X B — λ grid;
 - ``itemknn``  cosine item-item similarity, each target item keeps its k most similar items, scores X S —
   k grid;
-- ``puresvd``  rank-r truncated SVD X ≈ U_r Σ_r V_rᵀ, scores X V_r V_rᵀ — rank grid.
+- ``userknn``  cosine user-user similarity, each user keeps its k most similar users, scores S_k X — k grid
+  (the user half of KUNN-style neighbourhood models);
+- ``puresvd``  rank-r truncated SVD X ≈ U_r Σ_r V_rᵀ, scores X V_r V_rᵀ — rank grid;
+- ``rp3beta``  three-step random walk user → item → user → item, W_ij = Σ_v (x_vi / |i|)(x_vj / |v|),
+  divided by pop_j^β (popularity penalty β), scores X W — β grid.
+
+The grids move each family between popularity-leaning and personalised rankings (large λ, large k, small
+rank, β = 0 lean to popular items), which is the trade-off between users with few and with many
+interactions that makes DCG and nDCG disagree (KDD'24 App. A).
 
 Each model ranks, for every user, the items not in the user's train set: score (rounded to
-``SCORE_DECIMALS``) descending, ties by item index ascending; the top ``depth`` items are kept (``top_items``: models × users × depth). KDD'24 App. A trains 192
-EASE^R / KUNN models on a fixed 50 % of MovieLens-1M; the default grid here trains 121 models in a few
-seconds. :func:`cached_zoo` memoises per parameters (in-process and optionally on disk).
+``SCORE_DECIMALS``) descending, ties by item index ascending; the top ``depth`` items are kept (``top_items``:
+models × users × depth). KDD'24 App. A trains 192 EASE^R / KUNN models on a fixed 50 % of MovieLens-1M; the
+default grid here trains 192 models of the six families. :func:`cached_zoo` memoises per parameters
+(in-process and optionally on disk).
 """
 
 from __future__ import annotations
@@ -68,23 +77,44 @@ class Zoo:
         return out
 
 
-def model_grid(n_items: int, *, grid: str = "default") -> list[tuple[str, float]]:
-    """(family, hyper-parameter) pairs: 1 popularity + 36 EASE λ + kNN k grid + PureSVD rank grid (≈ 110)."""
+def _int_grid(lo: int, hi: int, n: int) -> np.ndarray:
+    """``min(n, hi − lo + 1)`` distinct integers from ``lo`` to ``hi`` (both included), roughly geometric:
+    dense where small values are distinct, as close to a geometric grid as rounding allows elsewhere."""
+    hi = max(hi, lo)
+    n = min(n, hi - lo + 1)
+    m = n
+    while True:
+        vals = np.unique(np.geomspace(lo, hi, m).round().astype(int))
+        if vals.size >= n:
+            return vals[np.linspace(0, vals.size - 1, n).round().astype(int)]
+        m *= 2
+
+
+def model_grid(n_items: int, *, grid: str = "default", n_users: int | None = None) -> list[tuple[str, float]]:
+    """(family, hyper-parameter) pairs. ``default`` (600 items, ≥ 1000 users): 1 popularity + 40 EASE λ + 36
+    item-kNN k + 36 user-kNN k + 40 PureSVD ranks + 39 RP3β β = 192 models, as many as KDD'24 App. A;
+    ``small``: 25 models. ``n_users`` bounds the user-kNN k grid (default: ``n_items``)."""
     if grid not in GRIDS:
         raise ValueError(f"grid must be one of {', '.join(map(repr, GRIDS))}; got {grid!r}")
+    n_users = n_items if n_users is None else n_users
     if grid == "small":
-        lambdas = np.geomspace(5.0, 5000.0, 8)
-        ks = np.unique(np.geomspace(2, n_items - 1, 8).round().astype(int))
-        ranks = np.unique(np.geomspace(2, min(100, n_items - 1), 8).round().astype(int))
+        lambdas = np.geomspace(5.0, 5000.0, 6)
+        ks = _int_grid(3, n_items - 1, 5)
+        uks = _int_grid(5, n_users - 1, 4)
+        ranks = _int_grid(2, min(100, n_items - 1), 6)
+        betas = np.linspace(0.0, 1.0, 3)
     else:
-        lambdas = np.geomspace(1.0, 20000.0, 30)
-        ks = np.unique(np.concatenate([np.arange(1, 9), np.geomspace(10, n_items - 1, 28).round()]).astype(int))
-        ranks = np.unique(np.concatenate([np.arange(1, 17), np.arange(20, 101, 4)]).astype(int))
-        ranks = ranks[ranks < n_items]
+        lambdas = np.geomspace(1.0, 20000.0, 40)
+        ks = _int_grid(2, n_items - 1, 36)
+        uks = _int_grid(2, n_users - 1, 36)
+        ranks = _int_grid(1, min(150, n_items - 1), 40)
+        betas = np.linspace(0.0, 1.0, 39)
     out: list[tuple[str, float]] = [("pop", 0.0)]
     out += [("ease", float(v)) for v in lambdas]
     out += [("itemknn", float(v)) for v in ks]
+    out += [("userknn", float(v)) for v in uks]
     out += [("puresvd", float(v)) for v in ranks]
+    out += [("rp3beta", float(v)) for v in betas]
     return out
 
 
@@ -114,26 +144,37 @@ def _train_zoo(split: Split, *, grid: str, depth: int) -> Zoo:
     """Train every model of the grid on ``split.train`` and keep each user's top-``depth`` items.
 
     EASE for all λ from one eigendecomposition XᵀX = Q Λ Qᵀ: P = Q diag(1/(Λ+λ)) Qᵀ, and with the zero
-    diagonal constraint the scores are X B = X − (X P) diag(1/diag P).
+    diagonal constraint the scores are X B = X − (X P) diag(1/diag P). RP3β for all β from one walk matrix:
+    the penalty only rescales its columns. The kNN models sort each similarity matrix once.
     """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, got {depth!r}")
     x = split.train.astype(np.float64)
     xs = sparse.csr_matrix(split.train.astype(np.float32))
     n_users, n_items = x.shape
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
     depth = min(depth, n_items)
-    specs = model_grid(n_items, grid=grid)
+    specs = model_grid(n_items, grid=grid, n_users=n_users)
     gram = x.T @ x
     counts = np.diag(gram).copy()
+    user_counts = x.sum(axis=1)
     norm = np.sqrt(np.maximum(counts, 1e-12))
     cosine = gram / norm[:, None] / norm[None, :]
     np.fill_diagonal(cosine, 0.0)
     order_sim = np.argsort(-cosine, axis=0, kind="stable")  # per target item (column), most similar first
+    unorm = np.sqrt(np.maximum(user_counts, 1e-12))
+    ucos = np.asarray((xs @ xs.T).todense(), dtype=np.float64) / unorm[:, None] / unorm[None, :]
+    np.fill_diagonal(ucos, 0.0)
+    order_users = np.argsort(-ucos, axis=1, kind="stable")  # per user, most similar users first
     evals, q = np.linalg.eigh(gram)
     xq = np.asarray(xs @ q.astype(np.float32))
     qt32 = q.T.astype(np.float32)
     q2 = q * q
     _, _, vt = np.linalg.svd(x, full_matrices=False)
+    # RP3 (α = 1): W_ij = Σ_v x_vi x_vj / (|i| |v|); X W is computed once, β divides column j by pop_j^β
+    walk = (x / np.maximum(counts, 1.0)[None, :]).T @ (x / np.maximum(user_counts, 1.0)[:, None])
+    np.fill_diagonal(walk, 0.0)
+    walk_scores = np.asarray(xs @ walk.astype(np.float32))
+    log_pop = np.log(np.maximum(counts, 1.0))
     names, fams, params, tops = [], [], [], []
     for fam, val in specs:
         if fam == "pop":
@@ -150,11 +191,22 @@ def _train_zoo(split: Split, *, grid: str, depth: int) -> Zoo:
             np.put_along_axis(keep, order_sim[:k, :], True, axis=0)
             scores = np.asarray(xs @ np.where(keep, cosine, 0.0).astype(np.float32))
             name = f"itemknn(k={k})"
-        else:
+        elif fam == "userknn":
+            k = int(val)
+            cols = order_users[:, :k]
+            sim = sparse.csr_matrix(
+                (np.take_along_axis(ucos, cols, axis=1).ravel().astype(np.float32),
+                 (np.repeat(np.arange(n_users), k), cols.ravel())), shape=(n_users, n_users))
+            scores = np.asarray((sim @ xs).todense())
+            name = f"userknn(k={k})"
+        elif fam == "puresvd":
             r = int(val)
             v = vt[:r].T
             scores = np.asarray(xs @ v) @ v.T
             name = f"puresvd(rank={r})"
+        else:
+            scores = walk_scores * np.exp(-val * log_pop)[None, :].astype(np.float32)
+            name = f"rp3beta(beta={val:.3g})"
         names.append(name)
         fams.append(fam)
         params.append(val)

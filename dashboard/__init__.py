@@ -1,0 +1,1 @@
+"""The offeval Streamlit dashboard (``streamlit run dashboard/app.py``)."""

@@ -1,0 +1,40 @@
+"""offeval dashboard: entry point. Declares the pages with ``st.navigation`` and draws the global sidebar.
+
+Run with ``make run`` (or ``streamlit run dashboard/app.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import sidebar  # noqa: E402
+
+HERE = Path(__file__).parent
+
+st.set_page_config(page_title="offeval — offline evaluation of ranking policies", page_icon="📐",
+                   layout="wide",
+                   initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "auto")
+
+PAGES = [
+    st.Page(HERE / "pages" / "data.py", title="Data", icon=":material/database:", url_path="data", default=True),
+    st.Page(HERE / "pages" / "sensitivity.py", title="Sensitivity", icon=":material/tune:", url_path="sensitivity"),
+    st.Page(HERE / "pages" / "correlation.py", title="Correlation", icon=":material/timeline:",
+            url_path="correlation"),
+    st.Page(HERE / "pages" / "dcg_vs_ndcg.py", title="DCG vs nDCG", icon=":material/compare_arrows:",
+            url_path="dcg-vs-ndcg"),
+    st.Page(HERE / "pages" / "decisions.py", title="Decisions", icon=":material/check_box:", url_path="decisions"),
+    st.Page(HERE / "pages" / "clip_tuning.py", title="Clip tuning", icon=":material/content_cut:",
+            url_path="clip-tuning"),
+    st.Page(HERE / "pages" / "method.py", title="Method", icon=":material/menu_book:", url_path="method"),
+]
+
+page = st.navigation(PAGES)
+sidebar.render(page.url_path)
+page.run()

@@ -1,0 +1,329 @@
+"""Cached data loading for the dashboard: the bundled demo, uploads (temp dir only), simulated worlds,
+and the moments (the one heavy reduce) plus every analysis result, keyed by short strings.
+
+Heavy objects (validated logs, moments) are cached with ``st.cache_resource``: one shared, read-only copy
+instead of a pickled copy per rerun, which keeps a widget change well under a second. Small analysis results
+use ``st.cache_data``. Every cache key is a dataset key string (``demo``, ``sim:<spec>``,
+``upload:<sha>|<mapping>``) plus the settings the result depends on, so no large object is ever hashed.
+Streamlit-free helpers (``sim_spec``, ``parse_sim_spec``) are importable without a running app.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
+from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_SEED = 20260302
+SIM_PRESETS = ("small", "demo")
+SIM_SWITCHES = ("cascade", "reward_interactions", "contextual_position_bias")
+_READY: set[tuple] = set()  # keys whose heavy work is already cached in this process (for progress UI)
+
+
+def demo_dir() -> Path:
+    """Where the bundled demo lives: ``$OFFEVAL_DEMO_DIR`` or ``<repo>/data``."""
+    return Path(os.environ.get("OFFEVAL_DEMO_DIR", REPO / "data"))
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Loaded, validated logs with their summary and, for simulated data, the exact ground truth."""
+
+    key: str
+    label: str
+    logs: Logs
+    summary: LogSummary
+    ground_truth: pd.DataFrame | None = None
+    note: str = ""
+
+
+# ------------------------------------------------------------------------------------------ simulation
+
+
+def sim_spec(preset: str = "small", seed: int = 1, *, sessions: int | None = None, days: int | None = None,
+             switches: Sequence[str] = (), support_depth: int | None = None) -> str:
+    """Canonical text of a simulation request, used in the URL and as the cache key.
+
+    >>> sim_spec("small", 7, switches=["cascade"], days=5)
+    'small;seed=7;days=5;cascade'
+    """
+    parts = [preset, f"seed={int(seed)}"]
+    if sessions:
+        parts.append(f"sessions={int(sessions)}")
+    if days:
+        parts.append(f"days={int(days)}")
+    if support_depth:
+        parts.append(f"support={int(support_depth)}")
+    parts += [s for s in SIM_SWITCHES if s in switches]
+    return ";".join(parts)
+
+
+def parse_sim_spec(spec: str) -> dict:
+    """Inverse of :func:`sim_spec`; raises ValueError naming the bad part.
+
+    >>> parse_sim_spec("small;seed=7;days=5;cascade")["overrides"]
+    {'n_days': 5, 'cascade': True}
+    """
+    parts = [p.strip() for p in str(spec).split(";") if p.strip()]
+    if not parts or parts[0] not in SIM_PRESETS:
+        raise ValueError(f"simulation spec must start with a preset ({', '.join(SIM_PRESETS)}), got {spec!r}")
+    out = {"preset": parts[0], "seed": 1, "overrides": {}}
+    names = {"sessions": "sessions_per_arm_day", "days": "n_days", "support": "support_depth"}
+    for p in parts[1:]:
+        key, eq, value = p.partition("=")
+        if not eq:
+            if key not in SIM_SWITCHES:
+                raise ValueError(f"unknown simulation switch {key!r} in {spec!r}; known: {', '.join(SIM_SWITCHES)}")
+            out["overrides"][key] = True
+            continue
+        try:
+            number = int(value)
+        except ValueError:
+            raise ValueError(f"simulation option {key!r} needs an integer, got {value!r} in {spec!r}") from None
+        if key == "seed":
+            out["seed"] = number
+        elif key in names:
+            out["overrides"][names[key]] = number
+        else:
+            raise ValueError(f"unknown simulation option {key!r} in {spec!r}")
+    return out
+
+
+def _from_world(world, *, key: str, label: str, note: str = "") -> Dataset:
+    logs = read_logs(world.logs, name=label)
+    return Dataset(key=key, label=label, logs=logs, summary=summarize(logs), ground_truth=world.ground_truth,
+                   note=note)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def load_simulated(spec: str) -> Dataset:
+    from offeval_core.simulate import preset_config, simulate
+
+    parsed = parse_sim_spec(spec)
+    config = preset_config(parsed["preset"], **parsed["overrides"])
+    world = simulate(config, seed=parsed["seed"])
+    return _from_world(world, key=f"sim:{spec}", label=f"simulated ({spec})")
+
+
+# ----------------------------------------------------------------------------------------------- demo
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def load_demo(directory: str) -> Dataset:
+    """The bundled demo (``logs.parquet`` + ``ground_truth.parquet``); simulated with the committed seed
+    when the files are not there (e.g. before ``make data``)."""
+    d = Path(directory)
+    logs_path = d / "logs.parquet"
+    if logs_path.exists():
+        logs = read_logs(logs_path, name="demo data (data/logs.parquet)")
+        gt_path = d / "ground_truth.parquet"
+        gt = pd.read_parquet(gt_path) if gt_path.exists() else None
+        return Dataset(key="demo", label="demo data", logs=logs, summary=summarize(logs), ground_truth=gt)
+    from offeval_core.simulate import preset_config, simulate
+
+    world = simulate(preset_config("demo"), seed=DEMO_SEED)
+    return _from_world(world, key="demo", label="demo data",
+                       note=f"{logs_path} was not found, so the demo world was simulated in memory "
+                            f"(preset 'demo', seed {DEMO_SEED}); `make data` writes the files.")
+
+
+# --------------------------------------------------------------------------------------------- upload
+
+
+def content_key(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)
+def upload_raw(sha: str, name: str, _data: bytes | None = None) -> pd.DataFrame:
+    """Read an uploaded CSV / Parquet file through a private temporary directory that is deleted at once.
+
+    The upload is written in 1 MiB chunks into a fresh ``tempfile.TemporaryDirectory`` (the only place it
+    ever touches the disk), read by the core's reader, and the directory is removed before returning.
+    """
+    if _data is None:
+        raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
+    safe = Path(name).name or "upload.csv"
+    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp:
+        path = Path(tmp) / safe
+        with open(path, "wb") as fh:
+            view = memoryview(_data)
+            for start in range(0, len(view), 1 << 20):
+                fh.write(view[start:start + (1 << 20)])
+        return read_table(path)
+
+
+def upload_key(sha: str, name: str, mapping: dict[str, str]) -> str:
+    return "upload:" + sha + "|" + name + "|" + json.dumps(mapping, sort_keys=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def load_upload(key: str) -> Dataset:
+    _, rest = key.split(":", 1)
+    sha, name, mapping = rest.split("|", 2)
+    raw = upload_raw(sha, name)
+    logs = read_logs(raw, columns=json.loads(mapping), name=name)
+    return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
+
+
+def load(key: str) -> Dataset:
+    """Dispatch a dataset key to its cached loader."""
+    if key == "demo":
+        return load_demo(str(demo_dir()))
+    if key.startswith("sim:"):
+        return load_simulated(key[4:])
+    if key.startswith("upload:"):
+        return load_upload(key)
+    raise ValueError(f"unknown dataset key {key!r}")
+
+
+def is_ready(*key) -> bool:
+    return tuple(key) in _READY
+
+
+def mark_ready(*key) -> None:
+    _READY.add(tuple(key))
+
+
+# -------------------------------------------------------------------------------------------- moments
+
+
+@st.cache_resource(show_spinner=False, max_entries=24)
+def moments(key: str, reward: str, discount: str, exposure: str) -> Moments:
+    """The reduce of one (reward, D, D0) over every target policy and the whole clip grid (cached)."""
+    ds = load(key)
+    grid = Grid(rewards=(reward,), policies=ds.logs.policies, discounts=(discount,), exposures=(exposure,),
+                clips=DEFAULT_CLIPS)
+    out = reduce(ds.logs, grid)
+    mark_ready("moments", key, reward, discount, exposure)
+    return out
+
+
+def moments_many(key: str, pairs: Sequence[tuple[str, str, str]]) -> Moments:
+    """Moments of several (reward, D, D0) combinations merged into one object (each part cached)."""
+    from offeval_core.analyses import merge_moments
+
+    parts = [moments(key, r, d, e) for r, d, e in dict.fromkeys(pairs)]
+    return parts[0] if len(parts) == 1 else merge_moments(*parts)
+
+
+# ------------------------------------------------------------------------------------------ analyses
+
+
+def _clip(m) -> float:
+    return math.inf if m in ("inf", math.inf) else float(m)
+
+
+def estimator_family(name: str) -> str:
+    """``dcg`` for estimators read from the DCG reduce, ``importance`` for the IS family (own reduce)."""
+    from offeval_core.estimators import ESTIMATORS
+
+    return getattr(ESTIMATORS[name], "family", "dcg") or "dcg"
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def importance_moments(key: str, reward: str, policy: str, discount: str, exposure: str) -> Moments:
+    """Moments of the importance-sampling family (Gilotte Sec. 4-5) for one target policy (cached)."""
+    from offeval_core.importance import reduce_importance
+
+    ds = load(key)
+    out = reduce_importance(ds.logs, rewards=(reward,), policies=(policy,), clips=DEFAULT_CLIPS,
+                            discount=discount, exposure=exposure, weights="exposure")
+    mark_ready("importance", key, reward, policy, discount, exposure)
+    return out
+
+
+def decision_moments(key: str, reward: str, policy: str, estimators: Sequence[tuple]) -> Moments:
+    """DCG-family moments for every (D, D0) the chosen estimators need, plus IS-family moments if any."""
+    from offeval_core.analyses import merge_moments
+
+    dcg_pairs = [(reward, e[1], e[2]) for e in estimators if estimator_family(e[0]) != "importance"]
+    imp_pairs = [(e[1], e[2]) for e in estimators if estimator_family(e[0]) == "importance"]
+    parts = [moments(key, *p) for p in dict.fromkeys(dcg_pairs)]
+    parts += [importance_moments(key, reward, policy, d, e) for d, e in dict.fromkeys(imp_pairs)]
+    if not parts:
+        parts = [moments(key, reward, "pbm", "pbm")]
+    return parts[0] if len(parts) == 1 else merge_moments(*parts)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+    from offeval_core.analyses import sensitivity
+
+    m = moments_many(key, [(r, discount, exposure) for r in rewards])
+    return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
+                       online_alpha=online_alpha, settings=selection, rewards=rewards)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str):
+    from offeval_core.analyses import Variant, offline_online_correlation
+
+    m = moments_many(key, [(reward, v[1], v[2]) for v in variants])
+    return offline_online_correlation(m, variants=[Variant(*v) for v in variants], method=method,
+                                      rewards=(reward,))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str,
+                     clip: float, level: float, n_boot: int):
+    from offeval_core.analyses import dcg_vs_ndcg
+
+    return dcg_vs_ndcg(load(key).logs, reward=reward, policies=policies, discount=discount, exposure=exposure,
+                       clip=clip, n_boot=n_boot, rng=0, level=level)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple, ...], level: float,
+                    relative: bool):
+    from offeval_core.analyses import Variant, decision_boxes
+
+    m = decision_moments(key, reward, policy, estimators)
+    return decision_boxes(m, estimators=[Variant(*e) for e in estimators], policy=policy, level=level,
+                          relative=relative, rewards=(reward,))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposure: str, level: float,
+                       rule: str):
+    from offeval_core.analyses import clip_tuning
+
+    m = moments(key, reward, discount, exposure)
+    return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
+                       clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def estimates_at(key: str, reward: str, policy: str | None, discount: str, exposure: str, clip: float,
+                 level: float, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Per experiment and metric: logging and target estimates, the paired effect and the online effect
+    at one clip value, read from the cached moments (``estimators.summarize_groups``)."""
+    from offeval_core.estimators import summarize_groups
+
+    m = moments(key, reward, discount, exposure)
+    rows = []
+    for metric in metrics:
+        for g in summarize_groups(m, reward=reward, policy=policy, metric=metric, discount=discount,
+                                  exposure=exposure, clip=clip, by=("experiment_id",), level=level):
+            rec = {"experiment_id": g.keys["experiment_id"], "metric": metric,
+                   "logging": g.logging.value}
+            if g.target is not None:
+                rec |= {"target": g.target.value, "effect": g.effect.value, "effect_low": g.effect.ci.low,
+                        "effect_high": g.effect.ci.high, "p_one_sided": g.effect.p_value}
+            if g.online is not None and g.online.effect is not None:
+                rec |= {"online_effect": g.online.effect.value, "online_p": g.online.p_two_sided}
+            rows.append(rec)
+    return pd.DataFrame(rows)

@@ -1,0 +1,64 @@
+"""Clip tuning: bias bound, variance, ESS and clipped share vs the clip value m, the recommended m, and
+every estimate at the sidebar's m (Gilotte et al. WSDM'18 Sec. 4.2-4.3, Fig. 2; KDD'24 Sec. 6.2)."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.analyses import clip_tuning_figure
+from offeval_core.estimators import ESTIMATORS
+
+c = ui.ctx()
+ss = st.session_state
+st.title("Clip tuning")
+st.caption("Clipping the de-biased labels at m trades bias for variance: small m = low variance but biased "
+           "towards the logging policy, m = ∞ = unbiased but noisy. Move **Clip value m** in the sidebar: the "
+           "chart's marker and every number on this page follow.")
+if not ui.needs(c, policy=True):
+    st.stop()
+
+s = c.settings
+with ui.controls():
+    rule = st.radio("Recommendation rule", ["slope", "mse"], key="w_clip_rule", horizontal=True,
+                    format_func={"slope": "SLOPE / Lepski (CI overlap)", "mse": "worst-case MSE"}.get)
+
+with ui.guarded("Clip tuning"):
+    ui.get_moments(c)
+    res = data.clip_tuning_result(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule)
+    t = res.table.set_index("clip")
+    m = s.clip
+    row = t.loc[m]
+    rec = res.recommended_clip
+    verdict = ("is the recommended value" if m == rec else
+               f"recommended: m = {ui.clip_label(rec)}")
+    take = (f"At m = {ui.clip_label(m)} the DCG estimate of {c.policy} is {row['estimate']:.4g} ± "
+            f"{row['ci_high'] - row['estimate']:.2g}, with a bias of at most {row['bias_bound']:.3g} and an "
+            f"effective sample of {row['ess_share']:.0%} of the rows — {verdict}.")
+    fig = ui.mark_clip(clip_tuning_figure(res), m, res.table["clip"].tolist(), subplots=True)
+    ui.show_figure(fig, key="clip_tuning", name="clip_tuning", take=take)
+
+    k = st.columns(5)
+    k[0].metric("Estimate at m", f"{row['estimate']:.4g}",
+                delta=f"{row['estimate'] - t.loc[math.inf, 'estimate']:+.3g} vs m = ∞" if math.inf in t.index else None,
+                delta_color="off")
+    k[1].metric("Std. error", f"{row['stderr']:.3g}")
+    k[2].metric("Bias bound", f"{row['bias_bound']:.3g}", help="r_max × clipped target exposure per session")
+    k[3].metric("ESS share", f"{row['ess_share']:.0%}", help="Kish effective sample size / rows")
+    k[4].metric("Rows clipped", f"{row['clipped_rows']:.1%}")
+    st.info(res.rule_text, icon=":material/lightbulb:")
+
+    st.subheader(f"Every estimate at m = {ui.clip_label(m)}")
+    metrics = tuple(k for k in ESTIMATORS if data.estimator_family(k) != "importance")
+    est = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, m, s.level, metrics)
+    base = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, metrics)
+    if "effect" in est and "effect" in base:
+        est = est.assign(effect_at_inf=base["effect"].to_numpy())
+    ui.show_table(est, key="estimates_at_m", name=f"estimates_at_m_{ui.clip_label(m)}",
+                  caption="Per A/B test: logging and target estimates on control logs, the paired offline "
+                          "effect with its CI and one-sided p, the online effect; effect_at_inf = the "
+                          "unclipped effect for comparison.")
+    st.subheader("The table behind the chart")
+    ui.show_table(res.table, key="clip_table", name="clip_tuning_table")

@@ -1,0 +1,98 @@
+"""Correlation: offline vs online across days per (experiment, reward, policy) (KDD'24 Sec. 6.1, Table 2),
+with a drill-down into the day-by-day series of one row."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.analyses import Variant, correlation_figure, correlation_series_figure, default_variants
+from offeval_core.analyses import variant_label as vlabel
+from offeval_core.estimators import ESTIMATORS
+from offeval_core.logs import LOGGING_POLICY
+
+c = ui.ctx()
+ss = st.session_state
+st.title("Offline-online correlation")
+st.caption("Each cell correlates, across the days of one experiment, the online mean reward per session of a "
+           "policy's arm (R₀: control, Rₜ: treatment) with the offline estimate of that policy on the same day's "
+           "control logs (KDD'24 Table 2). † p < 0.05; bold: best variant of the row.")
+if not ui.needs(c, arms=True):
+    st.stop()
+days = c.dataset.summary.days
+if len(days) < 3:
+    st.error(f"These logs cover {len(days)} day(s); a correlation across days needs at least 3 (4 or more to be "
+             "informative). Load logs that span several days per experiment, or simulate a world with more "
+             "days on the Data page.", icon=":material/error:")
+    st.stop()
+if "treatment" not in c.logs.policies:
+    st.error("The Table 2 rows compare R₀ (the logging policy, control arm) and Rₜ (the policy that served the "
+             "treatment arm), so the logs need a `rank__treatment` column; they have "
+             f"{', '.join('rank__' + p for p in c.logs.policies) or 'no rank__ columns'}.", icon=":material/error:")
+    st.stop()
+
+s = c.settings
+
+
+def _to_text(v: Variant) -> str:
+    return f"{v.metric}:{v.discount}:{ui.clip_label(v.clip).replace('∞', 'inf')}"
+
+
+def _from_text(t: str) -> Variant:
+    metric, model, clip = t.rsplit(":", 2)
+    m = math.inf if clip == "inf" else float(clip)
+    return Variant(metric, model, model, m)
+
+
+models = list(dict.fromkeys(["log2", "pbm", s.discount]))
+metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
+candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names
+              for cl in dict.fromkeys([1.0, s.clip, math.inf])]
+options = list(dict.fromkeys(_to_text(v) for v in candidates))
+defaults = [_to_text(v) for v in default_variants()]
+chosen = [t for t in ss.get("w_variants", []) if t in options]
+ss["w_variants"] = chosen or [t for t in defaults if t in options]
+
+with ui.controls():
+    a, b = st.columns([4, 1])
+    picked = a.multiselect("Metric variants (columns)", options, key="w_variants",
+                           format_func=lambda t: vlabel(_from_text(t)),
+                           help="C = raw labels (m = 1); Q̂ = labels de-biased by 1/D0 (m = ∞), or clipped at "
+                                "the sidebar's m")
+    method = b.selectbox("Correlation", ["pearson", "kendall", "spearman"], key="w_method",
+                         format_func=str.capitalize)
+if not picked:
+    st.warning("Choose at least one metric variant in the page controls.", icon=":material/warning:")
+    st.stop()
+
+variants = tuple(tuple(_from_text(t)) for t in picked)
+with ui.guarded("Correlation"):
+    for model in dict.fromkeys(v[1] for v in variants):
+        ui.get_moments(c, discount=model, exposure=model)
+    res = data.correlation_result(c.key, c.reward, variants, method)
+    for w in res.warnings:
+        st.warning(w, icon=":material/warning:")
+    ui.takeaway(res.takeaway)
+    st.html(res.styled_html())
+    with st.expander("Tidy table (one row per experiment, reward, policy and variant)"):
+        ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
+    ui.show_figure(correlation_figure(res), key="correlation", name="correlation")
+
+    st.subheader("Drill-down: day by day")
+    rows = res.table[["experiment_id", "reward", "policy", "policy_label"]].drop_duplicates()
+    labels = {f"{r.experiment_id} · {r.reward} · {r.policy_label}": (r.experiment_id, r.reward, r.policy)
+              for r in rows.itertuples()}
+    if ss.get("w_corr_row") not in labels:
+        exp = s.experiment
+        ss["w_corr_row"] = next((k for k, v in labels.items() if str(v[0]) == str(exp)), next(iter(labels)))
+    row = st.selectbox("Row", list(labels), key="w_corr_row")
+    exp, reward, policy = labels[row]
+    ss["w_experiment"] = str(exp)
+    series = res.series(exp, reward, policy)
+    r_text = ", ".join(f"{k}: {v:.2f}" for k, v in series.attrs.get("r", {}).items() if not math.isnan(v))
+    ui.show_figure(correlation_series_figure(series), key="correlation_series", name=f"series_{exp}_{reward}",
+                   take=f"{exp}, {reward}, {'R₀ (logging)' if policy == LOGGING_POLICY else 'Rₜ (treatment)'}: "
+                        f"{method} correlation across {len(series)} days — {r_text or 'not computable'}.")
+    ui.show_table(series, key="correlation_series_table", name=f"series_{exp}_{reward}_{policy}")

@@ -1,0 +1,206 @@
+"""Data: choose the demo, upload CSV / Parquet (with a column mapping), or simulate a world; validation
+report, data summary and the learnt position-bias curve next to log2 and exponential."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.charts import pbm_curve_figure
+from offeval_core.discounts import learn_pbm, parse_discount
+from offeval_core.logs import KNOWN, LogValidationError
+
+c = ui.ctx()
+ss = st.session_state
+st.title("Data")
+st.caption("Ranking logs: one row per viewed impression (session_id, rank, rewards, optional day, experiment_id, "
+           "arm, segment, rank__<policy>). Uploaded data stays on this machine; it only passes through a "
+           "temporary directory that is deleted right after reading.")
+for note in c.notes:
+    st.warning(note, icon=":material/warning:")
+
+NONE = "(not in my file)"
+
+
+def _use(choice: str) -> None:
+    ss["w_dataset"] = choice
+
+
+def _on_upload() -> None:
+    f = ss.get("w_upload")
+    ss.pop("upload_error", None)
+    if f is None:
+        return
+    buf = f.getbuffer()
+    sha = data.content_key(buf)
+    try:
+        data.upload_raw(sha, f.name, buf)
+    except LogValidationError as exc:
+        ss["upload_error"] = exc
+        return
+    ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": {}}
+    ss["w_dataset"] = "upload"
+
+
+def _on_simulate() -> None:
+    switches = [s for s in data.SIM_SWITCHES if ss.get(f"w_sim_{s}")]
+    depth = ss.get("w_sim_support") or None
+    ss["sim_spec"] = data.sim_spec(ss.get("w_sim_preset", "small"), int(ss.get("w_sim_seed", 1)),
+                                   sessions=int(ss.get("w_sim_sessions") or 0) or None,
+                                   days=int(ss.get("w_sim_days") or 0) or None, switches=switches,
+                                   support_depth=int(depth) if depth else None)
+    ss["w_dataset"] = "sim"
+
+
+def _on_mapping(columns: list[str]) -> None:
+    info = dict(ss.get("upload_info") or {})
+    mapping = {}
+    for name in KNOWN:
+        chosen = ss.get(f"w_map_{name}")
+        if chosen and chosen != NONE and chosen != name:
+            mapping[name] = chosen
+    info["mapping"] = mapping
+    ss["upload_info"] = info
+    ss["w_dataset"] = "upload"
+
+
+demo_tab, upload_tab, sim_tab = st.tabs(["Bundled demo", "Upload a file", "Simulate a world"])
+with demo_tab:
+    st.markdown("Six simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
+                "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
+                "plus the exact ground truth. Written by `make data`.")
+    st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",), type="primary",
+              disabled=ss.get("w_dataset") == "demo")
+
+with upload_tab:
+    st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet", key="w_upload",
+                     type=["csv", "tsv", "txt", "gz", "parquet", "pq"], on_change=_on_upload,
+                     help="Read in place from the upload; written only to a private temporary directory "
+                          "while the reader runs, then deleted.")
+    err = ss.get("upload_error")
+    if err is not None:
+        ui.show_error(err, context="Upload")
+    info = ss.get("upload_info")
+    if info:
+        load_error = ss.get("_load_error") if ss.get("w_dataset") == "upload" and c.dataset is None else None
+        if load_error is not None:
+            ui.show_error(load_error, context="Validation")
+        elif ss.get("w_dataset") == "upload":
+            st.success(f"{info['name']} is valid and loaded.", icon=":material/check_circle:")
+        else:
+            st.button(f"Use {info['name']}", key="w_use_upload", on_click=_use, args=("upload",))
+        try:
+            raw = data.upload_raw(info["sha"], info["name"])
+        except LookupError:
+            raw = None
+        if raw is not None:
+            cols = [str(x) for x in raw.columns]
+            with st.expander("Column mapping", expanded=load_error is not None, icon=":material/swap_horiz:"):
+                st.caption("Tell offeval which of your columns holds each schema field. Reward columns are "
+                           "every other numeric column; policies are columns named rank__<policy>.")
+                with st.form("mapping_form"):
+                    grid = st.columns(4)
+                    current = info.get("mapping", {})
+                    for i, name in enumerate(KNOWN):
+                        options = [NONE, *cols]
+                        default = current.get(name, name if name in cols else NONE)
+                        grid[i % 4].selectbox(name + (" *" if name in ("session_id", "rank") else ""), options,
+                                              index=options.index(default) if default in options else 0,
+                                              key=f"w_map_{name}")
+                    st.form_submit_button("Apply mapping", on_click=_on_mapping, args=(cols,), type="primary")
+                st.caption("First rows of the file:")
+                st.dataframe(raw.head(5), hide_index=True, key="table_raw_head")
+
+with sim_tab:
+    with st.form("sim_form"):
+        a, b, d = st.columns(3)
+        a.selectbox("Preset", data.SIM_PRESETS, key="w_sim_preset",
+                    help="small: 3 tests × 3 days × 200 sessions per arm and day (seconds); demo: the bundled "
+                         "world (6 tests × 7 days × 2000 sessions; about half a minute)")
+        b.number_input("Seed", min_value=0, value=1, step=1, key="w_sim_seed")
+        d.number_input("Sessions per arm and day (0 = preset)", min_value=0, max_value=20000, value=0, step=100,
+                       key="w_sim_sessions")
+        a.number_input("Days (0 = preset)", min_value=0, max_value=30, value=0, key="w_sim_days")
+        b.number_input("Support depth (0 = full support)", min_value=0, max_value=60, value=0,
+                       key="w_sim_support", help="Breaks Asm. 5: items below this rank are never shown")
+        d.markdown("**Break an assumption (KDD'24 Sec. 4)**")
+        d.checkbox("Cascade browsing (Asm. 2)", key="w_sim_cascade")
+        d.checkbox("Reward interactions across ranks (Asm. 3)", key="w_sim_reward_interactions")
+        d.checkbox("Context-dependent position bias (Asm. 2)", key="w_sim_contextual_position_bias")
+        st.form_submit_button("Simulate", type="primary", on_click=_on_simulate)
+    if ss.get("sim_spec"):
+        st.caption(f"Current simulation: `{ss['sim_spec']}`")
+
+st.divider()
+if c.dataset is None:
+    st.error(f"No valid data is loaded. {c.problem} Use one of the tabs above.", icon=":material/error:")
+    st.stop()
+
+ds = c.dataset
+s = ds.summary
+st.subheader(f"Validation report — {ds.label}")
+if ds.note:
+    st.info(ds.note, icon=":material/info:")
+st.success("The logs follow the schema: no missing columns, duplicate (session, rank) pairs, bad ranks, "
+           "NaN rewards or unknown arms.", icon=":material/check_circle:")
+for note in s.notes:
+    st.info(note, icon=":material/info:")
+
+m = st.columns(6)
+m[0].metric("Sessions", f"{s.sessions:,}")
+m[1].metric("Impressions", f"{s.rows:,}")
+m[2].metric("Days", len(s.days), help=f"{s.days[0]} … {s.days[-1]}")
+m[3].metric("Experiments", len(s.experiments))
+m[4].metric("Arms", len(s.arms), help=", ".join(f"{a}: {n:,} sessions" for a, n in s.arms.items()))
+m[5].metric("Target policies", len(s.policies))
+
+left, right = st.columns([2, 3])
+with left:
+    rates = pd.DataFrame({"reward": list(s.reward_rates), "rate per impression": list(s.reward_rates.values()),
+                          "sessions with ≥ 1": [s.sessions_with_reward[r] for r in s.reward_rates]})
+    st.markdown("**Reward rates**")
+    ui.show_table(rates, key="reward_rates", name="reward_rates",
+                  column_config={"rate per impression": st.column_config.NumberColumn(format="percent"),
+                                 "sessions with ≥ 1": st.column_config.NumberColumn(format="percent")})
+    zero = [r for r, v in s.reward_rates.items() if v == 0]
+    if zero:
+        st.warning(f"Reward(s) {', '.join(zero)} have no positive value: every estimate on them is 0. "
+                   "Choose another reward in the sidebar.", icon=":material/warning:")
+    st.markdown("**Sessions per arm and session length**")
+    arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
+    ui.show_table(arms, key="arms", name="arms")
+    st.caption(f"Session length: mean {s.mean_length:.1f}; "
+               + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
+    st.markdown("**Experiments and policies**")
+    st.write(", ".join(map(str, s.experiments)))
+    st.write(", ".join(s.policies) or "No target policies (no rank__<policy> columns).")
+    if len(s.days) < 2:
+        st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
+    if len(s.experiments) < 2:
+        st.warning("Only one experiment: the Decisions page needs several A/B tests.", icon=":material/warning:")
+
+with right:
+    with ui.guarded("Position-bias curve"):
+        logs = ds.logs
+        with ui.controls("Curve options"):
+            q1, q2 = st.columns(2)
+            p = q1.slider("Exponential p", 0.5, 0.99, 0.85, 0.01, key="w_pbm_p",
+                          help="Rank-biased-precision user model p^(r−1)")
+            max_rank = q2.slider("Ranks shown", 5, int(max(6, logs.max_rank)), int(min(30, logs.max_rank)),
+                                 key="w_pbm_ranks")
+        learnt = learn_pbm(logs)
+        n = min(max_rank, len(learnt))
+        curves = {"learnt PBM (share of sessions reaching r)": learnt[:n],
+                  "1/log₂(r+1)": parse_discount("log2").table(n),
+                  f"exponential {p:g}^(r−1)": parse_discount(f"exponential:{p}").table(n)}
+        at = min(10, n)
+        vals = {k: float(v[at - 1]) for k, v in curves.items()}
+        take = (f"At rank {at} the learnt curve is {vals[next(iter(vals))]:.3f}; log₂ assumes "
+                f"{vals['1/log₂(r+1)']:.3f} and {p:g}^(r−1) assumes {list(vals.values())[2]:.3f} — pick the "
+                "discount whose curve follows the learnt one.")
+        ui.show_figure(pbm_curve_figure(curves), key="pbm", name="position_bias", take=take)
+        table = pd.DataFrame({"rank": np.arange(1, n + 1), **{k: np.asarray(v) for k, v in curves.items()}})
+        with st.expander("Curve values"):
+            ui.show_table(table, key="pbm_table", name="position_bias_curves")

@@ -1,0 +1,117 @@
+"""Decisions: one box per A/B test, offline uplift CI vs online uplift CI, and the Table 3 style summary
+per estimator (Gilotte et al. WSDM'18, Fig. 4/5, Table 3)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.analyses import DEFAULT_ESTIMATORS, Variant, decision_figure
+from offeval_core.analyses import variant_label as vlabel
+from offeval_core.estimators import ESTIMATORS
+
+c = ui.ctx()
+ss = st.session_state
+st.title("Offline vs online decisions")
+st.caption("Each A/B test is a box: its width is the offline uplift CI of the target policy over the logging "
+           "policy (on control logs), its height the online uplift CI (treatment − control). Green: same "
+           "decision; orange: offline says ship, online does not (false positive); red: online says ship, "
+           "offline misses it (false negative).")
+if not ui.needs(c, policy=True, arms=True):
+    st.stop()
+experiments = list(c.dataset.summary.experiments)
+if len(experiments) < 2:
+    st.warning(f"These logs hold a single experiment ({experiments[0]}): one A/B test makes one box, and "
+               "precision, false-negative rate and correlation across tests need several. Load logs with an "
+               "`experiment_id` column covering several A/B tests (or simulate a world on the Data page).",
+               icon=":material/warning:")
+
+s = c.settings
+names = list(ESTIMATORS)
+
+
+def _to_text(name: str, clip: float) -> str:
+    return f"{name}:{'inf' if math.isinf(clip) else f'{clip:g}'}"
+
+
+def _from_text(t: str) -> tuple[str, float]:
+    name, clip = t.rsplit(":", 1)
+    return name, (math.inf if clip == "inf" else float(clip))
+
+
+clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
+options = [_to_text(n, m) for n in names for m in clips]
+defaults = [_to_text(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
+chosen = [t for t in ss.get("w_estimators", []) if t in options]
+ss["w_estimators"] = chosen or [t for t in defaults if t in options]
+
+
+def _label(t: str) -> str:
+    name, m = _from_text(t)
+    return vlabel(Variant(name, s.discount, s.exposure, m))
+
+
+with ui.controls():
+    a, b = st.columns([4, 1])
+    picked = a.multiselect("Estimators", options, key="w_estimators", format_func=_label,
+                           help="Every estimator in the registry, at m = 1, the sidebar's m and ∞, with the "
+                                "sidebar's D and D0. The first one is the reference for the relative CI size.")
+    relative = b.toggle("Relative uplift (%)", key="w_dec_rel")
+if not picked:
+    st.warning("Choose at least one estimator in the page controls.", icon=":material/warning:")
+    st.stop()
+
+ests = tuple((n, s.discount, s.exposure, m) for n, m in map(_from_text, picked))
+with ui.guarded("Decision boxes"):
+    ui.get_moments(c)
+    imp = [e for e in ests if data.estimator_family(e[0]) == "importance"]
+    if imp and not data.is_ready("importance", c.key, c.reward, c.policy, s.discount, s.exposure):
+        ui.with_progress("Computing importance-sampling moments (first time only)…", False,
+                         lambda: data.importance_moments(c.key, c.reward, c.policy, s.discount, s.exposure))
+    res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
+    labels = list(res.estimators)
+    if ss.get("w_dec_est") not in labels:
+        ss["w_dec_est"] = labels[0]
+    est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
+        else labels[0]
+    fig = decision_figure(res, estimator=est)
+    event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
+    boxes = res.boxes[res.boxes["estimator"] == est]
+    points = getattr(getattr(event, "selection", None), "points", None) or []
+    if points:
+        p = points[0]
+        dist = np.hypot(boxes["offline_effect"] - p.get("x", np.nan), boxes["online_effect"] - p.get("y", np.nan))
+        if dist.notna().any():
+            ss["w_experiment_pick"] = str(boxes.iloc[int(np.nanargmin(dist.to_numpy()))]["experiment_id"])
+
+    st.subheader("One A/B test")
+    tests = [str(x) for x in dict.fromkeys(boxes["experiment_id"])]
+    pick = ss.pop("w_experiment_pick", None) or (ss.get("w_experiment") if ss.get("w_experiment") in tests
+                                                 else tests[0])
+    ss["w_experiment"] = pick
+    exp = st.selectbox("A/B test (or click its centre point in the chart)", tests, key="w_experiment")
+    one = res.boxes[res.boxes["experiment_id"].astype(str) == exp]
+    row = one[one["estimator"] == est].iloc[0]
+    unit = " %" if relative else ""
+    m = st.columns(4)
+    m[0].metric("Offline uplift", f"{row['offline_effect']:.4g}{unit}",
+                help=f"{res.level:.0%} CI [{row['offline_low']:.4g}, {row['offline_high']:.4g}]")
+    m[1].metric("Online uplift", f"{row['online_effect']:.4g}{unit}",
+                help=f"{res.level:.0%} CI [{row['online_low']:.4g}, {row['online_high']:.4g}]; "
+                     f"two-sided p = {row['online_p']:.3g}")
+    m[2].metric("Decisions", f"{row['offline_decision']} / {row['online_decision']}", help="offline / online")
+    m[3].metric("Verdict", str(row["category"]))
+    ui.show_table(one.drop(columns=["colour"]), key="decision_one", name=f"decision_{exp}")
+
+    st.subheader("Estimator summary (Table 3 style)")
+    ui.show_table(res.summary, key="decision_summary", name="decision_summary",
+                  column_config={"precision": st.column_config.NumberColumn(format="percent"),
+                                 "fnr": st.column_config.NumberColumn("false-negative rate", format="percent"),
+                                 "agreement": st.column_config.NumberColumn(format="percent"),
+                                 "ci_size": st.column_config.NumberColumn("relative CI size", format="%.2f")},
+                  caption=f"Relative CI size: mean CI width relative to {res.reference}.")
+    with st.expander("Every box"):
+        ui.show_table(res.boxes.drop(columns=["colour"]), key="decision_boxes", name="decision_boxes")

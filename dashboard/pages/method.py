@@ -1,0 +1,93 @@
+"""Method: the assumptions of KDD'24 Sec. 4 as a checklist for the loaded data, the estimator definitions
+(read from the registry) and the references."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.estimators import ESTIMATORS
+
+c = ui.ctx()
+st.title("Method")
+st.caption("When is an offline number a trustworthy forecast of the online A/B result? DCG with de-biased labels "
+           "is an unbiased importance-sampling estimator of the online reward per session under five "
+           "assumptions (Jeunen et al., KDD'24, Sec. 4, Eq. 4-9).")
+
+logs = c.logs
+summary = c.dataset.summary if c.dataset else None
+broken: set[str] = set()
+if c.dataset is not None and c.key.startswith("sim:"):
+    spec = data.parse_sim_spec(c.key[4:])
+    broken = {k for k, v in spec["overrides"].items() if v}
+
+
+def _gaps() -> str:
+    return next((n for n in (summary.notes if summary else ()) if "gaps" in n), "")
+
+
+st.header("Assumptions (KDD'24 Sec. 4)")
+checks = [
+    ("1 · Sessions are independent", "Asm. 1: the reward in one session does not depend on the rankings shown in "
+     "other sessions.",
+     "Holds when sessions are separate visits; breaks with feedback loops (the user's later feed depends on "
+     "earlier rewards) — then treat the problem as reinforcement learning.", None),
+    ("2 · Position-based viewing", "Asm. 2: the probability of viewing rank r depends only on r: P(V | R).",
+     "The learnt curve on the Data page is this P(V | R). It breaks under cascade browsing (users stop after a "
+     "satisfying item) or when position bias differs between user groups.",
+     "cascade" in broken or "contextual_position_bias" in broken or bool(_gaps())),
+    ("3 · Rewards independent across ranks", "Asm. 3: an item's reward does not depend on the other items shown.",
+     "Breaks with diversity / fatigue effects (two similar videos in a row). Then per-item labels do not add "
+     "up to the session reward.", "reward_interactions" in broken),
+    ("4 · Examination hypothesis", "Asm. 4 (Eq. 4): P(C | x, a, r) = P(Q | x, a) · P(V | r), so Q̂ = C / P(V | R) "
+     "de-biases a label.",
+     "Only viewed items are logged, so a logged row means V = 1 and the label is C; the de-biasing weight is "
+     "1 / D0(rank), clipped at m.", None),
+    ("5 · Full support", "Asm. 5 (Eq. 7): every item the target policy would expose had non-zero exposure "
+     "under the logging policy.",
+     "With a learnt PBM the floor keeps weights finite, but items the logger never showed deep enough leave "
+     "the estimator blind to them: clipping and a cut-off (e.g. log2@10) are the practical guard.",
+     "support_depth" in broken),
+]
+for title, what, meaning, is_broken in checks:
+    status = (":material/cancel: **broken in this simulated world**" if is_broken is True and broken else
+              ":material/warning: **check**" if is_broken else ":material/check_circle: assumed")
+    with st.container(border=True):
+        st.markdown(f"#### {title}  \n{status}")
+        st.markdown(what)
+        st.caption(meaning)
+        if title.startswith("2") and _gaps():
+            st.warning(_gaps(), icon=":material/warning:")
+if summary is not None:
+    st.caption(f"Your data: {summary.sessions:,} sessions, mean length {summary.mean_length:.1f}, p99 length "
+               f"{summary.length_quantiles['p99']:g}; {len(summary.policies)} target policies.")
+
+st.header("Estimators")
+st.markdown(
+    "Per session τ, target policy R, target discount D, exposure model D0 of the logged ranks, clip m ≥ 1:\n\n"
+    "- de-biased, clipped label: ℓᵢ = cᵢ · min(m, 1 / D0(rᵢ)) (m = 1: raw labels C; m = ∞: Q̂ = C / D0)\n"
+    "- DCG_τ = Σᵢ ℓᵢ · D(R(i)) — KDD'24 Eq. 9 with the clipping of Sec. 6.2\n"
+    "- nDCG_τ = DCG_τ / iDCG_τ with iDCG_τ = Σⱼ ℓ₍ⱼ₎ · D(j) over the labels sorted in decreasing order; "
+    "sessions with iDCG_τ = 0 count 0\n"
+    "- the metric of a policy is the mean over sessions; the offline effect of Rₜ over R₀ is the mean "
+    "per-session paired difference on the same control-arm sessions, with a normal CI\n"
+    "- importance-sampling family (Gilotte et al. Sec. 4-5): weights w = D(R(i)) / D0(rᵢ) or logged "
+    "propensity ratios, capped at c (max-capping min(w, c) or zero-capping w · 1{w < c})")
+reg = pd.DataFrame([{"name": k, "label": v.label, "family": data.estimator_family(k),
+                     "definition": v.description} for k, v in ESTIMATORS.items()])
+ui.show_table(reg, key="estimators", name="estimators",
+              caption="Every estimator the dashboard can show (the pickers read this registry).")
+
+st.header("References")
+st.markdown(
+    "- O. Jeunen, I. Potapov, A. Ustimenko. *On (Normalised) Discounted Cumulative Gain as an Off-Policy "
+    "Evaluation Metric for Top-n Recommendation.* KDD 2024 — Sec. 4 (Asm. 1-5, Eq. 4-9), Sec. 5 (Lemma 5.2, "
+    "Table 1), Sec. 6 (Table 2, Fig. 1), App. A (Fig. 2).\n"
+    "- A. Gilotte, C. Calauzènes, T. Nedelec, A. Abraham, S. Dollé. *Offline A/B testing for Recommender "
+    "Systems.* WSDM 2018 — Sec. 4-5 (capped and normalised IS, PieceNCIS, PointNCIS), Fig. 2, Fig. 4/5, "
+    "Table 3.\n"
+    "- The missing-data model for implicit feedback and Average Discounted Gain (why nDCG on observed items "
+    "is biased).\n"
+    "- The Generalized Stratified estimator for MNAR held-out evaluation (Eq. 5-6, Prop. 3.1 / 4.1).\n"
+    "- Discounted cumulative gain — textbook DCG / nDCG and both gain conventions.")

@@ -1,0 +1,83 @@
+"""Sensitivity: TPR and mean p-value of DCG / nDCG vs the clip value (KDD'24 Sec. 6.2, Fig. 1)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.analyses import sensitivity_figure
+from offeval_core.estimators import ESTIMATORS
+
+c = ui.ctx()
+ss = st.session_state
+st.title("Sensitivity to the clip value")
+st.caption("For every (experiment, day, reward) whose online A/B effect is significant, does the offline paired "
+           "effect of the target policy over the logging policy have a confidence interval strictly on the "
+           "online side? TPR = share of such settings detected, as a function of the clip value m "
+           "(KDD'24 Sec. 6.2, Fig. 1).")
+if not ui.needs(c, policy=True, arms=True):
+    st.stop()
+
+metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
+with ui.controls():
+    a, b, d, e = st.columns([3, 2, 2, 1])
+    if not set(ss.get("w_sens_metrics", [])) <= set(metric_names):
+        ss.pop("w_sens_metrics")
+    metrics = a.multiselect("Metrics", metric_names, default=[m for m in ("dcg", "ndcg") if m in metric_names],
+                            key="w_sens_metrics", format_func=lambda k: ESTIMATORS[k].label)
+    selection = b.radio("Settings", ["significant", "all"], key="w_sens_sel", horizontal=True,
+                        format_func={"significant": "online significant", "all": "all"}.get,
+                        help="Which (experiment, day, reward) settings count: those whose online effect is "
+                             "significant (the paper) or all of them")
+    alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001], value=0.001,
+                            key="w_sens_alpha")
+    all_rewards = e.toggle("All rewards", key="w_sens_all", help="Pool the settings of every reward column "
+                                                                   "(computes each reward's moments once)")
+if not metrics:
+    st.warning("Choose at least one metric in the page controls to draw the chart.", icon=":material/warning:")
+    st.stop()
+
+s = c.settings
+rewards = tuple(c.logs.rewards) if all_rewards else (c.reward,)
+rates = c.dataset.summary.reward_rates
+rewards = tuple(r for r in rewards if rates.get(r, 0) > 0)
+with ui.guarded("Sensitivity"):
+    todo = [r for r in rewards if not data.is_ready("moments", c.key, r, s.discount, s.exposure)]
+    if todo:
+        bar = st.progress(0.0, text="Computing moments…")
+        for i, r in enumerate(todo):
+            bar.progress(i / len(todo), text=f"Computing moments for reward {r} ({i + 1} of {len(todo)}; first "
+                                              "time only)…")
+            ui.get_moments(c, reward=r)
+        bar.empty()
+    res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
+                                  alpha, selection)
+    n_settings = len(res.settings)
+    if n_settings == 0:
+        st.warning(res.takeaway + " Choose **all** settings or a larger p threshold in the page controls.",
+                   icon=":material/warning:")
+        st.stop()
+    fig = ui.mark_clip(sensitivity_figure(res), s.clip, res.table["clip"].unique().tolist(), subplots=True)
+    ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
+
+    st.markdown(f"**At the sidebar's clip value m = {ui.clip_label(s.clip)}** ({n_settings} settings, "
+                f"{s.level:.1%} CIs)".replace(".0%", " %"))
+    at = res.table[res.table["clip"] == s.clip].set_index("metric")
+    cols = st.columns(max(2, 2 * len(at)))
+    for i, (metric, row) in enumerate(at.iterrows()):
+        label = ESTIMATORS[metric].label
+        best = res.best_clip.get(metric)
+        cols[2 * i].metric(f"{label} TPR", f"{row['tpr']:.0%}",
+                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m = "
+                                f"{ui.clip_label(best) if best is not None else 'n/a'}")
+        cols[2 * i + 1].metric(f"{label} mean p-value", f"{row['mean_p']:.3g}")
+
+    st.subheader("The table behind the chart")
+    ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
+                  column_config={"tpr": st.column_config.NumberColumn("TPR", format="percent"),
+                                 "sign_agreement": st.column_config.NumberColumn(format="percent"),
+                                 "mean_p": st.column_config.NumberColumn(format="%.3g")})
+    with st.expander(f"Per setting at m = {ui.clip_label(s.clip)} ({n_settings} settings)"):
+        per = res.per_setting[res.per_setting["clip"] == s.clip]
+        ui.show_table(pd.DataFrame(per), key="sensitivity_settings", name="sensitivity_per_setting")

@@ -1,0 +1,214 @@
+"""The global controls (sidebar), their seeding from a shared URL, and the URL update after every change."""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+from dashboard import data, ui
+from dashboard.state import CLIP_CHOICES, LEVELS, Settings, parse_query_params, to_query_params
+from offeval_core.discounts import parse_discount
+from offeval_core.logs import LogValidationError
+
+DISCOUNT_CHOICES = ("pbm", "log2", "reciprocal", "exponential:0.9", "exponential:0.8", "log2@10")
+DATASET_LABELS = {"demo": "Bundled demo", "sim": "Simulated world", "upload": "Uploaded file"}
+# widget keys whose values live across pages (a page's widgets are dropped when another page runs)
+PERSIST = ("w_dataset", "w_reward", "w_policy", "w_discount", "w_exposure", "w_clip", "w_level", "w_present",
+           "w_method", "w_variants", "w_estimators", "w_experiment")
+FIELD_OF = {"w_dataset": "dataset", "w_reward": "reward", "w_policy": "policy", "w_discount": "discount",
+            "w_exposure": "exposure", "w_clip": "clip", "w_level": "level", "w_present": "present",
+            "w_method": "method", "w_variants": "variants", "w_estimators": "estimators",
+            "w_experiment": "experiment"}
+LIST_FIELDS = ("variants", "estimators")
+
+
+def seed_from_url() -> Settings:
+    """On a session's first run, put the URL's settings into the widgets' state."""
+    ss = st.session_state
+    if "_init" in ss:
+        return ss["_url_settings"]
+    settings = parse_query_params(st.query_params.to_dict())
+    for key, name in FIELD_OF.items():
+        value = getattr(settings, name)
+        if value is None or (name in LIST_FIELDS and not value):
+            continue
+        ss[key] = list(value) if name in LIST_FIELDS else value
+    if settings.sim:
+        ss["sim_spec"] = settings.sim
+    ss["_init"] = True
+    ss["_url_settings"] = settings
+    return settings
+
+
+def keep_state() -> None:
+    for k in PERSIST:
+        if k in st.session_state:
+            st.session_state[k] = st.session_state[k]
+
+
+def current_settings() -> Settings:
+    ss = st.session_state
+    values = {}
+    for key, name in FIELD_OF.items():
+        if key in ss and ss[key] is not None:
+            v = ss[key]
+            values[name] = tuple(v) if name in LIST_FIELDS else v
+    if ss.get("w_dataset") == "sim" and ss.get("sim_spec"):
+        values["sim"] = ss["sim_spec"]
+    return Settings(**values)
+
+
+def _dataset_key(choice: str) -> tuple[str, str]:
+    """(dataset key, problem) for the sidebar's dataset choice."""
+    ss = st.session_state
+    if choice == "sim":
+        spec = ss.get("sim_spec")
+        if not spec:
+            return "demo", "No simulated world yet: simulate one on the Data page. Showing the demo."
+        try:
+            data.parse_sim_spec(spec)
+        except ValueError as exc:
+            return "demo", f"The simulation in the link is not valid ({exc}). Showing the demo."
+        return f"sim:{spec}", ""
+    if choice == "upload":
+        info = ss.get("upload_info")
+        if not info:
+            return "", ("This view refers to an uploaded file, which never leaves the machine it was "
+                        "uploaded on, so it is not part of a link. Upload the file on the Data page.")
+        return data.upload_key(info["sha"], info["name"], info.get("mapping", {})), ""
+    return "demo", ""
+
+
+def _load(key: str):
+    ready = data.is_ready("dataset", key)
+    label = {"demo": "Loading the demo data"}.get(key.split(":")[0], "Loading the data")
+    if key.startswith("sim:"):
+        label = f"Simulating the world {key[4:]}"
+    ds = ui.with_progress(f"{label} and validating it (first time only)…", ready, lambda: data.load(key))
+    data.mark_ready("dataset", key)
+    return ds
+
+
+def render(page_url_path: str = "") -> ui.Context:
+    """Draw the sidebar, load the data, resolve the settings against it, write the URL; return the context."""
+    ss = st.session_state
+    url_settings = seed_from_url()
+    keep_state()
+    notes = list(url_settings.problems) if not ss.get("_url_problems_shown") else []
+    ss["_url_problems_shown"] = True
+
+    sb = st.sidebar
+    present = bool(ss.get("w_present", False))
+    box = sb.expander("Settings", expanded=not present, icon=":material/tune:")
+
+    options = ["demo"]
+    if ss.get("sim_spec"):
+        options.append("sim")
+    if ss.get("upload_info") or ss.get("w_dataset") == "upload":
+        options.append("upload")
+    if ss.get("w_dataset") not in options:
+        ss["w_dataset"] = "demo"
+    choice = box.selectbox("Dataset", options, key="w_dataset", format_func=DATASET_LABELS.get,
+                           help="Load or simulate data on the Data page")
+    key, problem = _dataset_key(choice)
+    dataset = None
+    ss.pop("_load_error", None)
+    if key:
+        try:
+            dataset = _load(key)
+        except (LogValidationError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
+            ss["_load_error"] = exc
+            what, _ = ui.explain(exc)
+            problem = f"{what}."
+    if problem:
+        notes.append(problem)
+
+    reward = policy = None
+    if dataset is not None:
+        logs = dataset.logs
+        rewards = list(logs.rewards)
+        if ss.get("w_reward") not in rewards:
+            rates = dataset.summary.reward_rates
+            ss["w_reward"] = next((r for r in rewards if rates.get(r, 0) > 0), rewards[0])
+        reward = box.selectbox("Reward", rewards, key="w_reward",
+                               help="The reward column whose online mean the offline metrics estimate")
+        policies = list(logs.policies)
+        if policies:
+            if ss.get("w_policy") not in policies:
+                ss["w_policy"] = "treatment" if "treatment" in policies else policies[0]
+            policy = box.selectbox("Target policy", policies, key="w_policy",
+                                   help="The candidate ranking policy (a rank__<policy> column); 'treatment' "
+                                        "is the policy that served the treatment arm")
+        else:
+            box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
+
+    for wkey, label, helptext in (
+        ("w_discount", "Target discount D", "Position-bias model of the target ranking: P(view | rank). "
+                                            "'pbm' is learnt from the logs; add '@n' for a cut-off."),
+        ("w_exposure", "Exposure model D0", "Position-bias model of the logged ranks: labels are de-biased by "
+                                            "1 / D0 (clipped at m)"),
+    ):
+        current = ss.get(wkey, "pbm")
+        opts = list(dict.fromkeys([*DISCOUNT_CHOICES, current]))
+        if wkey not in ss:
+            ss[wkey] = "pbm"
+        box.selectbox(label, opts, key=wkey, accept_new_options=True, help=helptext)
+        try:
+            parse_discount(ss[wkey], logs=dataset.logs if dataset else None)
+        except (ValueError, FileNotFoundError) as exc:
+            box.error(f"{label}: {exc}. Using 'pbm' instead.")
+            notes.append(f"{label} {ss[wkey]!r} is not valid: {exc}")
+            ss[f"_bad_{wkey}"] = True
+        else:
+            ss[f"_bad_{wkey}"] = False
+
+    if ss.get("w_clip") not in CLIP_CHOICES:
+        clip = ss.get("w_clip")
+        if isinstance(clip, float) and not math.isnan(clip):
+            notes.append(f"clip m = {clip:g} is not in the grid; using the nearest grid value")
+            ss["w_clip"] = min(CLIP_CHOICES, key=lambda c: abs(math.log2(c if math.isfinite(c) else 2 ** 14)
+                                                              - math.log2(clip if math.isfinite(clip) else 2 ** 14)))
+        else:
+            ss["w_clip"] = math.inf
+    box.select_slider("Clip value m", CLIP_CHOICES, key="w_clip", format_func=ui.clip_label,
+                      help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
+    if ss.get("w_level") not in LEVELS:
+        ss["w_level"] = 0.99
+    box.select_slider("Confidence level", LEVELS, key="w_level", format_func=lambda x: f"{x:.1%}".replace(".0%", " %"))
+    sb.toggle("Presentation mode", key="w_present",
+              help="Collapse the controls, enlarge fonts, show a takeaway above each chart")
+
+    settings = current_settings()
+    fixes = {}
+    if ss.get("_bad_w_discount"):
+        fixes["discount"] = "pbm"
+    if ss.get("_bad_w_exposure"):
+        fixes["exposure"] = "pbm"
+    settings = settings.replace(reward=reward, policy=policy, **fixes)
+    if dataset is None:
+        settings = settings.replace(reward=None, policy=None)
+
+    params = to_query_params(settings)
+    if params != st.query_params.to_dict():
+        st.query_params.from_dict(params)
+    _copy_link(sb, params, page_url_path)
+    ui.inject_css(settings.present)
+    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes))
+    ss[ui.CTX_KEY] = c
+    return c
+
+
+def _copy_link(sb, params: dict, page_url_path: str) -> None:
+    try:
+        url = st.context.url or ""
+    except Exception:
+        url = ""
+    parts = urlsplit(url) if url else None
+    base = f"{parts.scheme}://{parts.netloc}" if parts and parts.netloc else "http://localhost:8501"
+    link = f"{base}/{page_url_path}" + (f"?{urlencode(params)}" if params else "")
+    with sb.popover("Copy link to this view", icon=":material/link:", width="stretch"):
+        st.caption("Everything but uploaded data is in the link: the page, dataset, reward, policy, "
+                   "discount models, clip, level and the page's choices.")
+        st.code(link, language=None, wrap_lines=True)
