@@ -34,7 +34,7 @@ test: setup browser lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 data: setup
-	$(BIN)/offeval simulate --out data --preset demo --seed 20260302
+	$(BIN)/offeval simulate --out data --preset demo --seed 0
 
 bench: setup
 	$(BIN)/python bench/bench_estimate.py

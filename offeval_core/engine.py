@@ -207,7 +207,10 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
         table, name = path, getattr(path.op(), "name", "<table>")
     else:
         name = str(path)
-        table = backend.read_parquet(_parquet_glob(path))
+        target = _parquet_glob(path)
+        if getattr(backend, "name", "") != "duckdb":
+            target = str(path)  # Spark and others read a directory of Parquet files themselves
+        table = backend.read_parquet(target)
     rename = {user: key for key, user in (columns or {}).items()}
     missing = [u for u in rename if u not in table.columns]
     if missing:
@@ -245,7 +248,7 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
               if policies else rows["rank"].max()}
     for i, r in enumerate(rewards):
         checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
-    stats = backend.execute(rows.aggregate(**checks)).iloc[0]
+    stats = backend.to_pyarrow(rows.aggregate(**checks)).to_pandas().iloc[0]
     if int(stats["n_rows"]) == 0:
         raise ValueError(f"{name}: no data rows: the logs are empty")
     problems = []
@@ -258,11 +261,10 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
         raise ValueError(f"{name}: " + "; ".join(problems))
     gk = list(GROUP_KEYS)
     sessions = rows.group_by(["session", *gk]).aggregate(length=rows["rank"].max())
-    hist = backend.execute(sessions.group_by(["length", *gk]).aggregate(n=sessions.count()))
+    hist = backend.to_pyarrow(sessions.group_by(["length", *gk]).aggregate(n=sessions.count())).to_pandas()
     counts = hist.groupby(gk, sort=True, dropna=False)["n"].sum().reset_index()
     n_sessions = int(counts["n"].sum())
-    n_ids = int(backend.execute(sessions.aggregate(k=sessions.session.nunique()))["k"].iloc[0]) \
-        if int(counts["n"].sum()) else 0
+    n_ids = int(backend.to_pyarrow(sessions.aggregate(k=sessions.session.nunique())).to_pandas()["k"].iloc[0])
     if n_ids != n_sessions:
         raise ValueError(f"{name}: columns experiment_id, day, arm and segment must be the same on every row of a "
                          f"session; {n_sessions - n_ids} session(s) have more than one value")
@@ -415,7 +417,7 @@ def _binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
     for i, r in enumerate(rewards):
         aggs[f"lo{i}"] = t[r].cast("float64").min(where=t[r] > 0)
         aggs[f"hi{i}"] = t[r].cast("float64").max(where=t[r] > 0)
-    res = source.backend.execute(t.aggregate(**aggs)).iloc[0]
+    res = _fetch(source, t.aggregate(**aggs)).iloc[0]
     out = {}
     for i, r in enumerate(rewards):
         lo, hi = res[f"lo{i}"], res[f"hi{i}"]
@@ -512,7 +514,7 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
     counts = source.counts
     if counts is None:
         sessions = source.sessions
-        counts = source.backend.execute(sessions.group_by(keys).aggregate(n=sessions.count()))
+        counts = _fetch(source, sessions.group_by(keys).aggregate(n=sessions.count()))
     names = [LOGGING_POLICY, *grid.policies]
     binary = _binary_rewards(source, grid.rewards)
 
@@ -546,7 +548,7 @@ def _online(source: Source, rewards: Sequence[str], counts: pd.DataFrame, keys: 
     aggs = {}
     for i in range(len(rewards)):
         aggs |= {f"sum{i}": per[f"r{i}"].sum(), f"sumsq{i}": (per[f"r{i}"] * per[f"r{i}"]).sum()}
-    wide = source.backend.execute(per.group_by(keys).aggregate(**aggs))
+    wide = _fetch(source, per.group_by(keys).aggregate(**aggs))
     parts = []
     for i, r in enumerate(rewards):
         part = wide[[*keys, f"sum{i}", f"sumsq{i}"]].rename(columns={f"sum{i}": "sum", f"sumsq{i}": "sumsq"})

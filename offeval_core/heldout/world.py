@@ -1,12 +1,18 @@
 """A simulated user-item world with MNAR implicit feedback and an MCAR ground truth.
 
-What real datasets such as Yahoo! R3 and Coat provide (GS paper Sec. 5.1.1), with everything known:
+What real datasets such as Yahoo! R3 and Coat provide (GS paper Sec. 5.1.1), with everything known, shaped
+like MovieLens-1M in the respects that matter for KDD'24 App. A:
 
-- true binary relevance Y_{u,i} from latent user / item factors, a user bias and an item quality q_i;
+- heavy-tailed user activity: user u consumes about t_u = t_min + LogNormal items (MovieLens-1M: 20 to
+  more than 2000 ratings per user, median about 100), so users hold very different numbers of held-out items;
+- true binary relevance Y_{u,i} from latent user / item factors and an item quality q_i; how much a user's
+  taste leans towards high-quality (and therefore widely exposed) items decreases with activity — light users
+  are mainstream, heavy users have niche tastes — and heavy users like more items;
 - MNAR exposure: (u, i) is shown with probability P_{u,i} = min(1, e_u P_i), P_i log-normal and correlated
-  with q_i (popular items are shown more and are relevant more often), e_u a user activity; an interaction
-  is observed iff shown and relevant (the missing-data model of the ADG paper with popularity-dependent
-  sampling);
+  with q_i (popular items are shown more), e_u the user's activity, solved so that u observes t_u items on
+  average; an interaction is observed iff shown and relevant (the missing-data model of the ADG paper with
+  popularity-dependent sampling). Light users therefore see mostly popular items, heavy users see most of what
+  they like;
 - a train / test split of the observed interactions: each interaction goes to train independently with
   probability f, so a relevant item not in train is in the MNAR test set with probability
   P_{u,i} (1 − f) / (1 − P_{u,i} f) (the true test propensity);
@@ -82,27 +88,46 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _solve_increasing(f, target: np.ndarray, lo: float, hi: float, *, log: bool, n_iter: int) -> np.ndarray:
+    """Per-row bisection for c with f(c) = target, f increasing in c (geometric midpoints when ``log``)."""
+    lo_v = np.full(target.shape, lo)
+    hi_v = np.full(target.shape, hi)
+    for _ in range(n_iter):
+        mid = np.sqrt(lo_v * hi_v) if log else (lo_v + hi_v) / 2
+        below = f(mid) < target
+        lo_v = np.where(below, mid, lo_v)
+        hi_v = np.where(below, hi_v, mid)
+    return np.sqrt(lo_v * hi_v) if log else (lo_v + hi_v) / 2
+
+
 def simulate_world(
     *,
     n_users: int = 1000,
     n_items: int = 600,
     dim: int = 8,
-    relevance_rate: float = 0.05,
-    user_spread: float = 1.5,
-    exposure_mean: float = 0.3,
-    exposure_spread: float = 1.0,
-    exposure_quality_corr: float = 0.6,
+    relevance_rate: float = 0.15,
+    min_interactions: int = 10,
+    median_interactions: float = 40.0,
     activity_spread: float = 1.2,
+    taste_strength: float = 2.0,
+    quality_weight: float = 0.5,
+    mainstream_slope: float = 1.2,
+    exposure_mean: float = 0.3,
+    exposure_spread: float = 2.5,
+    exposure_quality_corr: float = 0.5,
     seed: int = 0,
 ) -> World:
     """Draw a world: true relevance, popularity-dependent exposure and one MNAR observation.
 
-    Relevance: Y_{u,i} ~ Bernoulli(σ(a + a_u + 2⟨x_u, z_i⟩/√dim + 0.7 q_i)), a_u ~ N(0, ``user_spread``²)
-    (users differ in how many items they like), ``relevance_rate`` the average share of relevant items (the
-    intercept a is solved for it). Exposure: P_{u,i} = min(1, e_u P_i) with item exposure P_i log-normal
-    (σ = ``exposure_spread``, mean ``exposure_mean``, correlation ``exposure_quality_corr`` between log P_i and
-    q_i) and user activity e_u log-normal (σ = ``activity_spread``, mean 1). Users therefore hold very
-    different numbers of held-out items — the situation in which nDCG and DCG disagree (KDD'24 App. A).
+    Activity: a_u ~ N(0, 1), target number of interactions t_u = ``min_interactions`` +
+    (``median_interactions`` − ``min_interactions``) exp(``activity_spread`` a_u), capped at 75 % of the items.
+    Relevance: Y_{u,i} ~ Bernoulli(σ(c_u + ``taste_strength`` ⟨x_u, z_i⟩/√dim + β_u q_i)) with
+    β_u = ``quality_weight`` − ``mainstream_slope`` a_u (heavier users lean less towards high-quality, widely
+    exposed items) and c_u solved so that u likes about R_u = clip(t_u / 0.85, ``relevance_rate`` · items,
+    0.9 · items) items. Exposure: P_{u,i} = min(1, e_u P_i), item exposure P_i log-normal (σ =
+    ``exposure_spread``, mean ``exposure_mean``, correlation ``exposure_quality_corr`` between log P_i and q_i),
+    user activity e_u solved so that Σ_i Y_{u,i} P_{u,i} = t_u. The numbers of held-out items per user are
+    then heavy-tailed — the situation in which nDCG and DCG disagree (KDD'24 App. A).
 
     >>> w = simulate_world(n_users=200, n_items=50, seed=1)
     >>> bool((w.observed <= w.relevant).all())  # only relevant items can be observed
@@ -111,32 +136,38 @@ def simulate_world(
     for name, v in (("n_users", n_users), ("n_items", n_items), ("dim", dim)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 2:
             raise ValueError(f"{name} must be an integer ≥ 2, got {v!r}")
+    if isinstance(min_interactions, bool) or not isinstance(min_interactions, int) or min_interactions < 1:
+        raise ValueError(f"min_interactions must be a positive integer, got {min_interactions!r}")
+    if not median_interactions > min_interactions:
+        raise ValueError(f"median_interactions must exceed min_interactions ({min_interactions}), "
+                         f"got {median_interactions!r}")
     if not 0 < relevance_rate < 1:
         raise ValueError(f"relevance_rate must lie in (0, 1), got {relevance_rate!r}")
     if not 0 < exposure_mean <= 1:
         raise ValueError(f"exposure_mean must lie in (0, 1], got {exposure_mean!r}")
     if not -1 <= exposure_quality_corr <= 1:
         raise ValueError(f"exposure_quality_corr must lie in [-1, 1], got {exposure_quality_corr!r}")
+    if activity_spread < 0:
+        raise ValueError(f"activity_spread must be ≥ 0, got {activity_spread!r}")
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n_users, dim))
     z = rng.normal(size=(n_items, dim))
     quality = rng.normal(size=n_items)
-    user_bias = user_spread * rng.normal(size=n_users)
-    logits = 2.0 * (x @ z.T) / np.sqrt(dim) + 0.7 * quality[None, :] + user_bias[:, None]
-    # intercept so that the mean relevance probability is relevance_rate (bisection)
-    lo, hi = -30.0, 30.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _sigmoid(logits + mid).mean() < relevance_rate:
-            lo = mid
-        else:
-            hi = mid
-    relevant = rng.random((n_users, n_items)) < _sigmoid(logits + (lo + hi) / 2)
+    a = rng.normal(size=n_users)
+    target = min_interactions + (median_interactions - min_interactions) * np.exp(activity_spread * a)
+    target = np.minimum(target, 0.75 * n_items)
+    liked = np.clip(target / 0.85, relevance_rate * n_items, 0.9 * n_items)
+    beta = quality_weight - mainstream_slope * a
+    logits = taste_strength * (x @ z.T) / np.sqrt(dim) + beta[:, None] * quality[None, :]
+    c = _solve_increasing(lambda v: _sigmoid(logits + v[:, None]).sum(axis=1), liked, -40.0, 40.0,
+                          log=False, n_iter=45)
+    relevant = rng.random((n_users, n_items)) < _sigmoid(logits + c[:, None])
     score = exposure_quality_corr * quality + np.sqrt(1 - exposure_quality_corr**2) * rng.normal(size=n_items)
     raw = np.exp(exposure_spread * score)
     exposure = np.clip(raw * exposure_mean / raw.mean(), 1e-3, 1.0)
-    act = np.exp(activity_spread * rng.normal(size=n_users))
-    activity = act / act.mean()
+    rel = relevant.astype(float)
+    activity = _solve_increasing(lambda v: (rel * np.minimum(v[:, None] * exposure[None, :], 1.0)).sum(axis=1),
+                                 target, 1e-4, 1.0 / exposure.min(), log=True, n_iter=45)
     propensity = np.minimum(activity[:, None] * exposure[None, :], 1.0)
     shown = rng.random((n_users, n_items)) < propensity
     return World(relevant, exposure, activity, relevant & shown, int(seed))
