@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.discounts import parse_discount
-from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _lookup, connect
+from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _lookup, _tidy, connect
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, select
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
@@ -475,13 +475,6 @@ def _online(source: Source, rewards: Sequence[str]) -> pd.DataFrame:
     return _tidy(pd.concat(parts, ignore_index=True), keys)
 
 
-def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:
-    front = [*keys, "reward"] + [c for c in ("discount", "exposure", "clip", "policy", "metric") if c in df.columns]
-    rest = [c for c in df.columns if c not in front]
-    df = df[front + rest].sort_values(front, kind="stable").reset_index(drop=True)
-    for k in ("experiment_id", "arm", "segment"):
-        df[k] = df[k].astype(str)
-    return df
 
 
 # ------------------------------------------------------------------------------------------ diagnostics
