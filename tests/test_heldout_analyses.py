@@ -14,7 +14,7 @@ from offeval_core.heldout import charts
 from offeval_core.heldout.analyses import agreement_over_zoo, estimator_lab, runs_agreement
 from offeval_core.heldout.io import qrels_from_frame, run_from_frame
 from offeval_core.heldout.metrics import evaluate_run
-from offeval_core.heldout.world import simulate_world, split_world
+from offeval_core.heldout.world import Split, simulate_world, split_world
 from offeval_core.heldout.zoo import model_grid, train_zoo
 
 
@@ -24,11 +24,15 @@ def small():
     return split, train_zoo(split, grid="small", depth=30)
 
 
-def test_default_grid_has_at_least_100_models():
-    specs = model_grid(600)
+def test_default_grid_has_192_models_of_six_families():
+    specs = model_grid(600, n_users=1000)
     fams = pd.Series([f for f, _ in specs]).value_counts().to_dict()
-    assert len(specs) >= 100
-    assert set(fams) == {"pop", "ease", "itemknn", "puresvd"} and fams["pop"] == 1
+    assert len(specs) == 192  # as many models as KDD'24 App. A
+    assert set(fams) == {"pop", "ease", "itemknn", "userknn", "puresvd", "rp3beta"} and fams["pop"] == 1
+    assert len(set(specs)) == len(specs)  # no model twice
+    ks = [v for f, v in specs if f == "userknn"]
+    assert min(ks) >= 1 and max(ks) == 999  # k bounded by the other users
+    assert len(model_grid(80, grid="small", n_users=150)) == 25
 
 
 def test_world_split_and_propensities():
@@ -41,6 +45,40 @@ def test_world_split_and_propensities():
     # the observation rate of relevant pairs matches the true propensity (simulator ground truth)
     rel = w.relevant
     assert w.observed[rel].mean() == pytest.approx(p[rel].mean(), abs=0.02)
+
+
+@pytest.fixture(scope="module")
+def world():
+    return simulate_world(seed=3)
+
+
+def test_world_activity_is_heavy_tailed_and_calibrated(world):
+    rel = world.relevant
+    n_obs = world.observed.sum(axis=1)
+    expected = (rel * world.propensity).sum(axis=1)  # E[n_u] given the relevance: Σ_i Y_ui P_ui
+    # e_u is solved so that E[n_u] = t_u ≥ min_interactions (10) up to users who like fewer items than t_u
+    assert np.quantile(expected, 0.01) >= 9.0
+    # the realised counts scatter around their expectation like a sum of Bernoullis (Poisson-binomial)
+    var = (rel * world.propensity * (1 - world.propensity)).sum(axis=1)
+    z = (n_obs - expected) / np.sqrt(np.maximum(var, 1e-9))
+    assert abs(z.mean()) < 4 / np.sqrt(z.size) and 0.8 < z.std() < 1.2
+    # heavy tail: log-normal activity with σ = 1.2 above a floor of 10 (MovieLens-1M: 20 to > 2000 ratings)
+    q10, q50, q90, q99 = np.quantile(n_obs, [0.1, 0.5, 0.9, 0.99])
+    assert q50 == pytest.approx(40, rel=0.2)  # median_interactions
+    assert q90 / q10 > 6 and q99 / q50 > 6 and n_obs.mean() > 1.3 * q50
+
+
+def test_world_light_users_are_mainstream(world):
+    """Light users like high-exposure items more than heavy users do and, being shown fewer items, observe
+    even more popular ones: the user-dependent model quality behind the DCG / nDCG disagreement."""
+    n_obs = world.observed.sum(axis=1)
+    light, heavy = n_obs <= np.quantile(n_obs, 0.25), n_obs >= np.quantile(n_obs, 0.75)
+    log_p = np.log(world.exposure)
+    liked = (world.relevant * log_p).sum(axis=1) / world.relevant.sum(axis=1)
+    seen = (world.observed * log_p).sum(axis=1) / np.maximum(n_obs, 1)
+    assert liked[light].mean() > liked[heavy].mean() + 0.3
+    assert seen[light].mean() > liked[light].mean() + 0.3  # MNAR: exposure skews observations to popular items
+    assert seen[light].mean() > seen[heavy].mean() + 0.5
 
 
 def test_zoo_models_are_correct(small):
@@ -67,6 +105,54 @@ def test_zoo_models_are_correct(small):
     cand = [i for i in range(x.shape[1]) if not split.train[u, i]]
     expected_pop = sorted(cand, key=lambda i: (-counts[i], i))[:30]
     assert zoo.top_items[zoo.names.index("pop"), u].tolist() == expected_pop
+
+
+def test_zoo_neighbourhood_and_walk_models(small):
+    split, zoo = small
+    x = split.train.astype(float)
+
+    def expected_top(scores):
+        s = np.where(split.train, -np.inf, np.round(scores, 6))
+        return np.argsort(-s, axis=1, kind="stable")[:, :30]
+
+    # user-kNN: cosine between users, each user keeps its k most similar other users, scores Σ_v s_uv x_v
+    m = zoo.families.index("userknn")
+    k = int(zoo.params[m])
+    nu = np.sqrt(x.sum(axis=1))
+    sim = (x @ x.T) / np.outer(nu, nu)
+    np.fill_diagonal(sim, 0.0)
+    s_k = np.zeros_like(sim)
+    for u in range(sim.shape[0]):
+        nb = sorted(range(sim.shape[0]), key=lambda v: (-sim[u, v], v))[:k]
+        s_k[u, nb] = sim[u, nb]
+    assert (expected_top(s_k @ x) == zoo.top_items[m]).mean() > 0.99
+    # RP3β: W_ij = Σ_v x_vi x_vj / (|i| |v|) / pop_j^β (zero diagonal), scores X W
+    for m in [i for i, f in enumerate(zoo.families) if f == "rp3beta"]:
+        beta = zoo.params[m]
+        pop, act = x.sum(axis=0), x.sum(axis=1)
+        w = np.zeros((x.shape[1], x.shape[1]))
+        for v in range(x.shape[0]):
+            if act[v]:
+                w += np.outer(x[v] / np.maximum(pop, 1), x[v] / act[v])
+        w /= np.maximum(pop, 1) ** beta
+        np.fill_diagonal(w, 0.0)
+        assert (expected_top(x @ w) == zoo.top_items[m]).mean() > 0.99
+
+
+def test_equal_heldout_counts_make_dcg_and_ndcg_agree(small):
+    """KDD'24 App. A: the discrepancy "would not occur if we would sample the exact same number of held-out
+    items for every user" — then iDCG is the same constant for every user and nDCG = DCG / iDCG."""
+    split, zoo = small
+    rng = np.random.default_rng(0)
+    test = np.zeros_like(split.test)
+    for u in np.flatnonzero(split.test.sum(axis=1) >= 2):
+        test[u, rng.choice(np.flatnonzero(split.test[u]), 2, replace=False)] = True
+    equal = Split(split.world, split.train, test, split.train_frac, split.mcar_items, split.seed)
+    res = agreement_over_zoo(equal, zoo, k=20, n_boot=20)
+    np.testing.assert_allclose(res.ndcg, res.dcg / (1 + 1 / np.log2(3)), rtol=1e-12)
+    assert res.agreement.n_inverted == 0 and res.agreement.pearson_r == pytest.approx(1.0)
+    # with the real, unequal held-out counts nDCG does invert some pairs of the same models
+    assert agreement_over_zoo(split, zoo, k=20, n_boot=20).agreement.n_inverted > 0
 
 
 def test_zoo_agreement_matches_table_path(small):

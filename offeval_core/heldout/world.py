@@ -177,7 +177,7 @@ def split_world(world: World, *, train_frac: float = 0.5, n_mcar: int = 20, seed
     """Split the observed interactions into train / MNAR test (each to train w.p. ``train_frac``) and draw
     the MCAR sample of ``n_mcar`` non-train items per user.
 
-    >>> s = split_world(simulate_world(n_users=100, n_items=40, seed=2), seed=3)
+    >>> s = split_world(simulate_world(n_users=100, n_items=40, seed=2), n_mcar=5, seed=3)
     >>> bool((s.train & s.test).any()), bool(((s.train | s.test) == s.world.observed).all())
     (False, True)
     """

@@ -38,10 +38,13 @@ from scipy import sparse
 from offeval_core.heldout.world import Split, simulate_world, split_world
 
 GRIDS = ("default", "small")
-#: Scores are rounded to this many decimals before ranking, so values that are zero in exact arithmetic but
-#: carry float round-off (EASE via an eigendecomposition, float32 products) tie exactly and fall back to the
-#: item-index tie rule.
+#: Scores are rounded to this many decimals (and then stored as float32) before ranking, so values that are
+#: zero in exact arithmetic but carry float round-off (EASE via an eigendecomposition, float32 products) tie
+#: exactly and fall back to the item-index tie rule.
 SCORE_DECIMALS = 6
+#: Part of the on-disk cache key; bump it whenever the world, the grids or the models change, so that files
+#: saved by an earlier version are not reused.
+CACHE_VERSION = 2
 
 
 def _single_thread_blas():
@@ -119,15 +122,17 @@ def model_grid(n_items: int, *, grid: str = "default", n_users: int | None = Non
 
 
 def _top_n(scores: np.ndarray, train: np.ndarray, depth: int) -> np.ndarray:
-    """Top-``depth`` items per row: score descending, ties by item index; train items never chosen."""
-    s = np.where(train, -np.inf, np.round(scores, SCORE_DECIMALS))
+    """Top-``depth`` items per row: score (rounded, then float32) descending, ties by item index; train items
+    never chosen."""
+    s = np.round(scores, SCORE_DECIMALS).astype(np.float32)
+    s[train] = -np.inf
     n_items = s.shape[1]
     if depth >= n_items:
         return np.argsort(-s, axis=1, kind="stable")
-    part = np.argpartition(-s, depth - 1, axis=1)[:, :depth]
+    part = np.argpartition(s, n_items - depth, axis=1)[:, n_items - depth:]
     vals = np.take_along_axis(s, part, axis=1)
     kth = vals.min(axis=1)
-    ambiguous = (s >= kth[:, None]).sum(axis=1) > depth  # ties straddle the cut-off: sort those rows fully
+    ambiguous = np.count_nonzero(s >= kth[:, None], axis=1) > depth  # ties straddle the cut-off: sort fully
     order = np.lexsort((part, -vals), axis=1)
     top = np.take_along_axis(part, order, axis=1)
     if ambiguous.any():
@@ -220,7 +225,7 @@ def _cached(world_kw: tuple, split_kw: tuple, grid: str, depth: int, cache_dir: 
     split = split_world(world, **dict(split_kw))
     path = None
     if cache_dir is not None:
-        key = hashlib.sha256(json.dumps([world_kw, split_kw, grid, depth], sort_keys=True).encode()).hexdigest()[:16]
+        key = hashlib.sha256(json.dumps([CACHE_VERSION, world_kw, split_kw, grid, depth], sort_keys=True).encode()).hexdigest()[:16]
         path = Path(cache_dir) / f"zoo-{key}.npz"
         if path.exists():
             d = np.load(path, allow_pickle=False)
