@@ -27,9 +27,8 @@ def generate(n_impressions: int, *, seed: int, reward_rate: float = 0.03, first_
     """About ``n_impressions`` rows (whole sessions) of logs as an Arrow table."""
     rng = np.random.default_rng(seed)
     n_sessions = max(1, n_impressions // MEAN_LENGTH)
-    # lengths: 1 + geometric, capped at MAX_RANK, rescaled so the total is close to n_impressions
-    lengths = np.minimum(1 + rng.geometric(1.0 / MEAN_LENGTH, n_sessions) - 1, MAX_RANK)
-    lengths = np.maximum(lengths, 1).astype(np.int64)
+    # lengths: geometric (mean MEAN_LENGTH), capped at MAX_RANK
+    lengths = np.minimum(rng.geometric(1.0 / MEAN_LENGTH, n_sessions), MAX_RANK).astype(np.int64)
     n = int(lengths.sum())
     starts = np.cumsum(lengths) - lengths
     session = np.repeat(np.arange(n_sessions, dtype=np.int64), lengths)
@@ -84,8 +83,6 @@ def write_partitioned(out: str | Path, n_impressions: int, *, seed: int, block: 
         while done < per_day:
             t = generate(min(block, per_day - done), seed=seed * 1_000_003 + d * 10_007 + b,
                          reward_rate=reward_rate, first_session=sessions, day=d)
-            t = t.cast(t.schema.set(t.schema.get_field_index("experiment_id"), pa.field("experiment_id", pa.string()))
-                       ) if False else t
             if writer is None:
                 writer = pq.ParquetWriter(path, t.schema, compression="zstd")
             writer.write_table(t, row_group_size=1_000_000)

@@ -23,16 +23,16 @@ st.set_page_config(page_title="offeval — offline evaluation of ranking policie
                    initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "auto")
 
 PAGES = [
-    st.Page(HERE / "pages" / "data.py", title="Data", icon=":material/database:", url_path="data", default=True),
-    st.Page(HERE / "pages" / "sensitivity.py", title="Sensitivity", icon=":material/tune:", url_path="sensitivity"),
-    st.Page(HERE / "pages" / "correlation.py", title="Correlation", icon=":material/timeline:",
+    st.Page(HERE / "views" / "data.py", title="Data", icon=":material/database:", url_path="data", default=True),
+    st.Page(HERE / "views" / "sensitivity.py", title="Sensitivity", icon=":material/tune:", url_path="sensitivity"),
+    st.Page(HERE / "views" / "correlation.py", title="Correlation", icon=":material/timeline:",
             url_path="correlation"),
-    st.Page(HERE / "pages" / "dcg_vs_ndcg.py", title="DCG vs nDCG", icon=":material/compare_arrows:",
+    st.Page(HERE / "views" / "dcg_vs_ndcg.py", title="DCG vs nDCG", icon=":material/compare_arrows:",
             url_path="dcg-vs-ndcg"),
-    st.Page(HERE / "pages" / "decisions.py", title="Decisions", icon=":material/check_box:", url_path="decisions"),
-    st.Page(HERE / "pages" / "clip_tuning.py", title="Clip tuning", icon=":material/content_cut:",
+    st.Page(HERE / "views" / "decisions.py", title="Decisions", icon=":material/check_box:", url_path="decisions"),
+    st.Page(HERE / "views" / "clip_tuning.py", title="Clip tuning", icon=":material/content_cut:",
             url_path="clip-tuning"),
-    st.Page(HERE / "pages" / "method.py", title="Method", icon=":material/menu_book:", url_path="method"),
+    st.Page(HERE / "views" / "method.py", title="Method", icon=":material/menu_book:", url_path="method"),
 ]
 
 page = st.navigation(PAGES)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+import offeval_core.importance  # noqa: F401 - registers the importance-sampling family in ESTIMATORS
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 
@@ -313,7 +314,14 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
     at one clip value, read from the cached moments (``estimators.summarize_groups``)."""
     from offeval_core.estimators import summarize_groups
 
-    m = moments(key, reward, discount, exposure)
+    full = moments(key, reward, discount, exposure)
+    off = full.offline
+    keep = (off["clip"] == clip) & off["policy"].isin(["logging", policy or "logging"])
+    # the same moments restricted to one clip value and two policies: every lookup below is then cheap
+    grid = Grid(rewards=full.grid.rewards, policies=(policy,) if policy else (), discounts=full.grid.discounts,
+                exposures=full.grid.exposures, clips=(clip,), ndcg_rule=full.grid.ndcg_rule)
+    m = Moments(offline=off[keep], online=full.online, grid=grid, discount_labels=full.discount_labels,
+                source=full.source)
     rows = []
     for metric in metrics:
         for g in summarize_groups(m, reward=reward, policy=policy, metric=metric, discount=discount,
@@ -327,3 +335,20 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
                 rec |= {"online_effect": g.online.effect.value, "online_p": g.online.p_two_sided}
             rows.append(rec)
     return pd.DataFrame(rows)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    """The clip-tuning figure of :func:`clip_tuning_result` (cached: each call returns a fresh copy)."""
+    from offeval_core.analyses import clip_tuning_figure
+
+    return clip_tuning_figure(clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+    from offeval_core.analyses import sensitivity_figure
+
+    return sensitivity_figure(sensitivity_result(key, rewards, discount, exposure, policy, metrics, level,
+                                                 online_alpha, selection))

@@ -129,7 +129,7 @@ def with_progress(label: str, ready: bool, fn: Callable[[], object]):
 
 
 def mark_clip(fig: go.Figure, m: float, clips, *, subplots: bool = False) -> go.Figure:
-    """Draw the sidebar's clip value as a dotted vertical line on a clip-axis chart."""
+    """Draw the sidebar's clip value as a dotted vertical line on every clip axis of a chart (in place)."""
     from offeval_core.charts import clip_positions
 
     clips = list(clips)
@@ -137,11 +137,14 @@ def mark_clip(fig: go.Figure, m: float, clips, *, subplots: bool = False) -> go.
         return fig
     pos, _, _ = clip_positions(clips)
     x = float(pos[clips.index(m)])
-    fig = go.Figure(fig)
-    kw = {"row": "all", "col": "all"} if subplots else {}
-    fig.add_vline(x=x, line_dash="dot", line_color="#444", line_width=1.5, **kw)
-    fig.add_annotation(x=x, y=1.0, yref="paper", text=f"m = {clip_label(m)}", showarrow=False,
-                       yanchor="bottom", xanchor="left", font={"size": 12, "color": "#444"})
+    axes = sorted(k for k in fig.layout.to_plotly_json() if k.startswith("xaxis")) if subplots else ["xaxis"]
+    line = {"dash": "dot", "color": "#444", "width": 1.5}
+    for ax in axes or ["xaxis"]:
+        ref = "x" + ax[5:]
+        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref=ref, yref=f"y{ax[5:]} domain", line=line)
+    fig.add_annotation(x=x, y=1.0, xref="x", yref="y domain", text=f" m = {clip_label(m)}", showarrow=False,
+                       yanchor="top", xanchor="left", font={"size": 12, "color": "#444"},
+                       bgcolor="rgba(255,255,255,0.8)")
     return fig
 
 
@@ -165,7 +168,6 @@ def takeaway(text: str) -> None:
 
 def _style(fig: go.Figure, present: bool) -> go.Figure:
     if present:
-        fig = go.Figure(fig)
         fig.update_layout(font={"size": 18}, title_font={"size": 22})
     return fig
 
@@ -179,7 +181,8 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
         takeaway(take)
     fig = _style(fig, present)
     sel = {"on_select": "rerun", "selection_mode": "points"} if select else {}
-    event = st.plotly_chart(fig, key=f"chart_{key}", config={"displaylogo": False}, **sel)
+    event = st.plotly_chart(fig, key=f"chart_{key}", config={"displaylogo": False},
+                            theme=None if present else "streamlit", **sel)
     cols = st.columns([1, 1, 1, 4], gap="small")
 
     def static(fmt: str) -> Callable[[], bytes]:
@@ -215,17 +218,16 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
                          for x in shown["clip"]]
     kwargs = {"height": height} if height else {}
     st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
-    left, right = st.columns([1, 3])
 
     def csv() -> str:
         buf = io.StringIO()
         df.to_csv(buf, index=False)
         return buf.getvalue()
 
-    left.download_button("Download CSV", csv, file_name=f"{name}.csv", mime="text/csv", key=f"csv_{key}",
+    st.download_button("Download CSV", csv, file_name=f"{name}.csv", mime="text/csv", key=f"csv_{key}",
                          on_click="ignore", icon=":material/download:")
     if caption:
-        right.caption(caption)
+        st.caption(caption)
 
 
 def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:

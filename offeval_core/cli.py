@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["simulate", "validate", "estimate", "heldout", "report"]
+COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce"]
 
 
 def build_parser() -> argparse.ArgumentParser:

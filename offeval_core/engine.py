@@ -1,10 +1,10 @@
 """The log reduce: per-session DCG-family values for a grid of variants, aggregated into moments.
 
-Written once as backend-neutral Ibis expressions (DuckDB embedded by default; any Ibis backend with
-window functions and arrays, e.g. Spark, runs the same code). Only rewarded rows are read on the heavy
-path: DCG, iDCG and every IPS-type sum take contributions only from rows with a non-zero reward
-(DESIGN.md "Only rewarded rows matter"); sessions without a reward contribute zeros to the sums and are
-counted from the session table.
+Written once as backend-neutral Ibis expressions (DuckDB embedded by default, reading Parquet itself and
+spilling beyond its memory limit; Spark through Ibis's pyspark backend; any Ibis backend with window
+functions runs the same code). Only rewarded rows are read on the heavy path: DCG, iDCG and every
+IPS-type sum take contributions only from rows with a non-zero reward (DESIGN.md "Only rewarded rows
+matter"); sessions without a reward contribute zeros to the sums and are counted from the session table.
 
 Per session τ, variant (D, D0, m) and policy R (KDD'24 Eq. 9 with Sec. 6.2 clipping):
 
@@ -13,8 +13,12 @@ Per session τ, variant (D, D0, m) and policy R (KDD'24 Eq. 9 with Sec. 6.2 clip
     iDCG_τ = Σ_j ℓ_(j) · D(j)                          labels of τ sorted descending
     nDCG_τ = DCG_τ / iDCG_τ   (0 when iDCG_τ = 0, or the session is dropped)
 
-Sorting the labels once per (variant, session) serves every policy; it is done per clip value because
-c · min(m, w) need not preserve the order of c · w when rewards are not binary.
+Plan of the queries, per reward and (D, D0) pair: the per-row lookups 1 / D0(r_i) and D(R(i)) are joins
+with a small rank table, done once per rewarded row; the per-session sums are wide over the clip grid
+(one column per m) in one group-by per session; the moments come from crossing that table with the clip
+index and one low-cardinality group-by per (clip, group). Sorting the labels once per session serves
+every clip value and policy when the reward is binary (c · min(m, w) then sorts like w); for graded
+rewards c · min(m, w) need not preserve the order of c · w, so the labels are ranked per clip value.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import ibis
 import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from offeval_core.discounts import DiscountModel, parse_discount
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
@@ -103,6 +108,28 @@ def connect(*, memory_limit: str | None = None, threads: int | None = None, temp
     return ibis.duckdb.connect(**config)
 
 
+def connect_spark(master: str = "local[2]", *, app_name: str = "offeval", shuffle_partitions: int | None = None,
+                  config: dict | None = None):
+    """An Ibis backend on a Spark session (``local[2]`` for one machine, ``spark://host:7077`` or ``yarn``
+    for a cluster). Local mode binds to 127.0.0.1, has the UI off and works in UTC with Arrow on."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    if master.startswith("local"):
+        builder = (builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.sql.shuffle.partitions", str(shuffle_partitions or 2)))
+    elif shuffle_partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    for k, v in (config or {}).items():
+        builder = builder.config(k, v)
+    return ibis.pyspark.connect(builder.getOrCreate())
+
+
 @dataclass(frozen=True, eq=False)
 class Source:
     """Ibis tables a reduce reads: ``rows`` (one per impression) and ``sessions`` (one per session).
@@ -127,6 +154,7 @@ class Source:
     logs: Logs | None = field(default=None, repr=False)
     lengths: pd.DataFrame | None = field(default=None, repr=False)
     counts: pd.DataFrame | None = field(default=None, repr=False)
+    n_rows: int | None = None
 
 
 def source_from_logs(logs: Logs, backend=None) -> Source:
@@ -142,7 +170,7 @@ def source_from_logs(logs: Logs, backend=None) -> Source:
     groups, counts = prep["groups"], prep["counts"]
     return Source(rows=rows, sessions=sessions, backend=backend, max_rank=prep["max_rank"], name=logs.source,
                   keys=("g",), groups=groups, rewards=logs.rewards, policies=logs.policies, logs=logs,
-                  counts=counts)
+                  counts=counts, n_rows=logs.n_rows)
 
 
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -248,7 +276,7 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
               if policies else rows["rank"].max()}
     for i, r in enumerate(rewards):
         checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
-    stats = backend.to_pyarrow(rows.aggregate(**checks)).to_pandas().iloc[0]
+    stats = _fetch_table(backend, rows.aggregate(**checks)).iloc[0]
     if int(stats["n_rows"]) == 0:
         raise ValueError(f"{name}: no data rows: the logs are empty")
     problems = []
@@ -260,20 +288,34 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     if problems:
         raise ValueError(f"{name}: " + "; ".join(problems))
     gk = list(GROUP_KEYS)
-    sessions = rows.group_by(["session", *gk]).aggregate(length=rows["rank"].max())
-    hist = backend.to_pyarrow(sessions.group_by(["length", *gk]).aggregate(n=sessions.count())).to_pandas()
-    counts = hist.groupby(gk, sort=True, dropna=False)["n"].sum().reset_index()
-    n_sessions = int(counts["n"].sum())
-    n_ids = int(backend.to_pyarrow(sessions.aggregate(k=sessions.session.nunique())).to_pandas()["k"].iloc[0])
-    if n_ids != n_sessions:
+    # one pass over the rows: per session its length and its group (min = max when the logs are valid)
+    per = rows.group_by("session").aggregate(length=rows["rank"].max(),
+                                             **{k: rows[k].min() for k in gk}, **{f"{k}__hi": rows[k].max() for k in gk})
+    mixed = functools.reduce(lambda a, b: a | b, [per[k] != per[f"{k}__hi"] for k in gk])
+    sessions = per.select("session", "length", *gk)
+    hist_arrow = backend.to_pyarrow(per.group_by(["length", *gk]).aggregate(n=per.count(),
+                                                                            mixed=mixed.cast("int64").sum()))
+    hist = hist_arrow.to_pandas()
+    if int(hist["mixed"].sum()):
         raise ValueError(f"{name}: columns experiment_id, day, arm and segment must be the same on every row of a "
-                         f"session; {n_sessions - n_ids} session(s) have more than one value")
+                         f"session; {int(hist['mixed'].sum())} session(s) have more than one value")
+    # groups get a dense integer code g, joined onto the rewarded rows (small integer keys downstream)
+    group_arrow = hist_arrow.group_by(gk).aggregate([("n", "sum")]).rename_columns([*gk, "n"])
+    group_arrow = group_arrow.sort_by([(k, "ascending") for k in gk])
+    group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
+    groups_all = group_arrow.to_pandas()
+    counts = groups_all[["g", "n"]]
+    groups = groups_all[["g", *gk]]
     lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
                .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
     anypos = functools.reduce(lambda a, b: a | b, [rows[r] > 0 for r in rewards])
-    positives = rows.filter(anypos).cache()
+    code = ibis.memtable(group_arrow.select([*gk, "g"]))
+    backend.execute(code.count())  # registers the small table: some backends cache() without doing so
+    pos = rows.filter(anypos).join(code, gk)
+    positives = pos.select("session", "g", *[c for c in rows.columns if c not in ("session", *gk)]).cache()
     return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]), name=name,
-                  keys=tuple(gk), rewards=rewards, policies=policies, lengths=lengths, counts=counts)
+                  keys=("g",), groups=groups, rewards=rewards, policies=policies, lengths=lengths, counts=counts,
+                  n_rows=int(stats["n_rows"]))
 
 
 def _parquet_glob(path) -> str | list[str]:
@@ -489,7 +531,11 @@ def _group_moments(source: Source, *, reward: str, policies: Sequence[str], disc
 
 def _fetch(source: Source, expr: ir.Table) -> pd.DataFrame:
     """Run a query and return a pandas frame (through Arrow: cheaper than per-column conversion)."""
-    return source.backend.to_pyarrow(expr).to_pandas()
+    return _fetch_table(source.backend, expr)
+
+
+def _fetch_table(backend, expr: ir.Table) -> pd.DataFrame:
+    return backend.to_pyarrow(expr).to_pandas()
 
 
 def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:

@@ -7,7 +7,9 @@ the five assumptions of Sec. 4 hold exactly:
 
 - Asm. 1: sessions are independent draws;
 - Asm. 2 (position-based model): the session length L is drawn independently of the items from a survival
-  curve S(r) = P(L ≥ r) = P(V = 1 | R = r);
+  curve S(r) = P(L ≥ r) = P(V = 1 | R = r) (the same for all sessions of a day; with ``depth_drift``, as in
+  the ``demo`` preset, its scale changes from day to day, so a curve learnt over all days is exact only
+  on average);
 - Asm. 3: the reward of an item depends on the context and that item only;
 - Asm. 4 (examination hypothesis, Eq. 4): C = Q · V with P(Q = 1 | x, a) = q(x, a);
 - Asm. 5 (full support, Eq. 7): S(K) > 0, so every candidate has non-zero exposure under the logger.
@@ -44,6 +46,7 @@ __all__ = [
     "RankerSpec",
     "SimulatedWorld",
     "SimulationConfig",
+    "day_drift",
     "iter_blocks",
     "preset_config",
     "simulate",
@@ -110,7 +113,11 @@ class SimulationConfig:
 
     Traffic: ``sessions_per_arm_day`` sessions per (experiment, day, arm), scaled per day by a traffic
     factor with relative spread ``traffic_drift``. Drift: the registered share and the engagement level
-    (a logit shift of every reward rate) change from day to day. Viewing: ``survival`` is ``"learnt"``
+    (a logit shift of every reward rate) change from day to day; with ``depth_drift`` the scroll depth
+    does too (the survival scale is multiplied by exp(depth_drift·w_d)) and ``depth_engagement`` lowers
+    the engagement of deep days by depth_engagement·w_d (see :func:`day_drift`). Within a day the viewing
+    curve is the same for every session (Asm. 2 holds); a position-bias model pooled over days is then
+    slightly wrong on each day. Viewing: ``survival`` is ``"learnt"``
     (stretched exponential S(r) = exp(−((r−1)/scale)^shape), heavy-tailed) or ``"exponential"``
     (S(r) = p^(r−1), the rank-biased-precision user model), over K = ``n_candidates`` ranks.
     """
@@ -131,6 +138,8 @@ class SimulationConfig:
     registered_share: float = 0.3
     share_drift: float = 0.12
     engagement_drift: float = 0.25
+    depth_drift: float = 0.0
+    depth_engagement: float = 0.0
     # reward model: logit base rates per segment, latent weights
     like_base_registered: float = -3.4
     like_base_guest: float = -6.0
@@ -189,6 +198,8 @@ class SimulationConfig:
         if self.survival_scale <= 0 or self.survival_shape <= 0:
             raise ValueError(f"survival_scale and survival_shape must be > 0, got "
                              f"{self.survival_scale!r}, {self.survival_shape!r}")
+        if not self.depth_drift >= 0:
+            raise ValueError(f"depth_drift must be ≥ 0, got {self.depth_drift!r}")
         if not 0 <= self.registered_share <= 1:
             raise ValueError(f"registered_share must be in [0, 1], got {self.registered_share!r}")
         if not 0 <= self.cascade_strength <= 1:
@@ -214,11 +225,16 @@ class SimulationConfig:
         return [self.start_day + _dt.timedelta(days=d) for d in range(self.n_days)]
 
 
+# The demo world's day-to-day drift is dominated by how deep users scroll (KDD'24 Sec. 6.1: reward comes
+# from fewer, longer, deeper sessions on some days, and users are a little pickier per item on those days);
+# the segment mix and the engagement level drift less. ``small`` keeps the plain world (no depth drift).
+DEMO_DRIFT: dict = {"depth_drift": 0.5, "depth_engagement": 0.25, "engagement_drift": 0.1, "share_drift": 0.06,
+                    "survival_scale": 3.0}
 PRESETS: dict[str, dict] = {
-    "demo": {},
+    "demo": dict(DEMO_DRIFT),
     "small": {"n_experiments": 3, "effects": ("positive", "neutral", "negative"), "n_days": 3,
               "sessions_per_arm_day": 200, "n_candidates": 30, "n_items": 997, "n_users": 2000},
-    "large": {"sessions_per_arm_day": 20_000},
+    "large": {**DEMO_DRIFT, "sessions_per_arm_day": 20_000},
 }
 
 
@@ -233,7 +249,7 @@ def preset_config(name: str, **overrides) -> SimulationConfig:
     return SimulationConfig(**{**PRESETS[name], **overrides})
 
 
-def survival_curve(config: SimulationConfig, *, segment: str = "guest") -> np.ndarray:
+def survival_curve(config: SimulationConfig, *, segment: str = "guest", depth: float = 1.0) -> np.ndarray:
     """The true viewing curve S(r) = P(L ≥ r) = P(V = 1 | R = r) for r = 1..K (Asm. 2, Eq. 4).
 
     With ``contextual_position_bias`` registered users scroll deeper (scale or mean length multiplied by
@@ -247,6 +263,7 @@ def survival_curve(config: SimulationConfig, *, segment: str = "guest") -> np.nd
     r = np.arange(1, k + 1, dtype=np.float64)
     factor = config.registered_depth_factor if (config.contextual_position_bias
                                                 and segment == "registered") else 1.0
+    factor *= depth
     if config.survival == "learnt":
         s = np.exp(-(((r - 1.0) / (config.survival_scale * factor)) ** config.survival_shape))
     else:
@@ -282,6 +299,7 @@ class _World:
     share: np.ndarray  # registered share per day
     engagement: np.ndarray  # logit shift per day
     traffic: np.ndarray  # traffic factor per day
+    depth: np.ndarray  # scroll-depth factor per day (multiplies the survival scale)
 
 
 def _standardised(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -306,8 +324,29 @@ def _build_world(config: SimulationConfig, seed: int) -> _World:
     share = np.clip(config.registered_share + config.share_drift * _standardised(rng, config.n_days), 0.02, 0.98)
     engagement = config.engagement_drift * _standardised(rng, config.n_days)
     traffic = np.clip(1.0 + config.traffic_drift * _standardised(rng, config.n_days), 0.3, 3.0)
+    # drawn last so that worlds without depth drift are unchanged
+    depth_z = _standardised(rng, config.n_days) if config.depth_drift or config.depth_engagement \
+        else np.zeros(config.n_days)
+    depth = np.exp(config.depth_drift * depth_z)
+    engagement = engagement - config.depth_engagement * depth_z
     return _World(quality, embed, -log_dur, duration, topic, fresh, user_embed, user_registered, share, engagement,
-                  traffic)
+                  traffic, depth)
+
+
+def day_drift(config: SimulationConfig, *, seed: int) -> pd.DataFrame:
+    """The per-day drift of the world simulated with ``seed``: one row per day with ``registered_share``,
+    ``engagement`` (logit shift of every reward rate), ``traffic`` (factor on the sessions per arm) and
+    ``depth`` (factor on the survival scale: S_d(r) = exp(−((r−1)/(scale·depth_d))^shape)).
+
+    With ``depth_drift`` = δ and ``depth_engagement`` = κ, depth_d = exp(δ·w_d) and engagement_d gets
+    −κ·w_d for a standardised day effect w_d: deeper-scrolling days are a little less engaged per item.
+
+    >>> day_drift(preset_config("small"), seed=0)["depth"].tolist()   # no depth drift in 'small'
+    [1.0, 1.0, 1.0]
+    """
+    w = _build_world(config, _check_seed(seed))
+    return pd.DataFrame({"day": config.days, "registered_share": w.share, "engagement": w.engagement,
+                         "traffic": w.traffic, "depth": w.depth})
 
 
 def _sessions_per_group(config: SimulationConfig, world: _World) -> np.ndarray:
@@ -393,8 +432,8 @@ def _block(config: SimulationConfig, world: _World, seed: int, day: int, experim
         ranks.append(rk)
 
     # viewing curves per session (segment-dependent only with the contextual switch)
-    s_guest = survival_curve(config, segment="guest")
-    s_reg = survival_curve(config, segment="registered")
+    s_guest = survival_curve(config, segment="guest", depth=float(world.depth[day]))
+    s_reg = survival_curve(config, segment="registered", depth=float(world.depth[day]))
     s_rows = np.where(registered[:, None], s_reg[None, :], s_guest[None, :])
     h_rows = np.where(registered[:, None], _hazard(s_reg)[None, :], _hazard(s_guest)[None, :])
 

@@ -16,6 +16,7 @@ import offeval_core.simulate as sim
 from offeval_core.cli import main
 from offeval_core.simulate import (
     SimulationConfig,
+    day_drift,
     preset_config,
     read_logs,
     simulate,
@@ -241,6 +242,49 @@ def test_contextual_position_bias_makes_registered_scroll_deeper():
     assert means["registered"] > 1.5 * means["guest"]
 
 
+@pytest.fixture(scope="module")
+def deep():
+    """Two days with very different scroll depth (depth drift), otherwise the Monte-Carlo world."""
+    return _mc_world(9, n_days=2, depth_drift=0.6, depth_engagement=0.3, survival_scale=3.0)
+
+
+def test_depth_drift_scales_each_days_survival_curve(deep):
+    drift = day_drift(deep.config, seed=9)
+    # two standardised days: w = ±1, so depth = exp(±0.6) and engagement moves by ∓0.3 (plus its own drift)
+    assert sorted(np.round(drift["depth"], 6)) == pytest.approx([math.exp(-0.6), math.exp(0.6)])
+    sums = _session_sums(deep.logs, "like")
+    for day, factor in zip(drift["day"], drift["depth"], strict=True):
+        lengths = sums.loc[sums["day"] == day, "length"].to_numpy()
+        s = survival_curve(deep.config, depth=float(factor))
+        for r in (2, 4, 8):
+            se = math.sqrt(s[r - 1] * (1 - s[r - 1]) / len(lengths))
+            assert abs((lengths >= r).mean() - s[r - 1]) < 4 * se + 1e-9, (day, r)
+    deep_day = drift.loc[drift["depth"].idxmax(), "day"]
+    means = sums.groupby("day")["length"].mean()
+    assert means[deep_day] > 1.5 * means.drop(index=deep_day).iloc[0]
+    # engagement_d = 0.25·z_d − 0.3·w_d with z, w = ±1: adding back 0.3·w_d leaves the plain drift ±0.25
+    w = np.log(drift["depth"].to_numpy()) / 0.6
+    assert sorted(drift["engagement"].to_numpy() + 0.3 * w) == pytest.approx([-0.25, 0.25])
+
+
+@pytest.mark.parametrize("reward", ["like", "watch_complete"])
+def test_ground_truth_is_exact_per_day_under_depth_drift(deep, reward):
+    sums = _session_sums(deep.logs, reward)
+    truth = _gt(deep, arm="treatment", policy="treatment", reward=reward)
+    for (_exp, day), row in truth.iterrows():
+        x = sums[(sums["arm"] == "treatment") & (sums["day"] == day)]["value"]
+        se = x.std(ddof=1) / math.sqrt(len(x))
+        assert abs(x.mean() - row["true_value"]) < 4 * se, (day, x.mean(), row["true_value"])
+
+
+def test_demo_preset_drifts_in_depth_and_small_does_not():
+    demo = day_drift(preset_config("demo"), seed=0)
+    assert demo["depth"].max() / demo["depth"].min() > 2
+    # deep days are less engaged per item (depth_engagement > 0): a negative rank correlation over days
+    assert np.corrcoef(np.log(demo["depth"]), demo["engagement"])[0, 1] < -0.5
+    assert (day_drift(preset_config("small"), seed=0)["depth"] == 1.0).all()
+
+
 # ---------------------------------------------------------------------------------------------------------
 # writer, CLI, validation
 # ---------------------------------------------------------------------------------------------------------
@@ -278,6 +322,7 @@ def test_cli_rejects_bad_impressions(tmp_path, capsys):
     ({"support_depth": 0}, "support_depth must be None or an integer in [1, n_candidates], got 0"),
     ({"n_candidates": 1}, "n_candidates must be an integer ≥ 2, got 1"),
     ({"effects": ("positive", "neutral", "bogus")}, "effects entries must be one of"),
+    ({"depth_drift": -0.1}, "depth_drift must be ≥ 0, got -0.1"),
 ])
 def test_config_validation_messages(kwargs, message):
     with pytest.raises(ValueError, match=None) as info:
@@ -302,7 +347,7 @@ def test_doctests():
 # ---------------------------------------------------------------------------------------------------------
 def test_demo_data_is_bundled_and_within_budget():
     logs_path, gt_path = DATA / "logs.parquet", DATA / "ground_truth.parquet"
-    assert logs_path.stat().st_size < 15e6
+    assert logs_path.stat().st_size < 30e6
     logs = pd.read_parquet(logs_path, columns=["session_id", "day", "experiment_id", "arm", "like",
                                                "watch_complete"])
     assert logs["experiment_id"].nunique() >= 6 and logs["day"].nunique() >= 7

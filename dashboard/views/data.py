@@ -66,15 +66,19 @@ def _on_mapping(columns: list[str]) -> None:
     ss["w_dataset"] = "upload"
 
 
-demo_tab, upload_tab, sim_tab = st.tabs(["Bundled demo", "Upload a file", "Simulate a world"])
-with demo_tab:
+SOURCES = {"demo": "Bundled demo", "upload": "Upload a file", "sim": "Simulate a world"}
+if ss.get("w_source") not in SOURCES or ss.get("_source_for") != ss.get("w_dataset"):
+    ss["w_source"] = ss.get("w_dataset", "demo") if ss.get("w_dataset") in SOURCES else "demo"
+ss["_source_for"] = ss.get("w_dataset")
+source = st.segmented_control("Source", list(SOURCES), key="w_source", format_func=SOURCES.get, required=True)
+if source == "demo":
     st.markdown("Six simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
                 "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
                 "plus the exact ground truth. Written by `make data`.")
     st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",), type="primary",
               disabled=ss.get("w_dataset") == "demo")
 
-with upload_tab:
+if source == "upload":
     st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet", key="w_upload",
                      type=["csv", "tsv", "txt", "gz", "parquet", "pq"], on_change=_on_upload,
                      help="Read in place from the upload; written only to a private temporary directory "
@@ -113,7 +117,7 @@ with upload_tab:
                 st.caption("First rows of the file:")
                 st.dataframe(raw.head(5), hide_index=True, key="table_raw_head")
 
-with sim_tab:
+if source == "sim":
     with st.form("sim_form"):
         a, b, d = st.columns(3)
         a.selectbox("Preset", data.SIM_PRESETS, key="w_sim_preset",

@@ -8,7 +8,6 @@ import math
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import clip_tuning_figure
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
@@ -37,7 +36,7 @@ with ui.guarded("Clip tuning"):
     take = (f"At m = {ui.clip_label(m)} the DCG estimate of {c.policy} is {row['estimate']:.4g} ± "
             f"{row['ci_high'] - row['estimate']:.2g}, with a bias of at most {row['bias_bound']:.3g} and an "
             f"effective sample of {row['ess_share']:.0%} of the rows — {verdict}.")
-    fig = ui.mark_clip(clip_tuning_figure(res), m, res.table["clip"].tolist(), subplots=True)
+    fig = ui.mark_clip(data.clip_tuning_chart(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule), m, res.table["clip"].tolist(), subplots=True)
     ui.show_figure(fig, key="clip_tuning", name="clip_tuning", take=take)
 
     k = st.columns(5)

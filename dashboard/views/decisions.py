@@ -78,7 +78,7 @@ with ui.guarded("Decision boxes"):
     est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
         else labels[0]
     fig = decision_figure(res, estimator=est)
-    event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=False)
+    event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
     boxes = res.boxes[res.boxes["estimator"] == est]
     points = getattr(getattr(event, "selection", None), "points", None) or []
     if points:

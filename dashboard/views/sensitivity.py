@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import sensitivity_figure
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
@@ -21,7 +20,7 @@ if not ui.needs(c, policy=True, arms=True):
 
 metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
 with ui.controls():
-    a, b, d, e = st.columns([3, 2, 2, 1])
+    a, b, d, e = st.columns([3, 2, 2, 1.4])
     if not set(ss.get("w_sens_metrics", [])) <= set(metric_names):
         ss.pop("w_sens_metrics")
     metrics = a.multiselect("Metrics", metric_names, default=[m for m in ("dcg", "ndcg") if m in metric_names],
@@ -58,7 +57,9 @@ with ui.guarded("Sensitivity"):
         st.warning(res.takeaway + " Choose **all** settings or a larger p threshold in the page controls.",
                    icon=":material/warning:")
         st.stop()
-    fig = ui.mark_clip(sensitivity_figure(res), s.clip, res.table["clip"].unique().tolist(), subplots=True)
+    chart = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
+                                   selection)
+    fig = ui.mark_clip(chart, s.clip, res.table["clip"].unique().tolist(), subplots=True)
     ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
 
     st.markdown(f"**At the sidebar's clip value m = {ui.clip_label(s.clip)}** ({n_settings} settings, "

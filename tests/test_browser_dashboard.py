@@ -1,0 +1,187 @@
+"""End-to-end: a real ``streamlit run`` server and Debian's headless Chromium driven by Playwright.
+
+Runs on the bundled demo (data/logs.parquet; simulated in memory if absent), so the first page that needs
+a reduce takes a while; afterwards a widget change re-renders from cached moments. The widget-change →
+updated-chart time is printed (and recorded in docs/dashboard.md), not asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+playwright = pytest.importorskip("playwright.sync_api")
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGES = {"data": "", "sensitivity": "sensitivity", "correlation": "correlation", "dcg_vs_ndcg": "dcg-vs-ndcg",
+         "decisions": "decisions", "clip_tuning": "clip-tuning", "method": "method"}
+LOAD = 420_000  # ms: the first reduce of the demo on a busy 2-core machine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
+    port = _free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    env = {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}  # always the bundled demo
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the streamlit server did not become healthy within 60 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def tab(chromium):
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 1400})
+    pg = ctx.new_page()
+    yield pg
+    ctx.close()
+
+
+def settle(pg, *, timeout: float = LOAD) -> None:
+    """Wait until the script run finished and every plotly chart on the page is drawn."""
+    pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    charts = pg.get_by_test_id("stPlotlyChart")
+    for i in range(charts.count()):
+        charts.nth(i).locator(".main-svg").first.wait_for(timeout=30_000)
+
+
+def open_page(pg, url: str, *, timeout: float = LOAD, chart: bool = False) -> None:
+    pg.goto(url)
+    pg.get_by_test_id("stSidebar").wait_for()
+    pg.get_by_role("heading", level=1).first.wait_for(timeout=timeout)
+    if chart:
+        pg.get_by_test_id("stPlotlyChart").first.wait_for(timeout=timeout)
+    settle(pg, timeout=timeout)
+
+
+def no_exception(pg) -> None:
+    assert pg.get_by_test_id("stException").count() == 0, pg.get_by_test_id("stException").all_inner_texts()
+
+
+def test_every_page_renders(server, tab, tmp_path):
+    for name, path in PAGES.items():
+        open_page(tab, f"{server}/{path}", chart=name != "method")
+        no_exception(tab)
+        if name != "method":
+            assert tab.get_by_test_id("stPlotlyChart").count() >= 1, name
+        errors = tab.get_by_test_id("stAlertContentError").all_inner_texts()
+        assert not errors, (name, errors)
+        tab.screenshot(path=str(tmp_path / f"{name}.png"))
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    print(f"\nscreenshots in {tmp_path}")
+
+
+def _takeaway(pg) -> str:
+    return pg.locator(".offeval-takeaway").first.inner_text()
+
+
+def test_clip_slider_changes_chart_and_numbers(server, tab):
+    open_page(tab, f"{server}/clip-tuning", chart=True)
+    estimate = tab.get_by_test_id("stMetric").filter(has_text="Estimate at m")
+    sidebar = tab.get_by_test_id("stSidebar")
+    thumb = sidebar.get_by_role("slider").first
+    timings, values = [], [estimate.inner_text()]
+    labels = ["4096", "2048", "1024", "512", "256", "128"]
+    for label in labels:
+        before_text = _takeaway(tab)
+        thumb.focus()
+        t0 = time.perf_counter()
+        tab.keyboard.press("ArrowLeft")
+        # the chart's clip marker is redrawn at the new m, and the takeaway and metrics follow
+        tab.get_by_test_id("stPlotlyChart").first.locator(".annotation-text", has_text=f"m = {label}").first \
+            .wait_for(timeout=30_000)
+        timings.append(time.perf_counter() - t0)
+        settle(tab)
+        assert _takeaway(tab) != before_text
+        assert f"At m = {label}" in _takeaway(tab)
+        values.append(estimate.inner_text())
+    no_exception(tab)
+    assert len(set(values)) > 1, values  # the estimate moves with the clip value
+    assert "clip=128" in tab.url
+    med = statistics.median(timings)
+    print(f"\nwidget change → updated chart on the demo data (clip slider, Clip tuning page): median "
+          f"{med:.2f} s, min {min(timings):.2f} s, max {max(timings):.2f} s over {len(timings)} changes")
+
+
+def test_malformed_csv_shows_the_specific_error(server, tab, tmp_path):
+    bad = tmp_path / "bad_logs.csv"
+    pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 0, 1], "click": [0, 1, "x"]}).to_csv(bad, index=False)
+    open_page(tab, f"{server}/")
+    tab.get_by_role("radio", name="Upload a file").click()
+    settle(tab)
+    tab.locator('input[type="file"]').set_input_files(str(bad))
+    error = tab.get_by_test_id("stAlertContentError").filter(has_text="must hold positive integers")
+    error.first.wait_for(timeout=60_000)
+    text = error.first.inner_text()
+    assert "column 'rank' must hold positive integers" in text
+    assert "reward column 'click' must be numeric" in text
+    no_exception(tab)
+    tab.screenshot(path=str(tmp_path / "data_upload_error.png"))
+
+
+def test_shared_url_lands_on_the_same_view(server, chromium, tab):
+    view = f"{server}/sensitivity?reward=watch_complete&clip=64&level=0.95"
+    open_page(tab, view, chart=True)
+    sidebar = tab.get_by_test_id("stSidebar")
+    assert sidebar.get_by_role("combobox", name="Reward").input_value() == "watch_complete"
+    assert sidebar.get_by_test_id("stSliderThumbValue").first.inner_text() == "64"
+    assert "95%" in _takeaway(tab)
+    original = _takeaway(tab)
+    sidebar.get_by_text("Copy link to this view").click()
+    link = tab.get_by_test_id("stCode").first.inner_text().strip()
+    assert "/sensitivity?" in link and "clip=64" in link and "reward=watch_complete" in link
+    other = chromium.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+    try:
+        open_page(other, link, chart=True)
+        assert _takeaway(other) == original
+        assert other.get_by_test_id("stSidebar").get_by_test_id("stSliderThumbValue").first.inner_text() == "64"
+    finally:
+        other.context.close()
