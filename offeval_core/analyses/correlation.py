@@ -224,7 +224,8 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     table = pd.DataFrame(rows)
     table["significant"] = table["p_value"] < alpha
     best = table.groupby(["experiment_id", "reward", "policy"], sort=False)["r"].transform("max")
-    table["best"] = table["r"].notna() & np.isclose(table["r"], best)
+    # ties within 1e-9 (e.g. two variants that coincide on binary rewards) share the bold
+    table["best"] = table["r"].notna() & np.isclose(table["r"], best, rtol=0, atol=1e-9)
     pol_order = {p: i for i, p in enumerate(pols)}
     table = table.sort_values(["experiment_id", "reward", "policy"], key=lambda s: s.map(pol_order)
                               if s.name == "policy" else s, kind="stable").reset_index(drop=True)
