@@ -55,7 +55,10 @@ def clip_positions(clips) -> tuple[np.ndarray, list[float], list[str]]:
 
 def _clip_axis(fig, clips, *, row=None, col=None, title="clip value m (log₂ scale)"):
     _, ticks, text = clip_positions(clips)
-    fig.update_xaxes(tickvals=ticks, ticktext=text, title_text=title, row=row, col=col)
+    if len(ticks) > 8:  # label every other power of two (and ∞) so labels stay upright and legible
+        keep = [i for i, (v, t) in enumerate(zip(ticks, text, strict=True)) if t == "∞" or round(v) % 2 == 0]
+        ticks, text = [ticks[i] for i in keep], [text[i] for i in keep]
+    fig.update_xaxes(tickvals=ticks, ticktext=text, tickangle=0, title_text=title, row=row, col=col)
 
 
 # ---------------------------------------------------------------------------------------- sensitivity
@@ -85,7 +88,7 @@ def sensitivity_figure(result) -> go.Figure:
         best = result.best_clip.get(metric)
         if best is not None:
             b = part[part["clip"] == best]
-            bpos, _, _ = clip_positions(b["clip"])
+            bpos = pos[(part["clip"] == best).to_numpy()]  # positions on the full grid (∞ included)
             fig.add_trace(go.Scatter(x=bpos, y=b["tpr"], mode="markers", name=f"best m for {name}",
                                      legendgroup=metric, marker={"symbol": "star", "size": 16, "color": colour,
                                                                  "line": {"color": "black", "width": 1}},
@@ -272,13 +275,13 @@ def clip_tuning_figure(result) -> go.Figure:
         fig.add_trace(go.Scatter(x=pos, y=t[col], mode="lines+markers", name=name, line={"color": colour}),
                       row=1, col=2)
     rec = result.recommended_clip
-    rpos, _, _ = clip_positions([rec])
+    rpos = float(pos[list(t["clip"]).index(rec)])  # the recommended m is one of the grid's values
     for c in (1, 2):
         _clip_axis(fig, t["clip"], row=1, col=c)
-        fig.add_vline(x=float(rpos[0]), line={"color": "black", "dash": "dash", "width": 1}, row=1, col=c)
+        fig.add_vline(x=rpos, line={"color": "black", "dash": "dash", "width": 1}, row=1, col=c)
     rec_text = "∞" if math.isinf(rec) else f"{rec:g}"
-    fig.add_annotation(x=float(rpos[0]), y=1.0, yref="y2 domain", xref="x2", text=f"recommended m = {rec_text}",
-                       showarrow=False, xanchor="right", yanchor="bottom")
+    fig.add_annotation(x=rpos, y=0.98, yref="y2 domain", xref="x2", text=f" recommended m = {rec_text}",
+                       showarrow=False, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)")
     fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text="per-session reward units",
                      row=1, col=1)
     fig.update_yaxes(title_text="share", tickformat=".0%", range=[-0.02, 1.02], row=1, col=2)

@@ -37,6 +37,8 @@ def test_sensitivity_figure_data_matches_table(world):
         assert list(fig.layout.xaxis.ticktext)[-1] == "∞"
         star = next(tr for tr in fig.data if tr.name == f"best m for {name}")
         assert star.y[0] == pytest.approx(t.loc[t["clip"] == res.best_clip[metric], "tpr"].iloc[0])
+        # the star sits on its line, at the best m's position on the whole grid (∞ included)
+        assert star.x[0] == tpr.x[list(t["clip"]).index(res.best_clip[metric])]
     assert fig.layout.yaxis2.type == "log"
 
 
@@ -80,6 +82,10 @@ def test_clip_tuning_figure_and_pbm_curves(world):
     fig = charts.clip_tuning_figure(res)
     se = next(tr for tr in fig.data if tr.name == "standard error")
     assert np.allclose(se.y, res.table.sort_values("clip")["stderr"])
+    # the recommended-m line is drawn at that m's position on the grid, also when it is ∞
+    rec_x = [sh.x0 for sh in fig.layout.shapes]
+    pos, _, _ = charts.clip_positions(res.table.sort_values("clip")["clip"])
+    assert rec_x[0] == pos[list(res.table.sort_values("clip")["clip"]).index(res.recommended_clip)]
     curves = {"a": np.array([1.0, 0.5, 0.25]), "b": np.array([1.0, 0.6])}
     pf = charts.pbm_curve_figure(curves)
     assert [tr.name for tr in pf.data] == ["a", "b"] and list(pf.data[0].y) == [1.0, 0.5, 0.25]
