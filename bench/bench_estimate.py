@@ -48,7 +48,9 @@ def cpu_s() -> float:
 def run_engine(path: str, engine: str, memory_limit: str | None, out: str) -> dict:
     from offeval_core.engine import Grid, connect, connect_spark, reduce, source_from_files
 
-    backend = connect_spark("local[2]") if engine == "spark" else connect(memory_limit=memory_limit)
+    spill = str(Path(out).parent / "duckdb-spill")  # not the working directory's .tmp
+    backend = connect_spark("local[2]") if engine == "spark" else connect(memory_limit=memory_limit,
+                                                                          temp_directory=spill)
     if engine == "spark":  # start-up and JVM warm-up are not part of the estimate
         backend.execute(backend.read_parquet(path).limit(1))
     grid = Grid(rewards=("like",), policies=("treatment",), clips=CLIPS)

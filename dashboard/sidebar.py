@@ -122,7 +122,7 @@ def render(page_url_path: str = "") -> ui.Context:
             ss["_load_error"] = exc
             what, _ = ui.explain(exc)
             problem = f"{what}."
-    if problem:
+    if problem and "_load_error" not in ss:
         notes.append(problem)
 
     reward = policy = None
@@ -155,8 +155,11 @@ def render(page_url_path: str = "") -> ui.Context:
         if wkey not in ss:
             ss[wkey] = "pbm"
         box.selectbox(label, opts, key=wkey, accept_new_options=True, help=helptext)
+        if dataset is None:
+            ss[f"_bad_{wkey}"] = False
+            continue
         try:
-            parse_discount(ss[wkey], logs=dataset.logs if dataset else None)
+            parse_discount(ss[wkey], logs=dataset.logs)
         except (ValueError, FileNotFoundError) as exc:
             box.error(f"{label}: {exc}. Using 'pbm' instead.")
             notes.append(f"{label} {ss[wkey]!r} is not valid: {exc}")

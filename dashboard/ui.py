@@ -67,7 +67,8 @@ def ctx() -> Context:
 # ------------------------------------------------------------------------------------------ errors
 
 _FIXES = (
-    (r"no reward column|reward column .* must be numeric", "Make sure at least one reward column (e.g. click) holds numbers."),
+    (r"no reward column|reward column .* must be", "Reward columns (e.g. click) must hold finite numbers ≥ 0."),
+    (r"column 'rank' must hold", "Ranks are 1-based positions: 1 = top of the feed, no 0, no text."),
     (r"missing required column", "Map your column names to the schema with the column-mapping form below."),
     (r"duplicates", "Each (session_id, rank) pair must appear once: remove repeated rows or fix the ranks."),
     (r"must be 'control' or 'treatment'", "Rename the arm values to 'control' / 'treatment'."),
@@ -90,8 +91,12 @@ def explain(exc: BaseException) -> tuple[str, str]:
     else:
         what = str(exc).strip() or type(exc).__name__
         text = what
-    fix = next((f for pattern, f in _FIXES if re.search(pattern, text)), "")
-    return what, fix
+    if isinstance(exc, LogValidationError):
+        texts = exc.problems
+    else:
+        texts = [text]
+    fixes = [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
+    return what, " ".join(dict.fromkeys(fixes))
 
 
 def show_error(exc: BaseException, *, context: str = "") -> None:
@@ -121,10 +126,12 @@ def with_progress(label: str, ready: bool, fn: Callable[[], object]):
     if ready:
         return fn()
     slot = st.empty()
-    with slot.status(label, expanded=False) as status:
-        out = fn()
-        status.update(label=label.rstrip("…. ") + " — done", state="complete")
-    slot.empty()
+    try:
+        with slot.status(label, expanded=False) as status:
+            out = fn()
+            status.update(label=label.rstrip("…. ") + " — done", state="complete")
+    finally:
+        slot.empty()
     return out
 
 

@@ -362,6 +362,10 @@ def pbm_from_histogram(lengths: pd.DataFrame, *, floor: float) -> np.ndarray:
 
     ``lengths`` has one row per session length with ``n`` sessions (``n_control`` of them in the control
     arm); the control arm is used when it has sessions, as in ``learn_pbm``.
+
+    >>> h = pd.DataFrame({"length": [1, 2], "n": [3, 1], "n_control": [1, 1]})
+    >>> pbm_from_histogram(h, floor=0.01).tolist()  # both control sessions reach rank 1, one of two rank 2
+    [1.0, 0.5]
     """
     col = "n_control" if int(lengths["n_control"].sum()) > 0 else "n"
     length = lengths["length"].to_numpy(dtype=np.int64)

@@ -158,6 +158,7 @@ class SimulationConfig:
     survival_p: float = 0.84
     # rankers
     n_cand_policies: int = 10
+    fresh_penalty: float = 2.5
     # assumption-breaking switches (Jeunen et al. Sec. 4)
     cascade: bool = False
     cascade_strength: float = 0.6
@@ -229,7 +230,7 @@ class SimulationConfig:
 # from fewer, longer, deeper sessions on some days, and users are a little pickier per item on those days);
 # the segment mix and the engagement level drift less. ``small`` keeps the plain world (no depth drift).
 DEMO_DRIFT: dict = {"depth_drift": 0.5, "depth_engagement": 0.25, "engagement_drift": 0.1, "share_drift": 0.06,
-                    "survival_scale": 3.0}
+                    "survival_scale": 3.0, "fresh_penalty": 8.0}
 PRESETS: dict[str, dict] = {
     "demo": dict(DEMO_DRIFT),
     "small": {"n_experiments": 3, "effects": ("positive", "neutral", "negative"), "n_days": 3,
@@ -356,7 +357,13 @@ def _sessions_per_group(config: SimulationConfig, world: _World) -> np.ndarray:
 
 
 def _rankers(config: SimulationConfig, experiment: int) -> list[RankerSpec]:
-    return [PRODUCTION, TREATMENTS[config.effects[experiment]], *CANDIDATES[: config.n_cand_policies]]
+    """Production, this experiment's treatment, the candidates; production and the treatments that copy
+    its fresh-item penalty (all but ``positive``) use ``config.fresh_penalty``."""
+    treatment = TREATMENTS[config.effects[experiment]]
+    if treatment.w_fresh == PRODUCTION.w_fresh:
+        treatment = dataclasses.replace(treatment, w_fresh=config.fresh_penalty)
+    production = dataclasses.replace(PRODUCTION, w_fresh=config.fresh_penalty)
+    return [production, treatment, *CANDIDATES[: config.n_cand_policies]]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -232,6 +232,9 @@ def test_malformed_upload_shows_the_specific_error():
     text = " ".join(errors(at))
     assert "column 'rank' must hold positive integers" in text
     assert "'two'" in text
+    assert "How to fix:** Ranks are 1-based positions" in text
+    # the invalid file is the only complaint: no knock-on messages about the discount models
+    assert not [w.value for w in at.warning if "discount" in w.value.lower()]
 
 
 def test_column_mapping_form_fixes_other_names(logs):

@@ -41,7 +41,7 @@ with ui.guarded("Clip tuning"):
 
     k = st.columns(5)
     k[0].metric("Estimate at m", f"{row['estimate']:.4g}",
-                delta=f"{row['estimate'] - t.loc[math.inf, 'estimate']:+.3g} vs m = ∞" if math.inf in t.index else None,
+                delta=f"{row['estimate'] - t.loc[math.inf, 'estimate']:+.3g} vs m = ∞" if math.inf in t.index and m != math.inf else None,
                 delta_color="off")
     k[1].metric("Std. error", f"{row['stderr']:.3g}")
     k[2].metric("Bias bound", f"{row['bias_bound']:.3g}", help="r_max × clipped target exposure per session")

@@ -81,11 +81,13 @@ with ui.guarded("Decision boxes"):
     event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
     boxes = res.boxes[res.boxes["estimator"] == est]
     points = getattr(getattr(event, "selection", None), "points", None) or []
-    if points:
-        p = points[0]
-        dist = np.hypot(boxes["offline_effect"] - p.get("x", np.nan), boxes["online_effect"] - p.get("y", np.nan))
+    clicked = (points[0].get("x"), points[0].get("y")) if points else None
+    if clicked and clicked != ss.get("_dec_clicked"):
+        # a newly clicked box centre selects that A/B test (a stale selection does not override the picker)
+        dist = np.hypot(boxes["offline_effect"] - clicked[0], boxes["online_effect"] - clicked[1])
         if dist.notna().any():
             ss["w_experiment_pick"] = str(boxes.iloc[int(np.nanargmin(dist.to_numpy()))]["experiment_id"])
+    ss["_dec_clicked"] = clicked
 
     st.subheader("One A/B test")
     tests = [str(x) for x in dict.fromkeys(boxes["experiment_id"])]
