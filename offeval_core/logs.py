@@ -414,10 +414,11 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
             "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more
         )
 
-    frame = pd.DataFrame({"session": session_sorted, "session_id": np.asarray(sid)[order],
-                          "rank": ranks_sorted})
+    starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
+    uniques = np.asarray(uniques)
+    frame = pd.DataFrame({"session": session_sorted, "session_id": uniques[session_sorted], "rank": ranks_sorted})
     if "item_id" in df.columns:
-        frame["item_id"] = np.asarray(df["item_id"])[order]
+        frame["item_id"] = df["item_id"].take(order).to_numpy()
     for r in reward_cols:
         frame[r] = out[r][order]
     for c, vals in policy_ranks.items():
@@ -425,57 +426,70 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
     for c, vals in props.items():
         frame[c] = vals[order]
 
+    # session-level keys, worked on as integer codes (fast on tens of millions of rows)
     defaults = {"experiment_id": "all", "day": 1, "arm": "control", "segment": "all"}
+    keys: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for key, default in defaults.items():
         if key == "arm" and arm is not None:
-            values = arm[order]
+            codes_k, cats = pd.factorize(arm, sort=True)
         elif key in df.columns:
-            values = np.asarray(df[key])[order]
-            col_missing = pd.isna(values)
-            if col_missing.any():
-                idx = np.sort(order[np.flatnonzero(col_missing)])
-                problems.append(f"column '{key}' must not be empty; found empty values at {_rows(idx)}")
+            codes_k, cats = pd.factorize(df[key], sort=True)
+            col_missing = np.flatnonzero(codes_k < 0)
+            if len(col_missing):
+                problems.append(f"column '{key}' must not be empty; found empty values at {_rows(col_missing)}")
                 continue
         else:
-            values = np.full(n, default, dtype=object)
+            codes_k, cats = np.zeros(n, dtype=np.int64), np.array([default], dtype=object)
             notes.append(f"no '{key}' column: every row is treated as {key} = {default!r}")
-        frame[key] = values
-
-    if not problems:
-        # session-level attributes must be constant within a session
-        for key in ("experiment_id", "day", "arm", "segment"):
-            vals = pd.Series(frame[key].to_numpy())
-            first = vals.groupby(frame["session"].to_numpy()).transform("first")
-            differs = np.flatnonzero((vals != first).to_numpy())
-            if len(differs):
-                k = differs[0]
-                s = frame["session_id"].iat[k]
-                problems.append(
-                    f"column '{key}' must be the same on every row of a session; session {_show(s)} has "
-                    f"{_show(first.iat[k])} and {_show(vals.iat[k])} (data row {int(order[k]) + 1})"
-                )
+        codes_sorted = np.asarray(codes_k, dtype=np.int64)[order]
+        cats = np.asarray(cats, dtype=object)
+        lo = np.minimum.reduceat(codes_sorted, starts)
+        hi = np.maximum.reduceat(codes_sorted, starts)
+        mixed = np.flatnonzero(lo != hi)
+        if len(mixed):
+            first_row = starts[mixed[0]]
+            stop = starts[mixed[0] + 1] if mixed[0] + 1 < len(starts) else n
+            k = first_row + int(np.flatnonzero(codes_sorted[first_row:stop] != codes_sorted[first_row])[0])
+            problems.append(
+                f"column '{key}' must be the same on every row of a session; session "
+                f"{_show(frame['session_id'].iat[k])} has {_show(cats[codes_sorted[first_row]])} and "
+                f"{_show(cats[codes_sorted[k]])} (data row {int(order[k]) + 1})"
+            )
+            continue
+        keys[key] = (codes_sorted, cats)
     if problems:
         raise LogValidationError(label, problems)
 
-    for key in ("experiment_id", "arm", "segment"):
-        frame[key] = pd.Categorical(frame[key].astype(str))
-    frame["day"] = _normalise_day(frame["day"])
+    session_keys = {}
+    for key, (codes_sorted, cats) in keys.items():
+        if key == "day":
+            values = np.asarray(_normalise_day(pd.Series(cats)))
+            frame[key] = values[codes_sorted]
+            session_keys[key] = values[codes_sorted[starts]]
+        else:
+            labels = pd.Index([str(c) for c in cats])
+            if labels.has_duplicates:  # e.g. 1 and "1": fall back to the text values
+                column = pd.Categorical(labels.to_numpy()[codes_sorted])
+            else:
+                order_cats = np.argsort(labels.to_numpy())
+                rank_of = np.empty_like(order_cats)
+                rank_of[order_cats] = np.arange(len(order_cats))
+                column = pd.Categorical.from_codes(rank_of[codes_sorted], labels[order_cats])
+            frame[key] = column
+            session_keys[key] = column[starts]
 
-    starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
     counts = np.diff(np.r_[starts, len(session_sorted)])
     lengths = np.maximum.reduceat(ranks_sorted, starts)
     sessions = pd.DataFrame({
         "session": session_sorted[starts],
-        "session_id": np.asarray(uniques)[session_sorted[starts]],
-        "experiment_id": frame["experiment_id"].to_numpy()[starts],
-        "day": frame["day"].to_numpy()[starts],
-        "arm": frame["arm"].to_numpy()[starts],
-        "segment": frame["segment"].to_numpy()[starts],
+        "session_id": uniques[session_sorted[starts]],
+        "experiment_id": session_keys["experiment_id"],
+        "day": session_keys["day"],
+        "arm": session_keys["arm"],
+        "segment": session_keys["segment"],
         "length": lengths.astype(np.int32),
         "n_rows": counts.astype(np.int32),
     })
-    for key in ("experiment_id", "arm", "segment"):
-        sessions[key] = pd.Categorical(sessions[key].astype(str))
     gaps = int((sessions["length"] != sessions["n_rows"]).sum())
     if gaps:
         notes.append(
