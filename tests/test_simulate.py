@@ -311,6 +311,26 @@ def test_cli_impressions_sets_the_size(tmp_path, capsys):
     assert 2000 < n < 4500
 
 
+def test_cli_ncis_counterexample_preset_writes_gilotte_table_1(tmp_path, capsys):
+    """Gilotte et al. (WSDM'18) Table 1: the logging policy earns 1.9, the test policy 2.1; IS on the
+    control logs recovers 2.1 exactly (population frequencies), and the online treatment arm earns 2.1."""
+    from offeval_core.importance import estimate
+    from offeval_core.logs import read_logs as read_any
+
+    assert main(["simulate", "--out", str(tmp_path), "--preset", "ncis-counterexample",
+                 "--impressions", "2000"]) == 0
+    assert "Table 1" in capsys.readouterr().out
+    frame = pd.read_parquet(tmp_path / "logs.parquet")
+    assert {"logging_propensity", "target_propensity__test", "value"} <= set(frame.columns)
+    assert frame.groupby("arm").size().to_dict() == {"control": 2000, "treatment": 2000}
+    assert frame.groupby("arm")["value"].mean().round(9).to_dict() == {"control": 1.9, "treatment": 2.1}
+    r = estimate(read_any(frame), reward="value", policy="test", estimator="is")
+    assert math.isclose(r.logging.value, 1.9) and math.isclose(r.target.value, 2.1)
+    assert main(["simulate", "--out", str(tmp_path), "--preset", "ncis-counterexample",
+                 "--impressions", "1500"]) == 2
+    assert "n must be a multiple of 1000" in capsys.readouterr().err
+
+
 def test_cli_rejects_bad_impressions(tmp_path, capsys):
     assert main(["simulate", "--out", str(tmp_path), "--preset", "small", "--impressions", "0"]) == 2
     assert "--impressions must be a positive integer, got 0" in capsys.readouterr().err
@@ -323,11 +343,34 @@ def test_cli_rejects_bad_impressions(tmp_path, capsys):
     ({"n_candidates": 1}, "n_candidates must be an integer ≥ 2, got 1"),
     ({"effects": ("positive", "neutral", "bogus")}, "effects entries must be one of"),
     ({"depth_drift": -0.1}, "depth_drift must be ≥ 0, got -0.1"),
+    ({"fresh_penalty": math.inf}, "fresh_penalty must be a finite number, got inf"),
 ])
 def test_config_validation_messages(kwargs, message):
     with pytest.raises(ValueError, match=None) as info:
         preset_config("small", **kwargs)
     assert message in str(info.value)
+
+
+def test_fresh_penalty_buries_fresh_items_for_production_and_the_copies_of_it():
+    """Production scores fresh items ``fresh_penalty`` lower (RankerSpec); 30 exceeds any spread of the
+    other score terms, so in every session R0 ranks each fresh candidate below each other one, while the
+    ``positive`` treatment (w_fresh = 0) serves them high and ``neutral`` buries them too."""
+    cfg = preset_config("small", fresh_penalty=30.0, sessions_per_arm_day=30, survival="exponential",
+                        survival_p=0.999)                   # nearly every session views all 30 ranks
+    logs = simulate(cfg, seed=3).logs
+    logs = logs.assign(fresh=sim._build_world(cfg, 3).fresh[logs["item_id"].to_numpy()] > 0)
+
+    def buried(frame: pd.DataFrame, column: str) -> None:
+        by = frame.groupby(["session_id", "fresh"])[column]
+        lo, hi = by.min().unstack(), by.max().unstack()
+        both = lo[True].notna() & hi[False].notna()
+        assert both.sum() > 20                               # sessions that logged fresh and other items
+        assert (lo.loc[both, True] > hi.loc[both, False]).all()
+
+    buried(logs, "rank__production")
+    buried(logs[logs["experiment_id"] == "exp02"], "rank__treatment")   # small preset: exp02 is neutral
+    positive = logs[(logs["experiment_id"] == "exp01") & logs["fresh"]]
+    assert (positive["rank__production"] > 20).all() and (positive["rank__treatment"] <= 10).mean() > 0.2
 
 
 def test_bad_seed_and_preset():

@@ -33,6 +33,14 @@ def register(sub) -> None:
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
+    p.add_argument("--heldout", action="store_true",
+                   help="add KDD'24 App. A on held-out data: DCG@k vs nDCG@k over a simulated model zoo "
+                        "(off by default; ~10 s with the small grid)")
+    p.add_argument("--heldout-grid", choices=("small", "default"), default="small",
+                   help="model zoo of --heldout: small = 25 models (default), default = 192 models as in the paper")
+    p.add_argument("--heldout-k", type=int, default=100, help="cut-off k of --heldout (default 100)")
+    p.add_argument("--heldout-cache", default=None, metavar="DIR",
+                   help="directory to save the trained zoo in (reused by later reports)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -62,7 +70,9 @@ def run(args) -> int:
     try:
         info = write_report(logs, args.out, rewards=rewards, discount=args.discount, clips=clips,
                             policy=args.policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
-                            q_clip=parse_clip(args.q_clip), n_boot=args.n_boot, seed=args.seed, progress=progress)
+                            q_clip=parse_clip(args.q_clip), n_boot=args.n_boot, seed=args.seed, heldout=args.heldout,
+                            heldout_grid=args.heldout_grid, heldout_k=args.heldout_k,
+                            heldout_cache_dir=args.heldout_cache, progress=progress)
         bar.update(1)
         bar.set_description_str("done")
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from offeval_core.simulate import PRESETS, preset_config, survival_curve, write_world
 
@@ -16,7 +17,10 @@ def register(subparsers) -> None:
         "DIR/ground_truth.parquet. The bundled demo data: offeval simulate --out data --preset demo --seed 0",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
-    p.add_argument("--preset", default="demo", choices=list(PRESETS), help="world size (default: demo)")
+    p.add_argument("--preset", default="demo", choices=[*PRESETS, NCIS_PRESET],
+                   help="world size (default: demo); 'ncis-counterexample' writes the one-item logs of Gilotte "
+                   "et al. (WSDM'18) Table 1 with propensity columns (sessions per arm: --impressions, default "
+                   "10000, a multiple of 1000; exact population frequencies, so --seed is not used)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--impressions", type=int, default=None, metavar="N",
                    help="target number of logged impressions (sets the sessions per experiment-day-arm)")
@@ -37,7 +41,31 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+NCIS_PRESET = "ncis-counterexample"
+
+
+def _run_ncis(args: argparse.Namespace) -> int:
+    """Write DIR/logs.parquet of :func:`offeval_core.importance.ncis_counterexample` (Gilotte Table 1)."""
+    from offeval_core.importance import ncis_counterexample
+
+    n = 10_000 if args.impressions is None else args.impressions
+    if isinstance(n, bool) or n < 1:
+        raise ValueError(f"--impressions must be a positive integer, got {n!r}")
+    logs = ncis_counterexample(n)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "logs.parquet"
+    logs.to_parquet(path, index=False)
+    print(f"Wrote {path} ({_mb(path.stat().st_size)}): Gilotte et al. Table 1 counter-example, {n:,} control "
+          f"sessions logged by π_p and {n:,} treatment sessions served by π_t, one item each; reward 'value', "
+          f"propensities 'logging_propensity' and 'target_propensity__test'. Population values: logging "
+          f"1.9, target 2.1 (IS and PieceNCIS by segment recover it; NCIS with c = 10 does not).")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.preset == NCIS_PRESET:
+        return _run_ncis(args)
     overrides: dict = {}
     if args.days is not None:
         overrides["n_days"] = args.days
