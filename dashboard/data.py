@@ -6,6 +6,11 @@ instead of a pickled copy per rerun, which keeps a widget change well under a se
 use ``st.cache_data``. Every cache key is a dataset key string (``demo``, ``sim:<spec>``,
 ``upload:<sha>|<mapping>``) plus the settings the result depends on, so no large object is ever hashed.
 Streamlit-free helpers (``sim_spec``, ``parse_sim_spec``) are importable without a running app.
+
+A dataset can also be a moments file (``offeval reduce LOGS --out FILE``; keys ``mfile:<path>`` and
+``mupload:<sha>|<name>``): every view that needs only moments reads them from the file (restricted to the
+variants it holds); a view that needs rows (bootstraps, weight diagnostics, the learnt curve) raises
+:class:`NeedsRawLogs`, which the pages show as a notice.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import streamlit as st
 import offeval_core.importance  # noqa: F401 - registers the importance-sampling family in ESTIMATORS
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
+from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_SEED = 20260302
@@ -38,16 +44,72 @@ def demo_dir() -> Path:
     return Path(os.environ.get("OFFEVAL_DEMO_DIR", REPO / "data"))
 
 
+class NeedsRawLogs(LookupError):
+    """A view needs the raw logs but the dataset is a moments file (shown as a notice, not an error)."""
+
+
+def needs_raw_logs_text(what: str) -> str:
+    """The notice for a view that a moments file cannot support: what needs the logs and how to get it."""
+    return (f"{what} needs the raw logs: a moments file holds only per-group sums. To see it, load the logs "
+            "themselves on the Data page, or run `offeval report LOGS` on them.")
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """Loaded, validated logs with their summary and, for simulated data, the exact ground truth."""
+    """Loaded, validated logs with their summary and, for simulated data, the exact ground truth; or, for a
+    moments file, its :class:`Moments` (``file_moments``) and metadata with ``logs`` / ``summary`` None."""
 
     key: str
     label: str
-    logs: Logs
-    summary: LogSummary
+    logs: Logs | None
+    summary: LogSummary | None
     ground_truth: pd.DataFrame | None = None
     note: str = ""
+    file_moments: Moments | None = None
+    meta: dict | None = None
+
+    @property
+    def is_moments(self) -> bool:
+        return self.file_moments is not None
+
+    @property
+    def rewards(self) -> tuple[str, ...]:
+        return self.file_moments.grid.rewards if self.is_moments else self.logs.rewards
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return self.file_moments.grid.policies if self.is_moments else self.logs.policies
+
+    @property
+    def has_arms(self) -> bool:
+        if self.is_moments:
+            return "arm" in self.file_moments.online and set(self.file_moments.online["arm"]) >= {"control",
+                                                                                                   "treatment"}
+        return self.logs.has_arms
+
+    @property
+    def days(self) -> tuple:
+        if self.is_moments:
+            on = self.file_moments.online
+            return tuple(sorted(on["day"].unique())) if "day" in on else ()
+        return tuple(self.summary.days)
+
+    @property
+    def experiments(self) -> tuple:
+        if self.is_moments:
+            on = self.file_moments.online
+            return tuple(sorted(on["experiment_id"].unique())) if "experiment_id" in on else ("all",)
+        return tuple(self.summary.experiments)
+
+    @property
+    def reward_rates(self) -> dict[str, float]:
+        """Per reward: the rate per impression (logs) or the online mean per session (moments file); only
+        whether it is positive is used outside the Data page."""
+        if not self.is_moments:
+            return dict(self.summary.reward_rates)
+        on = self.file_moments.online.groupby("reward")[["sum", "n"]].sum()
+        return {r: float(on.loc[r, "sum"] / on.loc[r, "n"]) if r in on.index and on.loc[r, "n"] else 0.0
+                for r in self.rewards}
 
 
 # ------------------------------------------------------------------------------------------ simulation
@@ -179,8 +241,57 @@ def load_upload(key: str) -> Dataset:
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
 
 
+# ------------------------------------------------------------------------------------------ moments files
+
+
+def _moments_dataset(path: Path, *, key: str, label: str) -> Dataset:
+    meta = read_metadata(path)
+    m = read_moments(path)
+    return Dataset(key=key, label=label, logs=None, summary=None, file_moments=m, meta=meta,
+                   note=f"A moments file ({len(m.offline):,} moment rows, source {m.source or 'unknown'}): "
+                        "every view that needs only moments works; bootstraps, weight diagnostics and the "
+                        "learnt position-bias curve need the raw logs.")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def load_moments_path(path: str) -> Dataset:
+    """A moments file on this machine (``?moments=PATH``)."""
+    p = Path(path).expanduser()
+    return _moments_dataset(p, key=f"mfile:{path}", label=f"moments file {p.name}")
+
+
+def _write_temp(tmp: str, name: str, data: bytes) -> Path:
+    path = Path(tmp) / (Path(name).name or "upload.parquet")
+    with open(path, "wb") as fh:
+        view = memoryview(data)
+        for start in range(0, len(view), 1 << 20):
+            fh.write(view[start:start + (1 << 20)])
+    return path
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)
+def upload_moments(sha: str, name: str, _data: bytes | None = None) -> Dataset | None:
+    """An uploaded moments file as a dataset, or None when the upload is not one (then it is logs); read
+    through a private temporary directory deleted at once."""
+    if _data is None:
+        raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
+    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp:
+        path = _write_temp(tmp, name, _data)
+        if not is_moments_file(path):
+            return None
+        return _moments_dataset(path, key=f"mupload:{sha}|{name}", label=f"uploaded moments file {name}")
+
+
 def load(key: str) -> Dataset:
     """Dispatch a dataset key to its cached loader."""
+    if key.startswith("mfile:"):
+        return load_moments_path(key[6:])
+    if key.startswith("mupload:"):
+        sha, name = key[8:].split("|", 1)
+        ds = upload_moments(sha, name)
+        if ds is None:
+            raise ValueError(f"{name} is not an offeval moments file")
+        return ds
     if key == "demo":
         return load_demo(str(demo_dir()))
     if key.startswith("sim:"):
@@ -203,13 +314,34 @@ def mark_ready(*key) -> None:
 
 @st.cache_resource(show_spinner=False, max_entries=24)
 def moments(key: str, reward: str, discount: str, exposure: str) -> Moments:
-    """The reduce of one (reward, D, D0) over every target policy and the whole clip grid (cached)."""
+    """The reduce of one (reward, D, D0) over every target policy and the whole clip grid (cached); for a
+    moments file, the file's rows of that (reward, D, D0)."""
     ds = load(key)
+    if ds.is_moments:
+        return file_moments_subset(ds.file_moments, reward, discount, exposure)
     grid = Grid(rewards=(reward,), policies=ds.logs.policies, discounts=(discount,), exposures=(exposure,),
                 clips=DEFAULT_CLIPS)
     out = reduce(ds.logs, grid)
     mark_ready("moments", key, reward, discount, exposure)
     return out
+
+
+def file_moments_subset(m: Moments, reward: str, discount: str, exposure: str) -> Moments:
+    """The rows of one (reward, D, D0) of a moments file; NeedsRawLogs when the file does not hold them."""
+    g = m.grid
+    for what, value, options in (("reward", reward, g.rewards), ("target discount D", discount, g.discounts),
+                                 ("exposure model D0", exposure, g.exposures)):
+        if value not in options:
+            raise NeedsRawLogs(needs_raw_logs_text(
+                f"The {what} {value!r} is not in the moments file (it holds {', '.join(map(str, options))}); "
+                "choose one of those in the sidebar. Any other variant"))
+    off = m.offline
+    keep = (off["reward"] == reward) & (off["discount"] == discount) & (off["exposure"] == exposure)
+    grid = Grid(rewards=(reward,), policies=g.policies, discounts=(discount,), exposures=(exposure,),
+                clips=g.clips, ndcg_rule=g.ndcg_rule)
+    return Moments(offline=off[keep].reset_index(drop=True),
+                   online=m.online[m.online["reward"] == reward].reset_index(drop=True), grid=grid,
+                   discount_labels=m.discount_labels, source=m.source)
 
 
 def moments_many(key: str, pairs: Sequence[tuple[str, str, str]]) -> Moments:
@@ -240,6 +372,9 @@ def importance_moments(key: str, reward: str, policy: str, discount: str, exposu
     from offeval_core.importance import reduce_importance
 
     ds = load(key)
+    if ds.is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
+                                               "in the moments file; each"))
     out = reduce_importance(ds.logs, rewards=(reward,), policies=(policy,), clips=DEFAULT_CLIPS,
                             discount=discount, exposure=exposure, weights="exposure")
     mark_ready("importance", key, reward, policy, discount, exposure)
@@ -283,6 +418,8 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
                      clip: float, level: float, n_boot: int):
     from offeval_core.analyses import dcg_vs_ndcg
 
+    if load(key).is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The DCG vs nDCG bootstrap over sessions"))
     return dcg_vs_ndcg(load(key).logs, reward=reward, policies=policies, discount=discount, exposure=exposure,
                        clip=clip, n_boot=n_boot, rng=0, level=level)
 
@@ -302,6 +439,9 @@ def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposu
                        rule: str):
     from offeval_core.analyses import clip_tuning
 
+    if load(key).is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The clip-tuning chart (bias bound, ESS and clipped share come "
+                                               "from the per-row weights)"))
     m = moments(key, reward, discount, exposure)
     return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
                        clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)

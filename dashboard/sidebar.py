@@ -13,7 +13,8 @@ from offeval_core.discounts import parse_discount
 from offeval_core.logs import LogValidationError
 
 DISCOUNT_CHOICES = ("pbm", "log2", "reciprocal", "exponential:0.9", "exponential:0.8", "log2@10")
-DATASET_LABELS = {"demo": "Bundled demo", "sim": "Simulated world", "upload": "Uploaded file"}
+DATASET_LABELS = {"demo": "Bundled demo", "sim": "Simulated world", "upload": "Uploaded file",
+                  "moments": "Moments file"}
 # widget keys whose values live across pages (a page's widgets are dropped when another page runs)
 PERSIST = ("w_dataset", "w_reward", "w_policy", "w_discount", "w_exposure", "w_clip", "w_level", "w_present",
            "w_method", "w_variants", "w_estimators", "w_experiment")
@@ -37,6 +38,8 @@ def seed_from_url() -> Settings:
         ss[key] = list(value) if name in LIST_FIELDS else value
     if settings.sim:
         ss["sim_spec"] = settings.sim
+    if settings.moments:
+        ss["moments_path"] = settings.moments
     ss["_init"] = True
     ss["_url_settings"] = settings
     return settings
@@ -57,6 +60,8 @@ def current_settings() -> Settings:
             values[name] = tuple(v) if name in LIST_FIELDS else v
     if ss.get("w_dataset") == "sim" and ss.get("sim_spec"):
         values["sim"] = ss["sim_spec"]
+    if ss.get("w_dataset") == "moments" and ss.get("moments_path"):
+        values["moments"] = ss["moments_path"]
     return Settings(**values)
 
 
@@ -77,7 +82,14 @@ def _dataset_key(choice: str) -> tuple[str, str]:
         if not info:
             return "", ("This view refers to an uploaded file, which never leaves the machine it was "
                         "uploaded on, so it is not part of a link. Upload the file on the Data page.")
+        if info.get("kind") == "moments":
+            return f"mupload:{info['sha']}|{info['name']}", ""
         return data.upload_key(info["sha"], info["name"], info.get("mapping", {})), ""
+    if choice == "moments":
+        path = ss.get("moments_path")
+        if not path:
+            return "demo", "No moments file given (add ?moments=PATH to the link). Showing the demo."
+        return f"mfile:{path}", ""
     return "demo", ""
 
 
@@ -108,6 +120,8 @@ def render(page_url_path: str = "") -> ui.Context:
         options.append("sim")
     if ss.get("upload_info") or ss.get("w_dataset") == "upload":
         options.append("upload")
+    if ss.get("moments_path"):
+        options.append("moments")
     if ss.get("w_dataset") not in options:
         ss["w_dataset"] = "demo"
     choice = box.selectbox("Dataset", options, key="w_dataset", format_func=DATASET_LABELS.get,
@@ -126,15 +140,15 @@ def render(page_url_path: str = "") -> ui.Context:
         notes.append(problem)
 
     reward = policy = None
+    grid = dataset.file_moments.grid if dataset is not None and dataset.is_moments else None
     if dataset is not None:
-        logs = dataset.logs
-        rewards = list(logs.rewards)
+        rewards = list(dataset.rewards)
         if ss.get("w_reward") not in rewards:
-            rates = dataset.summary.reward_rates
+            rates = dataset.reward_rates
             ss["w_reward"] = next((r for r in rewards if rates.get(r, 0) > 0), rewards[0])
         reward = box.selectbox("Reward", rewards, key="w_reward",
                                help="The reward column whose online mean the offline metrics estimate")
-        policies = list(logs.policies)
+        policies = list(dataset.policies)
         if policies:
             if ss.get("w_policy") not in policies:
                 ss["w_policy"] = "treatment" if "treatment" in policies else policies[0]
@@ -150,6 +164,13 @@ def render(page_url_path: str = "") -> ui.Context:
         ("w_exposure", "Exposure model D0", "Position-bias model of the logged ranks: labels are de-biased by "
                                             "1 / D0 (clipped at m)"),
     ):
+        if grid is not None:  # a moments file: only the models it was reduced with
+            opts = list(grid.discounts if wkey == "w_discount" else grid.exposures)
+            if ss.get(wkey) not in opts:
+                ss[wkey] = "pbm" if "pbm" in opts else opts[0]
+            box.selectbox(label, opts, key=wkey, help=helptext + " (the models in the moments file)")
+            ss[f"_bad_{wkey}"] = False
+            continue
         current = ss.get(wkey, "pbm")
         opts = list(dict.fromkeys([*DISCOUNT_CHOICES, current]))
         if wkey not in ss:
@@ -167,15 +188,16 @@ def render(page_url_path: str = "") -> ui.Context:
         else:
             ss[f"_bad_{wkey}"] = False
 
-    if ss.get("w_clip") not in CLIP_CHOICES:
+    clip_choices = tuple(sorted(grid.clips)) if grid is not None else CLIP_CHOICES
+    if ss.get("w_clip") not in clip_choices:
         clip = ss.get("w_clip")
         if isinstance(clip, float) and not math.isnan(clip):
             notes.append(f"clip m = {clip:g} is not in the grid; using the nearest grid value")
-            ss["w_clip"] = min(CLIP_CHOICES, key=lambda c: abs(math.log2(c if math.isfinite(c) else 2 ** 14)
+            ss["w_clip"] = min(clip_choices, key=lambda c: abs(math.log2(c if math.isfinite(c) else 2 ** 14)
                                                               - math.log2(clip if math.isfinite(clip) else 2 ** 14)))
         else:
             ss["w_clip"] = math.inf
-    box.select_slider("Clip value m", CLIP_CHOICES, key="w_clip", format_func=ui.clip_label,
+    box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
                       help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
     if ss.get("w_level") not in LEVELS:
         ss["w_level"] = 0.99

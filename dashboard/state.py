@@ -42,11 +42,13 @@ class Settings:
 
     ``reward`` / ``policy`` None mean "the first one the data offers" (resolved by the app once the data
     is loaded). ``estimators`` are ``name@clip`` strings (``dcg@1``, ``ncis@inf``), ``variants`` are
-    ``metric:discount:clip`` strings for the correlation table.
+    ``metric:discount:clip`` strings for the correlation table. ``moments`` is the path of a moments file
+    on the server (``offeval reduce``), opened with ``dataset="moments"``.
     """
 
     dataset: str = "demo"
     sim: str = ""
+    moments: str = ""
     reward: str | None = None
     policy: str | None = None
     discount: str = "pbm"
@@ -101,7 +103,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
                 values["dataset"] = raw
             else:
                 bad(name, raw, f"dataset must be one of {', '.join(DATASETS)}")
-        elif name in ("sim", "discount", "exposure"):
+        elif name in ("sim", "discount", "exposure", "moments"):
             if raw.strip():
                 values[name] = raw.strip()
         elif name in ("reward", "policy", "experiment"):
@@ -135,6 +137,8 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
         elif name in _LISTS:
             values[name] = tuple(p for p in (x.strip() for x in raw.split(",")) if p)
         # anything else (e.g. parameters of other tools) is left alone
+    if values.get("moments"):
+        values["dataset"] = "moments"  # ?moments=PATH opens the file (it is the only way to name one)
     return Settings(**values, problems=tuple(problems))
 
 
@@ -153,6 +157,8 @@ def to_query_params(settings: Settings) -> dict[str, str]:
         value = getattr(settings, f.name)
         if value == getattr(DEFAULTS, f.name):
             continue
+        if f.name == "dataset" and value == "moments":
+            continue  # implied by the moments parameter
         if f.name == "clip":
             out["clip"] = clip_to_text(value)
         elif f.name == "present":

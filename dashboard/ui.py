@@ -111,9 +111,12 @@ def show_error(exc: BaseException, *, context: str = "") -> None:
 
 @contextlib.contextmanager
 def guarded(context: str) -> Iterator[None]:
-    """Run a section; a core error becomes a specific ``st.error`` (never a traceback)."""
+    """Run a section; a core error becomes a specific ``st.error`` (never a traceback), a view that a moments
+    file cannot support an ``st.info`` saying what needs the raw logs."""
     try:
         yield
+    except data.NeedsRawLogs as exc:
+        st.info(f"**{context}:** {exc}" if context else str(exc), icon=":material/info:")
     except (ValueError, TypeError, KeyError, LookupError, FileNotFoundError, RuntimeError) as exc:
         show_error(exc, context=context)
 
@@ -166,6 +169,11 @@ def get_moments(c: Context, reward: str | None = None, discount: str | None = No
 
 
 # ------------------------------------------------------------------------------------ rendering
+
+
+def raw_logs_notice(what: str) -> None:
+    """The notice shown in place of a part that needs the raw logs when the dataset is a moments file."""
+    st.info(data.needs_raw_logs_text(what), icon=":material/info:")
 
 
 def takeaway(text: str) -> None:
@@ -243,18 +251,18 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
         st.error(f"No valid data is loaded. {c.problem} Open the **Data** page to load the demo, fix the "
                  "upload, or simulate a world.", icon=":material/error:")
         return False
-    summary = c.dataset.summary
-    if c.reward is not None and summary.reward_rates.get(c.reward, 0.0) == 0:
+    ds = c.dataset
+    if c.reward is not None and ds.reward_rates.get(c.reward, 0.0) == 0:
         st.error(f"Reward **{c.reward}** has no positive value in {c.dataset.label}: every DCG, nDCG and IS "
                  "estimate would be 0. Pick another reward in the sidebar, or check that the column holds "
                  "the rewards (1 = clicked, liked, …).", icon=":material/error:")
         return False
-    if policy and not c.logs.policies:
+    if policy and not ds.policies:
         st.error("These logs have no target policy: add one `rank__<policy>` column per candidate policy, "
                  "holding the rank at which that policy would show the logged item in the session.",
                  icon=":material/error:")
         return False
-    if arms and not c.logs.has_arms:
+    if arms and not ds.has_arms:
         st.warning("These logs have no treatment arm, so there is no online A/B outcome to compare with. "
                    "Add an `arm` column with `control` (logged by the production policy) and `treatment` "
                    "(logged by the tested policy) sessions.", icon=":material/warning:")

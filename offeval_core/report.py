@@ -3,7 +3,11 @@
 Sections: settings, data summary (with the learnt position-bias curve), sensitivity vs clipping (KDD'24
 Fig. 1), offline-online correlation (KDD'24 Table 2), DCG vs nDCG (KDD'24 App. A, Table 1), decision boxes
 (Gilotte Fig. 4 / Table 3) and clip tuning (Gilotte Fig. 2). An analysis the logs cannot support (e.g. no
-treatment arm) is replaced by a note saying why. With ``heldout=True`` a sixth section adds KDD'24 App. A on
+treatment arm) is replaced by a note saying why. The input can also be a moments file (``offeval reduce``;
+:func:`offeval_core.moments_io.read_moments`): the sections that need only moments (sensitivity,
+correlation, decision boxes, the data summary) are computed from it, the others (DCG vs nDCG over logged
+policies, which resamples sessions; clip tuning, which reads per-row weights; the learnt position-bias
+curve) are replaced by a notice. With ``heldout=True`` a sixth section adds KDD'24 App. A on
 held-out data: DCG@k vs nDCG@k over the simulated model zoo (:func:`offeval_core.heldout.zoo_agreement`).
 """
 
@@ -33,7 +37,7 @@ from offeval_core.analyses import (
 )
 from offeval_core.analyses._common import Variant, clip_text
 from offeval_core.discounts import parse_discount
-from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
+from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.logs import Logs, summarize
 from offeval_core.validation import check_choice, check_clips, check_level
 
@@ -59,6 +63,7 @@ class ReportSettings:
     heldout_grid: str = "small"
     heldout_k: int = 100
     notes: list[str] = field(default_factory=list)
+    input_kind: str = "logs"
 
 
 def _fmt_table(df: pd.DataFrame, *, pct_cols=(), digits: int = 4) -> str:
@@ -109,12 +114,12 @@ border-bottom:1px solid #ddd;text-align:right} .tbl th{border-bottom:2px solid #
 """
 
 
-def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
+def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
                  clips: Sequence[float] = DEFAULT_CLIPS, policy: str = "treatment", sensitivity_level: float = 0.99,
                  online_alpha: float = 0.001, decision_level: float = 0.95, q_clip: float = math.inf,
                  n_boot: int = 500, seed: int = 0, heldout: bool = False, heldout_grid: str = "small",
                  heldout_k: int = 100, heldout_cache_dir=None,
-                 progress: Callable[[str], None] | None = None) -> str:
+                 progress: Callable[[str], None] | None = None, moments_meta: dict | None = None) -> str:
     """Compute every analysis on ``logs`` and return the report as one HTML string.
 
     With ``heldout`` the report adds KDD'24 App. A on the simulated model zoo (``heldout_grid`` "small" =
@@ -122,9 +127,20 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
     ``heldout_cache_dir`` saves the trained zoo on disk for later reports.
 
     ``progress`` is called with the name of each step as it starts (the CLI drives a progress bar with it).
+
+    ``logs`` may also be the :class:`~offeval_core.engine.Moments` of a moments file (``read_moments``):
+    then the sections that need the rows are replaced by a notice, the clip grid is the part of ``clips``
+    the file holds, and ``moments_meta`` (``read_metadata``) fills the data section.
     """
+    if isinstance(logs, Moments):
+        return _build_from_moments(logs, rewards=rewards, discount=discount, clips=clips, policy=policy,
+                                   sensitivity_level=sensitivity_level, online_alpha=online_alpha,
+                                   decision_level=decision_level, q_clip=q_clip, n_boot=n_boot, seed=seed,
+                                   heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k,
+                                   heldout_cache_dir=heldout_cache_dir, progress=progress,
+                                   meta=moments_meta or {})
     if not isinstance(logs, Logs):
-        raise TypeError(f"logs must be offeval_core.logs.Logs (from read_logs), got {type(logs).__name__}")
+        raise TypeError(f"logs must be offeval_core.logs.Logs (from read_logs) or Moments (from read_moments), got {type(logs).__name__}")
     rewards = tuple(rewards) if rewards else logs.rewards
     for r in rewards:
         logs.check_reward(r)
@@ -133,12 +149,7 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
     check_level(decision_level)
     parse_discount(discount, logs=logs)
     q_clip = float(q_clip)
-    if not isinstance(heldout, bool):
-        raise TypeError(f"heldout must be True or False, got {heldout!r}")
-    if heldout:
-        check_choice(heldout_grid, ("small", "default"), name="heldout_grid")
-        if isinstance(heldout_k, bool) or not isinstance(heldout_k, int) or not 1 <= heldout_k <= 100:
-            raise ValueError(f"heldout_k must be an integer cut-off from 1 to 100, got {heldout_k!r}")
+    _check_heldout(heldout, heldout_grid, heldout_k)
     if q_clip not in clips:
         clips = check_clips((*clips, q_clip))
     step = progress or (lambda _name: None)
@@ -171,6 +182,104 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
         st.notes.append(f"the logs have no column rank__{policy}: the analyses that need the target policy "
                         "(sensitivity, correlation of Rₜ, decision boxes, clip tuning) are skipped")
 
+    _analyses(doc, st, moments=moments, logs=logs, ab=ab, has_target=has_target, step=step,
+              heldout_cache_dir=heldout_cache_dir)
+    step(STEPS[9])
+    return _page(doc, logs.source, st)
+
+
+def _check_heldout(heldout, heldout_grid, heldout_k) -> None:
+    if not isinstance(heldout, bool):
+        raise TypeError(f"heldout must be True or False, got {heldout!r}")
+    if heldout:
+        check_choice(heldout_grid, ("small", "default"), name="heldout_grid")
+        if isinstance(heldout_k, bool) or not isinstance(heldout_k, int) or not 1 <= heldout_k <= 100:
+            raise ValueError(f"heldout_k must be an integer cut-off from 1 to 100, got {heldout_k!r}")
+
+
+def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensitivity_level, online_alpha,
+                        decision_level, q_clip, n_boot, seed, heldout, heldout_grid, heldout_k, heldout_cache_dir,
+                        progress, meta: dict) -> str:
+    """:func:`build_report` on the moments of a moments file: no section reads rows."""
+    g = m.grid
+    rewards = tuple(rewards) if rewards else g.rewards
+    for r in rewards:
+        if r not in g.rewards:
+            raise ValueError(f"reward {r!r} is not in the moments file; it holds {', '.join(g.rewards)}")
+    check_level(sensitivity_level)
+    check_level(decision_level)
+    if discount not in g.discounts or discount not in g.exposures:
+        raise ValueError(f"discount {discount!r} (= exposure model) is not in the moments file; it holds D ∈ "
+                         f"{{{', '.join(g.discounts)}}}, D0 ∈ {{{', '.join(g.exposures)}}}")
+    q_clip = float(q_clip)
+    if q_clip not in g.clips:
+        raise ValueError(f"q_clip {clip_text(q_clip)} is not in the moments file's clip grid "
+                         f"({', '.join(clip_text(c) for c in g.clips)})")
+    _check_heldout(heldout, heldout_grid, heldout_k)
+    clips = tuple(c for c in check_clips((*clips, q_clip)) if c in g.clips)
+    step = progress or (lambda _name: None)
+    st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy,
+                        sensitivity_level=sensitivity_level, online_alpha=online_alpha,
+                        decision_level=decision_level, q_clip=q_clip, n_boot=n_boot, seed=seed, heldout=heldout,
+                        heldout_grid=heldout_grid, heldout_k=heldout_k, input_kind="moments")
+    on = m.online[m.online["reward"].isin(rewards)].reset_index(drop=True)
+    keep = m.offline["reward"].isin(rewards) & m.offline["clip"].isin(clips)
+    moments = Moments(offline=m.offline[keep].reset_index(drop=True), online=on,
+                      grid=Grid(rewards=rewards, policies=g.policies, discounts=g.discounts, exposures=g.exposures,
+                                clips=clips, ndcg_rule=g.ndcg_rule),
+                      discount_labels=m.discount_labels, source=m.source)
+    has_target = policy in g.policies
+    ab = has_target and "arm" in on and set(on["arm"]) >= {"control", "treatment"}
+    if not has_target:
+        st.notes.append(f"the moments file has no target policy {policy!r} (it holds {', '.join(g.policies)}): "
+                        "the analyses that need it are skipped")
+    doc = _Html()
+    step(STEPS[0])
+    _moments_data_section(doc, moments, meta)
+    step(STEPS[1])
+    step(STEPS[2])
+    _analyses(doc, st, moments=moments if has_target else None, logs=None, ab=ab, has_target=has_target,
+              step=step, heldout_cache_dir=heldout_cache_dir)
+    step(STEPS[9])
+    source = (meta.get("settings") or {}).get("logs") or m.source
+    return _page(doc, f"moments file (offeval reduce) of {source}", st)
+
+
+def _moments_data_section(doc: _Html, m: Moments, meta: dict) -> None:
+    doc.h2("data", "Data")
+    on = m.online
+    first = on[on["reward"] == on["reward"].iloc[0]] if len(on) else on
+    keys = [k for k in ("experiment_id", "day", "arm") if k in first]
+    lines = [f"moments file: {len(m.offline):,} moment rows, {int(first['n'].sum()):,} sessions"]
+    for k in keys:
+        lines.append(f"{k}: " + ", ".join(f"{v} ({n:,})" for v, n in first.groupby(k)["n"].sum().items()))
+    g = m.grid
+    lines += [f"rewards: {', '.join(g.rewards)}", f"policies: {', '.join(g.policies)}",
+              f"discounts D: {', '.join(g.discounts)}; exposure models D0: {', '.join(g.exposures)}",
+              f"clip grid: {', '.join(clip_text(c) for c in g.clips)}"]
+    lines += [f"{k}: {v}" for k, v in (meta.get("settings") or {}).items() if v is not None]
+    doc.raw("<pre>" + html.escape("\n".join(lines)) + "</pre>")
+    doc.note(_NEEDS_LOGS.format(what="The learnt position-bias curve (session survival per rank)"))
+
+
+_NEEDS_LOGS = ("{what} needs the raw logs: the input is a moments file, which holds only per-group sums. "
+               "Run `offeval report LOGS` on the logs themselves for this section.")
+
+
+def _available(moments: Moments, variants, logs: Logs | None) -> list:
+    """The variants a moments file holds (all of them when the moments were reduced from logs here)."""
+    if logs is not None:
+        return list(variants)
+    g = moments.grid
+    return [v for v in variants if v.discount in g.discounts and v.exposure in g.exposures and v.clip in g.clips]
+
+
+def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: Logs | None, ab: bool,
+              has_target: bool, step: Callable[[str], None], heldout_cache_dir) -> None:
+    """Sections 1-6; ``logs`` None (a moments file) replaces those that need rows by a notice."""
+    rewards, discount, policy, clips, q_clip = st.rewards, st.discount, st.policy, st.clips, st.q_clip
+    sensitivity_level, online_alpha, decision_level = st.sensitivity_level, st.online_alpha, st.decision_level
+    n_boot, seed, heldout, heldout_grid, heldout_k = st.n_boot, st.seed, st.heldout, st.heldout_grid, st.heldout_k
     step(STEPS[3])
     doc.h2("sensitivity", "1 · Sensitivity vs clipping (KDD'24 Fig. 1)")
     if ab:
@@ -192,7 +301,8 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
     step(STEPS[4])
     doc.h2("correlation", "2 · Offline-online correlation across days (KDD'24 Table 2)")
     if ab:
-        corr = offline_online_correlation(moments, variants=default_variants(q_clip, pbm=discount))
+        corr = offline_online_correlation(moments, variants=_available(moments, default_variants(q_clip, pbm=discount),
+                                                                       logs))
         doc.p(corr.takeaway, "takeaway")
         for w in corr.warnings:
             doc.note(w)
@@ -206,7 +316,10 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
 
     step(STEPS[5])
     doc.h2("dcg-ndcg", "3 · DCG vs nDCG over candidate policies (KDD'24 App. A, Fig. 2)")
-    if len(logs.policies) >= 2:
+    if logs is None:
+        doc.note(_NEEDS_LOGS.format(what="DCG vs nDCG over the logged policies (per-session values and a bootstrap "
+                                         "over sessions)"))
+    elif len(logs.policies) >= 2:
         agr = dcg_vs_ndcg(logs, reward=rewards[0], discount=discount, exposure=discount, clip=q_clip,
                           n_boot=n_boot, rng=np.random.default_rng(seed))
         doc.p(agr.takeaway, "takeaway")
@@ -228,7 +341,7 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
     if ab:
         ests = [Variant("dcg", discount, discount, 1.0), Variant("dcg", discount, discount, q_clip),
                 Variant("ndcg", discount, discount, q_clip), Variant("dcg", "log2", "log2", q_clip)]
-        ests = list(dict.fromkeys(ests))
+        ests = _available(moments, list(dict.fromkeys(ests)), logs)
         dec = decision_boxes(moments, estimators=ests, policy=policy, level=decision_level, relative=True)
         doc.p(dec.takeaway, "takeaway")
         for label in dec.estimators:
@@ -241,7 +354,9 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
 
     step(STEPS[7])
     doc.h2("clip-tuning", "5 · Bias and variance vs the clip value (Gilotte Fig. 2)")
-    if has_target:
+    if logs is None:
+        doc.note(_NEEDS_LOGS.format(what="Clip tuning (the bias bound, ESS and clipped share read per-row weights)"))
+    elif has_target:
         ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=discount, exposure=discount,
                          clips=clips, moments=moments)
         doc.p(ct.rule_text, "takeaway")
@@ -254,8 +369,6 @@ def build_report(logs: Logs, *, rewards: Sequence[str] | None = None, discount: 
     if heldout:
         _heldout_section(doc, grid=heldout_grid, k=heldout_k, n_boot=n_boot, seed=seed, cache_dir=heldout_cache_dir)
 
-    step(STEPS[9])
-    return _page(doc, logs, st)
 
 
 def _heldout_section(doc: _Html, *, grid: str, k: int, n_boot: int, seed: int, cache_dir) -> None:
@@ -291,8 +404,10 @@ def _data_section(doc: _Html, logs: Logs, summary, discount: str) -> None:
     doc.fig(charts.pbm_curve_figure(curves))
 
 
-def _page(doc: _Html, logs: Logs, st: ReportSettings) -> str:
-    settings = {"logs": logs.source, "rewards": ", ".join(st.rewards), "target policy": st.policy,
+def _page(doc: _Html, source: str, st: ReportSettings) -> str:
+    settings = {"input": ("moments file: sections that need the raw logs (bootstraps, per-row weights) are "
+                          "replaced by a notice" if st.input_kind == "moments" else "logs"),
+                "logs": source, "rewards": ", ".join(st.rewards), "target policy": st.policy,
                 "discount = exposure model": st.discount, "clip grid": ", ".join(clip_text(c) for c in st.clips),
                 "Q̂ clip (correlation, DCG vs nDCG, decisions)": clip_text(st.q_clip),
                 "sensitivity CI level": f"{st.sensitivity_level:.0%}",
@@ -316,7 +431,7 @@ def _page(doc: _Html, logs: Logs, st: ReportSettings) -> str:
             + "".join(doc.parts) + "</body></html>")
 
 
-def write_report(logs: Logs, out, **kwargs) -> dict:
+def write_report(logs: Logs | Moments, out, **kwargs) -> dict:
     """Build the report and write it to ``out``; returns {"path", "bytes", "figures"}."""
     from pathlib import Path
 

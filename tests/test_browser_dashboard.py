@@ -27,7 +27,7 @@ CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAGES = {"data": "", "sensitivity": "sensitivity", "correlation": "correlation", "dcg_vs_ndcg": "dcg-vs-ndcg",
-         "decisions": "decisions", "clip_tuning": "clip-tuning", "method": "method"}
+         "decisions": "decisions", "clip_tuning": "clip-tuning", "estimator_lab": "estimator-lab", "method": "method"}
 LOAD = 420_000  # ms: the first reduce of the demo on a busy 2-core machine
 
 

@@ -224,6 +224,50 @@ def test_charts(lab, small):
         charts.lab_estimates_chart(lab, k=7)
 
 
+def test_lab_charts_share_order_and_colours(lab):
+    labels = ["Naive", "SNIPS", "GS", "IPS (true P, n_u)"]
+    tau, bias, est = charts.lab_tau_chart(lab), charts.lab_bias_chart(lab), charts.lab_estimates_chart(lab, k=20)
+    colour = {}
+    for fig in (tau, bias, est):
+        traces = [t for t in fig.data if t.name != "y = x"]
+        # the summary table is sorted alphabetically (gs, ips, naive, snips): the charts must not follow it
+        assert [t.name for t in traces] == labels
+        for t in traces:
+            assert colour.setdefault(t.name, t.marker.color) == t.marker.color  # same colour in every chart
+    assert len(set(colour.values())) == 4 and None not in colour.values()
+    assert all(t.line.color == colour[t.name] for t in tau.data)  # box outlines too
+    # bar heights belong to the estimator they are labelled with: recompute mean bias from the raw estimates
+    e = lab.estimates.assign(err=lab.estimates["estimate"] - lab.estimates["truth_mcar"])
+    per_model = e.groupby(["estimator", "k", "model"])["err"].mean().groupby(["estimator", "k"]).mean()
+    for t, name in zip(bias.data, ["naive", "snips", "gs", "ips"], strict=True):
+        assert list(t.x) == ["@5", "@20"]
+        np.testing.assert_allclose(t.y, [per_model[(name, 5)], per_model[(name, 20)]], rtol=1e-12)
+    # the diagonal: grey, dotted, from the smallest to the largest plotted value
+    diag = est.data[-1]
+    assert diag.name == "y = x" and diag.line.color == charts.REFERENCE_COLOR and diag.line.dash == "dot"
+    assert charts.REFERENCE_COLOR not in colour.values()
+    pts = np.concatenate([np.r_[t.x, t.y] for t in est.data[:-1]])
+    assert list(diag.x) == list(diag.y) == pytest.approx([pts.min(), pts.max()])
+
+    strata = charts.tau_vs_strata_chart(lab)
+    assert strata.layout.xaxis.type == "category"  # 1, 3, 80 strata evenly spaced, not on a linear axis
+    assert list(strata.layout.xaxis.categoryarray) == ["1", "3", "80"]
+    (box,) = strata.data
+    assert box.name == "GS" and box.marker.color == colour["GS"]
+    assert sorted(box.x) == sorted(["1", "3", "80"] * 2)  # two seeds
+
+
+def test_agreement_title_wraps_when_long(small):
+    split, zoo = small
+    res = agreement_over_zoo(split, zoo, k=20, n_boot=20)
+    title = charts.agreement_scatter(res).layout.title.text
+    head, tail = title.split("<br>")
+    assert head == f"DCG@20 vs nDCG@20 over {zoo.n_models} {res.source}"
+    assert tail.startswith(f"Pearson r = {res.agreement.pearson_r:.2f}, Kendall τ = ")
+    assert len(head) + len(tail) + 3 > charts.TITLE_WRAP  # it is long, hence the wrap
+    assert charts._wrap_title("short", "title") == "short — title"
+
+
 def _cli(argv):
     parser = argparse.ArgumentParser(prog="offeval")
     sub = parser.add_subparsers(dest="command", required=True)

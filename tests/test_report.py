@@ -123,3 +123,64 @@ def test_static_export_png_and_svg(tmp_path):
     assert [p.name for p in paths] == ["one.png", "one.svg", "two.png", "two.svg"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in paths[1].read_bytes()[:200]
+
+
+def _section(text: str, anchor: str, nxt: str) -> str:
+    return text[text.index(f'id="{anchor}"'):text.index(f'id="{nxt}"')]
+
+
+def test_report_from_a_moments_file(report_file, tmp_path):
+    """``offeval report`` on a moments file (``offeval reduce``): the moments-only sections equal those of the
+    report on the logs (two code paths: in-memory reduce vs DuckDB over Parquet), the others are notices."""
+    from offeval_core.commands import reduce as reduce_cmd
+
+    logs = report_file.parent / "logs.parquet"
+    parser = argparse.ArgumentParser(prog="offeval")
+    reduce_cmd.register(parser.add_subparsers(dest="command"))
+    mpath = tmp_path / "moments.parquet"
+    args = parser.parse_args(["reduce", str(logs), "--out", str(mpath), "--rewards", "like", "--policies",
+                              "treatment", "--discounts", "pbm", "--exposures", "pbm", "--clips", "1,4,64,inf"])
+    assert args.func(args) == 0
+    out = tmp_path / "from_moments.html"
+    assert _run([str(mpath), "--out", str(out), "--n-boot", "50", "--no-progress"]) == 0   # the file's clip grid
+    text = out.read_text(encoding="utf-8")
+    full = report_file.read_text(encoding="utf-8")
+    assert "<th>input</th><td>moments file: sections that need the raw logs" in text
+    assert "1, 4, 64, ∞" in text
+    # sensitivity: same takeaway and table as the report computed from the logs
+    sens, sens_full = _section(text, "sensitivity", "correlation"), _section(full, "sensitivity", "correlation")
+    take = re.search(r'<p class="takeaway">(.*?)</p>', sens).group(1)
+    assert take == re.search(r'<p class="takeaway">(.*?)</p>', sens_full).group(1)
+    assert sens[sens.index('<table'):].split("</table>")[0] == sens_full[sens_full.index('<table'):].split("</table>")[0]
+    # rows-only sections are notices
+    assert "DCG vs nDCG over the logged policies (per-session values and a bootstrap over sessions) needs the raw " \
+           "logs" in text
+    assert "Clip tuning (the bias bound, ESS and clipped share read per-row weights) needs the raw logs" in text
+    assert "The learnt position-bias curve (session survival per rank) needs the raw logs" in text
+    assert "Run `offeval report LOGS` on the logs themselves" in text
+    # figures: sensitivity 1 + correlation 2 (table chart, one series) + decisions 3 (the file has D = pbm only,
+    # so the log2 estimator of the default set is left out)
+    assert text.count('class="fig"') == 6
+    dec = _section(text, "decisions", "clip-tuning")
+    assert "log₂" not in dec and "log2" not in dec
+
+
+def test_report_from_a_moments_file_checks_its_grid(tmp_path, report_file):
+    from offeval_core.commands import reduce as reduce_cmd
+    from offeval_core.moments_io import read_moments
+    from offeval_core.report import build_report
+
+    parser = argparse.ArgumentParser(prog="offeval")
+    reduce_cmd.register(parser.add_subparsers(dest="command"))
+    mpath = tmp_path / "m.parquet"
+    args = parser.parse_args(["reduce", str(report_file.parent / "logs.parquet"), "--out", str(mpath), "--rewards",
+                              "like", "--policies", "treatment", "--discounts", "pbm", "--clips", "1,inf"])
+    assert args.func(args) == 0
+    m = read_moments(mpath)
+    with pytest.raises(ValueError, match=r"discount 'log2' \(= exposure model\) is not in the moments file; it "
+                                         r"holds D ∈ \{pbm\}, D0 ∈ \{pbm\}"):
+        build_report(m, discount="log2")
+    with pytest.raises(ValueError, match="reward 'watch_time' is not in the moments file; it holds like"):
+        build_report(m, rewards=["watch_time"])
+    with pytest.raises(ValueError, match=r"q_clip 64 is not in the moments file's clip grid \(1, ∞\)"):
+        build_report(m, q_clip=64.0)

@@ -24,6 +24,27 @@ with ui.controls():
     rule = st.radio("Recommendation rule", ["slope", "mse"], key="w_clip_rule", horizontal=True,
                     format_func={"slope": "SLOPE / Lepski (CI overlap)", "mse": "worst-case MSE"}.get)
 
+
+def _estimates(m: float) -> None:
+    st.subheader(f"Every estimate at m = {ui.clip_label(m)}")
+    metrics = tuple(k for k in ESTIMATORS if data.estimator_family(k) != "importance")
+    est = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, m, s.level, metrics)
+    base = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, metrics)
+    if "effect" in est and "effect" in base:
+        est = est.assign(effect_at_inf=base["effect"].to_numpy())
+    ui.show_table(est, key="estimates_at_m", name=f"estimates_at_m_{ui.clip_label(m)}",
+                  caption="Per A/B test: logging and target estimates on control logs, the paired offline "
+                          "effect with its CI and one-sided p, the online effect; effect_at_inf = the "
+                          "unclipped effect for comparison.")
+
+
+if c.dataset.is_moments:  # the weight diagnostics read rows; the estimates at m are exact from the moments
+    ui.raw_logs_notice("The clip-tuning chart and recommendation (bias bound, ESS share and clipped rows come "
+                       "from the per-row importance weights)")
+    with ui.guarded("Estimates"):
+        _estimates(s.clip)
+    st.stop()
+
 with ui.guarded("Clip tuning"):
     ui.get_moments(c)
     res = data.clip_tuning_result(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule)
@@ -49,15 +70,6 @@ with ui.guarded("Clip tuning"):
     k[4].metric("Rows clipped", f"{row['clipped_rows']:.1%}")
     st.info(res.rule_text, icon=":material/lightbulb:")
 
-    st.subheader(f"Every estimate at m = {ui.clip_label(m)}")
-    metrics = tuple(k for k in ESTIMATORS if data.estimator_family(k) != "importance")
-    est = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, m, s.level, metrics)
-    base = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, metrics)
-    if "effect" in est and "effect" in base:
-        est = est.assign(effect_at_inf=base["effect"].to_numpy())
-    ui.show_table(est, key="estimates_at_m", name=f"estimates_at_m_{ui.clip_label(m)}",
-                  caption="Per A/B test: logging and target estimates on control logs, the paired offline "
-                          "effect with its CI and one-sided p, the online effect; effect_at_inf = the "
-                          "unclipped effect for comparison.")
+    _estimates(m)
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="clip_table", name="clip_tuning_table")

@@ -21,16 +21,16 @@ st.caption("Each cell correlates, across the days of one experiment, the online 
            "control logs (KDD'24 Table 2). † p < 0.05; bold: best variant of the row.")
 if not ui.needs(c, arms=True):
     st.stop()
-days = c.dataset.summary.days
+days = c.dataset.days
 if len(days) < 3:
     st.error(f"These logs cover {len(days)} day(s); a correlation across days needs at least 3 (4 or more to be "
              "informative). Load logs that span several days per experiment, or simulate a world with more "
              "days on the Data page.", icon=":material/error:")
     st.stop()
-if "treatment" not in c.logs.policies:
+if "treatment" not in c.dataset.policies:
     st.error("The Table 2 rows compare R₀ (the logging policy, control arm) and Rₜ (the policy that served the "
              "treatment arm), so the logs need a `rank__treatment` column; they have "
-             f"{', '.join('rank__' + p for p in c.logs.policies) or 'no rank__ columns'}.", icon=":material/error:")
+             f"{', '.join('rank__' + p for p in c.dataset.policies) or 'no rank__ columns'}.", icon=":material/error:")
     st.stop()
 
 s = c.settings
@@ -47,9 +47,17 @@ def _from_text(t: str) -> Variant:
 
 
 models = list(dict.fromkeys(["log2", "pbm", s.discount]))
+clip_opts = list(dict.fromkeys([1.0, s.clip, math.inf]))
+if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = model)
+    g = c.dataset.file_moments.grid
+    models = [mo for mo in models if mo in g.discounts and mo in g.exposures]
+    clip_opts = [cl for cl in clip_opts if cl in g.clips]
+    if not models:
+        ui.raw_logs_notice(f"The moments file holds no variant with D = D0 (D ∈ {', '.join(g.discounts)}, D0 ∈ "
+                           f"{', '.join(g.exposures)}); the correlation table compares such variants, so it")
+        st.stop()
 metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
-candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names
-              for cl in dict.fromkeys([1.0, s.clip, math.inf])]
+candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts]
 options = list(dict.fromkeys(_to_text(v) for v in candidates))
 defaults = [_to_text(v) for v in default_variants()]
 chosen = [t for t in ss.get("w_variants", []) if t in options]

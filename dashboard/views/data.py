@@ -1,5 +1,6 @@
-"""Data: choose the demo, upload CSV / Parquet (with a column mapping), or simulate a world; validation
-report, data summary and the learnt position-bias curve next to log2 and exponential."""
+"""Data: choose the demo, upload CSV / Parquet (with a column mapping) or a moments file (``offeval reduce``),
+or simulate a world; validation report, data summary and the learnt position-bias curve next to log2 and
+exponential (for a moments file: its grid, groups and settings)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ def _on_upload() -> None:
     buf = f.getbuffer()
     sha = data.content_key(buf)
     try:
+        if data.upload_moments(sha, f.name, buf) is not None:
+            ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": {}, "kind": "moments"}
+            ss["w_dataset"] = "upload"
+            return
         data.upload_raw(sha, f.name, buf)
     except LogValidationError as exc:
         ss["upload_error"] = exc
@@ -79,7 +84,8 @@ if source == "demo":
               disabled=ss.get("w_dataset") == "demo")
 
 if source == "upload":
-    st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet", key="w_upload",
+    st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet logs, or a moments file written "
+                     "by `offeval reduce LOGS --out moments.parquet`", key="w_upload",
                      type=["csv", "tsv", "txt", "gz", "parquet", "pq"], on_change=_on_upload,
                      help="Read in place from the upload; written only to a private temporary directory "
                           "while the reader runs, then deleted.")
@@ -96,7 +102,7 @@ if source == "upload":
         else:
             st.button(f"Use {info['name']}", key="w_use_upload", on_click=_use, args=("upload",))
         try:
-            raw = data.upload_raw(info["sha"], info["name"])
+            raw = None if info.get("kind") == "moments" else data.upload_raw(info["sha"], info["name"])
         except LookupError:
             raw = None
         if raw is not None:
@@ -143,6 +149,33 @@ if c.dataset is None:
     st.stop()
 
 ds = c.dataset
+if ds.is_moments:
+    mo, meta = ds.file_moments, ds.meta or {}
+    st.subheader(f"Moments file — {ds.label}")
+    st.info(ds.note, icon=":material/info:")
+    on = mo.online
+    m = st.columns(5)
+    m[0].metric("Sessions", f"{int(on.loc[on['reward'] == on['reward'].iloc[0], 'n'].sum()):,}" if len(on) else "0")
+    m[1].metric("Days", len(ds.days))
+    m[2].metric("Experiments", len(ds.experiments))
+    m[3].metric("Target policies", len(ds.policies))
+    m[4].metric("Moment rows", f"{len(mo.offline):,}")
+    g = mo.grid
+    grid = pd.DataFrame({"field": ["rewards", "policies", "discounts D", "exposure models D0", "clip values m",
+                                   "nDCG when iDCG = 0"],
+                         "values": [", ".join(g.rewards), ", ".join(g.policies),
+                                    ", ".join(f"{d} ({mo.discount_labels.get(d, d)})" for d in g.discounts),
+                                    ", ".join(g.exposures), ", ".join(ui.clip_label(x) for x in g.clips),
+                                    g.ndcg_rule]})
+    st.markdown("**Variant grid** (the sidebar offers only these)")
+    ui.show_table(grid, key="moments_grid", name="moments_grid")
+    settings = {k: ("" if v is None else str(v)) for k, v in (meta.get("settings") or {}).items()}
+    if settings:
+        st.markdown("**How the file was computed**")
+        ui.show_table(pd.DataFrame({"setting": list(settings), "value": list(settings.values())}),
+                      key="moments_settings", name="moments_settings")
+    ui.raw_logs_notice("The learnt position-bias curve (session survival per rank)")
+    st.stop()
 s = ds.summary
 st.subheader(f"Validation report — {ds.label}")
 if ds.note:

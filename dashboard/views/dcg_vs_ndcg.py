@@ -25,6 +25,10 @@ def _logged() -> None:
                "online reward, so nDCG would pick the worse policy for that pair (KDD'24 Sec. 5, App. A).")
     if not ui.needs(c, policy=True):
         st.stop()
+    if c.dataset.is_moments:
+        ui.raw_logs_notice("Comparing DCG and nDCG over the logged policies (per-session values and a bootstrap "
+                           "over sessions)")
+        return
     policies = list(c.logs.policies)
     if len(policies) < 2:
         st.error(f"Comparing rankings needs at least two target policies; these logs have {len(policies)} "

@@ -22,7 +22,7 @@ st.caption("Each A/B test is a box: its width is the offline uplift CI of the ta
            "offline misses it (false negative).")
 if not ui.needs(c, policy=True, arms=True):
     st.stop()
-experiments = list(c.dataset.summary.experiments)
+experiments = list(c.dataset.experiments)
 if len(experiments) < 2:
     st.warning(f"These logs hold a single experiment ({experiments[0]}): one A/B test makes one box, and "
                "precision, false-negative rate and correlation across tests need several. Load logs with an "
@@ -31,6 +31,8 @@ if len(experiments) < 2:
 
 s = c.settings
 names = list(ESTIMATORS)
+if c.dataset.is_moments:  # the importance-sampling family has its own reduce over the rows
+    names = [n for n in names if data.estimator_family(n) != "importance"]
 
 
 def _to_text(name: str, clip: float) -> str:
@@ -60,6 +62,9 @@ with ui.controls():
                            help="Every estimator in the registry, at m = 1, the sidebar's m and ∞, with the "
                                 "sidebar's D and D0. The first one is the reference for the relative CI size.")
     relative = b.toggle("Relative uplift (%)", key="w_dec_rel")
+if c.dataset.is_moments:
+    ui.raw_logs_notice("The importance-sampling estimators (IPS, SNIPS, NCIS…) are not in a moments file and "
+                       "are left out of the choices; each")
 if not picked:
     st.warning("Choose at least one estimator in the page controls.", icon=":material/warning:")
     st.stop()

@@ -38,8 +38,8 @@ if not metrics:
     st.stop()
 
 s = c.settings
-rewards = tuple(c.logs.rewards) if all_rewards else (c.reward,)
-rates = c.dataset.summary.reward_rates
+rewards = tuple(c.dataset.rewards) if all_rewards else (c.reward,)
+rates = c.dataset.reward_rates
 rewards = tuple(r for r in rewards if rates.get(r, 0) > 0)
 with ui.guarded("Sensitivity"):
     todo = [r for r in rewards if not data.is_ready("moments", c.key, r, s.discount, s.exposure)]

@@ -7,8 +7,11 @@ import sys
 
 from offeval_core.engine import DEFAULT_CLIPS
 from offeval_core.logs import parse_mapping, read_logs
+from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.report import STEPS, write_report
 from offeval_core.validation import parse_clip
+
+DEFAULT_GRID_TEXT = ",".join("inf" if math.isinf(c) else f"{c:g}" for c in DEFAULT_CLIPS)
 
 
 def register(sub) -> None:
@@ -16,13 +19,14 @@ def register(sub) -> None:
                        description="Compute sensitivity vs clipping, offline-online correlation, DCG vs nDCG, "
                                    "decision boxes and clip tuning, and write them to one HTML file that "
                                    "opens offline (plotly.js embedded).")
-    p.add_argument("logs", help="CSV or Parquet logs")
+    p.add_argument("logs", help="CSV or Parquet logs, or a moments file written by `offeval reduce` (then the "
+                                "sections that need the raw logs are replaced by a notice)")
     p.add_argument("--out", required=True, help="output HTML file, e.g. report.html")
     p.add_argument("--reward", action="append", default=None,
                    help="reward column(s); repeat or comma-separate (default: every reward; the first one is "
                         "used for DCG vs nDCG and clip tuning)")
     p.add_argument("--discount", default="pbm", help="discount D = exposure model D0 (default pbm, learnt)")
-    p.add_argument("--clip-grid", default=",".join("inf" if math.isinf(c) else f"{c:g}" for c in DEFAULT_CLIPS),
+    p.add_argument("--clip-grid", default=DEFAULT_GRID_TEXT,
                    help="clip values m, comma-separated, 'inf' allowed (default 1,2,4,…,4096,inf)")
     p.add_argument("--q-clip", default="inf", help="clip of the de-biased labels Q̂ in the correlation table "
                                                     "and decision boxes (default inf)")
@@ -61,7 +65,14 @@ def run(args) -> int:
         rewards = [r.strip() for item in args.reward for r in item.split(",") if r.strip()]
     bar = tqdm(total=len(STEPS) + 1, desc="reading logs", unit="step", file=sys.stderr,
                disable=args.no_progress, bar_format="{desc:<28} {bar} {n_fmt}/{total_fmt} [{elapsed}]")
-    logs = read_logs(args.logs, columns=parse_mapping(args.map))
+    extra = {}
+    if is_moments_file(args.logs):
+        logs = read_moments(args.logs)
+        extra["moments_meta"] = read_metadata(args.logs)
+        if args.clip_grid == DEFAULT_GRID_TEXT:
+            clips = logs.grid.clips  # the file's grid unless another is asked for
+    else:
+        logs = read_logs(args.logs, columns=parse_mapping(args.map))
 
     def progress(name: str) -> None:
         bar.update(1)
@@ -72,7 +83,7 @@ def run(args) -> int:
                             policy=args.policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
                             q_clip=parse_clip(args.q_clip), n_boot=args.n_boot, seed=args.seed, heldout=args.heldout,
                             heldout_grid=args.heldout_grid, heldout_k=args.heldout_k,
-                            heldout_cache_dir=args.heldout_cache, progress=progress)
+                            heldout_cache_dir=args.heldout_cache, progress=progress, **extra)
         bar.update(1)
         bar.set_description_str("done")
     finally:

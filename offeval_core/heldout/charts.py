@@ -12,6 +12,34 @@ from offeval_core.heldout.analyses import EstimatorLab, MetricAgreement
 from offeval_core.heldout.metrics import RunEvaluation
 
 _ESTIMATOR_LABELS = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS (true P, n_u)"}
+#: display order of the estimators in every lab chart (unknown names follow in order of appearance)
+ESTIMATOR_ORDER = ("naive", "snips", "gs", "ips")
+#: one fixed colour per estimator in every lab chart (Okabe-Ito palette, colour-blind safe)
+ESTIMATOR_COLORS = {"naive": "#E69F00", "snips": "#56B4E9", "gs": "#009E73", "ips": "#CC79A7"}
+#: colour of reference lines such as y = x
+REFERENCE_COLOR = "#777777"
+#: titles longer than this many characters are split onto two lines
+TITLE_WRAP = 80
+
+
+def _ordered(estimators) -> list[str]:
+    """Distinct estimator names in ``ESTIMATOR_ORDER``, any others after them in order of appearance."""
+    seen = list(dict.fromkeys(estimators))
+    return [e for e in ESTIMATOR_ORDER if e in seen] + [e for e in seen if e not in ESTIMATOR_ORDER]
+
+
+def _style(e: str) -> dict:
+    """Name, legend group and colour of estimator ``e``'s trace (the same in every lab chart)."""
+    out = {"name": _ESTIMATOR_LABELS.get(e, e), "legendgroup": e}
+    if e in ESTIMATOR_COLORS:
+        out["marker"] = {"color": ESTIMATOR_COLORS[e]}
+    return out
+
+
+def _wrap_title(head: str, tail: str) -> str:
+    """``head — tail`` on one line when short, else ``head`` and ``tail`` on two lines."""
+    one = f"{head} — {tail}"
+    return one if len(one) <= TITLE_WRAP else f"{head}<br>{tail}"
 
 
 def agreement_scatter(result: MetricAgreement, *, max_pair_lines: int = 60) -> go.Figure:
@@ -37,9 +65,9 @@ def agreement_scatter(result: MetricAgreement, *, max_pair_lines: int = 60) -> g
                                  text=names[sel], hovertemplate="%{text}<br>DCG %{x:.4f}<br>nDCG %{y:.4f}"))
     ci = result.inverted_ci
     fig.update_layout(
-        title=(f"DCG@{result.k} vs nDCG@{result.k} over {a.n} {result.source} — Pearson r = {a.pearson_r:.2f}, "
-               f"Kendall τ = {a.kendall_tau:.2f}, inverted pairs {a.inverted_share:.1%} "
-               f"[{ci.low:.1%}, {ci.high:.1%}]"),
+        title=_wrap_title(f"DCG@{result.k} vs nDCG@{result.k} over {a.n} {result.source}",
+                          f"Pearson r = {a.pearson_r:.2f}, Kendall τ = {a.kendall_tau:.2f}, inverted pairs "
+                          f"{a.inverted_share:.1%} [{ci.low:.1%}, {ci.high:.1%}]"),
         xaxis_title=f"DCG@{result.k} (mean gain per user, {result.gain} gain)",
         yaxis_title=f"nDCG@{result.k} (mean per user, 0–1)",
         legend_title="family",
@@ -70,9 +98,10 @@ def lab_tau_chart(lab: EstimatorLab) -> go.Figure:
     (GS paper Table 1 as box plots)."""
     df = lab.tau
     fig = go.Figure()
-    for e in dict.fromkeys(df["estimator"]):
+    for e in _ordered(df["estimator"]):
         sub = df[df["estimator"] == e]
-        fig.add_trace(go.Box(x=[f"@{k}" for k in sub["k"]], y=sub["kendall_tau"], name=_ESTIMATOR_LABELS.get(e, e)))
+        fig.add_trace(go.Box(x=[f"@{k}" for k in sub["k"]], y=sub["kendall_tau"], **_style(e),
+                             line={"color": ESTIMATOR_COLORS.get(e)}))
     metric = "Recall" if lab.params["lam"] == "recall" else "DCG-type gain"
     fig.update_layout(boxmode="group", title=f"Kendall τ vs MCAR truth over {len(lab.params['seeds'])} seeds, "
                       f"{lab.params['n_models']} models ({metric}@K)",
@@ -83,7 +112,11 @@ def lab_tau_chart(lab: EstimatorLab) -> go.Figure:
 def tau_vs_strata_chart(lab: EstimatorLab) -> go.Figure:
     """Kendall τ of GS vs the number of popularity strata (GS paper Fig. 1); 1 stratum = Naive."""
     df = lab.tau_strata
-    fig = go.Figure(go.Box(x=df["n_strata"].astype(str), y=df["kendall_tau"], name="GS"))
+    fig = go.Figure(go.Box(x=df["n_strata"].astype(str), y=df["kendall_tau"], **_style("gs"),
+                           line={"color": ESTIMATOR_COLORS["gs"]}))
+    # categorical axis: the strata counts (1, 2, 5, 100, …) evenly spaced, in increasing order
+    order = [str(n) for n in sorted(set(df["n_strata"]))] if len(df) else []
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
     fig.update_layout(title=f"GS: Kendall τ vs number of strata (K = {lab.params.get('strata_k', 100)}, "
                       f"{len(lab.params['seeds'])} seeds)",
                       xaxis_title="number of popularity strata", yaxis_title="Kendall τ vs MCAR truth (−1…1)")
@@ -95,9 +128,9 @@ def lab_bias_chart(lab: EstimatorLab) -> go.Figure:
     (standard deviation over seeds) as error bars."""
     s = lab.summary
     fig = go.Figure()
-    for e in dict.fromkeys(s["estimator"]):
-        sub = s[s["estimator"] == e]
-        fig.add_trace(go.Bar(x=[f"@{k}" for k in sub["k"]], y=sub["mean_bias"], name=_ESTIMATOR_LABELS.get(e, e),
+    for e in _ordered(s["estimator"]):
+        sub = s[s["estimator"] == e].sort_values("k")
+        fig.add_trace(go.Bar(x=[f"@{k}" for k in sub["k"]], y=sub["mean_bias"], **_style(e),
                              error_y={"type": "data", "array": sub["spread"].to_numpy()}))
     fig.update_layout(barmode="group", title="Bias vs MCAR truth (bars) and spread over seeds (error bars)",
                       xaxis_title="cut-off K", yaxis_title="estimate − truth (metric units)")
@@ -112,12 +145,13 @@ def lab_estimates_chart(lab: EstimatorLab, *, k: int) -> go.Figure:
         raise ValueError(f"k must be one of the lab's cut-offs {lab.params['ks']}, got {k}")
     g = df.groupby(["estimator", "model"])[["estimate", "truth_mcar"]].mean().reset_index()
     fig = go.Figure()
-    for e in dict.fromkeys(g["estimator"]):
+    for e in _ordered(g["estimator"]):
         sub = g[g["estimator"] == e]
-        fig.add_trace(go.Scatter(x=sub["truth_mcar"], y=sub["estimate"], mode="markers",
-                                 name=_ESTIMATOR_LABELS.get(e, e), text=sub["model"]))
+        fig.add_trace(go.Scatter(x=sub["truth_mcar"], y=sub["estimate"], mode="markers", **_style(e),
+                                 text=sub["model"]))
     lo, hi = float(g[["estimate", "truth_mcar"]].min().min()), float(g[["estimate", "truth_mcar"]].max().max())
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x", line={"dash": "dot"}))
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x",
+                             line={"dash": "dot", "color": REFERENCE_COLOR}, hoverinfo="skip"))
     name = "Recall" if lab.params["lam"] == "recall" else "DCG-type gain"
     fig.update_layout(title=f"{name}@{k}: MNAR estimate vs MCAR truth per model (mean over seeds)",
                       xaxis_title=f"MCAR truth {name}@{k} (mean per user)",

@@ -1,0 +1,161 @@
+"""AppTest of the dashboard on a moments file (``offeval reduce``): the pages that need only moments show the
+numbers the core computes from the same file directly; the parts that need rows show a notice instead."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from offeval_core.analyses import Variant, decision_boxes, offline_online_correlation, sensitivity
+from offeval_core.commands import reduce as reduce_cmd
+from offeval_core.moments_io import read_moments
+from offeval_core.simulate import preset_config, write_world
+
+APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def moments_path(tmp_path_factory):
+    out = tmp_path_factory.mktemp("moments_world")
+    write_world(preset_config("small"), out, seed=SEED)
+    old = os.environ.get("OFFEVAL_DEMO_DIR")
+    os.environ["OFFEVAL_DEMO_DIR"] = str(out)
+    parser = argparse.ArgumentParser(prog="offeval")
+    reduce_cmd.register(parser.add_subparsers(dest="command"))
+    path = out / "moments.parquet"
+    args = parser.parse_args(["reduce", str(out / "logs.parquet"), "--out", str(path), "--rewards", "like",
+                              "--policies", "treatment,cand_01", "--discounts", "pbm,log2", "--clips", "1,4,64,inf"])
+    assert args.func(args) == 0
+    yield path
+    if old is None:
+        os.environ.pop("OFFEVAL_DEMO_DIR", None)
+    else:
+        os.environ["OFFEVAL_DEMO_DIR"] = old
+
+
+def app(path: Path, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["moments"] = str(path)
+    at.query_params["level"] = "0.9"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if page:
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def infos(at: AppTest) -> str:
+    return " ".join(i.value for i in at.info)
+
+
+def test_data_page_shows_the_files_grid_and_what_needs_logs(moments_path):
+    at = app(moments_path)
+    assert not at.error
+    assert at.selectbox(key="w_dataset").value == "moments"
+    grid = at.dataframe[0].value.set_index("field")["values"]
+    assert grid["clip values m"] == "1, 4, 64, ∞"
+    assert grid["policies"] == "treatment, cand_01"
+    # the sidebar offers only the file's variants
+    assert at.selectbox(key="w_discount").options == ["pbm", "log2"]
+    assert at.selectbox(key="w_exposure").options == ["pbm"]
+    assert "learnt position-bias curve" in infos(at) and "offeval report LOGS" in infos(at)
+
+
+def test_sensitivity_table_equals_the_core_on_the_file(moments_path):
+    at = app(moments_path, "sensitivity")
+    at.radio(key="w_sens_sel").set_value("all").run()
+    assert not at.exception and not at.error
+    shown = at.dataframe[0].value
+    direct = sensitivity(read_moments(moments_path), policy="treatment", metrics=("dcg", "ndcg"), discount="pbm",
+                         exposure="pbm", level=0.9, online_alpha=0.001, settings="all", rewards=("like",)).table
+    assert list(shown["metric"]) == list(direct["metric"])
+    assert list(shown["clip"]) == [("∞" if math.isinf(c) else f"{c:g}") for c in direct["clip"]]
+    np.testing.assert_allclose(shown["tpr"].to_numpy(float), direct["tpr"].to_numpy(float))
+    np.testing.assert_allclose(shown["mean_p"].to_numpy(float), direct["mean_p"].to_numpy(float), rtol=1e-12)
+    assert (shown["n_settings"] == 3 * 3).all()  # 3 experiments × 3 days of the small preset
+
+
+def test_decision_boxes_equal_the_core_on_the_file(moments_path):
+    at = app(moments_path, "decisions")
+    assert not at.exception and not at.error
+    picked = at.multiselect(key="w_estimators").value
+    # the importance-sampling family is not in a moments file: left out of the choices, with a notice
+    assert all(not t.startswith(("ips", "snips", "ncis", "cips")) for t in at.multiselect(key="w_estimators").options)
+    assert "importance-sampling estimators" in infos(at)
+    ests = [Variant(t.rsplit(":", 1)[0], "pbm", "pbm", math.inf if t.endswith(":inf") else float(t.rsplit(":", 1)[1]))
+            for t in picked]
+    direct = decision_boxes(read_moments(moments_path), estimators=ests, policy="treatment", level=0.9,
+                            relative=False, rewards=("like",)).boxes
+    shown = at.dataframe[-1].value
+    assert len(shown) == len(direct) == 3 * len(ests)
+    for col in ("offline_effect", "offline_low", "offline_high", "online_effect", "online_low", "online_high"):
+        np.testing.assert_allclose(shown[col].to_numpy(float), direct[col].to_numpy(float), rtol=1e-12)
+    assert list(shown["category"]) == list(direct["category"])
+
+
+def test_clip_tuning_and_dcg_vs_ndcg_say_they_need_the_logs(moments_path):
+    at = app(moments_path, "clip_tuning")
+    assert not at.error
+    text = infos(at)
+    assert "clip-tuning chart" in text and "needs the raw logs" in text and "offeval report LOGS" in text
+    assert not at.main.get("plotly_chart")
+    est = at.dataframe[0].value                       # the estimates at m are still there, from the moments
+    assert sorted(est["experiment_id"].unique()) == sorted(read_moments(moments_path).online["experiment_id"].unique())
+    at.switch_page("views/dcg_vs_ndcg.py").run()
+    assert not at.exception and not at.error
+    assert "bootstrap over sessions" in infos(at)
+
+
+def test_correlation_offers_the_files_variants_and_equals_the_core(moments_path):
+    at = app(moments_path, "correlation")
+    assert not at.exception and not at.error
+    # the file has D0 = pbm only: the variants offered (D = D0) are the pbm ones
+    ms = at.multiselect(key="w_variants")
+    assert ms.options and all("(pbm," in label for label in ms.options)
+    variants = [Variant(m, d, d, math.inf if c == "inf" else float(c)) for m, d, c in (t.split(":") for t in ms.value)]
+    direct = offline_online_correlation(read_moments(moments_path), variants=variants, method="pearson",
+                                        rewards=("like",)).table
+    shown = at.dataframe[0].value
+    assert len(shown) == len(direct)
+    np.testing.assert_allclose(shown["r"].to_numpy(float), direct["r"].to_numpy(float), rtol=1e-12)
+
+
+def test_a_discount_not_in_the_file_is_a_notice_not_an_error(moments_path):
+    from dashboard import data
+
+    m = read_moments(moments_path)
+    with pytest.raises(data.NeedsRawLogs, match="The target discount D 'reciprocal' is not in the moments file "
+                                                r"\(it holds pbm, log2\)"):
+        data.file_moments_subset(m, "like", "reciprocal", "pbm")
+    sub = data.file_moments_subset(m, "like", "log2", "pbm")
+    assert set(sub.offline["discount"]) == {"log2"} and len(sub.offline) == (m.offline["discount"] == "log2").sum()
+
+
+def test_the_moments_parameter_round_trips_through_the_url():
+    from dashboard.state import parse_query_params, to_query_params
+
+    s = parse_query_params({"moments": "/data/m.parquet", "clip": "64"})
+    assert (s.dataset, s.moments, s.problems) == ("moments", "/data/m.parquet", ())
+    assert to_query_params(s) == {"moments": "/data/m.parquet", "clip": "64"}
+    assert parse_query_params(to_query_params(s)) == s
+
+
+def test_an_upload_is_recognised_as_a_moments_file_or_as_logs(moments_path):
+    from dashboard import data
+
+    raw = moments_path.read_bytes()
+    ds = data.upload_moments(data.content_key(raw), "moments.parquet", raw)
+    assert ds.is_moments and ds.key == f"mupload:{data.content_key(raw)}|moments.parquet"
+    assert ds.rewards == ("like",) and ds.policies == ("treatment", "cand_01") and ds.has_arms
+    assert len(ds.experiments) == 3 and len(ds.days) == 3        # the small preset: 3 experiments × 3 days
+    assert data.load(ds.key) is ds                                # the sidebar reloads it from the cache
+    logs = (moments_path.parent / "logs.parquet").read_bytes()
+    assert data.upload_moments(data.content_key(logs), "logs.parquet", logs) is None
