@@ -161,13 +161,15 @@ def test_one_run_only_names_the_problem():
 
 def test_estimator_lab_page_quick_settings_match_the_core():
     from dashboard.data import LAB_PRESETS
+    from offeval_core.heldout.charts import ESTIMATOR_LABELS
 
     at = page("estimator_lab")
     assert at.radio(key="w_lab_preset").value == "quick"
     summary = next(d.value for d in at.dataframe if "tau_mean" in d.value.columns)
     direct = estimator_lab(lam="recall", propensity="popularity", **LAB_PRESETS["quick"])
     assert sorted(summary["k"].unique()) == list(LAB_PRESETS["quick"]["ks"])
-    merged = summary.merge(direct.summary, on=["k", "estimator"], suffixes=("_page", "_core"))
+    core = direct.summary.assign(estimator=direct.summary["estimator"].map(ESTIMATOR_LABELS))  # page shows labels
+    merged = summary.merge(core, on=["k", "estimator"], suffixes=("_page", "_core"))
     assert len(merged) == len(direct.summary) == 3 * len(LAB_PRESETS["quick"]["ks"])
     np.testing.assert_allclose(merged["tau_mean_page"], merged["tau_mean_core"])
     np.testing.assert_allclose(merged["mean_bias_page"], merged["mean_bias_core"])

@@ -86,7 +86,6 @@ def _show_agreement(res, *, key: str, caption: str) -> None:
             f"DCG@{res.k} ({ci.level:.0%} CI {ci.low:.1%}–{ci.high:.1%}); App. A reports ≈ "
             f"{p['inverted_share']:.0%} over {p['n_models']} models on {p['dataset']}.")
     fig = agreement_scatter(res)
-    fig.update_layout(title_text=fig.layout.title.text.replace(" — ", "<br>"))  # two lines: fits the page
     ui.show_figure(fig, key=key, name=f"dcg_vs_ndcg_{key}", take=take)
     m = st.columns(4)
     m[0].metric("Inverted pairs", f"{a.inverted_share:.1%}", help=f"{a.n_inverted} of {a.n_pairs}; "

@@ -9,6 +9,8 @@ import streamlit as st
 
 from dashboard import data, ui
 from offeval_core.heldout.charts import (
+    ESTIMATOR_LABELS,
+    ESTIMATOR_ORDER,
     lab_bias_chart,
     lab_estimates_chart,
     lab_tau_chart,
@@ -26,26 +28,6 @@ st.caption("Per seed the simulated world's observed (MNAR) interactions are spli
 PRESETS = {"quick": "Quick (2 seeds, K = 10…100)", "full": "Full (5 seeds, K = 5…100, ~1 min the first time)"}
 LAMS = {"recall": "Recall@K", "dcg": "DCG-type gain@K"}
 PROPS = {"popularity": "popularity model P ∝ pop^((γ+1)/2)", "true": "true propensities (+ IPS)"}
-
-#: one colour per estimator in every chart of the page (colour-blind safe); the diagonal in grey
-COLORS = {"Naive": "#E69F00", "SNIPS": "#56B4E9", "GS": "#009E73", "IPS (true P, n_u)": "#CC79A7", "y = x": "#777777"}
-LABELS = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS"}
-
-
-def consistent(fig):
-    """Give each estimator the same colour in every chart (presentation only)."""
-    for t in fig.data:
-        col = COLORS.get(t.name)
-        if col is None:
-            continue
-        if t.type == "scatter" and t.mode == "lines":
-            t.line.color = col
-        else:
-            t.marker.color = col
-            if t.type == "box":
-                t.line.color = col
-    return fig
-
 
 with ui.controls():
     a, b, p = st.columns([2, 1, 2])
@@ -66,32 +48,33 @@ with ui.guarded("Estimator lab"):
                f"users × {prm['n_items']} items, train fraction {prm['train_frac']:.0%}, {prm['n_mcar']} MCAR "
                f"items per user, {prm['n_strata']} popularity strata for GS, γ = {prm['gamma']:g}.")
 
-    s = lab.summary
+    order = {e: i for i, e in enumerate(ESTIMATOR_ORDER)}
+    s = lab.summary.sort_values(["k", "estimator"], key=lambda c: c.map(order) if c.name == "estimator" else c)
+    s = s.assign(estimator=s["estimator"].map(lambda e: ESTIMATOR_LABELS.get(e, e)))
     top_k = max(prm["ks"])
     at_top = s[s["k"] == top_k].sort_values("tau_mean", ascending=False)
     take = (f"Kendall τ of each estimator's model ranking vs the MCAR truth's at K = {top_k} (mean over "
             f"{len(prm['seeds'])} seeds): "
-            + ", ".join(f"{LABELS.get(e, e)} {t:.2f}" for e, t in zip(at_top["estimator"], at_top["tau_mean"],
-                                                                        strict=True)) + ".")
+            + ", ".join(f"{e} {t:.2f}" for e, t in zip(at_top["estimator"], at_top["tau_mean"], strict=True))
+            + ".")
     st.header("Bias and spread vs the MCAR truth")
-    ui.show_figure(consistent(lab_bias_chart(lab)), key="lab_bias", name="estimator_lab_bias")
+    ui.show_figure(lab_bias_chart(lab), key="lab_bias", name="estimator_lab_bias")
     ui.show_table(s, key="lab_summary", name="estimator_lab_summary",
                   caption="Per cut-off and estimator, averaged over models: mean bias and mean |bias| "
                           "(estimate − MCAR truth), spread (standard deviation over seeds), RMSE, and Kendall τ "
                           "vs the truth (mean and standard deviation over seeds).")
 
     st.header("Ranking the models: Kendall τ vs the truth")
-    ui.show_figure(consistent(lab_tau_chart(lab)), key="lab_tau", name="estimator_lab_tau", take=take)
+    ui.show_figure(lab_tau_chart(lab), key="lab_tau", name="estimator_lab_tau", take=take)
     ui.show_table(lab.tau, key="lab_tau", name="estimator_lab_tau", height=240)
 
     st.header("Kendall τ vs the number of strata")
-    strata_fig = consistent(tau_vs_strata_chart(lab)).update_xaxes(type="category")  # 1, 2, 5, … evenly
-    ui.show_figure(strata_fig, key="lab_strata", name="estimator_lab_tau_vs_strata")
+    ui.show_figure(tau_vs_strata_chart(lab), key="lab_strata", name="estimator_lab_tau_vs_strata")
     ui.show_table(lab.tau_strata, key="lab_strata", name="estimator_lab_tau_vs_strata", height=240)
 
     st.header("Estimate vs truth per model")
     k = st.selectbox("Cut-off K", list(prm["ks"]), index=len(prm["ks"]) - 1, key="w_lab_k")
-    ui.show_figure(consistent(lab_estimates_chart(lab, k=int(k))), key="lab_estimates", name=f"estimator_lab_estimates_at{k}")
+    ui.show_figure(lab_estimates_chart(lab, k=int(k)), key="lab_estimates", name=f"estimator_lab_estimates_at{k}")
     with st.expander("Every estimate (seed × K × model × estimator)"):
         ui.show_table(lab.estimates, key="lab_estimates", name="estimator_lab_estimates", height=320)
 

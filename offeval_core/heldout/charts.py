@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from offeval_core.heldout.analyses import EstimatorLab, MetricAgreement
 from offeval_core.heldout.metrics import RunEvaluation
 
-_ESTIMATOR_LABELS = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS (true P, n_u)"}
+ESTIMATOR_LABELS = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS (true P, n_u)"}
 #: display order of the estimators in every lab chart (unknown names follow in order of appearance)
 ESTIMATOR_ORDER = ("naive", "snips", "gs", "ips")
 #: one fixed colour per estimator in every lab chart (Okabe-Ito palette, colour-blind safe)
@@ -30,7 +30,7 @@ def _ordered(estimators) -> list[str]:
 
 def _style(e: str) -> dict:
     """Name, legend group and colour of estimator ``e``'s trace (the same in every lab chart)."""
-    out = {"name": _ESTIMATOR_LABELS.get(e, e), "legendgroup": e}
+    out = {"name": ESTIMATOR_LABELS.get(e, e), "legendgroup": e}
     if e in ESTIMATOR_COLORS:
         out["marker"] = {"color": ESTIMATOR_COLORS[e]}
     return out
