@@ -29,9 +29,11 @@ def _estimates(m: float) -> None:
     st.subheader(f"Every estimate at m = {ui.clip_label(m)}")
     metrics = tuple(k for k in ESTIMATORS if data.estimator_family(k) != "importance")
     est = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, m, s.level, metrics)
-    base = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, metrics)
-    if "effect" in est and "effect" in base:
-        est = est.assign(effect_at_inf=base["effect"].to_numpy())
+    has_inf = not (c.dataset.is_moments and math.inf not in c.dataset.file_moments.grid.clips)
+    if has_inf:  # a moments file reduced without m = ∞ has nothing to compare with
+        base = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, metrics)
+        if "effect" in est and "effect" in base:
+            est = est.assign(effect_at_inf=base["effect"].to_numpy())
     ui.show_table(est, key="estimates_at_m", name=f"estimates_at_m_{ui.clip_label(m)}",
                   caption="Per A/B test: logging and target estimates on control logs, the paired offline "
                           "effect with its CI and one-sided p, the online effect; effect_at_inf = the "
