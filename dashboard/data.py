@@ -33,7 +33,7 @@ from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO_SEED = 20260302
+DEMO_SEED = 0  # the seed of `make data`
 SIM_PRESETS = ("small", "demo")
 SIM_SWITCHES = ("cascade", "reward_interactions", "contextual_position_bias")
 _READY: set[tuple] = set()  # keys whose heavy work is already cached in this process (for progress UI)
@@ -193,11 +193,11 @@ def load_demo(directory: str) -> Dataset:
         logs = read_logs(logs_path, name="demo data (data/logs.parquet)")
         gt_path = d / "ground_truth.parquet"
         gt = pd.read_parquet(gt_path) if gt_path.exists() else None
-        return Dataset(key="demo", label="demo data", logs=logs, summary=summarize(logs), ground_truth=gt)
+        return Dataset(key=f"demo:{d}", label="demo data", logs=logs, summary=summarize(logs), ground_truth=gt)
     from offeval_core.simulate import preset_config, simulate
 
     world = simulate(preset_config("demo"), seed=DEMO_SEED)
-    return _from_world(world, key="demo", label="demo data",
+    return _from_world(world, key=f"demo:{d}", label="demo data",
                        note=f"{logs_path} was not found, so the demo world was simulated in memory "
                             f"(preset 'demo', seed {DEMO_SEED}); `make data` writes the files.")
 
@@ -294,6 +294,8 @@ def load(key: str) -> Dataset:
         return ds
     if key == "demo":
         return load_demo(str(demo_dir()))
+    if key.startswith("demo:"):  # the dataset's own key names its directory, so caches never mix two demos
+        return load_demo(key[5:])
     if key.startswith("sim:"):
         return load_simulated(key[4:])
     if key.startswith("upload:"):

@@ -20,6 +20,7 @@ from offeval_core.logs import read_logs
 from offeval_core.simulate import preset_config, write_world
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+pytestmark = pytest.mark.usefixtures("demo_dir")  # every test runs on the small world, whatever the order
 SEED = 11
 
 
