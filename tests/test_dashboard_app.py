@@ -6,35 +6,25 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from dashboard_support import environment, metric, open_page, write_small_world
 from streamlit.testing.v1 import AppTest
 
 from offeval_core.analyses import dcg_vs_ndcg
 from offeval_core.estimators import ESTIMATORS, dcg
 from offeval_core.logs import read_logs
-from offeval_core.simulate import preset_config, write_world
 
-APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 pytestmark = pytest.mark.usefixtures("demo_dir")  # every test runs on the small world, whatever the order
-SEED = 11
 
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo")
-    write_world(preset_config("small"), out, seed=SEED)
-    old = os.environ.get("OFFEVAL_DEMO_DIR")
-    os.environ["OFFEVAL_DEMO_DIR"] = str(out)
-    yield out
-    if old is None:
-        os.environ.pop("OFFEVAL_DEMO_DIR", None)
-    else:
-        os.environ["OFFEVAL_DEMO_DIR"] = old
+    out = write_small_world(tmp_path_factory.mktemp("demo"))
+    with environment(OFFEVAL_DEMO_DIR=str(out)):
+        yield out
 
 
 @pytest.fixture(scope="module")
@@ -43,21 +33,7 @@ def logs(demo_dir):
 
 
 def app(page: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    if page:
-        at.switch_page(f"views/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metric(at: AppTest, label: str) -> str:
-    found = [m.value for m in at.metric if m.label == label]
-    assert found, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
-    return found[0]
+    return open_page(page, **params)
 
 
 def chart_specs(at: AppTest) -> list[dict]:

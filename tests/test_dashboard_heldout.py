@@ -5,50 +5,27 @@ against the core computed directly with the same settings; malformed uploads sho
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
+from dashboard_support import environment, metric, open_page, write_small_world
 from streamlit.testing.v1 import AppTest
 
 from offeval_core.heldout.analyses import estimator_lab, runs_agreement, zoo_agreement
 from offeval_core.heldout.io import read_qrels, read_runs
-from offeval_core.simulate import preset_config, write_world
-
-APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def env(tmp_path_factory):
     """A small simulated demo (the app loads it at start) and a private zoo cache directory."""
-    demo = tmp_path_factory.mktemp("demo")
-    write_world(preset_config("small"), demo, seed=11)
+    demo = write_small_world(tmp_path_factory.mktemp("demo"))
     cache = tmp_path_factory.mktemp("cache")
-    old = {k: os.environ.get(k) for k in ("OFFEVAL_DEMO_DIR", "OFFEVAL_CACHE_DIR")}
-    os.environ["OFFEVAL_DEMO_DIR"] = str(demo)
-    os.environ["OFFEVAL_CACHE_DIR"] = str(cache)
-    yield cache
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with environment(OFFEVAL_DEMO_DIR=str(demo), OFFEVAL_CACHE_DIR=str(cache)):
+        yield cache
 
 
 def page(name: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.switch_page(f"views/{name}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metric(at: AppTest, label: str) -> str:
-    found = [m.value for m in at.metric if m.label == label]
-    assert found, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
-    return found[0]
+    return open_page(name, timeout=90)
 
 
 def heldout(at: AppTest, **state) -> AppTest:

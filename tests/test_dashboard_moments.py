@@ -5,51 +5,33 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dashboard_support import environment, open_page, write_small_world
 from streamlit.testing.v1 import AppTest
 
 from offeval_core.analyses import Variant, decision_boxes, offline_online_correlation, sensitivity
 from offeval_core.commands import reduce as reduce_cmd
 from offeval_core.moments_io import read_moments
-from offeval_core.simulate import preset_config, write_world
-
-APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
-SEED = 11
 
 
 @pytest.fixture(scope="module")
 def moments_path(tmp_path_factory):
-    out = tmp_path_factory.mktemp("moments_world")
-    write_world(preset_config("small"), out, seed=SEED)
-    old = os.environ.get("OFFEVAL_DEMO_DIR")
-    os.environ["OFFEVAL_DEMO_DIR"] = str(out)
+    out = write_small_world(tmp_path_factory.mktemp("moments_world"))
     parser = argparse.ArgumentParser(prog="offeval")
     reduce_cmd.register(parser.add_subparsers(dest="command"))
     path = out / "moments.parquet"
     args = parser.parse_args(["reduce", str(out / "logs.parquet"), "--out", str(path), "--rewards", "like",
                               "--policies", "treatment,cand_01", "--discounts", "pbm,log2", "--clips", "1,4,64,inf"])
     assert args.func(args) == 0
-    yield path
-    if old is None:
-        os.environ.pop("OFFEVAL_DEMO_DIR", None)
-    else:
-        os.environ["OFFEVAL_DEMO_DIR"] = old
+    with environment(OFFEVAL_DEMO_DIR=str(out)):
+        yield path
 
 
 def app(path: Path, page: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["moments"] = str(path)
-    at.query_params["level"] = "0.9"
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    if page:
-        at.switch_page(f"views/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(page, moments=str(path), level="0.9")
 
 
 def infos(at: AppTest) -> str:

@@ -1,0 +1,55 @@
+"""What the dashboard AppTests share: the app's path, a small simulated demo set through the environment,
+opening a page, and reading a metric."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from offeval_core.simulate import preset_config, write_world
+
+APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+SEED = 11
+
+
+def write_small_world(out: Path) -> Path:
+    """The simulator's small preset (3 experiments × 3 days), seed 11, written to ``out``."""
+    write_world(preset_config("small"), out, seed=SEED)
+    return out
+
+
+@contextmanager
+def environment(**values: str):
+    """Set environment variables (e.g. ``OFFEVAL_DEMO_DIR``) for the app, restoring them afterwards."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def open_page(page: str | None = None, *, timeout: float = 60, **params: str) -> AppTest:
+    """Run the app with ``params`` in the URL, then switch to ``views/<page>.py``; fail on any exception."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if page:
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
+    return found[0]
