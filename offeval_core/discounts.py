@@ -10,7 +10,6 @@ each optionally followed by ``@n``, e.g. ``log2@10``.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,8 +163,21 @@ def survival_curve(lengths: np.ndarray, *, floor: float = PBM_FLOOR) -> np.ndarr
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0:
         raise ValueError("cannot learn a position-bias curve from zero sessions")
-    counts = np.bincount(lengths, minlength=int(lengths.max()) + 1)[1:]
-    reach = counts[::-1].cumsum()[::-1] / lengths.size
+    return survival_from_counts(np.bincount(lengths, minlength=int(lengths.max()) + 1)[1:], floor=floor)
+
+
+def survival_from_counts(counts: np.ndarray, *, floor: float = PBM_FLOOR) -> np.ndarray:
+    """The floored survival curve from ``counts[r - 1]`` = number of sessions of length r.
+
+    >>> survival_from_counts(np.array([1, 1]), floor=0.01).tolist()  # lengths 1 and 2
+    [1.0, 0.5]
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    nonzero = np.flatnonzero(counts)
+    if nonzero.size == 0:
+        raise ValueError("cannot learn a position-bias curve from zero sessions")
+    counts = counts[: nonzero[-1] + 1]
+    reach = counts[::-1].cumsum()[::-1] / counts.sum()
     return np.maximum(reach, floor)
 
 
@@ -195,6 +207,3 @@ def read_discount_table(path: str) -> np.ndarray:
     out[ranks.astype(int) - 1] = probs
     return out
 
-
-def is_inf(x: float) -> bool:
-    return math.isinf(x)

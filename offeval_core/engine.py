@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from offeval_core.discounts import DiscountModel, parse_discount
+from offeval_core.discounts import DiscountModel, parse_discount, survival_from_counts
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
 from offeval_core.validation import check_choice, check_clips
 
@@ -371,11 +371,7 @@ def pbm_from_histogram(lengths: pd.DataFrame, *, floor: float) -> np.ndarray:
     length = lengths["length"].to_numpy(dtype=np.int64)
     counts = np.zeros(int(length.max()) + 1, dtype=np.int64)
     np.add.at(counts, length, lengths[col].to_numpy(dtype=np.int64))
-    counts = counts[1:]
-    last = int(np.flatnonzero(counts)[-1]) + 1 if counts.any() else 0
-    counts = counts[:last]
-    reach = counts[::-1].cumsum()[::-1] / counts.sum()
-    return np.maximum(reach, floor)
+    return survival_from_counts(counts[1:], floor=floor)
 
 
 # -------------------------------------------------------------------------------------- the kernel

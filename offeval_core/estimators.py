@@ -18,7 +18,7 @@ from offeval_core import stats
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
 from offeval_core.logs import LOGGING_POLICY, Logs
-from offeval_core.results import Effect, Estimate
+from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.validation import check_choice, check_clip, check_level
 
 SUM_COLUMNS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq",
@@ -194,7 +194,7 @@ class OnlineResult:
         out = {"control": self.control.to_dict()}
         if self.treatment is not None:
             out["treatment"] = self.treatment.to_dict()
-            out["effect"] = self.effect.to_dict() | {"p_value_two_sided": stats_num(self.p_two_sided)}
+            out["effect"] = self.effect.to_dict() | {"p_value_two_sided": json_number(self.p_two_sided)}
         return out
 
 
@@ -217,10 +217,6 @@ class GroupResult:
         if self.online is not None:
             out["online"] = self.online.to_dict()
         return out
-
-
-def stats_num(x: float):
-    return None if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))) else float(x)
 
 
 def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), level: float = 0.95) -> dict:

@@ -64,7 +64,7 @@ from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _lookup, _tidy, connect
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, select
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
-from offeval_core.results import ConfidenceInterval, Effect, Estimate
+from offeval_core.results import ConfidenceInterval, Effect, Estimate, json_number
 from offeval_core.validation import check_choice, check_clip, check_clips, check_level
 
 BASES = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
@@ -522,12 +522,8 @@ class ImportanceResult:
     def to_dict(self) -> dict:
         return {"estimator": self.estimator, "scale": self.scale, "logging": self.logging.to_dict(),
                 "target": self.target.to_dict(), "effect": self.effect.to_dict(),
-                "diagnostics": {k: _num(v) for k, v in self.diagnostics.items()}}
+                "diagnostics": {k: json_number(v) for k, v in self.diagnostics.items()}}
 
-
-def _num(x):
-    x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
 
 
 def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", clip: float = math.inf,

@@ -9,7 +9,6 @@ names (``{"session_id": "visit", "rank": "pos"}``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -574,6 +573,3 @@ def summarize(logs: Logs) -> LogSummary:
         notes=logs.notes,
     )
 
-
-def is_finite(x: float) -> bool:
-    return not (math.isinf(x) or math.isnan(x))

@@ -43,7 +43,7 @@ class Estimate:
     ci: ConfidenceInterval
 
     def to_dict(self) -> dict:
-        return {"value": _num(self.value), "stderr": _num(self.stderr), "ci": [_num(x) for x in self.ci.as_list()],
+        return {"value": json_number(self.value), "stderr": json_number(self.stderr), "ci": [json_number(x) for x in self.ci.as_list()],
                 "n": int(self.n)}
 
 
@@ -58,11 +58,13 @@ class Effect:
     p_value: float
 
     def to_dict(self) -> dict:
-        return {"value": _num(self.value), "stderr": _num(self.stderr), "ci": [_num(x) for x in self.ci.as_list()],
-                "n": int(self.n), "p_value": _num(self.p_value)}
+        return {"value": json_number(self.value), "stderr": json_number(self.stderr), "ci": [json_number(x) for x in self.ci.as_list()],
+                "n": int(self.n), "p_value": json_number(self.p_value)}
 
 
-def _num(x: float) -> float | None:
-    """JSON-friendly float: NaN becomes None, infinities stay strings-free by becoming None."""
+def json_number(x: float | None) -> float | None:
+    """A float for JSON output: NaN, ±inf and None become None (JSON has no NaN or infinity)."""
+    if x is None:
+        return None
     x = float(x)
     return None if math.isnan(x) or math.isinf(x) else x

@@ -13,9 +13,9 @@ import pandas as pd
 from offeval_core import importance as imp
 from offeval_core import stats
 from offeval_core.engine import Grid, reduce
-from offeval_core.estimators import ESTIMATORS, aggregate, select, stats_num, summarize_groups
+from offeval_core.estimators import ESTIMATORS, aggregate, select, summarize_groups
 from offeval_core.logs import LOGGING_POLICY, parse_mapping, read_logs, read_table
-from offeval_core.results import ConfidenceInterval, Effect
+from offeval_core.results import ConfidenceInterval, Effect, json_number
 from offeval_core.validation import check_level, parse_clip
 
 DCG_FAMILY = ("dcg", "ndcg", "pndcg")
@@ -153,10 +153,10 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
         g = r.to_dict()
         drow = diags.iloc[i] if len(diags) > i else None
         if drow is not None:
-            g["diagnostics"] = {k: stats_num(float(drow[k])) for k in
+            g["diagnostics"] = {k: json_number(float(drow[k])) for k in
                                 ("ess", "ess_uncapped", "max_weight", "capped_share", "mean_weight")}
             if base == "point-ncis":
-                g["diagnostics"]["exact_normaliser_share"] = stats_num(float(drow["exact_share"]))
+                g["diagnostics"]["exact_normaliser_share"] = json_number(float(drow["exact_share"]))
         if impression_online is not None:
             on = impression_online.get(tuple(r.keys[k] for k in by))
             if on is not None:
@@ -212,7 +212,7 @@ def _online_impression(moments, key, d, e, clip, args, by) -> dict:
             ci = stats.normal_ci(diff, se, level=args.level)
             eff = Effect(diff, se, t.n + c.n, ConfidenceInterval(ci.low, ci.high, args.level),
                          stats.one_sided_p(diff, se))
-            res["effect"] = eff.to_dict() | {"p_value_two_sided": stats_num(stats.two_sided_p(diff, se))}
+            res["effect"] = eff.to_dict() | {"p_value_two_sided": json_number(stats.two_sided_p(diff, se))}
         out[k] = res
     return out
 

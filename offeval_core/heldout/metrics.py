@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.heldout.io import Qrels, Run
-from offeval_core.results import Estimate
+from offeval_core.results import Estimate, json_number
 from offeval_core.stats import mean_estimate
 from offeval_core.validation import check_choice, check_level
 
@@ -165,9 +165,9 @@ class RunEvaluation:
             "gain": self.gain,
             "metrics": {
                 label: {
-                    "mean": _num(e.value),
-                    "stderr": _num(e.stderr),
-                    "ci": [_num(e.ci.low), _num(e.ci.high)],
+                    "mean": json_number(e.value),
+                    "stderr": json_number(e.stderr),
+                    "ci": [json_number(e.ci.low), json_number(e.ci.high)],
                     "level": e.ci.level,
                     "n_users": e.n,
                 }
@@ -182,10 +182,6 @@ class RunEvaluation:
             },
         }
 
-
-def _num(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
 
 
 def _first(users, n: int = 5) -> str:
