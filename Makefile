@@ -31,6 +31,7 @@ lint: setup
 	$(BIN)/ruff check .
 
 test: setup browser lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules offeval_core dashboard/state.py
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 data: setup
