@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from offeval_core.errors import LogValidationError
+
 POLICY_PREFIX = "rank__"
 TARGET_PROPENSITY_PREFIX = "target_propensity__"
 LOGGING_POLICY = "logging"
@@ -27,16 +29,6 @@ OPTIONAL = ("item_id", "day", "experiment_id", "arm", "segment", "logging_propen
 KNOWN = REQUIRED + OPTIONAL
 ARMS = ("control", "treatment")
 MAX_SHOWN = 5
-
-
-class LogValidationError(ValueError):
-    """Raised when logs do not follow the schema; ``problems`` lists every specific problem found."""
-
-    def __init__(self, source: str, problems: Sequence[str]):
-        self.source = source
-        self.problems = list(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s) in the logs:\n{lines}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,104 @@
+"""The exceptions offeval raises: one documented type per kind of failure, all under :class:`OffevalError`.
+
+Callers (the command line, the dashboard) decide what to show by the exception's *type*, never by its
+message text. Every input failure is an :class:`InputError`: it carries the file (``source``), the
+column, the first offending 1-based data rows and what was expected, and its message never contains
+file content or server paths beyond the name the user gave.
+
+The command line exits with status 2 and prints ``str(error)`` for any :class:`InputError`; the dashboard
+shows it with ``st.error`` and a hint chosen by type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "InputError",
+    "LimitExceeded",
+    "LogValidationError",
+    "MomentsValidationError",
+    "NeedsRawLogs",
+    "OffevalError",
+    "OutputExists",
+    "SpecError",
+    "UnknownName",
+    "UnreadableInput",
+]
+
+
+class OffevalError(Exception):
+    """Base class of every error offeval raises on purpose."""
+
+
+class InputError(OffevalError, ValueError):
+    """Input from a user (a file, a URL parameter, a spec, an argument) that offeval cannot use.
+
+    Parameters
+    ----------
+    message : str
+        One line (or a short list) saying what is wrong and what was expected.
+    source : str, optional
+        The name of the file or parameter as the user gave it (never a resolved server path).
+    column : str, optional
+        The offending column, if any.
+    rows : sequence of int, optional
+        The first offending 1-based data rows (header excluded), if any.
+    expected : str, optional
+        What a valid value looks like.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        column: str | None = None,
+        rows: Sequence[int] = (),
+        expected: str | None = None,
+    ):
+        self.source = source
+        self.column = column
+        self.rows = tuple(int(r) for r in rows)
+        self.expected = expected
+        super().__init__(message)
+
+
+class UnreadableInput(InputError):
+    """The file cannot be read as the format its name or content claims (corrupt, truncated, wrong kind)."""
+
+
+class LimitExceeded(InputError):
+    """The input is over one of the configured limits (bytes, rows, columns, rank ceiling)."""
+
+
+class SpecError(InputError):
+    """A specification string is malformed: a discount spec, a clip value, an estimator key, a mapping."""
+
+
+class UnknownName(InputError, KeyError):
+    """A name (reward, policy, column, dataset) that the loaded data does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class LogValidationError(InputError):
+    """Ranking logs that do not follow the schema; ``problems`` lists every specific problem found."""
+
+    def __init__(self, source: str, problems: Sequence[str]):
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s) in the logs:\n{lines}", source=source)
+
+
+class MomentsValidationError(InputError):
+    """A moments file whose content is inconsistent (counts, sums, second moments, metadata)."""
+
+
+class NeedsRawLogs(OffevalError, LookupError):
+    """An analysis needs per-row logs but only a moments file is loaded."""
+
+
+class OutputExists(OffevalError, FileExistsError):
+    """Writing would overwrite an existing output (without ``force``) or one of the inputs."""
