@@ -29,6 +29,7 @@ import streamlit as st
 
 import offeval_core.importance  # noqa: F401 - registers the importance-sampling family in ESTIMATORS
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
+from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 
@@ -225,7 +226,7 @@ def upload_raw(sha: str, name: str, _data: bytes | None = None) -> pd.DataFrame:
             view = memoryview(_data)
             for start in range(0, len(view), 1 << 20):
                 fh.write(view[start:start + (1 << 20)])
-        return read_table(path)
+        return read_table(path, name=name)
 
 
 def upload_key(sha: str, name: str, mapping: dict[str, str]) -> str:
@@ -244,9 +245,9 @@ def load_upload(key: str) -> Dataset:
 # ------------------------------------------------------------------------------------------ moments files
 
 
-def _moments_dataset(path: Path, *, key: str, label: str) -> Dataset:
-    meta = read_metadata(path)
-    m = read_moments(path)
+def _moments_dataset(path: Path, *, key: str, label: str, name: str) -> Dataset:
+    meta = read_metadata(path, name=name)
+    m = read_moments(path, name=name)
     return Dataset(key=key, label=label, logs=None, summary=None, file_moments=m, meta=meta,
                    note=f"A moments file ({len(m.offline):,} moment rows, source {m.source or 'unknown'}): "
                         "every view that needs only moments works; bootstraps, weight diagnostics and the "
@@ -254,10 +255,14 @@ def _moments_dataset(path: Path, *, key: str, label: str) -> Dataset:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def load_moments_path(path: str) -> Dataset:
-    """A moments file on this machine (``?moments=PATH``)."""
-    p = Path(path).expanduser()
-    return _moments_dataset(p, key=f"mfile:{path}", label=f"moments file {p.name}")
+def load_moments_path(name: str) -> Dataset:
+    """A moments file of the operator's data directory, by plain file name (``?moments=NAME``).
+
+    Never a path: a name with a folder, ``..``, a special file or a file outside ``OFFEVAL_DATA_DIR`` is
+    refused (MissingInput / UnreadableInput) before anything is opened, and messages name only ``name``.
+    """
+    p = data_file(name, kinds=PARQUET_SUFFIXES, what="moments file")
+    return _moments_dataset(p, key=f"mfile:{name}", label=f"moments file {name}", name=name)
 
 
 def _write_temp(tmp: str, name: str, data: bytes) -> Path:
@@ -279,7 +284,8 @@ def upload_moments(sha: str, name: str, _data: bytes | None = None) -> Dataset |
         path = _write_temp(tmp, name, _data)
         if not is_moments_file(path):
             return None
-        return _moments_dataset(path, key=f"mupload:{sha}|{name}", label=f"uploaded moments file {name}")
+        return _moments_dataset(path, key=f"mupload:{sha}|{name}", label=f"uploaded moments file {name}",
+                                name=name)
 
 
 def load(key: str) -> Dataset:

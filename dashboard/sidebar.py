@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import data, ui
 from dashboard.state import CLIP_CHOICES, LEVELS, Settings, parse_query_params, to_query_params
-from offeval_core.discounts import parse_discount
+from offeval_core.discounts import parse_discount, restrict_table_files
 from offeval_core.logs import LogValidationError
 
 DISCOUNT_CHOICES = ("pbm", "log2", "reciprocal", "exponential:0.9", "exponential:0.8", "log2@10")
@@ -106,6 +106,7 @@ def _load(key: str):
 def render(page_url_path: str = "") -> ui.Context:
     """Draw the sidebar, load the data, resolve the settings against it, write the URL; return the context."""
     ss = st.session_state
+    restrict_table_files()  # table:NAME specs from the URL or a widget never open a server path
     url_settings = seed_from_url()
     keep_state()
     notes = list(url_settings.problems) if not ss.get("_url_problems_shown") else []

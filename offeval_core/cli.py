@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from offeval_core.errors import OffevalError
+from offeval_core.limits import ENV
 
 COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce"]
 
@@ -14,20 +18,53 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="offeval", description="Offline evaluation of ranking policies against online A/B tests."
     )
+    limits = parser.add_argument_group("input limits (default: the OFFEVAL_MAX_* environment variables, else "
+                                       "the documented defaults; docs/security.md)")
+    limits.add_argument("--max-bytes", default=None, metavar="SIZE",
+                        help="largest input file after decompression, e.g. 4GiB (default 1 GiB)")
+    limits.add_argument("--max-rows", default=None, metavar="N", help="most data rows of one file (20 000 000)")
+    limits.add_argument("--max-columns", default=None, metavar="N", help="most columns of one file (1 000)")
+    limits.add_argument("--max-rank", default=None, metavar="N", help="rank ceiling of rank columns (100 000)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"offeval_core.commands.{name}").register(sub)
     return parser
 
 
+def _limits_env(args) -> dict[str, str]:
+    """The limit flags as OFFEVAL_MAX_* variables (checked here, so a bad value is a usage error)."""
+    from offeval_core.limits import parse_size
+
+    out = {}
+    for field, var in ENV.items():
+        value = getattr(args, field, None)
+        if value is not None:
+            out[var] = str(parse_size(value, name=f"--{field.replace('_', '-')}"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every input or output problem prints one message (or the problem list) to stderr
+    and exits with status 2, never a traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    saved = {var: os.environ.get(var) for var in ENV.values()}
     try:
+        os.environ.update(_limits_env(args))
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (OffevalError, ValueError, TypeError, FileNotFoundError) as exc:
         print(f"offeval {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print(f"offeval {args.command}: error: out of memory; the input is too large for this machine (lower "
+              "--max-rows / --max-bytes, or use `offeval reduce` on Parquet logs)", file=sys.stderr)
+        return 2
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
 
 
 if __name__ == "__main__":

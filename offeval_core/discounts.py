@@ -10,12 +10,19 @@ each optionally followed by ``@n``, e.g. ``log2@10``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from offeval_core.errors import InputError, LimitExceeded, SpecError
+from offeval_core.inputs import data_file, read_csv_limited
+from offeval_core.limits import Limits
 
 PBM_FLOOR = 1e-4
 """Default floor of the learnt position-bias curve: 1 / P(V | R) is then at most 10 000."""
@@ -95,7 +102,7 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR) -> Discoun
     [1.0, 0.8, 0.64, 0.0]
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(
+        raise SpecError(
             f"discount must be a spec like 'log2', 'reciprocal', 'exponential:0.9', 'pbm', "
             f"'table:FILE.csv' (optionally '@n'), got {spec!r}"
         )
@@ -105,7 +112,7 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR) -> Discoun
     if match:
         text, cut = match.group(1), match.group(2)
         if not cut.isdigit() or int(cut) < 1:
-            raise ValueError(f"discount cut-off must be a positive integer after '@', got {spec!r}")
+            raise SpecError(f"discount cut-off must be a positive integer after '@', got {spec!r}")
         cutoff = int(cut)
     kind, _, arg = text.partition(":")
     kind = kind.strip().lower()
@@ -117,9 +124,9 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR) -> Discoun
         try:
             p = float(arg)
         except ValueError:
-            raise ValueError(f"exponential discount needs a parameter p in (0, 1], e.g. 'exponential:0.9', got {spec!r}") from None
+            raise SpecError(f"exponential discount needs a parameter p in (0, 1], e.g. 'exponential:0.9', got {spec!r}") from None
         if not 0 < p <= 1:
-            raise ValueError(f"exponential discount parameter must be in (0, 1], got {p!r} in {spec!r}")
+            raise SpecError(f"exponential discount parameter must be in (0, 1], got {p!r} in {spec!r}")
         return DiscountModel("exponential", param=p, cutoff=cutoff)
     if kind == "pbm" and not arg:
         if logs is None:
@@ -128,7 +135,7 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR) -> Discoun
         return DiscountModel("pbm", cutoff=cutoff, values=tuple(curve.tolist()), param=floor)
     if kind == "table" and arg:
         return DiscountModel("table", cutoff=cutoff, values=tuple(read_discount_table(arg).tolist()), source=arg)
-    raise ValueError(
+    raise SpecError(
         f"unknown discount {spec!r}; expected one of 'log2', 'reciprocal', 'exponential:p', 'pbm', "
         "'table:FILE.csv', optionally followed by a cut-off '@n' (e.g. 'log2@10')"
     )
@@ -181,29 +188,88 @@ def survival_from_counts(counts: np.ndarray, *, floor: float = PBM_FLOOR) -> np.
     return np.maximum(reach, floor)
 
 
+# ----------------------------------------------------------------------------- table: specs, safely
+
+
+_ACCESS = threading.local()
+_REGISTERED: dict[str, tuple[float, ...]] = {}
+_TABLE_KINDS = (".csv",)
+
+
+def restrict_table_files(restricted: bool = True) -> None:
+    """In the calling thread, let ``table:NAME`` name only a registered (uploaded) table or a file of the
+    operator's data directory by plain name, never a path. The dashboard calls it on every run; the
+    command line and library keep the default (the user's own files, read within the limits)."""
+    _ACCESS.restricted = bool(restricted)
+
+
+def table_files_restricted() -> bool:
+    """Whether ``table:`` specs in this thread are limited to registered tables and the data directory."""
+    return bool(getattr(_ACCESS, "restricted", False))
+
+
+def register_table(data: bytes, *, name: str = "upload") -> str:
+    r"""Validate an uploaded discount table (CSV bytes) and register it under a content-derived name;
+    returns the name to use in ``table:NAME``. The name is ``<stem>-<12 hex digits of its SHA-256>.csv``.
+
+    >>> register_table(b"rank,probability\n1,1\n2,0.5\n", name="my bias.csv")
+    'my-bias-d869969b4d77.csv'
+    """
+    import hashlib
+
+    limits = Limits.from_env()
+    if len(data) > limits.max_table_bytes:
+        raise LimitExceeded(f"discount table {name[:60]!r} is larger than {limits.max_table_bytes:,} bytes "
+                            "(OFFEVAL_MAX_TABLE_BYTES)", source=name)
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(name).stem)[:40].strip("-") or "table"
+    key = f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}.csv"
+    with tempfile.TemporaryDirectory(prefix="offeval-table-") as tmp:
+        path = Path(tmp) / "table.csv"
+        path.write_bytes(data)
+        values = _read_table_file(path, shown=name)
+    _REGISTERED[key] = tuple(values.tolist())
+    return key
+
+
 def read_discount_table(path: str) -> np.ndarray:
-    """Read a (rank, probability) CSV into an array for ranks 1..max; missing ranks are an error."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"discount table {path}: no such file")
-    df = pd.read_csv(p)
-    cols = [c.lower() for c in df.columns]
+    """Read a (rank, probability) CSV into an array for ranks 1..max; missing ranks are an error.
+
+    ``path`` is a table registered with :func:`register_table`, else (in a restricted thread, see
+    :func:`restrict_table_files`) a plain file name in the data directory, else a path to the user's own
+    file. Errors never quote the file's content.
+    """
+    if path in _REGISTERED:
+        return np.asarray(_REGISTERED[path], dtype=np.float64)
+    if table_files_restricted():
+        resolved = data_file(path, kinds=_TABLE_KINDS, what="discount table")
+        return _read_table_file(resolved, shown=path)
+    return _read_table_file(path, shown=path)
+
+
+def _read_table_file(path, *, shown: str) -> np.ndarray:
+    base = Limits.from_env()
+    limits = dataclasses.replace(base, max_bytes=base.max_table_bytes, max_rows=base.max_rank, max_columns=16)
+    label = f"discount table {shown}"
+    df = read_csv_limited(path, source=label, limits=limits)
+    cols = [str(c).strip().lower() for c in df.columns]
     if "rank" not in cols or "probability" not in cols:
-        raise ValueError(
-            f"discount table {path} must have columns 'rank' and 'probability', found {', '.join(df.columns)}"
+        raise InputError(
+            f"{label} must have the columns 'rank' and 'probability' (a header line 'rank,probability'); "
+            f"its header has {len(cols)} column(s) without them", source=shown, expected="rank,probability"
         )
     df.columns = cols
-    ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy()
-    probs = pd.to_numeric(df["probability"], errors="coerce").to_numpy()
+    ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=float)
+    probs = pd.to_numeric(df["probability"], errors="coerce").to_numpy(dtype=float)
     n = len(df)
     if n == 0 or np.isnan(ranks).any() or (np.sort(ranks) != np.arange(1, n + 1)).any():
-        raise ValueError(f"discount table {path}: column 'rank' must list every rank 1..n exactly once")
+        raise InputError(f"{label}: column 'rank' must list every rank 1..n exactly once", source=shown,
+                         column="rank")
     bad = np.flatnonzero(~((probs >= 0) & (probs <= 1)))
     if len(bad):
-        raise ValueError(
-            f"discount table {path}: column 'probability' must be in [0, 1]; rows {', '.join(str(i + 1) for i in bad[:5])} are not"
+        raise InputError(
+            f"{label}: column 'probability' must be in [0, 1]; rows {', '.join(str(i + 1) for i in bad[:5])} are not",
+            source=shown, column="probability", rows=[int(i) + 1 for i in bad[:5]],
         )
     out = np.empty(n)
     out[ranks.astype(int) - 1] = probs
     return out
-

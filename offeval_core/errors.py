@@ -17,6 +17,8 @@ __all__ = [
     "InputError",
     "LimitExceeded",
     "LogValidationError",
+    "LogsOverLimit",
+    "MissingInput",
     "MomentsValidationError",
     "NeedsRawLogs",
     "OffevalError",
@@ -24,6 +26,7 @@ __all__ = [
     "SpecError",
     "UnknownName",
     "UnreadableInput",
+    "UnreadableLogs",
 ]
 
 
@@ -102,3 +105,21 @@ class NeedsRawLogs(OffevalError, LookupError):
 
 class OutputExists(OffevalError, FileExistsError):
     """Writing would overwrite an existing output (without ``force``) or one of the inputs."""
+
+
+class MissingInput(InputError, FileNotFoundError):
+    """The named file, directory or data-directory entry does not exist."""
+
+
+class UnreadableLogs(UnreadableInput, LogValidationError):
+    """Logs whose file cannot be read (empty, corrupt, truncated, unsupported kind); one problem listed."""
+
+    def __init__(self, source: str, problems: Sequence[str]):
+        LogValidationError.__init__(self, source, problems)
+
+
+class LogsOverLimit(LimitExceeded, LogValidationError):
+    """Logs over one of the configured limits (bytes, rows, columns, rank ceiling); one problem listed."""
+
+    def __init__(self, source: str, problems: Sequence[str]):
+        LogValidationError.__init__(self, source, problems)

@@ -15,10 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from offeval_core.errors import LogValidationError
+from offeval_core.errors import (
+    LimitExceeded,
+    LogsOverLimit,
+    LogValidationError,
+    MissingInput,
+    UnreadableInput,
+    UnreadableLogs,
+)
+from offeval_core.inputs import file_kind, read_csv_limited, read_parquet_limited
+from offeval_core.limits import Limits
 
 POLICY_PREFIX = "rank__"
 TARGET_PROPENSITY_PREFIX = "target_propensity__"
@@ -111,31 +118,50 @@ def parse_mapping(text: str | None) -> dict[str, str]:
     return out
 
 
-def read_table(source: str | Path) -> pd.DataFrame:
-    """Read a CSV (optionally compressed) or Parquet file, or a directory of Parquet files."""
+ID_COLUMNS = ("session_id", "item_id", "experiment_id", "segment", "arm")
+"""Identifier columns: read as text from CSV, so ``001`` and ``1`` are two different values."""
+
+
+def read_table(source: str | Path, *, limits: Limits | None = None, columns: Mapping[str, str] | None = None,
+               name: str | None = None) -> pd.DataFrame:
+    """Read a CSV (optionally gzip / bz2 compressed) or Parquet file, or a directory of Parquet files,
+    through the input boundary (:mod:`offeval_core.inputs`) within ``limits`` (default: from the
+    environment). The identifier columns (``ID_COLUMNS``, under their mapped names) are read as text.
+
+    Raises
+    ------
+    MissingInput
+        No such file (a FileNotFoundError too).
+    UnreadableLogs
+        Empty, corrupt or truncated file, an unsupported kind, not a regular file.
+    LogsOverLimit
+        Over one of the limits (bytes, rows, columns).
+    """
+    limits = limits or Limits.from_env()
     path = Path(source)
-    name = str(source)
-    if not path.exists():
-        raise FileNotFoundError(f"{name}: no such file or directory")
+    label = name or str(source)
+    mapping = dict(columns or {})
+    text_columns = [mapping.get(c, c) for c in ID_COLUMNS]
     try:
-        if path.is_dir() or path.suffix.lower() in {".parquet", ".pq"}:
-            table = pq.read_table(path)
-            return table.to_pandas()
-        if path.stat().st_size == 0:
-            raise LogValidationError(name, ["the file is empty (0 bytes); expected a header and data rows"])
-        lowered = path.name.lower()
-        if lowered.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv", ".txt")):
-            sep = "\t" if lowered.endswith(".tsv") else ","
-            return pd.read_csv(path, sep=sep, low_memory=False)
-        raise LogValidationError(
-            name, [f"unsupported file type {path.suffix!r}; expected .csv, .csv.gz, .tsv or .parquet"]
-        )
-    except LogValidationError:
+        if path.is_dir() or file_kind(path.name) == "parquet":
+            return read_parquet_limited(path, source=label, limits=limits)
+        if file_kind(path.name) == "csv":
+            return read_csv_limited(path, source=label, limits=limits, text_columns=text_columns)
+        if not path.exists():
+            raise MissingInput(f"{label}: no such file or directory", source=label)
+        raise UnreadableInput(f"{label}: unsupported file type {path.suffix[:20]!r}; expected .csv, .csv.gz, "
+                              ".tsv or .parquet", source=label)
+    except MissingInput:
         raise
-    except (pa.ArrowInvalid, pa.ArrowException, pd.errors.ParserError, pd.errors.EmptyDataError,
-            UnicodeDecodeError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise LogValidationError(name, [f"cannot read the file: {first}"]) from None
+    except LimitExceeded as exc:
+        raise LogsOverLimit(label, [_problem(exc, label)]) from None
+    except UnreadableInput as exc:
+        raise UnreadableLogs(label, [_problem(exc, label)]) from None
+
+
+def _problem(exc: Exception, label: str) -> str:
+    text = str(exc)
+    return text[len(label) + 2:] if text.startswith(label + ": ") else text
 
 
 def read_logs(
@@ -144,6 +170,7 @@ def read_logs(
     columns: Mapping[str, str] | None = None,
     rewards: Sequence[str] | None = None,
     name: str | None = None,
+    limits: Limits | None = None,
 ) -> Logs:
     """Read and validate ranking logs.
 
@@ -153,6 +180,7 @@ def read_logs(
     columns : mapping from schema names to the user's column names, e.g. ``{"rank": "pos"}``.
     rewards : reward columns to use; default every numeric column that is not a schema column.
     name : how to call the source in messages (default: the path).
+    limits : the input limits (default :meth:`Limits.from_env`): bytes, rows, columns, rank ceiling.
 
     Raises
     ------
@@ -164,11 +192,11 @@ def read_logs(
         raw = source
         label = name or "<DataFrame>"
     elif isinstance(source, str | Path):
-        raw = read_table(source)
         label = name or str(source)
+        raw = read_table(source, limits=limits, columns=columns, name=label)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label)
+    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits)
 
 
 def _rows(index: np.ndarray) -> str:
@@ -218,7 +246,8 @@ def _looks_numeric(col: pd.Series) -> bool:
     return bool(pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5)
 
 
-def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool) -> np.ndarray | None:
+def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool,
+                    ceiling: int = np.iinfo(np.int32).max) -> np.ndarray | None:
     """Check a column holds positive integers; return int32 values (missing → -1) or None on error."""
     numeric = pd.to_numeric(raw, errors="coerce")
     non_numeric = np.flatnonzero(numeric.isna().to_numpy() & raw.notna().to_numpy())
@@ -242,37 +271,82 @@ def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_miss
             f"{_values(raw, bad)} at {_rows(bad)}"
         )
         return None
-    if present.any() and np.nanmax(values) > np.iinfo(np.int32).max:
-        problems.append(f"column '{col}' has ranks larger than {np.iinfo(np.int32).max}")
+    ceiling = min(int(ceiling), np.iinfo(np.int32).max)
+    if present.any() and np.nanmax(values) > ceiling:
+        big = np.flatnonzero(present & (values > ceiling))
+        problems.append(
+            f"column '{col}' has ranks above the rank ceiling {ceiling:,} (OFFEVAL_MAX_RANK / --max-rank); "
+            f"found {_values(raw, big)} at {_rows(big)}"
+        )
         return None
     out = np.where(missing, -1, values).astype(np.int32)
     return out
 
 
-def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str) -> Logs:
-    problems: list[str] = []
-    notes: list[str] = []
-    if len(raw.columns) == 0 or len(raw) == 0:
-        raise LogValidationError(label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
+@dataclass
+class _Check:
+    """State passed along the validation phases: the problems and notes found so far."""
 
+    label: str
+    limits: Limits
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def stop_if_problems(self) -> None:
+        if self.problems:
+            raise LogValidationError(self.label, self.problems)
+
+
+def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
+              limits: Limits | None = None) -> Logs:
+    """Validation as a pipeline of phases; each collects every problem it finds, and the first phase
+    with problems stops the pipeline with one LogValidationError listing them."""
+    chk = _Check(label=label, limits=limits or Limits.from_env())
+    _check_shape(raw, chk)
+    df = _apply_mapping(raw, columns, chk)
+    reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, chk)
+    values = _check_values(df, reward_cols, policy_cols, propensity_cols, chk)
+    return _assemble(df, reward_cols, values, chk)
+
+
+def _check_shape(raw: pd.DataFrame, chk: _Check) -> None:
+    if len(raw.columns) == 0 or len(raw) == 0:
+        raise LogValidationError(chk.label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
+    if len(raw.columns) > chk.limits.max_columns:
+        raise LogsOverLimit(chk.label, [f"the logs have {len(raw.columns):,} columns, more than the limit "
+                                        f"{chk.limits.max_columns:,} (OFFEVAL_MAX_COLUMNS / --max-columns)"])
+    if len(raw) > chk.limits.max_rows:
+        raise LogsOverLimit(chk.label, [f"the logs have {len(raw):,} rows, more than the limit "
+                                        f"{chk.limits.max_rows:,} (OFFEVAL_MAX_ROWS / --max-rows)"])
+
+
+def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> pd.DataFrame:
+    present = set(raw.columns)
     for key, user in columns.items():
-        if user not in raw.columns:
-            problems.append(
+        if user not in present:
+            chk.problems.append(
                 f"column mapping {key}={user}: the logs have no column '{user}' "
                 f"(columns found: {', '.join(map(str, raw.columns))})"
             )
-    if problems:
-        raise LogValidationError(label, problems)
+    chk.stop_if_problems()
     rename = {user: key for key, user in columns.items()}
     df = raw.rename(columns=rename)
-    df.columns = [str(c) for c in df.columns]
-    dupes = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    names = [str(c) for c in df.columns]
+    df.columns = names
+    seen: dict[str, int] = {}
+    for c in names:
+        seen[c] = seen.get(c, 0) + 1
+    dupes = sorted(c for c, k in seen.items() if k > 1)
     if dupes:
-        raise LogValidationError(label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
+        raise LogValidationError(chk.label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
+    return df
 
+
+def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str], list[str], list[str]]:
+    """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
     missing = [c for c in REQUIRED if c not in df.columns]
     for c in missing:
-        problems.append(
+        chk.problems.append(
             f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
             f"if your logs call it differently, map it, e.g. --map {c}=<your column>"
         )
@@ -282,11 +356,12 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
 
     if rewards is None:
         reward_cols = [c for c in df.columns if c not in special and _looks_numeric(df[c])]
-        ignored = [c for c in df.columns if c not in special and c not in reward_cols]
+        chosen = set(reward_cols)
+        ignored = [c for c in df.columns if c not in special and c not in chosen]
         if ignored:
-            notes.append(f"non-numeric column(s) ignored (not rewards): {', '.join(ignored)}")
+            chk.notes.append(f"non-numeric column(s) ignored (not rewards): {', '.join(ignored)}")
         if not reward_cols and not missing:
-            problems.append(
+            chk.problems.append(
                 "no reward column: expected at least one numeric column besides the schema columns "
                 f"(columns found: {', '.join(df.columns)})"
             )
@@ -296,58 +371,44 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
         reward_cols = list(rewards)
         for r in reward_cols:
             if r not in df.columns:
-                problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
+                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
             elif r in special:
-                problems.append(f"'{r}' is a schema column and cannot be used as a reward")
+                chk.problems.append(f"'{r}' is a schema column and cannot be used as a reward")
         if not reward_cols:
-            problems.append("rewards must name at least one reward column, got an empty list")
-    if problems:
-        raise LogValidationError(label, problems)
+            chk.problems.append("rewards must name at least one reward column, got an empty list")
+    chk.stop_if_problems()
+    return reward_cols, policy_cols, propensity_cols
 
-    n = len(df)
-    out: dict[str, np.ndarray | pd.Series] = {}
 
-    # session ids → dense codes in sorted order of the original ids
-    sid = df["session_id"]
-    sid_missing = np.flatnonzero(sid.isna().to_numpy())
+@dataclass
+class _Values:
+    ranks: np.ndarray
+    rewards: dict[str, np.ndarray]
+    policy_ranks: dict[str, np.ndarray]
+    props: dict[str, np.ndarray]
+    arm: np.ndarray | None
+
+
+def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) -> _Values:
+    """Row-level checks of every used column: ids present, ranks positive integers under the ceiling,
+    rewards finite and non-negative, probabilities in range, arms known."""
+    problems = chk.problems
+    sid_missing = np.flatnonzero(df["session_id"].isna().to_numpy())
     if len(sid_missing):
         problems.append(f"column 'session_id' must not be empty; found empty values at {_rows(sid_missing)}")
-    ranks = _integer_column(df["rank"], "rank", problems, allow_missing=False)
-
+    ranks = _integer_column(df["rank"], "rank", problems, allow_missing=False, ceiling=chk.limits.max_rank)
+    rewards = {}
     for r in reward_cols:
-        col = df[r]
-        if pd.api.types.is_bool_dtype(col):
-            col = col.astype(np.float64)
-        numeric = pd.to_numeric(col, errors="coerce")
-        non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
-        if len(non_numeric):
-            problems.append(
-                f"reward column '{r}' must be numeric; found {_values(col, non_numeric)} at {_rows(non_numeric)}"
-            )
-            continue
-        values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.flatnonzero(~np.isfinite(values))
-        if len(bad):
-            problems.append(
-                f"reward column '{r}' must hold finite numbers (no NaN, empty or inf); found "
-                f"{_values(numeric, bad)} at {_rows(bad)}"
-            )
-            continue
-        neg = np.flatnonzero(values < 0)
-        if len(neg):
-            problems.append(
-                f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); found "
-                f"{_values(numeric, neg)} at {_rows(neg)}"
-            )
-            continue
-        out[r] = values
+        values = _reward_column(df[r], r, problems)
+        if values is not None:
+            rewards[r] = values
 
     policy_ranks = {}
     for c in policy_cols:
         if c == POLICY_PREFIX:
             problems.append(f"column '{c}' has no policy name after the '{POLICY_PREFIX}' prefix")
             continue
-        vals = _integer_column(df[c], c, problems, allow_missing=True)
+        vals = _integer_column(df[c], c, problems, allow_missing=True, ceiling=chk.limits.max_rank)
         if vals is not None:
             policy_ranks[c] = vals
     if POLICY_PREFIX + LOGGING_POLICY in policy_cols:
@@ -383,11 +444,44 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
             )
         else:
             arm = arm_vals.to_numpy(dtype=object)
+    chk.stop_if_problems()
+    return _Values(ranks=ranks, rewards=rewards, policy_ranks=policy_ranks, props=props, arm=arm)
 
-    if problems:
-        raise LogValidationError(label, problems)
 
-    codes, uniques = pd.factorize(sid, sort=True)
+def _reward_column(col: pd.Series, r: str, problems: list[str]) -> np.ndarray | None:
+    if pd.api.types.is_bool_dtype(col):
+        col = col.astype(np.float64)
+    numeric = pd.to_numeric(col, errors="coerce")
+    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
+    if len(non_numeric):
+        problems.append(
+            f"reward column '{r}' must be numeric; found {_values(col, non_numeric)} at {_rows(non_numeric)}"
+        )
+        return None
+    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        problems.append(
+            f"reward column '{r}' must hold finite numbers (no NaN, empty or inf); found "
+            f"{_values(numeric, bad)} at {_rows(bad)}"
+        )
+        return None
+    neg = np.flatnonzero(values < 0)
+    if len(neg):
+        problems.append(
+            f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); found "
+            f"{_values(numeric, neg)} at {_rows(neg)}"
+        )
+        return None
+    return values
+
+
+def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check) -> Logs:
+    """Sort by session and rank, check duplicates and session-level keys, build the frame and sessions."""
+    problems, notes = chk.problems, chk.notes
+    n = len(df)
+    ranks = v.ranks
+    codes, uniques = pd.factorize(df["session_id"], sort=True)
     session = codes.astype(np.int64)
     order = np.lexsort((ranks, session))
     session_sorted = session[order]
@@ -407,22 +501,23 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
 
     starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
     uniques = np.asarray(uniques)
-    frame = pd.DataFrame({"session": session_sorted, "session_id": uniques[session_sorted], "rank": ranks_sorted})
+    cols: dict[str, object] = {"session": session_sorted, "session_id": uniques[session_sorted],
+                               "rank": ranks_sorted}
     if "item_id" in df.columns:
-        frame["item_id"] = df["item_id"].take(order).to_numpy()
+        cols["item_id"] = df["item_id"].take(order).to_numpy()
     for r in reward_cols:
-        frame[r] = out[r][order]
-    for c, vals in policy_ranks.items():
-        frame[c] = vals[order]
-    for c, vals in props.items():
-        frame[c] = vals[order]
+        cols[r] = v.rewards[r][order]
+    for c, vals in v.policy_ranks.items():
+        cols[c] = vals[order]
+    for c, vals in v.props.items():
+        cols[c] = vals[order]
 
     # session-level keys, worked on as integer codes (fast on tens of millions of rows)
     defaults = {"experiment_id": "all", "day": 1, "arm": "control", "segment": "all"}
     keys: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for key, default in defaults.items():
-        if key == "arm" and arm is not None:
-            codes_k, cats = pd.factorize(arm, sort=True)
+        if key == "arm" and v.arm is not None:
+            codes_k, cats = pd.factorize(v.arm, sort=True)
         elif key in df.columns:
             codes_k, cats = pd.factorize(df[key], sort=True)
             col_missing = np.flatnonzero(codes_k < 0)
@@ -443,19 +538,18 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
             k = first_row + int(np.flatnonzero(codes_sorted[first_row:stop] != codes_sorted[first_row])[0])
             problems.append(
                 f"column '{key}' must be the same on every row of a session; session "
-                f"{_show(frame['session_id'].iat[k])} has {_show(cats[codes_sorted[first_row]])} and "
+                f"{_show(cols['session_id'][k])} has {_show(cats[codes_sorted[first_row]])} and "
                 f"{_show(cats[codes_sorted[k]])} (data row {int(order[k]) + 1})"
             )
             continue
         keys[key] = (codes_sorted, cats)
-    if problems:
-        raise LogValidationError(label, problems)
+    chk.stop_if_problems()
 
     session_keys = {}
     for key, (codes_sorted, cats) in keys.items():
         if key == "day":
             values = np.asarray(_normalise_day(pd.Series(cats)))
-            frame[key] = values[codes_sorted]
+            cols[key] = values[codes_sorted]
             session_keys[key] = values[codes_sorted[starts]]
         else:
             labels = pd.Index([str(c) for c in cats])
@@ -466,8 +560,9 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
                 rank_of = np.empty_like(order_cats)
                 rank_of[order_cats] = np.arange(len(order_cats))
                 column = pd.Categorical.from_codes(rank_of[codes_sorted], labels[order_cats])
-            frame[key] = column
+            cols[key] = column
             session_keys[key] = column[starts]
+    frame = pd.DataFrame(cols)
 
     counts = np.diff(np.r_[starts, len(session_sorted)])
     lengths = np.maximum.reduceat(ranks_sorted, starts)
@@ -488,8 +583,8 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
             "logs with propensities, but the learnt position-bias model assumes every rank up to the "
             "session's last one was viewed"
         )
-    policies = tuple(c[len(POLICY_PREFIX):] for c in policy_ranks)
-    return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=label,
+    policies = tuple(c[len(POLICY_PREFIX):] for c in v.policy_ranks)
+    return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=chk.label,
                 notes=tuple(notes), sessions=sessions)
 
 
@@ -557,7 +652,7 @@ def summarize(logs: Logs) -> LogSummary:
         days=tuple(sorted(pd.unique(s["day"]))),
         experiments=tuple(sorted(map(str, pd.unique(s["experiment_id"])))),
         arms={str(k): int(v) for k, v in s["arm"].value_counts(sort=False).items() if v},
-        policies=logs.policies,
+        policies=tuple(dict.fromkeys((*logs.policies, *logs.propensity_policies))),
         reward_rates={r: float((f[r] > 0).mean()) for r in logs.rewards},
         sessions_with_reward=sess_reward,
         length_quantiles={"p10": float(q[0]), "median": float(q[1]), "p90": float(q[2]), "p99": float(q[3])},

@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offeval_core.engine import Grid, Moments
+from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput
+from offeval_core.inputs import file_kind, open_regular, read_parquet_limited
+from offeval_core.limits import Limits
+from offeval_core.safe_io import atomic_write, check_output
 
 META_KEY = b"offeval"
 FORMAT = "offeval-moments/1"
@@ -29,8 +35,12 @@ def _clip_json(c: float):
     return "inf" if math.isinf(c) else c
 
 
-def write_moments(moments: Moments, path: str | Path, *, settings: dict | None = None) -> Path:
+def write_moments(moments: Moments, path: str | Path, *, settings: dict | None = None, force: bool = True,
+                  inputs=()) -> Path:
     """Write ``moments`` to one Parquet file with the grid and ``settings`` in its metadata.
+
+    The file is written to a temporary file and renamed into place (a failed write leaves any previous
+    file intact); ``force=False`` refuses to replace an existing file and ``inputs`` are never overwritten.
 
     >>> import tempfile, os
     >>> off = pd.DataFrame({"experiment_id": ["e"], "day": [1], "arm": ["control"], "segment": ["all"],
@@ -45,7 +55,7 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
     """
     if not isinstance(moments, Moments):
         raise TypeError(f"moments must be offeval_core.engine.Moments, got {type(moments).__name__}")
-    path = Path(path)
+    path = check_output(path, inputs=inputs, force=force)
     off = moments.offline.assign(kind="offline")
     on = moments.online.assign(kind="online")
     frame = pd.concat([off, on], ignore_index=True)
@@ -62,52 +72,176 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
     }
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, compression="zstd")
-    return path
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
-def read_metadata(path: str | Path) -> dict:
-    """The ``offeval`` metadata of a moments file (grid, labels, source, settings)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+_GRID_KEYS = ("rewards", "policies", "discounts", "exposures", "clips", "ndcg_rule")
+_KEY_COLUMNS = ("reward",)
+_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "sumsq")
+_PAIRS = (("sum", "sumsq"), ("den_sum", "den_sumsq"), ("sum_diff", "sumsq_diff"))
+_SHOWN = 5
+
+
+def _bad(source: str, message: str, **kw) -> MomentsValidationError:
+    return MomentsValidationError(f"{source}: not a valid moments file: {message}", source=source, **kw)
+
+
+def _open_parquet(path, source: str, limits: Limits):
+    fh = open_regular(path, source=source)
     try:
-        schema = pq.read_schema(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ValueError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
-    raw = (schema.metadata or {}).get(META_KEY)
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise UnreadableInput(f"{source}: the file is empty (0 bytes); expected a moments file", source=source)
+        pf = pq.ParquetFile(fh)
+        if pf.metadata.serialized_size > limits.max_bytes:
+            raise LimitExceeded(f"{source}: the file's metadata is larger than {limits.max_bytes:,} bytes",
+                                source=source)
+        return fh, pf
+    except (UnreadableInput, LimitExceeded):
+        fh.close()
+        raise
+    except Exception as exc:  # any decoder failure of a corrupt file
+        fh.close()
+        raise UnreadableInput(f"{source}: cannot read the file: not a valid Parquet file (corrupt or truncated: "
+                              f"{type(exc).__name__})", source=source) from None
+
+
+def read_metadata(path: str | Path, *, name: str | None = None, limits: Limits | None = None) -> dict:
+    """The ``offeval`` metadata of a moments file (grid, labels, source, settings), checked for its keys.
+
+    Raises MissingInput, UnreadableInput (not a regular file, not Parquet) or MomentsValidationError (no
+    or invalid offeval metadata).
+    """
+    source = name or str(path)
+    fh, pf = _open_parquet(path, source, limits or Limits.from_env())
+    with fh:
+        raw = (pf.schema_arrow.metadata or {}).get(META_KEY)
     if raw is None:
-        raise ValueError(f"{path}: not an offeval moments file (no '{META_KEY.decode()}' metadata); "
-                         "create one with `offeval reduce LOGS --out FILE`")
-    meta = json.loads(raw)
+        raise MomentsValidationError(f"{source}: not an offeval moments file (no '{META_KEY.decode()}' metadata); "
+                                     "create one with `offeval reduce LOGS --out FILE`", source=source)
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise _bad(source, "its metadata is not JSON") from None
+    if not isinstance(meta, dict):
+        raise _bad(source, "its metadata is not a JSON object")
     if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: unsupported moments format {meta.get('format')!r}, expected {FORMAT!r}")
+        shown = str(meta.get("format"))[:40]
+        raise MomentsValidationError(f"{source}: unsupported moments format {shown!r}, expected {FORMAT!r}",
+                                     source=source)
+    grid = meta.get("grid")
+    if not isinstance(grid, dict) or any(k not in grid for k in _GRID_KEYS):
+        raise _bad(source, f"its metadata lacks the grid ({', '.join(_GRID_KEYS)})")
+    for k in _GRID_KEYS[:4]:
+        if not isinstance(grid[k], list) or not all(isinstance(x, str) for x in grid[k]):
+            raise _bad(source, f"grid '{k}' must be a list of names")
+    if not grid["rewards"] or not grid["discounts"] or not grid["exposures"]:
+        raise _bad(source, "the grid must name at least one reward, discount and exposure model")
+    if not isinstance(grid["clips"], list) or not grid["clips"] or not all(_clip_ok(c) for c in grid["clips"]):
+        raise _bad(source, "grid 'clips' must be a list of numbers ≥ 1 or 'inf'")
+    if grid["ndcg_rule"] not in ("zero", "drop"):
+        raise _bad(source, "grid 'ndcg_rule' must be 'zero' or 'drop'")
+    labels = meta.get("discount_labels", {})
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise _bad(source, "'discount_labels' must map names to labels")
+    if not isinstance(meta.get("source", ""), str) or not isinstance(meta.get("settings", {}), dict):
+        raise _bad(source, "'source' must be text and 'settings' an object")
     return meta
 
 
+def _clip_ok(c) -> bool:
+    if c == "inf":
+        return True
+    return isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c) and c >= 1
+
+
 def is_moments_file(path: str | Path) -> bool:
-    """Whether ``path`` is a Parquet file written by :func:`write_moments`."""
+    """Whether ``path`` is a Parquet file written by :func:`write_moments` (False for anything else,
+    including files that cannot be read: reading them as logs then says why)."""
+    if file_kind(str(path)) != "parquet":
+        return False
     try:
         read_metadata(path)
-    except (ValueError, FileNotFoundError):
+    except InputError:
         return False
     return True
 
 
-def read_moments(path: str | Path) -> Moments:
-    """Read a moments file written by :func:`write_moments` (or ``offeval reduce``)."""
-    meta = read_metadata(path)
-    frame = pq.read_table(path).to_pandas()
+def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | None = None) -> Moments:
+    """Read a moments file written by :func:`write_moments` (or ``offeval reduce``), validated.
+
+    Raises
+    ------
+    MissingInput, UnreadableInput, LimitExceeded
+        The file is missing, not a regular Parquet file, or over the limits.
+    MomentsValidationError
+        Metadata missing or malformed; counts that are not positive integers, non-finite sums, second
+        moments below the square of the first (Σx² < (Σx)² / n), missing columns.
+    """
+    source = name or str(path)
+    limits = limits or Limits.from_env()
+    meta = read_metadata(path, name=source, limits=limits)
+    frame = read_parquet_limited(path, source=source, limits=limits)
     g = meta["grid"]
     grid = Grid(rewards=tuple(g["rewards"]), policies=tuple(g["policies"]), discounts=tuple(g["discounts"]),
                 exposures=tuple(g["exposures"]), clips=tuple(math.inf if c == "inf" else float(c) for c in g["clips"]),
                 ndcg_rule=g["ndcg_rule"])
-    off = frame[frame["kind"] == "offline"].drop(columns="kind").reset_index(drop=True)
-    on = frame[frame["kind"] == "online"].drop(columns="kind").reset_index(drop=True)
+    if "kind" not in frame.columns:
+        raise _bad(source, "no 'kind' column (offline / online rows)")
+    kinds = frame["kind"].astype(str)
+    off = frame[kinds == "offline"].drop(columns="kind").reset_index(drop=True)
+    on = frame[kinds == "online"].drop(columns="kind").reset_index(drop=True)
+    if len(off) + len(on) != len(frame):
+        raise _bad(source, "column 'kind' must be 'offline' or 'online'", column="kind")
+    if off.empty:
+        raise _bad(source, "no offline rows")
+    missing = [c for c in _OFFLINE_COLUMNS if c not in off.columns]
+    missing += [c for c in ("reward", *_ONLINE_COLUMNS) if c not in on.columns and c not in missing]
+    if missing:
+        raise _bad(source, f"missing column(s) {', '.join(missing)}")
     keys = [c for c in ("experiment_id", "day", "arm", "segment") if c in on.columns]
     on = on[[*keys, "reward", *_ONLINE_COLUMNS]]
+    for part, df in (("offline", off), ("online", on)):
+        _check_moments(df, part, source)
     for df in (off, on):
         df["n"] = df["n"].astype("int64")
+    clips = pd.to_numeric(off["clip"], errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~(clips >= 1))
+    if len(bad):
+        raise _bad(source, f"offline column 'clip' must be ≥ 1 or inf; rows {_rows(bad)}", column="clip",
+                   rows=bad[:_SHOWN] + 1)
     return Moments(offline=off, online=on, grid=grid, discount_labels=dict(meta.get("discount_labels", {})),
                    source=meta.get("source", ""))
+
+
+def _rows(idx) -> str:
+    return ", ".join(str(int(i) + 1) for i in idx[:_SHOWN]) + (" …" if len(idx) > _SHOWN else "")
+
+
+def _check_moments(df: pd.DataFrame, part: str, source: str) -> None:
+    n = pd.to_numeric(df["n"], errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~((n >= 1) & (n == np.floor(n)) & np.isfinite(n)))
+    if len(bad):
+        raise _bad(source, f"{part} counts 'n' must be positive integers; rows {_rows(bad)} are not",
+                   column="n", rows=bad[:_SHOWN] + 1)
+    for col in df.columns:
+        if col in ("n", "clip") or not pd.api.types.is_numeric_dtype(df[col]) or df[col].dtype == bool:
+            continue
+        values = df[col].to_numpy(dtype=float)
+        ok = np.isfinite(values)
+        if "diff" in col and "policy" in df.columns:  # no paired difference of the logging policy with itself
+            ok |= np.isnan(values) & (df["policy"].astype(str) == "logging").to_numpy()
+        bad = np.flatnonzero(~ok)
+        if len(bad):
+            raise _bad(source, f"{part} column '{col}' must hold finite numbers; rows {_rows(bad)} do not",
+                       column=col, rows=bad[:_SHOWN] + 1)
+    for first, second in _PAIRS:
+        if first not in df.columns or second not in df.columns:
+            continue
+        s1 = df[first].to_numpy(dtype=float)
+        s2 = df[second].to_numpy(dtype=float)
+        # Cauchy-Schwarz: Σx² ≥ (Σx)² / n, with room for rounding
+        floor = s1 * s1 / n
+        bad = np.flatnonzero(s2 < floor - 1e-9 * np.maximum(1.0, np.abs(floor)))
+        if len(bad):
+            raise _bad(source, f"{part} second moments '{second}' are smaller than ('{first}')² / n at rows "
+                               f"{_rows(bad)}, which no data can give", column=second, rows=bad[:_SHOWN] + 1)

@@ -435,9 +435,8 @@ def write_report(logs: Logs | Moments, out, **kwargs) -> dict:
     """Build the report and write it to ``out``; returns {"path", "bytes", "figures"}."""
     from pathlib import Path
 
+    from offeval_core.safe_io import atomic_write_text
+
     text = build_report(logs, **kwargs)
-    path = Path(out)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path = atomic_write_text(Path(out), text)  # temp file + rename: a failed write keeps the old report
     return {"path": str(path), "bytes": path.stat().st_size, "figures": text.count('class="fig"')}

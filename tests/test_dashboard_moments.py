@@ -26,12 +26,13 @@ def moments_path(tmp_path_factory):
     args = parser.parse_args(["reduce", str(out / "logs.parquet"), "--out", str(path), "--rewards", "like",
                               "--policies", "treatment,cand_01", "--discounts", "pbm,log2", "--clips", "1,4,64,inf"])
     assert args.func(args) == 0
-    with environment(OFFEVAL_DEMO_DIR=str(out)):
+    with environment(OFFEVAL_DEMO_DIR=str(out), OFFEVAL_DATA_DIR=str(out)):
         yield path
 
 
 def app(path: Path, page: str | None = None) -> AppTest:
-    return open_page(page, moments=str(path), level="0.9")
+    """The link names the file in the data directory (OFFEVAL_DATA_DIR) by name, never by path."""
+    return open_page(page, moments=path.name, level="0.9")
 
 
 def infos(at: AppTest) -> str:

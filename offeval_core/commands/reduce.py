@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import resource
 import sys
 import time
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, connect, connect_spark, reduce, source_from_files
+from offeval_core.errors import UnreadableInput
+from offeval_core.inputs import file_kind, open_regular
 from offeval_core.logs import parse_mapping
 from offeval_core.moments_io import write_moments
+from offeval_core.safe_io import check_output
 from offeval_core.validation import parse_clip
 
 
@@ -22,7 +26,9 @@ def register(sub) -> None:
                                    "and write them to one small Parquet file the dashboard and `offeval "
                                    "report` open directly.")
     p.add_argument("logs", help="Parquet file, directory of Parquet files (e.g. one per day) or glob")
-    p.add_argument("--out", required=True, help="moments file to write, e.g. moments.parquet")
+    p.add_argument("--out", required=True, help="moments file to write, e.g. moments.parquet (never one of the "
+                                                "inputs; an existing file is kept unless --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--engine", default="duckdb", choices=["duckdb", "spark"], help="default duckdb")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL (default local[2])")
     p.add_argument("--memory-limit", default=None, help="DuckDB memory limit, e.g. 2GB (spills beyond it)")
@@ -42,8 +48,20 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def _check_logs(path: str) -> None:
+    """A named file must be a regular Parquet file (globs and directories are listed by the engine)."""
+    if any(ch in path for ch in "*?[") or "://" in path or os.path.isdir(path):
+        return
+    if file_kind(path) != "parquet":
+        raise UnreadableInput(f"{path}: `offeval reduce` reads Parquet logs (.parquet); convert CSV logs "
+                              "first or use `offeval report` on them", source=path)
+    open_regular(path, source=path).close()
+
+
 def run(args) -> int:
     t0 = time.perf_counter()
+    check_output(args.out, inputs=[args.logs], force=args.force)
+    _check_logs(args.logs)
     if args.engine == "spark":
         if args.memory_limit:
             print("offeval reduce: note: --memory-limit applies to DuckDB; size Spark executors with "
@@ -66,7 +84,7 @@ def run(args) -> int:
                 "memory_limit": args.memory_limit, "ndcg_rule": args.ndcg_rule, "sessions": sessions,
                 "rows": source.n_rows, "seconds_scan": round(t1 - t0, 3), "seconds_reduce": round(t2 - t1, 3),
                 "clips": ["inf" if math.isinf(c) else c for c in grid.clips], "offline_arm": "control"}
-    path = write_moments(moments, args.out, settings=settings)
+    path = write_moments(moments, args.out, settings=settings, force=args.force, inputs=[args.logs])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"out": str(path), "rows": source.n_rows, "sessions": sessions,
                       "variants": len(moments.offline), "seconds": round(time.perf_counter() - t0, 2),

@@ -9,6 +9,7 @@ from offeval_core.engine import DEFAULT_CLIPS
 from offeval_core.logs import parse_mapping, read_logs
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.report import STEPS, write_report
+from offeval_core.safe_io import check_output
 from offeval_core.validation import parse_clip
 
 DEFAULT_GRID_TEXT = ",".join("inf" if math.isinf(c) else f"{c:g}" for c in DEFAULT_CLIPS)
@@ -21,7 +22,9 @@ def register(sub) -> None:
                                    "opens offline (plotly.js embedded).")
     p.add_argument("logs", help="CSV or Parquet logs, or a moments file written by `offeval reduce` (then the "
                                 "sections that need the raw logs are replaced by a notice)")
-    p.add_argument("--out", required=True, help="output HTML file, e.g. report.html")
+    p.add_argument("--out", required=True, help="output HTML file, e.g. report.html (never the input; an "
+                                                "existing file is kept unless --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--reward", action="append", default=None,
                    help="reward column(s); repeat or comma-separate (default: every reward; the first one is "
                         "used for DCG vs nDCG and clip tuning)")
@@ -30,7 +33,8 @@ def register(sub) -> None:
                    help="clip values m, comma-separated, 'inf' allowed (default 1,2,4,…,4096,inf)")
     p.add_argument("--q-clip", default="inf", help="clip of the de-biased labels Q̂ in the correlation table "
                                                     "and decision boxes (default inf)")
-    p.add_argument("--policy", default="treatment", help="target policy of the A/B tests (default treatment)")
+    p.add_argument("--policy", default=None, help="target policy of the A/B tests (default: 'treatment' when the "
+                                                  "data has it, else its first target policy)")
     p.add_argument("--level", type=float, default=0.99, help="CI level of the sensitivity analysis (0.99)")
     p.add_argument("--online-alpha", type=float, default=0.001,
                    help="online significance threshold, Welch two-sided p (default 0.001)")
@@ -56,9 +60,18 @@ def _clips(text: str) -> tuple[float, ...]:
     return tuple(parse_clip(t) for t in parts)
 
 
+def _default_policy(data) -> str:
+    """'treatment' when the logs (or moments file) have that target policy, else their first one."""
+    policies = tuple(data.grid.policies) if hasattr(data, "grid") else tuple(data.policies)
+    if "treatment" in policies or not policies:
+        return "treatment"
+    return policies[0]
+
+
 def run(args) -> int:
     from tqdm import tqdm
 
+    check_output(args.out, inputs=[args.logs], force=args.force)
     clips = _clips(args.clip_grid)
     rewards = None
     if args.reward:
@@ -74,13 +87,15 @@ def run(args) -> int:
     else:
         logs = read_logs(args.logs, columns=parse_mapping(args.map))
 
+    policy = args.policy or _default_policy(logs)
+
     def progress(name: str) -> None:
         bar.update(1)
         bar.set_description_str(name)
 
     try:
         info = write_report(logs, args.out, rewards=rewards, discount=args.discount, clips=clips,
-                            policy=args.policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
+                            policy=policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
                             q_clip=parse_clip(args.q_clip), n_boot=args.n_boot, seed=args.seed, heldout=args.heldout,
                             heldout_grid=args.heldout_grid, heldout_k=args.heldout_k,
                             heldout_cache_dir=args.heldout_cache, progress=progress, **extra)
