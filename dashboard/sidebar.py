@@ -10,7 +10,8 @@ import streamlit as st
 from dashboard import data, ui
 from dashboard.state import CLIP_CHOICES, LEVELS, Settings, parse_query_params, to_query_params
 from offeval_core.discounts import parse_discount, restrict_table_files
-from offeval_core.logs import LogValidationError
+from offeval_core.errors import OffevalError
+from offeval_core.sanitize import escape_markdown
 
 DISCOUNT_CHOICES = ("pbm", "log2", "reciprocal", "exponential:0.9", "exponential:0.8", "log2@10")
 DATASET_LABELS = {"demo": "Bundled demo", "sim": "Simulated world", "upload": "Uploaded file",
@@ -133,7 +134,7 @@ def render(page_url_path: str = "") -> ui.Context:
     if key:
         try:
             dataset = _load(key)
-        except (LogValidationError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
+        except (OffevalError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
             ss["_load_error"] = exc
             what, _ = ui.explain(exc)
             problem = f"{what}."
@@ -182,8 +183,8 @@ def render(page_url_path: str = "") -> ui.Context:
             continue
         try:
             parse_discount(ss[wkey], logs=dataset.logs)
-        except (ValueError, FileNotFoundError) as exc:
-            box.error(f"{label}: {exc}. Using 'pbm' instead.")
+        except (ValueError, OffevalError, FileNotFoundError) as exc:
+            box.error(f"{label}: {escape_markdown(exc)}. Using 'pbm' instead.")
             notes.append(f"{label} {ss[wkey]!r} is not valid: {exc}")
             ss[f"_bad_{wkey}"] = True
         else:
@@ -216,7 +217,10 @@ def render(page_url_path: str = "") -> ui.Context:
     if dataset is None:
         settings = settings.replace(reward=None, policy=None)
 
-    params = to_query_params(settings)
+    shared = settings
+    if key.startswith(("upload:", "mupload:")):  # names from an uploaded file stay out of the link
+        shared = settings.replace(reward=None, policy=None, experiment=None)
+    params = to_query_params(shared)
     if params != st.query_params.to_dict():
         st.query_params.from_dict(params)
     _copy_link(sb, params, page_url_path)

@@ -20,6 +20,7 @@ import streamlit as st
 from dashboard import data
 from dashboard.state import Settings
 from offeval_core.logs import LogValidationError
+from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame
 
 CTX_KEY = "_offeval_ctx"
 
@@ -100,10 +101,13 @@ def explain(exc: BaseException) -> tuple[str, str]:
 
 
 def show_error(exc: BaseException, *, context: str = "") -> None:
+    """``st.error`` with what is wrong (names from the data escaped, so they show as text) and how to fix it;
+    never a traceback."""
     what, fix = explain(exc)
+    what = escape_markdown(what)
     lines = [f"**{context}:** {what}" if context else what]
     if isinstance(exc, LogValidationError):
-        lines += [f"- {p}" for p in exc.problems]
+        lines += [f"- {escape_markdown(p)}" for p in exc.problems]
     if fix:
         lines.append(f"\n**How to fix:** {fix}")
     st.error("\n".join(lines), icon=":material/error:")
@@ -116,7 +120,8 @@ def guarded(context: str) -> Iterator[None]:
     try:
         yield
     except data.NeedsRawLogs as exc:
-        st.info(f"**{context}:** {exc}" if context else str(exc), icon=":material/info:")
+        st.info(f"**{context}:** {escape_markdown(exc)}" if context else escape_markdown(exc),
+                icon=":material/info:")
     except (ValueError, TypeError, KeyError, LookupError, FileNotFoundError, RuntimeError) as exc:
         show_error(exc, context=context)
 
@@ -178,7 +183,7 @@ def raw_logs_notice(what: str) -> None:
 
 def takeaway(text: str) -> None:
     """The one-sentence takeaway shown above a chart (larger in presentation mode)."""
-    st.markdown(f'<div class="offeval-takeaway">{text}</div>', unsafe_allow_html=True)
+    st.markdown(f'<div class="offeval-takeaway">{escape_html(text)}</div>', unsafe_allow_html=True)
 
 
 def _style(fig: go.Figure, present: bool) -> go.Figure:
@@ -234,9 +239,9 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
     kwargs = {"height": height} if height else {}
     st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
 
-    def csv() -> str:
+    def csv() -> str:  # text cells that a spreadsheet would run as formulas are neutralised
         buf = io.StringIO()
-        df.to_csv(buf, index=False)
+        neutralise_frame(df).to_csv(buf, index=False)
         return buf.getvalue()
 
     st.download_button("Download CSV", csv, file_name=f"{name}.csv", mime="text/csv", key=f"csv_{key}",
@@ -248,7 +253,7 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
 def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
     """Check the page's prerequisites; render a specific message and return False when one is missing."""
     if c.dataset is None:
-        st.error(f"No valid data is loaded. {c.problem} Open the **Data** page to load the demo, fix the "
+        st.error(f"No valid data is loaded. {escape_markdown(c.problem)} Open the **Data** page to load the demo, fix the "
                  "upload, or simulate a world.", icon=":material/error:")
         return False
     ds = c.dataset

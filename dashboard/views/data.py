@@ -12,6 +12,7 @@ from dashboard import data, ui
 from offeval_core.charts import pbm_curve_figure
 from offeval_core.discounts import learn_pbm, parse_discount
 from offeval_core.logs import KNOWN, LogValidationError
+from offeval_core.sanitize import escape_markdown
 
 c = ui.ctx()
 ss = st.session_state
@@ -20,7 +21,7 @@ st.caption("Ranking logs: one row per viewed impression (session_id, rank, rewar
            "arm, segment, rank__<policy>). Uploaded data stays on this machine; it only passes through a "
            "temporary directory that is deleted right after reading.")
 for note in c.notes:
-    st.warning(note, icon=":material/warning:")
+    st.warning(escape_markdown(note), icon=":material/warning:")
 
 NONE = "(not in my file)"
 
@@ -145,14 +146,14 @@ if source == "sim":
 
 st.divider()
 if c.dataset is None:
-    st.error(f"No valid data is loaded. {c.problem} Use one of the tabs above.", icon=":material/error:")
+    st.error(f"No valid data is loaded. {escape_markdown(c.problem)} Use one of the tabs above.", icon=":material/error:")
     st.stop()
 
 ds = c.dataset
 if ds.is_moments:
     mo, meta = ds.file_moments, ds.meta or {}
-    st.subheader(f"Moments file — {ds.label}")
-    st.info(ds.note, icon=":material/info:")
+    st.subheader(f"Moments file — {escape_markdown(ds.label)}")
+    st.info(escape_markdown(ds.note), icon=":material/info:")
     on = mo.online
     m = st.columns(5)
     m[0].metric("Sessions", f"{int(on.loc[on['reward'] == on['reward'].iloc[0], 'n'].sum()):,}" if len(on) else "0")
@@ -177,13 +178,13 @@ if ds.is_moments:
     ui.raw_logs_notice("The learnt position-bias curve (session survival per rank)")
     st.stop()
 s = ds.summary
-st.subheader(f"Validation report — {ds.label}")
+st.subheader(f"Validation report — {escape_markdown(ds.label)}")
 if ds.note:
-    st.info(ds.note, icon=":material/info:")
+    st.info(escape_markdown(ds.note), icon=":material/info:")
 st.success("The logs follow the schema: no missing columns, duplicate (session, rank) pairs, bad ranks, "
            "NaN rewards or unknown arms.", icon=":material/check_circle:")
 for note in s.notes:
-    st.info(note, icon=":material/info:")
+    st.info(escape_markdown(note), icon=":material/info:")
 
 m = st.columns(6)
 m[0].metric("Sessions", f"{s.sessions:,}")
@@ -203,7 +204,7 @@ with left:
                                  "sessions with ≥ 1": st.column_config.NumberColumn(format="percent")})
     zero = [r for r, v in s.reward_rates.items() if v == 0]
     if zero:
-        st.warning(f"Reward(s) {', '.join(zero)} have no positive value: every estimate on them is 0. "
+        st.warning(f"Reward(s) {escape_markdown(', '.join(zero))} have no positive value: every estimate on them is 0. "
                    "Choose another reward in the sidebar.", icon=":material/warning:")
     st.markdown("**Sessions per arm and session length**")
     arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
@@ -211,8 +212,8 @@ with left:
     st.caption(f"Session length: mean {s.mean_length:.1f}; "
                + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
     st.markdown("**Experiments and policies**")
-    st.write(", ".join(map(str, s.experiments)))
-    st.write(", ".join(s.policies) or "No target policies (no rank__<policy> columns).")
+    st.text(", ".join(map(str, s.experiments)))
+    st.text(", ".join(s.policies) or "No target policies (no rank__<policy> or target_propensity__<policy> columns).")
     if len(s.days) < 2:
         st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
     if len(s.experiments) < 2:

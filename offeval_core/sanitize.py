@@ -1,0 +1,84 @@
+"""Names from users' files shown safely: escaped for Markdown, HTML and chart text; CSV cells that a
+spreadsheet would run as a formula neutralised.
+
+Column, reward, policy and segment names come from uploaded files and shared links, so they are data,
+never markup: ``**x**`` must show as two stars and an x, ``<img src=…>`` as that text, and a CSV cell
+``=HYPERLINK(…)`` must not become a formula when the download is opened in a spreadsheet.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pandas as pd
+
+__all__ = ["FORMULA_LEADS", "escape_html", "escape_markdown", "neutralise_cell", "neutralise_frame",
+           "plot_text"]
+
+_MD_ALWAYS = re.compile(r"([\\`*\[\]|~$])")
+_MD_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_MD_LEADING = re.compile(r"^(\s*)([#>+\-=]|\d+[.)])")
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_markdown(text: object) -> str:
+    """``text`` as literal Markdown: characters that start Markdown, LaTeX or Streamlit markup are
+    backslash-escaped (``_`` only where it could open emphasis, not inside ``session_id``), HTML special
+    characters become entities, line breaks become spaces.
+
+    >>> escape_markdown("**bold** <b>x</b> [a](http://e) $x$ session_id")
+    '\\\\*\\\\*bold\\\\*\\\\* &lt;b&gt;x&lt;/b&gt; \\\\[a\\\\](http://e) \\\\$x\\\\$ session_id'
+    """
+    s = str(text).replace("\r", " ").replace("\n", " ")
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _MD_ALWAYS.sub(r"\\\1", s)
+    s = _MD_EDGE_UNDERSCORE.sub(r"\\_", s)
+    return _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), s)
+
+
+def escape_html(text: object) -> str:
+    """``text`` for HTML (``<``, ``>``, ``&`` and quotes as entities).
+
+    >>> escape_html("<script>x</script>")
+    '&lt;script&gt;x&lt;/script&gt;'
+    """
+    return html.escape(str(text), quote=True)
+
+
+def plot_text(text: object) -> str:
+    """``text`` for plotly titles, labels and hover text, which interpret a subset of HTML (``<b>``,
+    ``<a href>``, ``<br>``): the tags show as text.
+
+    >>> plot_text('<a href="http://e">x</a>')
+    '&lt;a href=&quot;http://e&quot;&gt;x&lt;/a&gt;'
+    """
+    return html.escape(str(text), quote=True)
+
+
+def neutralise_cell(value: object) -> object:
+    """A text cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading ``'``
+    so spreadsheets show it as text; numbers (also negative ones) and other values are unchanged.
+
+    >>> neutralise_cell("=1+1"), neutralise_cell("-x"), neutralise_cell(-1.5), neutralise_cell("ok")
+    ("'=1+1", "'-x", -1.5, 'ok')
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_LEADS):
+        return "'" + value
+    return value
+
+
+def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose text cells and column names are neutralised (numeric columns untouched).
+
+    >>> neutralise_frame(pd.DataFrame({"=x": ["-a", "b"], "v": [-1.0, 2.0]})).to_csv(index=False).splitlines()
+    ["'=x,v", "'-a,-1.0", 'b,2.0']
+    """
+    out = df.copy()
+    for col in out.columns:
+        s = out[col]
+        if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
+            continue
+        out[col] = s.astype(object).map(neutralise_cell)
+    out.columns = [neutralise_cell(str(c)) if isinstance(c, str) else c for c in out.columns]
+    return out
