@@ -20,7 +20,7 @@ import streamlit as st
 from dashboard import data
 from dashboard.state import Settings
 from offeval_core.logs import LogValidationError
-from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame
+from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
 
 CTX_KEY = "_offeval_ctx"
 
@@ -199,7 +199,7 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
     present = bool(c and c.present)
     if take:
         takeaway(take)
-    fig = _style(fig, present)
+    fig = _style(sanitize_figure(fig), present)  # names from the data show as text, not markup
     sel = {"on_select": "rerun", "selection_mode": "points"} if select else {}
     event = st.plotly_chart(fig, key=f"chart_{key}", config={"displaylogo": False},
                             theme=None if present else "streamlit", **sel)

@@ -146,7 +146,7 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
     try:
         buf = bytearray()
         while b"\n" not in buf and len(buf) <= max_header:
-            chunk = stream.read(_CHUNK)
+            chunk = stream.read(_CHUNK)  # one bounded chunk at a time
             if not chunk:
                 break
             buf += chunk
@@ -161,6 +161,21 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
     return next(csv.reader([text], delimiter=sep), [])
 
 
+def _prescan(path, *, source: str, limits: Limits, raw_size: int) -> None:
+    """Stream the (decompressed) file once, counting bytes and lines, before anything is parsed: a
+    compression bomb or an oversized file stops here in constant memory."""
+    if not str(path).lower().endswith((".gz", ".bz2")) and raw_size > limits.max_bytes:
+        raise LimitExceeded(f"{source}: the file holds more than {limits.max_bytes:,} bytes, the limit "
+                            "OFFEVAL_MAX_BYTES / --max-bytes", source=source,
+                            expected=f"at most {limits.max_bytes:,} bytes")
+    stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
+    try:
+        while stream.read(1 << 20):
+            pass
+    finally:
+        stream.close()
+
+
 def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterable[str] = ()) -> pd.DataFrame:
     """Read a (possibly gzip / bz2 compressed) CSV or TSV file within ``limits``.
 
@@ -168,10 +183,12 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
     distinct. Raises MissingInput, UnreadableInput (empty, corrupt, truncated, not text) or LimitExceeded.
     """
     sep = "\t" if ".tsv" in str(path).lower() else ","
-    raw_size = os.stat(path).st_size if os.path.exists(path) else None
+    with open_regular(path, source=source) as fh:
+        raw_size = os.fstat(fh.fileno()).st_size
     if raw_size == 0:
         raise UnreadableInput(f"{source}: the file is empty (0 bytes); expected a header and data rows",
                               source=source)
+    _prescan(path, source=source, limits=limits, raw_size=raw_size)
     header = _header(path, source=source, sep=sep, limits=limits)
     wanted = set(text_columns)
     dtype = {c: str for c in header if c in wanted} or None

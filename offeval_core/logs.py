@@ -24,7 +24,7 @@ from offeval_core.errors import (
     UnreadableInput,
     UnreadableLogs,
 )
-from offeval_core.inputs import file_kind, read_csv_limited, read_parquet_limited
+from offeval_core.inputs import file_kind, open_regular, read_csv_limited, read_parquet_limited
 from offeval_core.limits import Limits
 
 POLICY_PREFIX = "rank__"
@@ -147,8 +147,7 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
             return read_parquet_limited(path, source=label, limits=limits)
         if file_kind(path.name) == "csv":
             return read_csv_limited(path, source=label, limits=limits, text_columns=text_columns)
-        if not path.exists():
-            raise MissingInput(f"{label}: no such file or directory", source=label)
+        open_regular(path, source=label).close()  # missing or special files say so first
         raise UnreadableInput(f"{label}: unsupported file type {path.suffix[:20]!r}; expected .csv, .csv.gz, "
                               ".tsv or .parquet", source=label)
     except MissingInput:
@@ -312,12 +311,6 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
 def _check_shape(raw: pd.DataFrame, chk: _Check) -> None:
     if len(raw.columns) == 0 or len(raw) == 0:
         raise LogValidationError(chk.label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
-    if len(raw.columns) > chk.limits.max_columns:
-        raise LogsOverLimit(chk.label, [f"the logs have {len(raw.columns):,} columns, more than the limit "
-                                        f"{chk.limits.max_columns:,} (OFFEVAL_MAX_COLUMNS / --max-columns)"])
-    if len(raw) > chk.limits.max_rows:
-        raise LogsOverLimit(chk.label, [f"the logs have {len(raw):,} rows, more than the limit "
-                                        f"{chk.limits.max_rows:,} (OFFEVAL_MAX_ROWS / --max-rows)"])
 
 
 def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> pd.DataFrame:

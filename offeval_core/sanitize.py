@@ -82,3 +82,50 @@ def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
         out[col] = s.astype(object).map(neutralise_cell)
     out.columns = [neutralise_cell(str(c)) if isinstance(c, str) else c for c in out.columns]
     return out
+
+
+_PLOT_TAG = re.compile(r"<[^<>]*>?")
+_PLOT_ALLOWED = re.compile(r"</?(b|i|em|sup|sub)>|<br\s*/?>", re.IGNORECASE)
+
+
+def plot_markup(text: str) -> str:
+    """Chart text with only plotly's plain formatting tags kept (``<b> <i> <em> <sup> <sub> <br>``, no
+    attributes); any other tag (``<a href>``, ``<span style>``, ``<img>``) shows as text.
+
+    >>> plot_markup('mean<br>per <b>session</b> <a href="http://e">x</a>')
+    'mean<br>per <b>session</b> &lt;a href=&quot;http://e&quot;&gt;x&lt;/a&gt;'
+    """
+    return _PLOT_TAG.sub(lambda m: m.group(0) if _PLOT_ALLOWED.fullmatch(m.group(0)) else escape_html(m.group(0)),
+                         str(text))
+
+
+def sanitize_figure(fig):
+    """``fig`` (a plotly Figure, changed in place and returned) with :func:`plot_markup` applied to its
+    titles, axis titles, annotations, legend names, trace text and hover text."""
+    def clean(value):
+        if isinstance(value, str):
+            return plot_markup(value)
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    layout = fig.layout
+    if layout.title and layout.title.text:
+        layout.title.text = plot_markup(layout.title.text)
+
+    def axis_title(axis):
+        if axis.title is not None and axis.title.text:
+            axis.title.text = plot_markup(axis.title.text)
+
+    fig.for_each_xaxis(axis_title)
+    fig.for_each_yaxis(axis_title)
+    for ann in layout.annotations or ():
+        if ann.text:
+            ann.text = plot_markup(ann.text)
+    for trace in fig.data:
+        for attr in ("name", "text", "hovertext", "legendgroup"):
+            if attr in trace and getattr(trace, attr) is not None:
+                value = getattr(trace, attr)
+                if isinstance(value, str | list | tuple):
+                    setattr(trace, attr, clean(value))
+    return fig
