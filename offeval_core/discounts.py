@@ -92,11 +92,30 @@ class DiscountModel:
         """The curve for ranks 1..max_rank as an array (index 0 = rank 1)."""
         return self(np.arange(1, max_rank + 1))
 
+    @classmethod
+    def learnt(cls, curve, *, floor: float = PBM_FLOOR, cutoff: int | None = None) -> DiscountModel:
+        """The ``pbm`` model of a learnt curve P̂(V = 1 | R = r), r = 1..len(curve), floored at ``floor``.
 
-def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR) -> DiscountModel:
+        Ranks beyond the curve get the floor (no session reached them). The curve comes from
+        :func:`learn_pbm` (in-memory logs) or :func:`survival_from_counts` (a session-length histogram).
+
+        >>> m = DiscountModel.learnt([1.0, 0.5, 0.0], floor=0.01)
+        >>> m(np.array([1, 3, 9])).tolist()  # rank 3 and ranks beyond the curve get the floor 0.01
+        [1.0, 0.01, 0.01]
+        """
+        if not 0 < floor <= 1:
+            raise ValueError(f"floor must be in (0, 1], got {floor!r}")
+        values = np.maximum(np.asarray(curve, dtype=np.float64), floor)
+        if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all() or (values > 1).any():
+            raise ValueError("a learnt position-bias curve must be a non-empty sequence of probabilities in [0, 1]")
+        return cls("pbm", param=floor, cutoff=cutoff, values=tuple(values.tolist()))
+
+
+def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None) -> DiscountModel:
     """Build a discount model from its spec string.
 
-    ``pbm`` is learnt from ``logs`` (see :func:`learn_pbm`), so it needs them.
+    ``pbm`` is learnt from ``logs`` (see :func:`learn_pbm`), so it needs them, or the learnt ``curve``
+    itself (e.g. from a session-length histogram; see :meth:`DiscountModel.learnt`).
 
     >>> parse_discount("exponential:0.8@3")(np.array([1, 2, 3, 4])).round(2).tolist()
     [1.0, 0.8, 0.64, 0.0]
@@ -129,10 +148,10 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR) -> Discoun
             raise SpecError(f"exponential discount parameter must be in (0, 1], got {p!r} in {spec!r}")
         return DiscountModel("exponential", param=p, cutoff=cutoff)
     if kind == "pbm" and not arg:
-        if logs is None:
+        if curve is None and logs is None:
             raise ValueError("discount 'pbm' is learnt from the logs, so logs must be given")
-        curve = learn_pbm(logs, floor=floor)
-        return DiscountModel("pbm", cutoff=cutoff, values=tuple(curve.tolist()), param=floor)
+        return DiscountModel.learnt(learn_pbm(logs, floor=floor) if curve is None else curve, floor=floor,
+                                    cutoff=cutoff)
     if kind == "table" and arg:
         return DiscountModel("table", cutoff=cutoff, values=tuple(read_discount_table(arg).tolist()), source=arg)
     raise SpecError(

@@ -1,0 +1,64 @@
+"""What a reduce computes and what it returns: the variant :class:`Grid` and the per-group :class:`Moments`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from offeval_core.validation import check_choice, check_clips
+
+__all__ = ["DEFAULT_CLIPS", "GROUP_KEYS", "METRICS", "NDCG_RULES", "Grid", "Moments"]
+
+DEFAULT_CLIPS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, math.inf)
+"""The clip grid of KDD'24 Sec. 6.2 (plus 1024), m = 1 (raw labels) … ∞ (unbiased)."""
+
+GROUP_KEYS = ("experiment_id", "day", "arm", "segment")
+METRICS = ("dcg", "ndcg")
+NDCG_RULES = ("zero", "drop")
+INF_CLIP = 1e300  # stands for m = ∞ inside queries: larger than any weight 1 / D0, so min(m, w) = w exactly
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The variants a reduce computes: rewards × policies × (D, D0) × clip values."""
+
+    rewards: tuple[str, ...]
+    policies: tuple[str, ...]
+    discounts: tuple[str, ...] = ("pbm",)
+    exposures: tuple[str, ...] = ("pbm",)
+    clips: tuple[float, ...] = DEFAULT_CLIPS
+    ndcg_rule: str = "zero"
+
+    def __post_init__(self):
+        object.__setattr__(self, "clips", check_clips(self.clips))
+        check_choice(self.ndcg_rule, NDCG_RULES, name="ndcg_rule")
+        if not self.rewards:
+            raise ValueError("rewards must name at least one reward column, got none")
+        if not self.discounts or not self.exposures:
+            raise ValueError("discounts and exposures must each list at least one discount model")
+
+
+@dataclass(frozen=True, eq=False)
+class Moments:
+    """Per-group sufficient statistics of every variant: everything the analyses need.
+
+    ``offline`` (long): one row per (group keys, reward, discount, exposure, clip, policy, metric) with
+    ``n`` sessions, ``sum`` / ``sumsq`` of the per-session value x, the per-session denominator y of
+    ratio estimators (for DCG rows y = iDCG, so pnDCG = Σx / Σy): ``den_sum`` / ``den_sumsq`` and
+    ``sum_x_den`` = Σ x·y, and for target policies the paired difference d = target − logging on the
+    same sessions: ``sum_diff``, ``sumsq_diff``, ``sum_diff_den`` = Σ d·y. The logging policy is named
+    ``"logging"``. ``online``: per (group keys, reward) the per-session observed reward: ``n``, ``sum``,
+    ``sumsq``.
+    """
+
+    offline: pd.DataFrame
+    online: pd.DataFrame
+    grid: Grid
+    discount_labels: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k in GROUP_KEYS if k in self.online.columns)

@@ -1,0 +1,101 @@
+"""Compile once, run many: the reused compiled reduce query gives exactly the moments of a fresh build.
+
+Both sides run on single-threaded DuckDB connections, so sums are taken in the same order and the
+comparison is exact (no tolerance)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_engine import random_logs
+
+from offeval_core.discounts import DiscountModel, learn_pbm, parse_discount
+from offeval_core.engine import (
+    Grid,
+    compiled_moments,
+    connect,
+    fresh_moments,
+    logs_source,
+    reduce,
+    source_discount,
+    source_from_logs,
+)
+from offeval_core.logs import read_logs
+
+COMBOS = [  # (reward, D, D0, clips): binary and graded rewards, learnt and parametric curves, two clip grids
+    ("click", "pbm", "pbm", (1, 3, 16, math.inf)),
+    ("click", "log2", "exponential:0.7", (1, 3, 16, math.inf)),
+    ("like", "reciprocal@5", "pbm", (2, 4, 8, 1024)),
+    ("click", "exponential:0.9@4", "log2", (1, 2, 64, math.inf)),
+    ("like", "pbm", "log2", (1, 3, 16, math.inf)),
+]
+
+
+@pytest.fixture(scope="module")
+def logs():
+    df = random_logs(np.random.default_rng(3), n_sessions=90, graded=True)
+    df["like"] = (df["click"] > 0).astype(float)  # a binary reward next to the graded one
+    return read_logs(df)
+
+
+def test_reused_query_gives_the_moments_of_a_fresh_build(logs):
+    shared = source_from_logs(logs, connect(threads=1))
+    for reward, d, d0, clips in COMBOS:
+        grid = Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,), clips=clips)
+        reused = reduce(shared, grid)
+        fresh = reduce(source_from_logs(logs, connect(threads=1)), grid)
+        pd.testing.assert_frame_equal(reused.offline, fresh.offline, check_exact=True)
+        pd.testing.assert_frame_equal(reused.online, fresh.online, check_exact=True)
+        assert reused.discount_labels == fresh.discount_labels
+    # one compiled query per shape (binary / graded reward), run once per combination
+    binary = compiled_moments(shared, rewards=("like",), policies=("a", "b"), n_clips=4, binary=True)
+    graded = compiled_moments(shared, rewards=("click",), policies=("a", "b"), n_clips=4, binary=False)
+    assert (binary.runs, graded.runs) == (2, 3)
+
+
+def test_compiled_query_equals_the_expression_with_literal_clips(logs):
+    source = source_from_logs(logs, connect(threads=1))
+    for reward, d, d0, clips in COMBOS:  # the same definition: parameter tables vs literals in a fresh build
+        binary = reward == "like"
+        disc, expo = source_discount(d, source), source_discount(d0, source)
+        query = compiled_moments(source, rewards=(reward,), policies=("b",), n_clips=len(clips), binary=binary)
+        sql = query.sql
+        got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
+        assert query.sql is sql  # the same text ran: the combination entered as data
+        want = fresh_moments(source, reward=reward, policies=("b",), discount=disc, exposure=expo, clips=clips,
+                             keys=source.keys, binary=binary)
+        order = ["k", *source.keys]
+        got = got.sort_values(order).reset_index(drop=True)
+        want = want.sort_values(order).reset_index(drop=True)[got.columns]
+        # the two read the rewarded rows in a different order, so sums may differ in the last bits
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
+
+
+def test_query_takes_exactly_its_number_of_clip_values(logs):
+    source = source_from_logs(logs, connect(threads=1))
+    query = compiled_moments(source, rewards=("click",), policies=("a",), n_clips=2, binary=False)
+    with pytest.raises(ValueError, match="this query takes 2 clip values, got 3"):
+        query.run(reward="click", discount=parse_discount("log2"), exposure=parse_discount("log2"),
+                  clips=(1, 2, 3))
+
+
+def test_in_memory_logs_keep_one_source(logs):
+    assert logs_source(logs) is logs_source(logs)
+    grid = Grid(rewards=("like",), policies=("a",), clips=(1, math.inf))
+    a = reduce(logs, grid)
+    b = reduce(logs, Grid(rewards=("like",), policies=("a",), discounts=("log2",), clips=(2, 8)))
+    assert set(a.offline["clip"]) == {1.0, math.inf} and set(b.offline["clip"]) == {2.0, 8.0}
+    assert set(b.offline["discount"]) == {"log2"}
+
+
+def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
+    from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
+    from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs
+    assert logs_source(logs).logs is None
+    assert from_histogram == from_logs
+    assert from_logs == DiscountModel.learnt(learn_pbm(logs, floor=0.05), floor=0.05, cutoff=6)
+    curve = DiscountModel.learnt([1.0, 0.5, 0.01], floor=0.1)
+    assert curve.values == (1.0, 0.5, 0.1) and curve(np.array([4]))[0] == 0.1 and curve.spec == "pbm"
+    with pytest.raises(ValueError, match="probabilities in"):
+        DiscountModel.learnt([1.0, 1.5])
