@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from offeval_core.arms import offline_rows
+
 PBM_FLOOR = 1e-4
 """Default floor of the learnt position-bias curve: 1 / P(V | R) is then at most 10 000."""
 
@@ -152,8 +154,7 @@ def learn_pbm(logs, *, floor: float = PBM_FLOOR, arm: str | None = "control") ->
     if not 0 < floor <= 1:
         raise ValueError(f"floor must be in (0, 1], got {floor!r}")
     sessions = logs.sessions
-    if arm is not None and (sessions["arm"] == arm).any():
-        sessions = sessions[sessions["arm"] == arm]
+    sessions = offline_rows(sessions, arm)
     lengths = sessions["length"].to_numpy()
     return survival_curve(lengths, floor=floor)
 

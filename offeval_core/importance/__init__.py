@@ -94,6 +94,7 @@ from offeval_core.importance.weights import (
     cap,
     capping_variants,
     importance_source,
+    per_session,
     resolve_weights,
     session_labels,
     weight_expr,
@@ -103,7 +104,7 @@ __all__ = [
     "BASES", "CAPPINGS", "COUNTEREXAMPLE_ACTIONS", "COUNTEREXAMPLE_SEGMENTS", "EXACT_TOL", "EXTRA_COLUMNS",
     "PROPENSITY", "SCALES", "WEIGHT_MODES", "BootstrapResult", "EstimatorKey", "ImportanceResult", "WeightSetup",
     "add_importance", "bootstrap", "cap", "capping_variants", "check_estimator", "estimate", "estimator_key",
-    "importance_source", "midzuno_sen_inverse", "ncis_counterexample", "parse_key", "percentile_summary",
+    "importance_source", "midzuno_sen_inverse", "ncis_counterexample", "parse_key", "per_session", "percentile_summary",
     "reduce_importance", "resolve_weights", "session_labels", "session_sums", "session_table", "session_values",
     "subset_sessions", "value_strata", "values_from_sessions", "weight_diagnostics", "weight_expr",
 ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from offeval_core.arms import OFFLINE_ARM, offline_rows
 from offeval_core.importance.keys import check_estimator
 from offeval_core.importance.reduce import session_table
 from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
@@ -107,7 +108,7 @@ def _bootstrap_iv(estimator, capping, scale, n_boot, level, rng):
 
 
 def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", clip: float = math.inf,
-              capping: str | None = None, scale: str | None = None, arm: str | None = "control",
+              capping: str | None = None, scale: str | None = None, arm: str | None = OFFLINE_ARM,
               n_boot: int = 1000, level: float = 0.95, rng=None, **kwargs) -> BootstrapResult:
     """Session bootstrap of an importance estimator: every resample recomputes the normalisation
     (Σ w̄ for NCIS, per stratum for PieceNCIS, per context for plug-in PointNCIS) from the resampled
@@ -118,8 +119,7 @@ def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", 
     """
     key, rng = _bootstrap_iv(estimator, capping, scale, n_boot, level, rng)
     per = session_sums(logs, reward=reward, policy=policy, clip=clip, capping=key.capping, **kwargs)
-    if arm is not None and (per["arm"] == arm).any():
-        per = per[per["arm"] == arm].reset_index(drop=True)
+    per = offline_rows(per, arm).reset_index(drop=True)
     n = len(per)
     t0, l0 = values_from_sessions(per, base=key.base, scale=key.scale)
     reps = np.empty((n_boot, 2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import ibis
 import ibis.expr.types as ir
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _tidy
+from offeval_core.engine import _online as online_moments
 from offeval_core.estimators import aggregate, select  # noqa: F401  (doctest namespace)
 from offeval_core.importance.keys import CAPPINGS, SCALES, estimator_key
 from offeval_core.importance.weights import (
@@ -241,20 +243,12 @@ def _match_day(df: pd.DataFrame, logs: Logs) -> pd.DataFrame:
 
 
 def _online(source: Source, rewards: Sequence[str]) -> pd.DataFrame:
+    """The online moments of :func:`offeval_core.engine.reduce` (one definition), on the importance tables."""
     keys = list(GROUP_KEYS)
-    s, t = source.sessions, source.rows
+    s = source.sessions
+    rows = source.rows.select("session", *rewards).join(s.select("session", *keys), "session")
     counts = source.backend.execute(s.group_by(keys).aggregate(n=s.count()))
-    parts = []
-    for r in rewards:
-        tot = t.group_by("session").aggregate(total=t[r].cast("float64").sum()).join(s, "session")
-        on = source.backend.execute(tot.group_by(keys).aggregate(sum=tot.total.sum(),
-                                                                  sumsq=(tot.total * tot.total).sum()))
-        on = counts.merge(on, on=keys, how="left").fillna({"sum": 0.0, "sumsq": 0.0})
-        on.insert(len(keys), "reward", r)
-        parts.append(on)
-    return _tidy(pd.concat(parts, ignore_index=True), keys)
-
-
+    return _tidy(online_moments(replace(source, rows=rows), rewards, counts, keys), keys)
 
 
 def weight_diagnostics(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:

@@ -17,12 +17,13 @@ import pandas as pd
 
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import GROUP_KEYS, Source, _lookup, connect
+from offeval_core.errors import InputError
 from offeval_core.importance.keys import CAPPINGS
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.validation import check_choice, check_clips
 
 __all__ = ["INF_CLIP", "PROPENSITY", "WEIGHT_MODES", "WeightSetup", "cap", "capping_variants", "importance_source",
-           "resolve_weights", "session_labels", "weight_expr"]
+           "per_session", "resolve_weights", "session_labels", "weight_expr"]
 
 WEIGHT_MODES = ("auto", "propensity", "exposure")
 PROPENSITY = "propensity"
@@ -90,6 +91,26 @@ def resolve_weights(logs: Logs, policies: Sequence[str], *, weights: str = "auto
     return WeightSetup("exposure", policies, discount, exposure)
 
 
+def per_session(session_ids, values, *, name: str) -> pd.Series:
+    """One value per session from row-level ``values`` (a context property: it must be constant within a
+    session), indexed by session id; an :class:`~offeval_core.errors.InputError` names the first session
+    with two values.
+
+    >>> per_session(pd.Series([1, 1, 2]), pd.Series(["a", "a", "b"]), name="segment").to_dict()
+    {1: 'a', 2: 'b'}
+    """
+    ids = pd.Series(np.asarray(session_ids))
+    col = pd.Series(np.asarray(values, dtype=object))
+    text = col.astype(str)
+    first = text.groupby(ids, sort=False).transform("first")
+    differs = np.flatnonzero((text != first).to_numpy())
+    if len(differs):
+        k = differs[0]
+        raise InputError(f"{name} must be constant within a session (a context property); session "
+                         f"{ids.iat[k]!r} has {first.iat[k]!r} and {text.iat[k]!r}", column=name)
+    return col.groupby(ids, sort=False).first()
+
+
 def session_labels(logs: Logs, spec, *, name: str) -> np.ndarray:
     """One label per row of ``logs.sessions``: a session-level column, a Series keyed by session_id,
     ``"session"`` (each session its own label) or ``None`` (one label for all)."""
@@ -110,16 +131,8 @@ def session_labels(logs: Logs, spec, *, name: str) -> np.ndarray:
     if spec in sess.columns and spec not in ("session", "length", "n_rows"):
         return sess[spec].astype(str).to_numpy(dtype=object)
     if spec in logs.frame.columns:
-        col = logs.frame[spec]
-        first = col.groupby(logs.frame["session"].to_numpy()).transform("first")
-        differs = np.flatnonzero((col.astype(str) != first.astype(str)).to_numpy())
-        if len(differs):
-            k = differs[0]
-            raise ValueError(
-                f"{name} column {spec!r} must be constant within a session (a context property); session "
-                f"{logs.frame['session_id'].iat[k]!r} has {first.iat[k]!r} and {col.iat[k]!r}")
-        per = col.groupby(logs.frame["session"].to_numpy()).first()
-        return per.reindex(sess["session"].to_numpy()).astype(str).to_numpy(dtype=object)
+        per = per_session(logs.frame["session_id"], logs.frame[spec], name=f"{name} column {spec!r}")
+        return per.reindex(sess["session_id"].to_numpy()).astype(str).to_numpy(dtype=object)
     usable = ["segment", "experiment_id", "day", "arm", *(c for c in logs.frame.columns
                                                           if c not in ("session", "session_id", "rank"))]
     raise ValueError(f"{name} {spec!r} is not a column of the logs {logs.source} (usable: "
