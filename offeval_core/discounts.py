@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from offeval_core.arms import offline_rows
 from offeval_core.errors import InputError, LimitExceeded, SpecError
 from offeval_core.inputs import data_file, read_csv_limited
 from offeval_core.limits import Limits
@@ -178,8 +179,7 @@ def learn_pbm(logs, *, floor: float = PBM_FLOOR, arm: str | None = "control") ->
     if not 0 < floor <= 1:
         raise ValueError(f"floor must be in (0, 1], got {floor!r}")
     sessions = logs.sessions
-    if arm is not None and (sessions["arm"] == arm).any():
-        sessions = sessions[sessions["arm"] == arm]
+    sessions = offline_rows(sessions, arm)
     lengths = sessions["length"].to_numpy()
     return survival_curve(lengths, floor=floor)
 

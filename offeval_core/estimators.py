@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import stats
+from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
 from offeval_core.logs import LOGGING_POLICY, Logs
@@ -94,29 +95,82 @@ _register_importance()
 # ------------------------------------------------------------------------------------- from moments
 
 
-def select(moments: Moments, *, reward: str, policy: str | None, metric: str, discount: str = "pbm",
-           exposure: str = "pbm", clip: float = math.inf, arm: str | None = "control") -> pd.DataFrame:
-    """The moment rows of one variant (pnDCG reads the DCG rows: it is a ratio of DCG and iDCG sums)."""
+def _check_variant(moments: Moments, *, rewards, policy, metric, discount, exposure) -> str:
     check_choice(metric, ESTIMATORS, name="metric")
-    off = moments.offline
-    stored_metric = ESTIMATORS[metric].stored
+    for r in rewards:
+        if r not in moments.grid.rewards:
+            raise ValueError(f"reward {r!r} was not computed; available: {', '.join(map(str, moments.grid.rewards))}")
     pol = policy or LOGGING_POLICY
-    for name, value, options in (("reward", reward, moments.grid.rewards),
-                                 ("policy", pol, (LOGGING_POLICY, *moments.grid.policies)),
+    for name, value, options in (("policy", pol, (LOGGING_POLICY, *moments.grid.policies)),
                                  ("discount", discount, moments.grid.discounts),
                                  ("exposure", exposure, moments.grid.exposures)):
         if value not in options:
             raise ValueError(f"{name} {value!r} was not computed; available: {', '.join(map(str, options))}")
+    return pol
+
+
+def _rows(moments: Moments, mask, arm: str | None) -> pd.DataFrame:
+    off = moments.offline
+    if arm is not None:
+        mask = mask & offline_mask(off["arm"], arm)
+    return off[mask]
+
+
+def select(moments: Moments, *, reward: str, policy: str | None, metric: str, discount: str = "pbm",
+           exposure: str = "pbm", clip: float = math.inf, arm: str | None = OFFLINE_ARM) -> pd.DataFrame:
+    """The moment rows of one variant (pnDCG reads the DCG rows: it is a ratio of DCG and iDCG sums), on
+    the offline sessions (:func:`offeval_core.arms.offline_mask`; ``arm=None`` for every arm)."""
+    pol = _check_variant(moments, rewards=(reward,), policy=policy, metric=metric, discount=discount,
+                         exposure=exposure)
     clip = check_clip(clip)
     if clip not in moments.grid.clips:
         raise ValueError(
             f"clip {clip:g} is not in the computed grid ({', '.join(f'{c:g}' for c in moments.grid.clips)})"
         )
-    mask = ((off["reward"] == reward) & (off["policy"] == pol) & (off["metric"] == stored_metric)
+    off = moments.offline
+    mask = ((off["reward"] == reward) & (off["policy"] == pol) & (off["metric"] == ESTIMATORS[metric].stored)
             & (off["discount"] == discount) & (off["exposure"] == exposure) & (off["clip"] == clip))
-    if arm is not None and (off["arm"] == arm).any():
-        mask &= off["arm"] == arm
-    return off[mask]
+    return _rows(moments, mask, arm)
+
+
+def select_clips(moments: Moments, *, rewards: Sequence[str], policy: str | None, metric: str,
+                 discount: str = "pbm", exposure: str = "pbm", arm: str | None = OFFLINE_ARM) -> pd.DataFrame:
+    """Like :func:`select` for several rewards and every clip of the grid (e.g. a sensitivity curve)."""
+    rewards = tuple(rewards)
+    pol = _check_variant(moments, rewards=rewards, policy=policy, metric=metric, discount=discount,
+                         exposure=exposure)
+    off = moments.offline
+    mask = (off["reward"].isin(rewards) & (off["policy"] == pol) & (off["metric"] == ESTIMATORS[metric].stored)
+            & (off["discount"] == discount) & (off["exposure"] == exposure))
+    return _rows(moments, mask, arm)
+
+
+def subset(moments: Moments, *, rewards: Sequence[str] | None = None, policies: Sequence[str] | None = None,
+           discounts: Sequence[str] | None = None, exposures: Sequence[str] | None = None,
+           clips: Sequence[float] | None = None) -> Moments:
+    """The same moments restricted to some rewards, target policies (the logging rows are always kept),
+    discounts, exposures and clips; the grid is narrowed to match. ``None`` keeps everything."""
+    g = moments.grid
+    pick = {"rewards": rewards, "policies": policies, "discounts": discounts, "exposures": exposures, "clips": clips}
+    chosen = {}
+    for name, values in pick.items():
+        have = getattr(g, name)
+        if values is None:
+            chosen[name] = tuple(have)
+            continue
+        values = tuple(dict.fromkeys(values))
+        missing = [v for v in values if v not in have]
+        if missing:
+            raise ValueError(f"{name[:-1]} {missing[0]!r} was not computed; available: {', '.join(map(str, have))}")
+        chosen[name] = values
+    off = moments.offline
+    keep = (off["reward"].isin(chosen["rewards"]) & off["policy"].isin((LOGGING_POLICY, *chosen["policies"]))
+            & off["discount"].isin(chosen["discounts"]) & off["exposure"].isin(chosen["exposures"])
+            & off["clip"].isin(chosen["clips"]))
+    online = moments.online[moments.online["reward"].isin(chosen["rewards"])]
+    grid = Grid(ndcg_rule=g.ndcg_rule, **chosen)
+    return Moments(offline=off[keep].reset_index(drop=True), online=online.reset_index(drop=True), grid=grid,
+                   discount_labels=moments.discount_labels, source=moments.source)
 
 
 def aggregate(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
@@ -183,17 +237,19 @@ def ratio_difference(n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab, sum_c, sumsq_c, 
 
 @dataclass(frozen=True)
 class OnlineResult:
-    """Online A/B outcome of one group: mean per-session reward per arm and Welch's test."""
+    """Online A/B outcome of one group: the reward per arm (per session, or per impression from
+    :func:`impression_online_results`) and the treatment − control test."""
 
-    control: Estimate
+    control: Estimate | None
     treatment: Estimate | None
     effect: Effect | None
     p_two_sided: float
 
     def to_dict(self) -> dict:
-        out = {"control": self.control.to_dict()}
+        out = {"control": self.control.to_dict()} if self.control is not None else {}
         if self.treatment is not None:
             out["treatment"] = self.treatment.to_dict()
+        if self.effect is not None:
             out["effect"] = self.effect.to_dict() | {"p_value_two_sided": json_number(self.p_two_sided)}
         return out
 
@@ -243,6 +299,40 @@ def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), lev
     return out
 
 
+def impression_online_results(moments: Moments, *, reward: str, metric: str, discount: str, exposure: str,
+                               clip: float, by: Sequence[str] = (), level: float = 0.95) -> dict:
+    """Online per-impression reward per arm and group of ``by`` keys: Σ reward / Σ impressions of the arm's
+    sessions (a ratio of session sums, delta-method SE clustered by session), and the difference
+    treatment − control of the independent arms (normal CI, one-sided p of H0: effect ≤ 0, and the
+    two-sided p). Read from the logging rows of a per-impression importance estimator ``metric``.
+    Returns ``{key tuple: OnlineResult}`` (``control`` may be missing when a group has no control arm).
+    """
+    check_level(level)
+    rows = select(moments, reward=reward, policy=None, metric=metric, discount=discount, exposure=exposure,
+                  clip=clip, arm=None)
+    out = {}
+    groups = rows.groupby(list(by), observed=True, sort=True) if by else [((), rows)]
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        ests = {}
+        for arm in ("control", "treatment"):
+            sub = part[part["arm"] == arm]
+            if not len(sub) or sub["n"].sum() == 0:
+                continue
+            a = aggregate(sub).iloc[0]
+            ests[arm] = stats.ratio_estimate(a["n"], a["sum"], a["sumsq"], a["den_sum"], a["den_sumsq"],
+                                             a["sum_x_den"], level=level)
+        effect, p2 = None, math.nan
+        if "control" in ests and "treatment" in ests:
+            t, c = ests["treatment"], ests["control"]
+            diff = t.value - c.value
+            se = math.sqrt(t.stderr ** 2 + c.stderr ** 2)
+            effect = Effect(diff, se, t.n + c.n, stats.normal_ci(diff, se, level=level), stats.one_sided_p(diff, se))
+            p2 = stats.two_sided_p(diff, se)
+        out[key] = OnlineResult(ests.get("control"), ests.get("treatment"), effect, p2)
+    return out
+
+
 def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metric: str = "dcg",
                      discount: str = "pbm", exposure: str = "pbm", clip: float = math.inf,
                      by: Sequence[str] = (), level: float = 0.95) -> list[GroupResult]:
@@ -251,7 +341,7 @@ def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metri
     by = list(by)
     for k in by:
         if k not in moments.keys or k == "arm":
-            raise ValueError(f"--by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
+            raise ValueError(f"by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
     base = dict(reward=reward, metric=metric, discount=discount, exposure=exposure, clip=clip)
     log_rows = aggregate(select(moments, policy=None, **base), by)
     tgt_rows = aggregate(select(moments, policy=policy, **base), by) if policy else None

@@ -38,6 +38,7 @@ from offeval_core.analyses import (
 from offeval_core.analyses._common import Variant, clip_text
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
+from offeval_core.estimators import subset
 from offeval_core.logs import Logs, summarize
 from offeval_core.validation import check_choice, check_clips, check_level
 
@@ -222,12 +223,8 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
                         decision_level=decision_level, q_clip=q_clip, n_boot=n_boot, seed=seed, heldout=heldout,
                         heldout_grid=heldout_grid, heldout_k=heldout_k, input_kind="moments")
-    on = m.online[m.online["reward"].isin(rewards)].reset_index(drop=True)
-    keep = m.offline["reward"].isin(rewards) & m.offline["clip"].isin(clips)
-    moments = Moments(offline=m.offline[keep].reset_index(drop=True), online=on,
-                      grid=Grid(rewards=rewards, policies=g.policies, discounts=g.discounts, exposures=g.exposures,
-                                clips=clips, ndcg_rule=g.ndcg_rule),
-                      discount_labels=m.discount_labels, source=m.source)
+    moments = subset(m, rewards=rewards, clips=clips)
+    on = moments.online
     has_target = policy in g.policies
     ab = has_target and "arm" in on and set(on["arm"]) >= {"control", "treatment"}
     if not has_target:

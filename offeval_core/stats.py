@@ -27,14 +27,23 @@ def sample_variance(n: float, total: float, total_sq: float) -> float:
     return max(var, 0.0)
 
 
+def normal_quantile(level: float) -> float:
+    """The two-sided normal critical value z_{(1+level)/2} (1.960 at level 0.95, 2.576 at 0.99).
+
+    >>> round(normal_quantile(0.99), 3)
+    2.576
+    """
+    check_level(level)
+    return float(_sps.norm.ppf(0.5 + level / 2))
+
+
 def normal_ci(value: float, stderr: float, *, level: float) -> ConfidenceInterval:
     """Two-sided normal interval ``value ± z_{(1+level)/2} · stderr``.
 
     >>> round(normal_ci(0.0, 1.0, level=0.95).high, 3)  # z_0.975 = 1.960
     1.96
     """
-    check_level(level)
-    z = float(_sps.norm.ppf(0.5 + level / 2))
+    z = normal_quantile(level)
     return ConfidenceInterval(value - z * stderr, value + z * stderr, level)
 
 

@@ -309,8 +309,11 @@ def test_bootstrap_renormalises_and_matches_delta_method():
     t1, _ = imp.values_from_sessions(per, base="snips", scale="session", counts=counts)
     t2, _ = imp.values_from_sessions(scaled, base="snips", scale="session", counts=counts)
     assert t1 == pytest.approx(t2, rel=1e-12)
-    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator, got int"):
-        imp.bootstrap(logs, reward="click", policy="t", rng=3)
+    # one randomness convention: an int seed is the Generator it seeds
+    b3 = imp.bootstrap(logs, reward="click", policy="t", estimator="ncis", clip=3, n_boot=300, rng=0)
+    assert b3.target.ci == b.target.ci
+    with pytest.raises(TypeError, match="rng must be None, an int seed or a numpy.random.Generator, got str"):
+        imp.bootstrap(logs, reward="click", policy="t", rng="3")
 
 
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen

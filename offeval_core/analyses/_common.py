@@ -11,7 +11,7 @@ import pandas as pd
 
 from offeval_core.engine import Grid, Moments
 from offeval_core.estimators import ESTIMATORS
-from offeval_core.validation import check_choice, check_clip
+from offeval_core.validation import check_choice, check_clip, format_clip
 
 
 class Variant(NamedTuple):
@@ -41,8 +41,9 @@ def as_variant(v, *, name: str = "variant") -> Variant:
 
 
 def clip_text(m: float) -> str:
-    """``"∞"`` for m = ∞, else the number without trailing zeros (``"64"``)."""
-    return "∞" if math.isinf(m) else f"{m:g}"
+    """``"∞"`` for m = ∞, else the number without trailing zeros (``"64"``): the display form of
+    :func:`offeval_core.validation.format_clip`."""
+    return format_clip(m, symbol=True)
 
 
 def variant_label(v: Variant) -> str:

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from offeval_core.analyses._common import clip_text
+from offeval_core.arms import offline_mask
 from offeval_core.charts import clip_tuning_figure
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.stats import normal_quantile
 from offeval_core.validation import check_choice, check_clips, check_level
 
 __all__ = ["RULES", "ClipTuningResult", "clip_tuning", "clip_tuning_figure", "slope_select"]
@@ -140,9 +141,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
 
     f = logs.frame
     sess = logs.sessions.sort_values("session")
-    keep_sessions = np.ones(len(sess), dtype=bool)
-    if arm is not None and (sess["arm"].astype(str) == arm).any():
-        keep_sessions = (sess["arm"].astype(str) == arm).to_numpy()
+    keep_sessions = offline_mask(sess["arm"].astype(str), arm)
     rows = keep_sessions[f["session"].to_numpy()]
     n_sessions = int(keep_sessions.sum())
     rank = f["rank"].to_numpy()[rows]
@@ -155,7 +154,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     if r_max is None:
         r_max = float(np.max(f[reward].to_numpy(dtype=float))) if len(f) else 1.0
     total_mass = float(np.sum(dt * w))
-    z = float(_sps.norm.ppf(0.5 + level / 2))
+    z = normal_quantile(level)
 
     out = []
     for m in clips:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
 from offeval_core.analyses._common import pct
+from offeval_core.arms import offline_rows
 from offeval_core.charts import agreement_figure
 from offeval_core.estimators import session_values
 from offeval_core.logs import LOGGING_POLICY, Logs
@@ -121,8 +122,7 @@ def dcg_vs_ndcg(logs_or_session_values, *, reward: str | None = None, policies: 
     else:
         raise TypeError("logs_or_session_values must be Logs or a DataFrame of per-session values, got "
                         f"{type(logs_or_session_values).__name__}")
-    if arm is not None and "arm" in sv.columns and (sv["arm"] == arm).any():
-        sv = sv[sv["arm"] == arm]
+    sv = offline_rows(sv, arm)
     names, x, y = _matrices(sv, policies)
     dcg, ndcg = x.mean(axis=0), y.mean(axis=0)
     agr = agreement(dcg, ndcg, names=names)

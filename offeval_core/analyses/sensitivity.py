@@ -22,7 +22,7 @@ from offeval_core import stats
 from offeval_core.analyses._common import check_moments, check_policy_in, check_rewards, clip_text, pct
 from offeval_core.charts import sensitivity_figure
 from offeval_core.engine import Moments
-from offeval_core.estimators import ESTIMATORS, SUM_COLUMNS, estimate_from_row, online_results
+from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, online_results, select_clips
 from offeval_core.validation import check_choice, check_level
 
 __all__ = ["SensitivityResult", "sensitivity", "sensitivity_figure"]
@@ -136,16 +136,11 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     chosen, selection = _select_settings(online, settings, online_alpha)
     chosen["direction"] = np.where(chosen["online_effect"] < 0, -1, 1)
 
-    off = moments.offline
-    base = off[(off["policy"] == policy) & (off["discount"] == discount) & (off["exposure"] == exposure)
-               & off["reward"].isin(rewards)]
-    if (base["arm"] == "control").any():
-        base = base[base["arm"] == "control"]
-    cols = [c for c in SUM_COLUMNS if c in base.columns]
     rows = []
     for metric in metrics:
-        part = base[base["metric"] == ESTIMATORS[metric].stored]
-        agg = part.groupby([*SETTING_KEYS, "clip"], observed=True)[cols].sum().reset_index()
+        part = select_clips(moments, rewards=rewards, policy=policy, metric=metric, discount=discount,
+                            exposure=exposure)
+        agg = aggregate(part, [*SETTING_KEYS, "clip"])
         agg = agg.merge(chosen, on=list(SETTING_KEYS), how="inner")
         for _, row in agg.iterrows():
             eff = estimate_from_row(row, metric=metric, level=level, diff=True)

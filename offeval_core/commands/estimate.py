@@ -5,18 +5,16 @@ per group."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pandas as pd
 
 from offeval_core import importance as imp
-from offeval_core import stats
 from offeval_core.engine import Grid, reduce
-from offeval_core.estimators import ESTIMATORS, aggregate, select, summarize_groups
+from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
 from offeval_core.logs import LOGGING_POLICY, parse_mapping, read_logs, read_table
-from offeval_core.results import ConfidenceInterval, Effect, json_number
-from offeval_core.validation import check_level, parse_clip
+from offeval_core.results import json_number
+from offeval_core.validation import check_level, clip_value, parse_clip
 
 DCG_FAMILY = ("dcg", "ndcg", "pndcg")
 IMPORTANCE = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
@@ -91,7 +89,7 @@ def _run_dcg(args, logs, clip, by, metric) -> int:
                                discount=args.discount, exposure=args.exposure, clip=clip, by=by, level=args.level)
     settings = {"logs": str(args.logs), "reward": args.reward, "policy": policy or "logging",
                 "estimator": metric, "metric": metric, "discount": args.discount, "exposure": args.exposure,
-                "clip": "inf" if clip == float("inf") else clip, "level": args.level, "by": by,
+                "clip": clip_value(clip), "level": args.level, "by": by,
                 "ndcg_rule": args.ndcg_rule, "offline_arm": "control", "scale": "session",
                 "units": "mean per session"}
     if args.json:
@@ -111,20 +109,16 @@ def _strata_arg(spec: str, args, logs, mapping, *, name: str):
     raw = read_table(args.logs).rename(columns={v: k for k, v in mapping.items()})
     if spec not in raw.columns:
         raise ValueError(f"--{name} {spec!r} is not a column of {args.logs} (columns: {', '.join(map(str, raw.columns))})")
-    per = raw.groupby("session_id")[spec].agg(["first", "nunique"])
-    bad = per.index[per["nunique"] > 1]
-    if len(bad):
-        raise ValueError(f"--{name} column {spec!r} must be constant within a session; session {bad[0]!r} has "
-                         f"{per.loc[bad[0], 'nunique']} different values")
+    per = imp.per_session(raw["session_id"], raw[spec], name=f"--{name} column {spec!r}")
     ids = logs.sessions["session_id"].to_numpy()
-    return pd.Series(per["first"].reindex(ids).to_numpy(), index=ids)
+    return pd.Series(per.reindex(ids).to_numpy(), index=ids)
 
 
 def _run_importance(args, logs, clip, by, base, mapping) -> int:
     if args.policy in (None, LOGGING_POLICY):
         raise ValueError(f"--estimator {base} needs --policy: a target policy with a 'target_propensity__<policy>' "
                          "(propensity logs) or 'rank__<policy>' (ranking logs) column")
-    key = imp.estimator_key(base, capping=args.capping, scale=args.scale)
+    key = imp.check_estimator(base, capping=args.capping, scale=args.scale).key
     strata = _strata_arg(args.strata, args, logs, mapping, name="strata")
     context = _strata_arg(args.context, args, logs, mapping, name="context")
     moments = imp.reduce_importance(logs, rewards=(args.reward,), policies=(args.policy,), clips=(clip,),
@@ -143,7 +137,7 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
              else "reward per session")
     settings = {"logs": str(args.logs), "reward": args.reward, "policy": args.policy, "estimator": base,
                 "registry_key": key, "label": ESTIMATORS[key].label, "capping": args.capping,
-                "clip": "inf" if math.isinf(clip) else clip, "scale": args.scale, "units": units,
+                "clip": clip_value(clip), "scale": args.scale, "units": units,
                 "weights": "propensity" if d == imp.PROPENSITY else f"exposure ratio D(R(i))/D0(i), D={d}, D0={e}",
                 "strata": args.strata if base == "piece-ncis" else None,
                 "context": args.context if base == "point-ncis" else None,
@@ -188,33 +182,10 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
 
 
 def _online_impression(moments, key, d, e, clip, args, by) -> dict:
-    """Online per-impression reward per arm (Σ reward / Σ impressions of the arm's sessions, delta-method
-    SE clustered by session) and the difference treatment − control (independent arms, normal CI)."""
-    rows = select(moments, reward=args.reward, policy=None, metric=key, discount=d, exposure=e, clip=clip, arm=None)
-    out = {}
-    groups = rows.groupby(by, observed=True, sort=True) if by else [((), rows)]
-    for k, part in groups:
-        k = k if isinstance(k, tuple) else (k,)
-        res, ests = {}, {}
-        for arm in ("control", "treatment"):
-            sub = part[part["arm"] == arm]
-            if not len(sub) or sub["n"].sum() == 0:
-                continue
-            a = aggregate(sub).iloc[0]
-            est = stats.ratio_estimate(a["n"], a["sum"], a["sumsq"], a["den_sum"], a["den_sumsq"], a["sum_x_den"],
-                                       level=args.level)
-            ests[arm] = est
-            res[arm] = est.to_dict()
-        if "control" in ests and "treatment" in ests:
-            t, c = ests["treatment"], ests["control"]
-            diff = t.value - c.value
-            se = math.sqrt(t.stderr ** 2 + c.stderr ** 2)
-            ci = stats.normal_ci(diff, se, level=args.level)
-            eff = Effect(diff, se, t.n + c.n, ConfidenceInterval(ci.low, ci.high, args.level),
-                         stats.one_sided_p(diff, se))
-            res["effect"] = eff.to_dict() | {"p_value_two_sided": json_number(stats.two_sided_p(diff, se))}
-        out[k] = res
-    return out
+    """Online per-impression outcome per group (:func:`offeval_core.estimators.impression_online_results`)."""
+    res = impression_online_results(moments, reward=args.reward, metric=key, discount=d, exposure=e, clip=clip,
+                                    by=by, level=args.level)
+    return {k: r.to_dict() for k, r in res.items()}
 
 
 def _fmt(est) -> str:

@@ -1,0 +1,36 @@
+"""The rule for offline rows: offline estimates use the logging policy's sessions, i.e. the control arm
+when the data have one, else every session (logs without arms are all logged by the logging policy).
+
+Defined once here and used by the estimators, the importance family, the analyses and the PBM learner.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["OFFLINE_ARM", "offline_mask", "offline_rows"]
+
+OFFLINE_ARM = "control"
+
+
+def offline_mask(arms, arm: str | None = OFFLINE_ARM) -> np.ndarray:
+    """Boolean mask of the offline rows: ``arms == arm`` when any row is in ``arm``, else all rows
+    (also all rows when ``arm`` is None).
+
+    >>> offline_mask(["control", "treatment"]).tolist(), offline_mask(["a", "b"]).tolist()
+    ([True, False], [True, True])
+    """
+    values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, dtype=object))
+    if arm is None:
+        return np.ones(len(values), dtype=bool)
+    mask = (values == arm).to_numpy(dtype=bool)
+    return mask if mask.any() else np.ones(len(values), dtype=bool)
+
+
+def offline_rows(frame: pd.DataFrame, arm: str | None = OFFLINE_ARM) -> pd.DataFrame:
+    """The rows of ``frame`` (with an ``arm`` column, or none) that offline estimates use."""
+    if arm is None or "arm" not in frame.columns:
+        return frame
+    mask = offline_mask(frame["arm"], arm)
+    return frame if mask.all() else frame[mask]

@@ -1,0 +1,134 @@
+"""Session bootstrap of the importance estimators: per-session sums, every estimator from (weighted)
+per-session sums, and percentile CIs with the normalisation recomputed in every resample."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from offeval_core.arms import OFFLINE_ARM, offline_rows
+from offeval_core.importance.keys import check_estimator
+from offeval_core.importance.reduce import session_table
+from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
+from offeval_core.logs import Logs
+from offeval_core.results import ConfidenceInterval, Effect, Estimate
+from offeval_core.validation import check_clip, check_level, check_rng
+
+__all__ = ["BootstrapResult", "bootstrap", "percentile_summary", "session_sums", "session_values",
+           "values_from_sessions"]
+
+
+def session_sums(logs: Logs, *, reward: str, policy: str, clip: float = math.inf, capping: str = "max",
+                   weights: str = "auto", discount: str = "pbm", exposure: str = "pbm", strata="segment",
+                   context="session", pbm_floor: float | None = None) -> pd.DataFrame:
+    """Per-session raw sums (one row per session): m, s = Σ w̄, a = Σ w̄ r, c = Σ r, p = exact PointNCIS
+    numerator, exact flag, group keys, stratum, context. The input of :func:`bootstrap` and of checks."""
+    logs.check_reward(reward)
+    clip = check_clip(clip)
+    setup = resolve_weights(logs, (policy,), weights=weights, discount=discount, exposure=exposure)
+    variants = capping_variants([clip], [capping])
+    variants = variants[variants["clip_value"] == clip].assign(v=0)
+    source = importance_source(logs, setup, strata=strata, context=context)
+    per = session_table(source, setup, policy, rewards=(reward,), variants=variants, logs=logs, pbm_floor=pbm_floor)
+    out = source.backend.execute(per).rename(columns={f"a__{reward}": "a", f"c__{reward}": "c", f"p__{reward}": "p"})
+    out["propensity"] = setup.mode == "propensity"
+    return out.sort_values("session", kind="stable").reset_index(drop=True)
+
+
+session_values = session_sums
+"""Alias of :func:`session_sums` (the name :func:`offeval_core.estimators.session_values` has per-session
+DCG values; this one has the raw importance sums)."""
+
+
+def values_from_sessions(per: pd.DataFrame, *, base: str, scale: str, counts: np.ndarray | None = None
+                         ) -> tuple[float, float]:
+    """(target, logging) value of an estimator from per-session sums, each session counted ``counts``
+    times (bootstrap multiplicities; default once). Normalisation (global, per stratum, per context) is
+    done on the weighted sample, so a bootstrap that calls this per resample re-normalises inside it."""
+    k = np.ones(len(per)) if counts is None else np.asarray(counts, dtype=float)
+    m, s, a, c = (per[col].to_numpy(dtype=float) for col in ("m", "s", "a", "c"))
+    u = np.ones_like(m) if scale == "session" else m
+    y = s / m * u
+    big_u = float(k @ u)
+    logging = float(k @ c) / big_u if big_u > 0 else math.nan
+    if base in ("is", "cis"):
+        return float(k @ a) / big_u, logging
+    if base in ("snips", "ncis"):
+        return float(k @ a) / float(k @ y), logging
+
+    def stratified(mask, labels):
+        codes = pd.factorize(pd.Series(labels[mask]))[0]
+        kk = k[mask]
+        ga = np.bincount(codes, kk * a[mask])
+        gy = np.bincount(codes, kk * y[mask])
+        gu = np.bincount(codes, kk * u[mask])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(gy > 0, ga / gy, 0.0)
+        return float(gu @ r)
+
+    cell = (per["experiment_id"].astype(str) + "|" + per["day"].astype(str) + "|" + per["arm"].astype(str))
+    if base == "piece-ncis":
+        labels = (cell + "|" + per["stratum"].astype(str)).to_numpy()
+        return stratified(np.ones(len(per), dtype=bool), labels) / big_u, logging
+    exact = per["exact"].to_numpy() == 1
+    labels = (cell + "|" + per["context"].astype(str)).to_numpy()
+    total = float(k[exact] @ per["p"].to_numpy(dtype=float)[exact]) + stratified(~exact, labels)
+    return total / big_u, logging
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Percentile-bootstrap CIs (sessions resampled, estimator re-normalised in every resample); the
+    effect's ``p_value`` is the share of resampled effects ≤ 0."""
+
+    logging: Estimate
+    target: Estimate
+    effect: Effect
+    n_boot: int
+
+
+def percentile_summary(value: float, replicates: np.ndarray, *, n: int, level: float) -> Estimate:
+    """Estimate ``value`` with the bootstrap SE (sd of the replicates, ddof = 1) and the percentile CI
+    [q_{(1−level)/2}, q_{(1+level)/2}] of the replicates (NaN replicates ignored)."""
+    lo, hi = (1 - level) / 2, (1 + level) / 2
+    q = np.nanquantile(replicates, [lo, hi])
+    return Estimate(value, float(np.nanstd(replicates, ddof=1)), n, ConfidenceInterval(float(q[0]), float(q[1]), level))
+
+
+def _bootstrap_iv(estimator, capping, scale, n_boot, level, rng):
+    """Input validation of :func:`bootstrap` (one place, before any work)."""
+    check_level(level)
+    rng = check_rng(rng)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 2:
+        raise ValueError(f"n_boot must be an integer ≥ 2, got {n_boot!r}")
+    return check_estimator(estimator, capping=capping, scale=scale), rng
+
+
+def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", clip: float = math.inf,
+              capping: str | None = None, scale: str | None = None, arm: str | None = OFFLINE_ARM,
+              n_boot: int = 1000, level: float = 0.95, rng=None, **kwargs) -> BootstrapResult:
+    """Session bootstrap of an importance estimator: every resample recomputes the normalisation
+    (Σ w̄ for NCIS, per stratum for PieceNCIS, per context for plug-in PointNCIS) from the resampled
+    sessions — never normalise once and resample normalised values. Percentile CIs, SE = sd of replicates,
+    p-value = share of replicates of the effect ≤ 0. ``estimator`` is read like
+    :func:`~offeval_core.importance.estimate` reads it (``ncis-zero@impression`` is zero-capped, per
+    impression); ``rng`` is None, an int seed or a Generator.
+    """
+    key, rng = _bootstrap_iv(estimator, capping, scale, n_boot, level, rng)
+    per = session_sums(logs, reward=reward, policy=policy, clip=clip, capping=key.capping, **kwargs)
+    per = offline_rows(per, arm).reset_index(drop=True)
+    n = len(per)
+    t0, l0 = values_from_sessions(per, base=key.base, scale=key.scale)
+    reps = np.empty((n_boot, 2))
+    p = np.full(n, 1.0 / n)
+    for b in range(n_boot):
+        reps[b] = values_from_sessions(per, base=key.base, scale=key.scale, counts=rng.multinomial(n, p))
+    diff = reps[:, 0] - reps[:, 1]
+    e = percentile_summary(t0 - l0, diff, n=n, level=level)
+    p_one = float(np.mean(diff <= 0))
+    return BootstrapResult(percentile_summary(l0, reps[:, 1], n=n, level=level),
+                           percentile_summary(t0, reps[:, 0], n=n, level=level),
+                           Effect(e.value, e.stderr, n, e.ci, p_one), n_boot)

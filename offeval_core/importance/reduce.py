@@ -1,0 +1,276 @@
+"""The importance reduce: per-session sums of capped weights and rewards, every Gilotte estimator's
+per-session x and y, and their moments in the ``Moments.offline`` schema (see docs/importance.md).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import ibis
+import ibis.expr.types as ir
+import numpy as np
+import pandas as pd
+
+from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _tidy
+from offeval_core.engine import _online as online_moments
+from offeval_core.estimators import aggregate, select  # noqa: F401  (doctest namespace)
+from offeval_core.importance.keys import CAPPINGS, SCALES, estimator_key
+from offeval_core.importance.weights import (
+    PROPENSITY,
+    WeightSetup,
+    capping_variants,
+    importance_source,
+    resolve_weights,
+    weight_expr,
+)
+from offeval_core.logs import LOGGING_POLICY, Logs
+from offeval_core.validation import check_choice
+
+__all__ = ["EXACT_TOL", "EXTRA_COLUMNS", "add_importance", "reduce_importance", "session_table", "weight_diagnostics"]
+
+EXACT_TOL = 1e-6
+EXTRA_COLUMNS = ("ref_sum", "ref_sumsq", "ref_den_sum", "ref_den_sumsq", "ref_x_den", "sum_x_ref",
+                 "sum_x_ref_den", "sum_den_ref", "sum_den_ref_den", "w_rows", "w_sum", "w_sumsq", "wc_sum",
+                 "wc_sumsq", "w_max", "n_exact")
+
+
+def session_table(source: Source, setup: WeightSetup, policy: str, *, rewards: Sequence[str],
+                  variants: pd.DataFrame, logs: Logs | None = None, pbm_floor: float | None = None) -> ir.Table:
+    """Per (variant v, session): m (rows), s = Σ w̄, ``a__r`` = Σ w̄ r, ``c__r`` = Σ r, ``p__r`` = Σ w̄ r / ν
+    (exact PointNCIS part), ``exact`` (1 if every row had an exact ν), weight diagnostics, and the
+    session's group keys, stratum and context."""
+    t = source.rows
+    w = weight_expr(source, setup, policy, logs=logs, pbm_floor=pbm_floor)
+    lp = t["logging_propensity"] if setup.mode == "propensity" else ibis.literal(1.0)
+    base = t.select("session", "rank", "item_id", *rewards, w=w.cast("float64"), lp=lp.cast("float64"))
+    ctx = source.sessions.select("session", "experiment_id", "arm", "context")
+    base = base.join(ctx, "session")
+    vt = ibis.memtable(variants[["v", "clip", "zero"]])
+
+    def capped(tab):
+        return ibis.ifelse(tab.zero, ibis.ifelse(tab.w < tab.clip, tab.w, 0.0), ibis.least(tab.w, tab.clip))
+
+    x = base.cross_join(vt)
+    x = x.mutate(wbar=capped(x))
+    ckeys = ["v", "experiment_id", "arm", "context", "rank"]
+    if setup.mode == "propensity":
+        # exact E_πp[W̄ | context, rank] where the logged actions of the context enumerate π_p (Σ π_p = 1)
+        acts = base.select("experiment_id", "arm", "context", "rank", "item_id", "lp", "w").distinct()
+        acts = acts.cross_join(vt)
+        acts = acts.mutate(wbar=capped(acts))
+        nu = acts.group_by(ckeys).aggregate(mass=acts.lp.sum(), nu=(acts.lp * acts.wbar).sum())
+        nu = nu.mutate(ok=((nu.mass - 1.0).abs() < EXACT_TOL) & (nu.nu > 0))
+        x = x.join(nu.select(*ckeys, "nu", "ok"), ckeys)
+        ok, nu_e = x.ok, x.nu
+    else:
+        ok, nu_e = ibis.literal(False), ibis.literal(1.0)
+    x = x.mutate(ok=ok, nu=nu_e)
+    aggs = {"m": x.count().cast("float64"), "s": x.wbar.sum(), "exact": x.ok.cast("int64").min(),
+            "w_sum": x.w.sum(), "w_sumsq": (x.w * x.w).sum(), "wc_sumsq": (x.wbar * x.wbar).sum(),
+            "w_max": x.w.max()}
+    for r in rewards:
+        aggs[f"a__{r}"] = (x.wbar * x[r]).sum()
+        aggs[f"c__{r}"] = x[r].sum()
+        aggs[f"p__{r}"] = ibis.ifelse(x.ok, x.wbar * x[r] / x.nu, 0.0).sum()
+    per = x.group_by(["v", "session"]).aggregate(**aggs)
+    return per.join(source.sessions, "session")
+
+
+def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str]) -> ir.Table:
+    """Per (v, session, reward, kernel, scale): target x, y and logging c, u (see the module docstring)."""
+    cells = ["v", "experiment_id", "day", "arm"]
+    parts = []
+    for scale in scales:
+        u = ibis.literal(1.0) if scale == "session" else per.m
+        y_ncis = per.s / per.m * u
+        p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("float64"))
+        for r in rewards:
+            a, c = p2[f"a__{r}"], p2[f"c__{r}"]
+            common = dict(reward=ibis.literal(r), scale=ibis.literal(scale), c=c, u=p2.u_)
+            keep = ["v", "session", *GROUP_KEYS, "m", "s", "exact", "w_sum", "w_sumsq", "wc_sumsq", "w_max"]
+            parts.append(p2.select(*keep, kernel=ibis.literal("cis"), x=a, y=p2.u_, **common))
+            parts.append(p2.select(*keep, kernel=ibis.literal("ncis"), x=a, y=p2.y_, **common))
+            # PieceNCIS: ψ = u R_g + (U_g / Y_g)(a − R_g y) within cells (v, experiment, day, arm, stratum)
+            g = dict(group_by=[*(p2[k] for k in cells), p2.stratum])
+            big_a, big_y, big_u = a.sum().over(**g), p2.y_.sum().over(**g), p2.u_.sum().over(**g)
+            rg = big_a / big_y
+            psi = ibis.ifelse(big_y > 0, p2.u_ * rg + big_u / big_y * (a - rg * p2.y_), 0.0)
+            parts.append(p2.select(*keep, kernel=ibis.literal("piece"), x=psi, y=p2.u_, **common))
+            # PointNCIS: exact ν where enumerated, else plug-in = PieceNCIS with one stratum per context
+            h = dict(group_by=[*(p2[k] for k in cells), p2.context, p2.exact])
+            ha, hy, hu = a.sum().over(**h), p2.y_.sum().over(**h), p2.u_.sum().over(**h)
+            rh = ha / hy
+            plug = ibis.ifelse(hy > 0, p2.u_ * rh + hu / hy * (a - rh * p2.y_), 0.0)
+            point = ibis.ifelse(p2.exact == 1, p2[f"p__{r}"], plug)
+            parts.append(p2.select(*keep, kernel=ibis.literal("point"), x=point, y=p2.u_, **common))
+    return ibis.union(*parts)
+
+
+def _aggregate(long: ir.Table) -> ir.Table:
+    x, y, c, u = long.x, long.y, long.c, long.u
+    d = x - c
+    return long.group_by(["v", *GROUP_KEYS, "reward", "kernel", "scale"]).aggregate(
+        n=long.count(), sum=x.sum(), sumsq=(x * x).sum(), den_sum=y.sum(), den_sumsq=(y * y).sum(),
+        sum_x_den=(x * y).sum(), sum_diff=d.sum(), sumsq_diff=(d * d).sum(), sum_diff_den=(d * y).sum(),
+        ref_sum=c.sum(), ref_sumsq=(c * c).sum(), ref_den_sum=u.sum(), ref_den_sumsq=(u * u).sum(),
+        ref_x_den=(c * u).sum(), sum_x_ref=(x * c).sum(), sum_x_ref_den=(x * u).sum(), sum_den_ref=(y * c).sum(),
+        sum_den_ref_den=(y * u).sum(), w_rows=long.m.sum(), w_sum=long.w_sum.sum(), w_sumsq=long.w_sumsq.sum(),
+        wc_sum=long.s.sum(), wc_sumsq=long.wc_sumsq.sum(), w_max=long.w_max.max(),
+        n_exact=long.exact.cast("int64").sum(),
+    )
+
+
+def reduce_importance(
+    logs: Logs, *, rewards: Sequence[str] | None = None, policies: Sequence[str] | None = None,
+    clips: Sequence[float] = DEFAULT_CLIPS, cappings: Sequence[str] = CAPPINGS, scales: Sequence[str] = SCALES,
+    weights: str = "auto", discount: str = "pbm", exposure: str = "pbm", strata="segment", context="session",
+    backend=None, pbm_floor: float | None = None,
+) -> Moments:
+    """Moments of the Gilotte estimator family, in the ``Moments.offline`` schema (one row per group keys,
+    reward, discount, exposure, clip, policy, metric = registry key of :data:`ESTIMATORS`).
+
+    ``discount`` / ``exposure`` of the rows are ``"propensity"`` for propensity weights, else the D / D0
+    specs. IS and SNIPS rows do not depend on the clip (they are repeated for every clip of the grid).
+    Extra columns: ``ref_*`` and cross moments for paired effects of NIS / NCIS, and weight diagnostics
+    (``w_rows``, ``w_sum``, ``w_sumsq``, ``wc_sum``, ``wc_sumsq``, ``w_max``, ``n_exact``) — see
+    :func:`weight_diagnostics`. ``online``: per-session observed reward per group, as in the DCG reduce.
+
+    >>> from offeval_core.logs import read_logs
+    >>> logs = read_logs(pd.DataFrame({"session_id": [1, 2], "rank": [1, 1], "click": [1, 0],
+    ...     "logging_propensity": [0.5, 0.5], "target_propensity__new": [0.9, 0.1]}))
+    >>> m = reduce_importance(logs, clips=[1.5])
+    >>> rows = aggregate(select(m, reward="click", policy="new", metric="cis", discount="propensity",
+    ...                         exposure="propensity", clip=1.5))
+    >>> float(rows["sum"].iloc[0] / rows["n"].iloc[0])  # (min(1.8, 1.5)·1 + 0.2·0) / 2 sessions
+    0.75
+    """
+    rewards = tuple(rewards) if rewards else logs.rewards
+    for r in rewards:
+        logs.check_reward(r)
+    policies = tuple(policies) if policies else (logs.propensity_policies if "logging_propensity"
+                                                 in logs.frame.columns and weights != "exposure" else logs.policies)
+    setup = resolve_weights(logs, policies, weights=weights, discount=discount, exposure=exposure)
+    for s in scales:
+        check_choice(s, SCALES, name="scale")
+    scales = tuple(dict.fromkeys(scales))
+    variants = capping_variants(clips, cappings)
+    source = importance_source(logs, setup, strata=strata, context=context, backend=backend)
+    parts = []
+    for i, policy in enumerate(setup.policies):
+        per = session_table(source, setup, policy, rewards=rewards, variants=variants, logs=logs, pbm_floor=pbm_floor)
+        wide = source.backend.execute(_aggregate(_long_values(per, rewards=rewards, scales=scales)))
+        parts.append(_to_long(wide, variants, policy, setup, with_logging=i == 0))
+    offline = pd.concat(parts, ignore_index=True)
+    grid_clips = tuple(sorted(set(variants["clip_value"])))
+    grid = Grid(rewards=rewards, policies=setup.policies, discounts=(setup.discount,),
+                exposures=(setup.exposure,), clips=grid_clips)
+    online = _match_day(_online(source, rewards), logs)
+    offline = _match_day(offline, logs)
+    keys = [k for k in GROUP_KEYS if k in online.columns]
+    labels = {PROPENSITY: "logged propensities π_t / π_p"} if setup.mode == "propensity" else {}
+    return Moments(offline=_tidy(offline, keys), online=online, grid=grid, discount_labels=labels,
+                   source=logs.source)
+
+
+def add_importance(moments: Moments, logs: Logs, **kwargs) -> Moments:
+    """A new :class:`Moments` with the importance rows of :func:`reduce_importance` appended to an existing
+    (e.g. DCG) reduce of the same logs; the grid becomes the union of both grids."""
+    extra = reduce_importance(logs, **kwargs)
+    offline = pd.concat([moments.offline, extra.offline], ignore_index=True)
+    g0, g1 = moments.grid, extra.grid
+
+    def union(a, b):
+        return tuple(dict.fromkeys([*a, *b]))
+
+    grid = Grid(rewards=union(g0.rewards, g1.rewards), policies=union(g0.policies, g1.policies),
+                discounts=union(g0.discounts, g1.discounts), exposures=union(g0.exposures, g1.exposures),
+                clips=union(g0.clips, g1.clips), ndcg_rule=g0.ndcg_rule)
+    online = moments.online
+    missing = [r for r in g1.rewards if r not in set(online["reward"])]
+    if missing:
+        online = pd.concat([online, extra.online[extra.online["reward"].isin(missing)]], ignore_index=True)
+    return Moments(offline=offline, online=online, grid=grid,
+                   discount_labels={**moments.discount_labels, **extra.discount_labels}, source=moments.source)
+
+
+def _to_long(wide: pd.DataFrame, variants: pd.DataFrame, policy: str, setup: WeightSetup, *,
+             with_logging: bool) -> pd.DataFrame:
+    wide = wide.merge(variants[["v", "clip_value", "capping"]], on="v")
+    names = {"cis": "cis", "ncis": "ncis", "piece": "piece-ncis", "point": "point-ncis"}
+    wide["metric"] = [estimator_key(names[k], capping=c, scale=s)
+                      for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], strict=True)]
+    # IS and SNIPS are CIS and NCIS at c = ∞, repeated for every clip of the grid
+    # (at c = ∞ both cappings leave every weight unchanged; use the first computed one)
+    first = variants["capping"].iloc[0]
+    inf = wide[(wide["clip_value"] == math.inf) & (wide["capping"] == first) & wide["kernel"].isin(["cis", "ncis"])]
+    clips = sorted(set(variants["clip_value"]))
+    uncapped = []
+    for c in clips:
+        part = inf.copy()
+        part["clip_value"] = c
+        part["metric"] = [estimator_key("is" if k == "cis" else "snips", scale=s)
+                          for k, s in zip(part["kernel"], part["scale"], strict=True)]
+        uncapped.append(part)
+    out = pd.concat([wide, *uncapped], ignore_index=True).drop(columns=["v", "kernel", "scale", "capping"])
+    out = out.rename(columns={"clip_value": "clip"})
+    out["policy"] = policy
+    out["discount"], out["exposure"] = setup.discount, setup.exposure
+    out["n"] = out["n"].astype(np.int64)
+    if not with_logging:
+        return out
+    log = out.copy()
+    log["policy"] = LOGGING_POLICY
+    for a, b in (("sum", "ref_sum"), ("sumsq", "ref_sumsq"), ("den_sum", "ref_den_sum"),
+                 ("den_sumsq", "ref_den_sumsq"), ("sum_x_den", "ref_x_den")):
+        log[a] = log[b]
+    for col in ("sum_diff", "sumsq_diff", "sum_diff_den", *EXTRA_COLUMNS):
+        log[col] = np.nan
+    return pd.concat([log, out], ignore_index=True)
+
+
+def _match_day(df: pd.DataFrame, logs: Logs) -> pd.DataFrame:
+    """Give ``day`` the Python type the logs use (the backend may return dates as timestamps)."""
+    days = logs.sessions["day"]
+    sample = days.iloc[0]
+    if isinstance(sample, _dt.date) and not isinstance(sample, _dt.datetime):
+        df["day"] = pd.to_datetime(df["day"]).dt.date.astype(object)
+    elif days.dtype != df["day"].dtype:
+        df["day"] = df["day"].astype(days.dtype)
+    return df
+
+
+def _online(source: Source, rewards: Sequence[str]) -> pd.DataFrame:
+    """The online moments of :func:`offeval_core.engine.reduce` (one definition), on the importance tables."""
+    keys = list(GROUP_KEYS)
+    s = source.sessions
+    rows = source.rows.select("session", *rewards).join(s.select("session", *keys), "session")
+    counts = source.backend.execute(s.group_by(keys).aggregate(n=s.count()))
+    return _tidy(online_moments(replace(source, rows=rows), rewards, counts, keys), keys)
+
+
+def weight_diagnostics(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Weight diagnostics of importance rows (target policies), aggregated over every key not in ``by``.
+
+    ``ess`` = (Σ w̄)² / Σ w̄² (Kish's effective sample size of the capped weights, in rows), ``ess_uncapped``
+    likewise for w, ``max_weight`` = max w, ``capped_share`` = 1 − Σ w̄ / Σ w (share of the weight mass
+    removed by capping; the bias bound of CIS is r_max · P(W > c), Gilotte Sec. 4.2), ``mean_weight`` = Σ w /
+    rows (≈ 1 for propensity weights with full support), ``exact_share`` = sessions with an exact PointNCIS
+    normaliser / sessions.
+    """
+    rows = rows[rows["policy"] != LOGGING_POLICY]
+    cols = ["n", "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "n_exact"]
+    g = rows.groupby(list(by), observed=True, sort=True) if by else None
+    summed = g[cols].sum() if by else rows[cols].sum().to_frame().T
+    mx = g["w_max"].max() if by else pd.Series([rows["w_max"].max()])
+    out = summed.reset_index() if by else summed.reset_index(drop=True)
+    out["max_weight"] = mx.to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["ess"] = out["wc_sum"] ** 2 / out["wc_sumsq"]
+        out["ess_uncapped"] = out["w_sum"] ** 2 / out["w_sumsq"]
+        out["capped_share"] = 1 - out["wc_sum"] / out["w_sum"]
+        out["mean_weight"] = out["w_sum"] / out["w_rows"]
+        out["exact_share"] = out["n_exact"] / out["n"]
+    return out
