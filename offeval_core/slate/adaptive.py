@@ -4,9 +4,10 @@ weight accounts for — the slot alone (IIPS), the slots above (RIPS) or the who
 A depth-one tree on session-level features (default ``segment``) splits the sessions into leaves when that
 lowers the summed estimated MSE; in each leaf the candidate with the smallest estimated MSE is kept,
 
-    MSE^_c = max(0, (V̂_c − V̂_SIPS)² − Var^(V̂_c − V̂_SIPS)) + Var^(V̂_c),
+    MSE^_c = Σ_{steps c → SIPS} max(0, (V̂_c − V̂_c')² − Var^(V̂_c − V̂_c')) + Var^(V̂_c),
 
-SIPS (no assumption on the reward) being the unbiased reference. The choice is made on one half of the
+where the steps go from c to the next less-assuming candidate (IIPS → RIPS → SIPS) and SIPS (no assumption
+on the reward) is the unbiased end of the chain. The choice is made on one half of the
 sessions and applied to the other (and vice versa), so a session's value never selects its own estimator.
 This is a transparent simplification of the paper's method, which searches the interaction sets over
 slot-level action subsets with a deeper tree.
@@ -42,13 +43,18 @@ class AdaptiveChoice:
 
 
 def _mse(values: np.ndarray) -> np.ndarray:
-    """Estimated MSE of each candidate column (n × 3) against the last (SIPS)."""
+    """Estimated MSE of each candidate column (n × 3: IIPS, RIPS, SIPS).
+
+    The bias of a candidate is estimated against the next less-assuming one (IIPS against RIPS, RIPS against
+    SIPS) and accumulated along the chain, each squared step corrected for its noise: differences between
+    neighbours are far less noisy than differences with SIPS."""
     n = len(values)
     if n < 2:
         return np.array([math.inf, math.inf, 0.0])
     var = values.var(0, ddof=1) / n
-    d = values - values[:, [-1]]
-    bias2 = np.maximum(d.mean(0) ** 2 - d.var(0, ddof=1) / n, 0.0)
+    d = values[:, :-1] - values[:, 1:]
+    step = np.maximum(d.mean(0) ** 2 - d.var(0, ddof=1) / n, 0.0)
+    bias2 = np.r_[step[0] + step[1], step[1], 0.0]
     return bias2 + var
 
 

@@ -1,4 +1,4 @@
-"""Cascade doubly robust estimator (Kiyohara et al. WSDM'22, Sec. 4, Eq. 7) with a cross-fitted, transparent
+"""Cascade doubly robust estimator (Kiyohara et al. WSDM'22) with a cross-fitted, transparent
 reward model.
 
 Per session, with the cumulative RIPS weight W_k = Π_{l ≤ k} π(a_l | x, a_<l) / π0(a_l | x, a_<l) (W_0 = 1),

@@ -7,7 +7,7 @@
 * SIPS (standard slate IPS): w_ik = Π_{l ≤ L} π(a_l | x, a_<l) / π0(a_l | x, a_<l), the whole-slate ratio,
   the same at every slot of the session.
 
-Kiyohara et al. (WSDM'22, Sec. 3) compare the three: IIPS has the smallest variance but is unbiased only when
+Kiyohara et al. (WSDM'22) compare the three: IIPS has the smallest variance but is unbiased only when
 the reward at a slot depends on that slot's item alone; RIPS is unbiased under the cascade assumption (the
 reward at slot k depends on the items at slots 1..k); SIPS is unbiased without any assumption on the reward.
 """
