@@ -3,7 +3,9 @@
 One row per logged (viewed) impression. Required columns: ``session_id``, ``rank`` and at least one
 numeric reward column; optional ``item_id``, ``day``, ``experiment_id``, ``arm`` (``control`` /
 ``treatment``), ``segment``, ``rank__<policy>`` (one per candidate target policy),
-``logging_propensity`` and ``target_propensity__<policy>``. A column mapping lets users keep their own
+``logging_propensity`` and ``target_propensity__<policy>`` (item-position marginals), and for slate
+estimators ``logging_conditional_propensity`` and ``target_conditional_propensity__<policy>`` (item at
+this slot given the items above). A column mapping lets users keep their own
 names (``{"session_id": "visit", "rank": "pos"}``).
 """
 
@@ -29,10 +31,12 @@ from offeval_core.limits import Limits
 
 POLICY_PREFIX = "rank__"
 TARGET_PROPENSITY_PREFIX = "target_propensity__"
+TARGET_CONDITIONAL_PREFIX = "target_conditional_propensity__"
+LOGGING_PROPENSITIES = ("logging_propensity", "logging_conditional_propensity")
 LOGGING_POLICY = "logging"
 REQUIRED = ("session_id", "rank")
 SESSION_KEYS = ("experiment_id", "day", "arm")
-OPTIONAL = ("item_id", "day", "experiment_id", "arm", "segment", "logging_propensity")
+OPTIONAL = ("item_id", "day", "experiment_id", "arm", "segment", *LOGGING_PROPENSITIES)
 KNOWN = REQUIRED + OPTIONAL
 ARMS = ("control", "treatment")
 MAX_SHOWN = 5
@@ -344,7 +348,7 @@ def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str]
             f"if your logs call it differently, map it, e.g. --map {c}=<your column>"
         )
     policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
-    propensity_cols = [c for c in df.columns if c.startswith(TARGET_PROPENSITY_PREFIX)]
+    propensity_cols = [c for c in df.columns if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
     special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
 
     if rewards is None:
@@ -410,17 +414,17 @@ def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) ->
         )
 
     props = {}
-    for c in (["logging_propensity"] if "logging_propensity" in df.columns else []) + propensity_cols:
+    for c in [c for c in LOGGING_PROPENSITIES if c in df.columns] + propensity_cols:
         numeric = pd.to_numeric(df[c], errors="coerce")
         values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
         bad = np.flatnonzero(~((values > 0) & (values <= 1)))
-        if c == "logging_propensity" and len(bad):
+        if c in LOGGING_PROPENSITIES and len(bad):
             problems.append(
                 f"column '{c}' must hold probabilities in (0, 1]; found {_values(df[c], bad)} at {_rows(bad)}"
             )
             continue
         bad_t = np.flatnonzero(~((values >= 0) & (values <= 1)))
-        if c != "logging_propensity" and len(bad_t):
+        if c not in LOGGING_PROPENSITIES and len(bad_t):
             problems.append(
                 f"column '{c}' must hold probabilities in [0, 1]; found {_values(df[c], bad_t)} at {_rows(bad_t)}"
             )

@@ -14,6 +14,7 @@ from offeval_core.engine import Grid, reduce
 from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
 from offeval_core.logs import LOGGING_POLICY, parse_mapping, read_logs, read_table
 from offeval_core.results import json_number
+from offeval_core.slate import cli as slate_cli
 from offeval_core.validation import check_level, clip_value, parse_clip
 
 DCG_FAMILY = ("dcg", "ndcg", "pndcg")
@@ -28,9 +29,10 @@ def register(sub) -> None:
     p.add_argument("--reward", required=True, help="reward column, e.g. like")
     p.add_argument("--policy", default=None, help="target policy (column rank__<policy> or "
                                                   "target_propensity__<policy>); omit for logging only (DCG family)")
-    p.add_argument("--estimator", default=None, choices=[*DCG_FAMILY, *IMPORTANCE],
+    p.add_argument("--estimator", default=None, choices=[*DCG_FAMILY, *IMPORTANCE, *slate_cli.SLATE_ESTIMATORS],
                    help="dcg, ndcg, pndcg (KDD'24) or is, snips, cis, ncis, piece-ncis, point-ncis "
-                        "(Gilotte et al. WSDM'18); default dcg")
+                        "(Gilotte et al. WSDM'18) or slate estimators iips, rips, sips, sniips, snrips, snsips, "
+                        "cascade-dr, aips (docs/slate.md); default dcg")
     p.add_argument("--metric", default=None, choices=list(DCG_FAMILY), help="alias of --estimator for the DCG family")
     p.add_argument("--discount", default="pbm", help="target discount D: log2, reciprocal, exponential:p, pbm, "
                                                      "table:FILE.csv, optional @n cut-off (default pbm)")
@@ -58,6 +60,7 @@ def register(sub) -> None:
     p.add_argument("--by", default="", help="group by these keys, e.g. day,experiment_id (default: all data)")
     p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
     p.add_argument("--json", action="store_true", help="print JSON")
+    slate_cli.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -77,6 +80,8 @@ def run(args) -> int:
     by = [k.strip() for k in args.by.split(",") if k.strip()]
     if estimator in DCG_FAMILY:
         return _run_dcg(args, logs, clip, by, estimator)
+    if estimator in slate_cli.SLATE_ESTIMATORS:
+        return slate_cli.run(args, logs, clip=clip, by=by, estimator=estimator)
     return _run_importance(args, logs, clip, by, estimator, mapping)
 
 
