@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from offeval_core import mapping as column_mapping
 from offeval_core.errors import LogValidationError
 
 POLICY_PREFIX = "rank__"
@@ -46,6 +47,15 @@ class Logs:
     source: str = "<DataFrame>"
     notes: tuple[str, ...] = ()
     sessions: pd.DataFrame = field(repr=False, default=None)
+    columns: Mapping[str, str] = field(repr=False, default_factory=dict)  # schema name → the user's column
+
+    def user_name(self, name: str) -> str:
+        """The user's name of a schema column (the name itself when it was not mapped)."""
+        return self.columns.get(name, name)
+
+    def schema_name(self, user: str) -> str:
+        """The schema name of one of the user's columns (the name itself when it was not mapped)."""
+        return next((k for k, v in self.columns.items() if v == user), user)
 
     @property
     def n_rows(self) -> int:
@@ -94,21 +104,9 @@ class Logs:
 
 
 def parse_mapping(text: str | None) -> dict[str, str]:
-    """Parse ``"session_id=visit,rank=pos"`` into ``{"session_id": "visit", "rank": "pos"}``."""
-    if not text:
-        return {}
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
-        key, value = (s.strip() for s in part.split("=", 1))
-        if not key or not value:
-            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
-        out[key] = value
-    return out
+    """Parse ``"session_id=visit,rank=pos"`` into ``{"session_id": "visit", "rank": "pos"}`` (patterns such as
+    ``rank__*=pos_*`` too: see :func:`offeval_core.mapping.parse_mapping`)."""
+    return column_mapping.parse_mapping(text)
 
 
 def read_table(source: str | Path) -> pd.DataFrame:
@@ -144,6 +142,7 @@ def read_logs(
     columns: Mapping[str, str] | None = None,
     rewards: Sequence[str] | None = None,
     name: str | None = None,
+    guess: bool = False,
 ) -> Logs:
     """Read and validate ranking logs.
 
@@ -153,6 +152,7 @@ def read_logs(
     columns : mapping from schema names to the user's column names, e.g. ``{"rank": "pos"}``.
     rewards : reward columns to use; default every numeric column that is not a schema column.
     name : how to call the source in messages (default: the path).
+    guess : also map common names (``visit``, ``pos``, ``variant``…, see :mod:`offeval_core.mapping`).
 
     Raises
     ------
@@ -168,7 +168,7 @@ def read_logs(
         label = name or str(source)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label)
+    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, guess=guess)
 
 
 def _rows(index: np.ndarray) -> str:
@@ -249,11 +249,16 @@ def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_miss
     return out
 
 
-def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str) -> Logs:
+def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str, guess: bool = False) -> Logs:
     problems: list[str] = []
     notes: list[str] = []
     if len(raw.columns) == 0 or len(raw) == 0:
         raise LogValidationError(label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
+    try:  # patterns (rank__*=pos_*) and, on request, guesses for common names
+        columns, guessed = column_mapping.resolve(raw, columns, guess=guess)
+    except ValueError as exc:
+        raise LogValidationError(label, [str(exc)]) from None
+    notes.extend(guessed)
 
     for key, user in columns.items():
         if user not in raw.columns:
@@ -303,6 +308,8 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
             problems.append("rewards must name at least one reward column, got an empty list")
     if problems:
         raise LogValidationError(label, problems)
+    if rewards is None and (ranky := column_mapping.rank_like_rewards(df, reward_cols)):
+        notes.append(column_mapping.rank_like_note([columns.get(c, c) for c in ranky]))
 
     n = len(df)
     out: dict[str, np.ndarray | pd.Series] = {}
@@ -490,7 +497,7 @@ def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str
         )
     policies = tuple(c[len(POLICY_PREFIX):] for c in policy_ranks)
     return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=label,
-                notes=tuple(notes), sessions=sessions)
+                notes=tuple(notes), sessions=sessions, columns=columns)
 
 
 # --------------------------------------------------------------------------------------------- summary
