@@ -300,6 +300,10 @@ def load(key: str) -> Dataset:
         return load_simulated(key[4:])
     if key.startswith("upload:"):
         return load_upload(key)
+    if key.startswith("served:"):  # the file of `offeval dashboard FILE` (named by the environment)
+        from dashboard.served import load_served
+
+        return load_served(key)
     raise ValueError(f"unknown dataset key {key!r}")
 
 

@@ -292,10 +292,48 @@ def inject_css(present: bool) -> None:
     st.html(BASE_CSS + (PRESENT_CSS if present else ""))
 
 
+def page_default(name: str, value) -> None:
+    """Record the default a page derived from the data for a setting (left out of the URL when equal)."""
+    st.session_state.setdefault("_page_defaults", {})[name] = tuple(value) if isinstance(value, list) else value
+
+
+def init_control(name: str, default=None, *, options=None):
+    """Prepare the page control ``w_<name>`` before its widget is drawn: keep the value from the URL or an
+    earlier visit when it is one of ``options``, else use ``default`` (the control's own default when None).
+    A default derived from the data is recorded so the URL leaves it out. Returns the value."""
+    from dashboard.state import PAGE_CONTROLS
+
+    ss = st.session_state
+    spec = PAGE_CONTROLS[name]
+    key = f"w_{name}"
+    if default is None:
+        default = spec.default
+    else:
+        page_default(name, default)
+    value = ss.get(key)
+    if spec.kind == "list" and value is not None:
+        allowed = [v for v in value if options is None or v in options]
+        value = allowed if allowed or not value else None
+    elif value is not None and options is not None and value not in options:
+        value = None
+    if value is None:
+        value = list(default) if spec.kind == "list" else default
+    ss[key] = value
+    return value
+
+
 def controls(label: str = "Page controls"):
     """A container for a page's own controls: collapsed in presentation mode."""
     c = st.session_state.get(CTX_KEY)
     return st.expander(label, expanded=not (c and c.present))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def md_escape(text) -> str:
+    """Text shown inside markdown as itself (names from files can hold `*`, `_`, `<`, `[`…)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def clip_label(m: float) -> str:

@@ -223,10 +223,12 @@ with right:
         logs = ds.logs
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
-            p = q1.slider("Exponential p", 0.5, 0.99, 0.85, 0.01, key="w_pbm_p",
+            ui.init_control("pbm_p")
+            ui.init_control("pbm_ranks", int(min(30, logs.max_rank)),
+                            options=range(5, int(max(6, logs.max_rank)) + 1))
+            p = q1.slider("Exponential p", 0.5, 0.99, step=0.01, key="w_pbm_p",
                           help="Rank-biased-precision user model p^(r−1)")
-            max_rank = q2.slider("Ranks shown", 5, int(max(6, logs.max_rank)), int(min(30, logs.max_rank)),
-                                 key="w_pbm_ranks")
+            max_rank = q2.slider("Ranks shown", 5, int(max(6, logs.max_rank)), key="w_pbm_ranks")
         learnt = learn_pbm(logs)
         n = min(max_rank, len(learnt))
         curves = {"learnt PBM (share of sessions reaching r)": learnt[:n],
