@@ -237,7 +237,9 @@ def load_upload(key: str) -> Dataset:
     _, rest = key.split(":", 1)
     sha, name, mapping = rest.split("|", 2)
     raw = upload_raw(sha, name)
-    logs = read_logs(raw, columns=json.loads(mapping), name=name)
+    columns = json.loads(mapping)
+    rewards = columns.pop("reward", "")  # the reward picker of the mapping form, comma-separated
+    logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name)
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
 
 

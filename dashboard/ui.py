@@ -99,11 +99,27 @@ def explain(exc: BaseException) -> tuple[str, str]:
     return what, " ".join(dict.fromkeys(fixes))
 
 
+_CLI_HINTS = (
+    (re.compile(r"; if your logs call it differently, map it, e\.g\. --map (\S+)=<your column>"),
+     r"; if your file calls it differently, pick that column for \1 in the column-mapping form below"),
+    (re.compile(r"--map entries"), "mapping entries"),
+    (re.compile(r"\(rank__<policy>=<column>, or a pattern such as rank__\*=<prefix>\*\)"),
+     "(enter their pattern, e.g. pos_*, under Policy columns in the column-mapping form)"),
+)
+
+
+def browser_text(text: str) -> str:
+    """A core message with its command-line hints (``--map …``) said the way the browser does it."""
+    for rx, repl in _CLI_HINTS:
+        text = rx.sub(repl, text)
+    return text
+
+
 def show_error(exc: BaseException, *, context: str = "") -> None:
     what, fix = explain(exc)
-    lines = [f"**{context}:** {what}" if context else what]
+    lines = [browser_text(f"**{context}:** {what}" if context else what)]
     if isinstance(exc, LogValidationError):
-        lines += [f"- {p}" for p in exc.problems]
+        lines += [f"- {browser_text(p)}" for p in exc.problems]
     if fix:
         lines.append(f"\n**How to fix:** {fix}")
     st.error("\n".join(lines), icon=":material/error:")
