@@ -1,4 +1,4 @@
-# offeval — two commands: `make run` (dashboard on the demo data) and `make test` (everything).
+# offeval — two commands: `make run` (dashboard on the demo data, or LOGS=FILE) and `make test` (everything).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -23,9 +23,12 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# make run LOGS=my.csv MAP='session_id=visit,rank=pos,rank__*=pos_*' serves your own logs (default: the demo)
+LOGS ?=
+MAP ?=
+HOST ?= 127.0.0.1
 run: setup
-	$(BIN)/python -m streamlit run dashboard/app.py --server.port $(PORT) --server.address 127.0.0.1 \
-	  --server.headless true --browser.gatherUsageStats false
+	$(BIN)/python -m offeval_core.cli dashboard $(LOGS) $(if $(MAP),--map '$(MAP)') --port $(PORT) --host $(HOST)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,6 +1,6 @@
 """offeval dashboard: entry point. Declares the pages with ``st.navigation`` and draws the global sidebar.
 
-Run with ``make run`` (or ``streamlit run dashboard/app.py``).
+Run with ``offeval dashboard [FILE]`` or ``make run [LOGS=FILE]`` (or ``streamlit run dashboard/app.py``).
 """
 
 from __future__ import annotations
@@ -39,4 +39,7 @@ PAGES = [
 
 page = st.navigation(PAGES)
 sidebar.render(page.url_path)
-page.run()
+try:
+    page.run()
+finally:  # also after st.stop(): the URL always holds the view that is shown
+    sidebar.finish(page.url_path)

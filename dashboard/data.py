@@ -238,7 +238,9 @@ def load_upload(key: str) -> Dataset:
     _, rest = key.split(":", 1)
     sha, name, mapping = rest.split("|", 2)
     raw = upload_raw(sha, name)
-    logs = read_logs(raw, columns=json.loads(mapping), name=name)
+    columns = json.loads(mapping)
+    rewards = columns.pop("reward", "")  # the reward picker of the mapping form, comma-separated
+    logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name)
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
 
 
@@ -306,6 +308,10 @@ def load(key: str) -> Dataset:
         return load_simulated(key[4:])
     if key.startswith("upload:"):
         return load_upload(key)
+    if key.startswith("served:"):  # the file of `offeval dashboard FILE` (named by the environment)
+        from dashboard.served import load_served
+
+        return load_served(key)
     raise ValueError(f"unknown dataset key {key!r}")
 
 

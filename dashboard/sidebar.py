@@ -7,42 +7,91 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from dashboard import data, ui
-from dashboard.state import CLIP_CHOICES, LEVELS, Settings, parse_query_params, to_query_params
+from dashboard import data, served, ui
+from dashboard.state import (
+    CLIP_CHOICES,
+    LEVELS,
+    PAGE_CONTROLS,
+    Settings,
+    parse_query_params,
+    to_query_params,
+)
 from offeval_core.discounts import parse_discount, restrict_table_files
 from offeval_core.errors import OffevalError
 from offeval_core.sanitize import escape_markdown
 
 DISCOUNT_CHOICES = ("pbm", "log2", "reciprocal", "exponential:0.9", "exponential:0.8", "log2@10")
 DATASET_LABELS = {"demo": "Bundled demo", "sim": "Simulated world", "upload": "Uploaded file",
-                  "moments": "Moments file"}
-# widget keys whose values live across pages (a page's widgets are dropped when another page runs)
-PERSIST = ("w_dataset", "w_reward", "w_policy", "w_discount", "w_exposure", "w_clip", "w_level", "w_present",
-           "w_method", "w_variants", "w_estimators", "w_experiment")
+                  "moments": "Moments file", "file": "Served file"}
 FIELD_OF = {"w_dataset": "dataset", "w_reward": "reward", "w_policy": "policy", "w_discount": "discount",
             "w_exposure": "exposure", "w_clip": "clip", "w_level": "level", "w_present": "present",
             "w_method": "method", "w_variants": "variants", "w_estimators": "estimators",
             "w_experiment": "experiment"}
+CONTROL_KEYS = {f"w_{name}": name for name in PAGE_CONTROLS}
+# widget keys whose values live across pages (a page's widgets are dropped when another page runs)
+PERSIST = (*FIELD_OF, *CONTROL_KEYS)
 LIST_FIELDS = ("variants", "estimators")
+GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
+USES: dict[str, tuple[str, ...]] = {
+    "data": ("dataset",),
+    "sensitivity": GLOBAL,
+    "correlation": ("dataset", "reward", "discount", "clip"),
+    "dcg-vs-ndcg": ("dataset", "reward", "discount", "exposure", "clip", "level"),
+    "estimator-lab": (),
+    "decisions": GLOBAL,
+    "clip-tuning": GLOBAL,
+    "method": ("dataset",),
+}
+"""The sidebar controls each page reads (by URL path); the others are hidden on that page."""
+PAGE_DEFAULTS_KEY = "_page_defaults"
+WRITTEN_KEY = "_written_params"
 
 
-def seed_from_url() -> Settings:
-    """On a session's first run, put the URL's settings into the widgets' state."""
+def _served_defaults() -> dict:
+    return {"dataset": "file"} if served.served() else {}
+
+
+def _seed(settings: Settings, *, reset: bool) -> None:
+    """Put settings into the widgets' state; with ``reset`` (Back / Forward, an edited URL) also return the
+    controls absent from the URL to their defaults."""
     ss = st.session_state
-    if "_init" in ss:
-        return ss["_url_settings"]
-    settings = parse_query_params(st.query_params.to_dict())
     for key, name in FIELD_OF.items():
         value = getattr(settings, name)
         if value is None or (name in LIST_FIELDS and not value):
+            if reset and name not in ("dataset",):
+                ss.pop(key, None)
             continue
         ss[key] = list(value) if name in LIST_FIELDS else value
+    given = dict(settings.controls)
+    for key, name in CONTROL_KEYS.items():
+        if name in given:
+            v = given[name]
+            ss[key] = list(v) if PAGE_CONTROLS[name].kind == "list" else v
+        elif reset:
+            ss.pop(key, None)
     if settings.sim:
         ss["sim_spec"] = settings.sim
     if settings.moments:
         ss["moments_path"] = settings.moments
+
+
+def seed_from_url() -> Settings:
+    """Put the URL's settings into the widgets' state on a session's first run, and again whenever the URL
+    changed without this app writing it (the browser's Back / Forward, a pasted link)."""
+    ss = st.session_state
+    params = st.query_params.to_dict()
+    first = "_init" not in ss
+    if not first and params == ss.get(WRITTEN_KEY, params):
+        return ss["_url_settings"]
+    settings = parse_query_params(params)
+    if "dataset" not in params and served.served():
+        settings = settings.replace(dataset="file")
+    if "dataset" not in params and not first:
+        ss["w_dataset"] = settings.dataset
+    _seed(settings, reset=not first)
     ss["_init"] = True
     ss["_url_settings"] = settings
+    ss[WRITTEN_KEY] = params
     return settings
 
 
@@ -63,7 +112,8 @@ def current_settings() -> Settings:
         values["sim"] = ss["sim_spec"]
     if ss.get("w_dataset") == "moments" and ss.get("moments_path"):
         values["moments"] = ss["moments_path"]
-    return Settings(**values)
+    controls = {name: ss[key] for key, name in CONTROL_KEYS.items() if ss.get(key) is not None}
+    return Settings(**values).with_controls(**controls)
 
 
 def _dataset_key(choice: str) -> tuple[str, str]:
@@ -86,6 +136,12 @@ def _dataset_key(choice: str) -> tuple[str, str]:
         if info.get("kind") == "moments":
             return f"mupload:{info['sha']}|{info['name']}", ""
         return data.upload_key(info["sha"], info["name"], info.get("mapping", {})), ""
+    if choice == "file":
+        key = served.served_key()
+        if not key:
+            return "demo", ("This link refers to the file a server was started on (offeval dashboard FILE); "
+                            "this server has none. Showing the demo.")
+        return key, ""
     if choice == "moments":
         path = ss.get("moments_path")
         if not path:
@@ -104,20 +160,33 @@ def _load(key: str):
     return ds
 
 
+def _uses(page_url_path: str) -> tuple[str, ...]:
+    if page_url_path == "dcg-vs-ndcg" and st.session_state.get("w_agr_source") == "heldout":
+        return ("level",)
+    return USES.get(page_url_path or "data", GLOBAL)
+
+
 def render(page_url_path: str = "") -> ui.Context:
-    """Draw the sidebar, load the data, resolve the settings against it, write the URL; return the context."""
+    """Draw the sidebar (only the controls the page reads), load the data and resolve the settings against it;
+    return the context. The URL is written by :func:`finish` once the page has run."""
     ss = st.session_state
     restrict_table_files()  # table:NAME specs from the URL or a widget never open a server path
     url_settings = seed_from_url()
     keep_state()
     notes = list(url_settings.problems) if not ss.get("_url_problems_shown") else []
     ss["_url_problems_shown"] = True
+    page_defaults = ss.setdefault(PAGE_DEFAULTS_KEY, {})
+    page_defaults.update(_served_defaults())
+    uses = _uses(page_url_path)
 
     sb = st.sidebar
     present = bool(ss.get("w_present", False))
-    box = sb.expander("Settings", expanded=not present, icon=":material/tune:")
+    where = sb.empty()
+    box = sb.expander("Settings", expanded=not present, icon=":material/tune:") if uses else sb.container()
 
     options = ["demo"]
+    if served.served():
+        options.insert(0, "file")
     if ss.get("sim_spec"):
         options.append("sim")
     if ss.get("upload_info") or ss.get("w_dataset") == "upload":
@@ -125,10 +194,16 @@ def render(page_url_path: str = "") -> ui.Context:
     if ss.get("moments_path"):
         options.append("moments")
     if ss.get("w_dataset") not in options:
-        ss["w_dataset"] = "demo"
-    choice = box.selectbox("Dataset", options, key="w_dataset", format_func=DATASET_LABELS.get,
-                           help="Load or simulate data on the Data page")
-    key, problem = _dataset_key(choice)
+        ss["w_dataset"] = options[0]
+
+    def label_of(x):
+        return f"{DATASET_LABELS[x]} ({served.served_name()})" if x == "file" else DATASET_LABELS.get(x, x)
+
+    if "dataset" in uses:
+        box.selectbox("Dataset", options, key="w_dataset", format_func=label_of,
+                      help="Load or simulate data on the Data page")
+    choice = ss["w_dataset"]
+    key, problem = _dataset_key(choice) if uses else ("", "")
     dataset = None
     ss.pop("_load_error", None)
     if key:
@@ -145,19 +220,26 @@ def render(page_url_path: str = "") -> ui.Context:
     grid = dataset.file_moments.grid if dataset is not None and dataset.is_moments else None
     if dataset is not None:
         rewards = list(dataset.rewards)
+        rates = dataset.reward_rates
+        first = next((r for r in rewards if rates.get(r, 0) > 0), rewards[0])
+        page_defaults["reward"] = first
         if ss.get("w_reward") not in rewards:
-            rates = dataset.reward_rates
-            ss["w_reward"] = next((r for r in rewards if rates.get(r, 0) > 0), rewards[0])
-        reward = box.selectbox("Reward", rewards, key="w_reward",
-                               help="The reward column whose online mean the offline metrics estimate")
+            ss["w_reward"] = first
+        if "reward" in uses:
+            box.selectbox("Reward", rewards, key="w_reward",
+                          help="The reward column whose online mean the offline metrics estimate")
+        reward = ss["w_reward"]
         policies = list(dataset.policies)
         if policies:
+            page_defaults["policy"] = "treatment" if "treatment" in policies else policies[0]
             if ss.get("w_policy") not in policies:
-                ss["w_policy"] = "treatment" if "treatment" in policies else policies[0]
-            policy = box.selectbox("Target policy", policies, key="w_policy",
-                                   help="The candidate ranking policy (a rank__<policy> column); 'treatment' "
-                                        "is the policy that served the treatment arm")
-        else:
+                ss["w_policy"] = page_defaults["policy"]
+            if "policy" in uses:
+                box.selectbox("Target policy", policies, key="w_policy",
+                              help="The candidate ranking policy (a rank__<policy> column); 'treatment' is the "
+                                   "policy that served the treatment arm")
+            policy = ss["w_policy"]
+        elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
 
     for wkey, label, helptext in (
@@ -166,25 +248,29 @@ def render(page_url_path: str = "") -> ui.Context:
         ("w_exposure", "Exposure model D0", "Position-bias model of the logged ranks: labels are de-biased by "
                                             "1 / D0 (clipped at m)"),
     ):
+        shown = FIELD_OF[wkey] in uses
         if grid is not None:  # a moments file: only the models it was reduced with
             opts = list(grid.discounts if wkey == "w_discount" else grid.exposures)
             if ss.get(wkey) not in opts:
                 ss[wkey] = "pbm" if "pbm" in opts else opts[0]
-            box.selectbox(label, opts, key=wkey, help=helptext + " (the models in the moments file)")
+            if shown:
+                box.selectbox(label, opts, key=wkey, help=helptext + " (the models in the moments file)")
             ss[f"_bad_{wkey}"] = False
             continue
         current = ss.get(wkey, "pbm")
         opts = list(dict.fromkeys([*DISCOUNT_CHOICES, current]))
         if wkey not in ss:
             ss[wkey] = "pbm"
-        box.selectbox(label, opts, key=wkey, accept_new_options=True, help=helptext)
+        if shown:
+            box.selectbox(label, opts, key=wkey, accept_new_options=True, help=helptext)
         if dataset is None:
             ss[f"_bad_{wkey}"] = False
             continue
         try:
             parse_discount(ss[wkey], logs=dataset.logs)
         except (ValueError, OffevalError, FileNotFoundError) as exc:
-            box.error(f"{label}: {escape_markdown(exc)}. Using 'pbm' instead.")
+            if shown:
+                box.error(f"{label}: {escape_markdown(exc)}. Using 'pbm' instead.")
             notes.append(f"{label} {ss[wkey]!r} is not valid: {exc}")
             ss[f"_bad_{wkey}"] = True
         else:
@@ -199,13 +285,17 @@ def render(page_url_path: str = "") -> ui.Context:
                                                               - math.log2(clip if math.isfinite(clip) else 2 ** 14)))
         else:
             ss["w_clip"] = math.inf
-    box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
-                      help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
+    if "clip" in uses:
+        box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
+                          help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
     if ss.get("w_level") not in LEVELS:
         ss["w_level"] = 0.99
-    box.select_slider("Confidence level", LEVELS, key="w_level", format_func=lambda x: f"{x:.1%}".replace(".0%", " %"))
+    if "level" in uses:
+        box.select_slider("Confidence level", LEVELS, key="w_level",
+                          format_func=lambda x: f"{x:.1%}".replace(".0%", " %"))
     sb.toggle("Presentation mode", key="w_present",
-              help="Collapse the controls, enlarge fonts, show a takeaway above each chart")
+              help="Collapse the controls, enlarge fonts, show a takeaway above each chart; arrow keys step "
+                   "through the pages")
 
     settings = current_settings()
     fixes = {}
@@ -216,18 +306,48 @@ def render(page_url_path: str = "") -> ui.Context:
     settings = settings.replace(reward=reward, policy=policy, **fixes)
     if dataset is None:
         settings = settings.replace(reward=None, policy=None)
-
-    shared = settings
-    if key.startswith(("upload:", "mupload:")):  # names from an uploaded file stay out of the link
-        shared = settings.replace(reward=None, policy=None, experiment=None)
-    params = to_query_params(shared)
-    if params != st.query_params.to_dict():
-        st.query_params.from_dict(params)
-    _copy_link(sb, params, page_url_path)
+    _where(where, page_url_path, uses, dataset, choice)
+    ss["_link_slot"] = sb.empty()
     ui.inject_css(settings.present)
     c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes))
     ss[ui.CTX_KEY] = c
     return c
+
+
+def _where(slot, page_url_path: str, uses: tuple[str, ...], dataset, choice: str) -> None:
+    """What data the page runs on, said at the top of the sidebar."""
+    if page_url_path == "estimator-lab":
+        slot.caption("This page runs on its own simulated held-out data (MNAR feedback with a known truth); "
+                     "the dataset, reward, discount and clip settings do not apply to it.")
+    elif "dataset" not in uses:
+        slot.caption("Held-out runs: the simulated model zoo or the uploaded qrels + runs; the dataset, reward, "
+                     "discount and clip settings do not apply. Only the confidence level does.")
+    elif dataset is not None:
+        slot.caption(f"Runs on: **{ui.md_escape(dataset.label)}**")
+
+
+def finish(page_url_path: str) -> None:
+    """After the page ran: write the view's settings to the URL (only non-defaults; a new browser history
+    entry per change, so Back / Forward step through them) and fill the copy-link box."""
+    ss = st.session_state
+    c = ss.get(ui.CTX_KEY)
+    if c is None:
+        return
+    settings = current_settings().replace(reward=c.settings.reward, policy=c.settings.policy,
+                                          discount=c.settings.discount, exposure=c.settings.exposure)
+    if c.key.startswith(("upload:", "mupload:")):  # names from an uploaded file stay out of the link
+        settings = settings.replace(reward=None, policy=None, experiment=None)
+    page_defaults = dict(ss.get(PAGE_DEFAULTS_KEY, {}))
+    params = to_query_params(settings, page_defaults)
+    if served.served() and settings.dataset == "demo":
+        params["dataset"] = "demo"  # the demo is not this server's default
+    if params != st.query_params.to_dict():
+        st.query_params.from_dict(params)
+    ss[WRITTEN_KEY] = params
+    slot = ss.get("_link_slot")
+    if slot is not None:
+        with slot.container():
+            _copy_link(st, params, page_url_path)
 
 
 def _copy_link(sb, params: dict, page_url_path: str) -> None:
@@ -240,5 +360,5 @@ def _copy_link(sb, params: dict, page_url_path: str) -> None:
     link = f"{base}/{page_url_path}" + (f"?{urlencode(params)}" if params else "")
     with sb.popover("Copy link to this view", icon=":material/link:", width="stretch"):
         st.caption("Everything but uploaded data is in the link: the page, dataset, reward, policy, "
-                   "discount models, clip, level and the page's choices.")
+                   "discount models, clip, level and every control of the page.")
         st.code(link, language=None, wrap_lines=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from offeval_core.engine import DEFAULT_CLIPS
 
-DATASETS = ("demo", "sim", "upload")
+DATASETS = ("demo", "sim", "upload", "file")  # file: the logs the server was started on (offeval dashboard FILE)
 LEVELS = (0.8, 0.9, 0.95, 0.99, 0.999)
 CORRELATION_METHODS = ("pearson", "kendall", "spearman")
 
@@ -34,6 +34,92 @@ def clip_from_text(text: str) -> float:
     if not value >= 1:
         raise ValueError(f"clip must be ≥ 1, got {text!r}")
     return value
+
+
+@dataclass(frozen=True)
+class Control:
+    """A page's own control in the URL: its kind (``str``, ``float``, ``int``, ``bool``, ``list``), its default
+    (None: the page derives it from the data), the allowed choices or range."""
+
+    kind: str
+    default: object = None
+    choices: tuple = ()
+    lo: float | None = None
+    hi: float | None = None
+
+
+PAGE_CONTROLS: dict[str, Control] = {
+    # Data
+    "pbm_p": Control("float", 0.85, lo=0.5, hi=0.99),
+    "pbm_ranks": Control("int", None, lo=5, hi=100_000),
+    # Sensitivity
+    "sens_metrics": Control("list", ("dcg", "ndcg")),
+    "sens_sel": Control("str", "significant", ("significant", "all")),
+    "sens_alpha": Control("float", 0.001, (0.05, 0.01, 0.001, 0.0001)),
+    "sens_all": Control("bool", False),
+    # Correlation
+    "corr_row": Control("str"),
+    # DCG vs nDCG
+    "agr_source": Control("str", "logged", ("logged", "heldout")),
+    "agr_policies": Control("list"),
+    "agr_boot": Control("int", 200, (0, 100, 200, 500, 1000)),
+    "ho_kind": Control("str", "zoo", ("zoo", "upload")),
+    "ho_grid": Control("str", "default", ("default", "small")),
+    "ho_k": Control("int", 100, (100, 10, 20, 50)),
+    "ho_gain": Control("str", "linear", ("linear", "exponential")),
+    "ho_boot": Control("int", 500, (100, 200, 500, 1000)),
+    "ho_up_k": Control("int", 100, (100, 10, 20, 50)),
+    "ho_up_gain": Control("str", "linear", ("linear", "exponential")),
+    "ho_up_boot": Control("int", 500, (100, 200, 500, 1000)),
+    "t1_norm": Control("str", "paper", ("paper", "top1")),
+    # Estimator lab
+    "lab_preset": Control("str", "quick", ("quick", "full")),
+    "lab_lam": Control("str", "recall", ("recall", "dcg")),
+    "lab_prop": Control("str", "popularity", ("popularity", "true")),
+    "lab_k": Control("int", None, lo=1, hi=10_000),
+    # Decisions
+    "dec_est": Control("str"),
+    "dec_rel": Control("bool", False),
+    # Clip tuning
+    "clip_rule": Control("str", "slope", ("slope", "mse")),
+    # presentation: the pages stepped through with the arrow keys
+    "deck": Control("list"),
+}
+"""Every page control that travels in the URL, by name; its widget key is ``w_<name>``."""
+
+
+def _parse_control(name: str, spec: Control, raw: str):
+    """The value of one page control from its URL text; raises ValueError saying what is expected."""
+    if spec.kind == "list":
+        return tuple(p for p in (x.strip() for x in raw.split(",")) if p)
+    if spec.kind == "bool":
+        if raw.lower() in _TRUE | _FALSE:
+            return raw.lower() in _TRUE
+        raise ValueError(f"{name} must be 1 or 0")
+    if spec.kind == "str":
+        if spec.choices and raw not in spec.choices:
+            raise ValueError(f"{name} must be one of {', '.join(spec.choices)}")
+        return raw
+    try:
+        value = float(raw) if spec.kind == "float" else int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a{'n integer' if spec.kind == 'int' else ' number'}") from None
+    if spec.choices and value not in spec.choices:
+        raise ValueError(f"{name} must be one of {', '.join(f'{c:g}' for c in spec.choices)}")
+    if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
+        raise ValueError(f"{name} must be between {spec.lo:g} and {spec.hi:g}")
+    return value
+
+
+def control_text(value) -> str:
+    """A page control's value as URL text (lists comma-separated, booleans 1 / 0, numbers without zeros)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -60,10 +146,30 @@ class Settings:
     estimators: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
     experiment: str | None = None
+    controls: tuple[tuple[str, object], ...] = ()
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)
+
+    def control(self, name: str, default=None):
+        """A page control's value (``PAGE_CONTROLS``), else ``default``, else the control's own default."""
+        for k, v in self.controls:
+            if k == name:
+                return v
+        return default if default is not None else PAGE_CONTROLS[name].default
+
+    def with_controls(self, **values) -> Settings:
+        """These settings with page controls set (None removes one); kept sorted by name."""
+        merged = dict(self.controls)
+        for k, v in values.items():
+            if k not in PAGE_CONTROLS:
+                raise KeyError(f"unknown page control {k!r}")
+            if v is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = tuple(v) if PAGE_CONTROLS[k].kind == "list" else v
+        return self.replace(controls=tuple(sorted(merged.items())))
 
 
 DEFAULTS = Settings()
@@ -88,6 +194,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
     ("ignored clip='0.5': clip must be ≥ 1, got '0.5'",)
     """
     values: dict = {}
+    controls: dict = {}
     problems: list[str] = []
 
     def bad(name, raw, why):
@@ -136,14 +243,22 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
                 bad(name, raw, f"method must be one of {', '.join(CORRELATION_METHODS)}")
         elif name in _LISTS:
             values[name] = tuple(p for p in (x.strip() for x in raw.split(",")) if p)
+        elif name in PAGE_CONTROLS:
+            try:
+                controls[name] = _parse_control(name, PAGE_CONTROLS[name], raw)
+            except ValueError as exc:
+                bad(name, raw, str(exc))
         # anything else (e.g. parameters of other tools) is left alone
     if values.get("moments"):
         values["dataset"] = "moments"  # ?moments=PATH opens the file (it is the only way to name one)
-    return Settings(**values, problems=tuple(problems))
+    return Settings(**values, controls=tuple(sorted(controls.items())), problems=tuple(problems))
 
 
-def to_query_params(settings: Settings) -> dict[str, str]:
+def to_query_params(settings: Settings, page_defaults: Mapping[str, object] | None = None) -> dict[str, str]:
     """URL query parameters for ``settings``: only the values that differ from the defaults.
+
+    ``page_defaults`` holds the defaults a page derived from the data (the first reward with positives, the
+    first estimator, every policy…): a value equal to one is left out too, as for ``reward`` / ``policy``.
 
     >>> to_query_params(Settings(reward="like", clip=64.0, present=True))
     {'reward': 'like', 'clip': '64', 'present': '1'}
@@ -155,7 +270,15 @@ def to_query_params(settings: Settings) -> dict[str, str]:
         if f.name == "problems":
             continue
         value = getattr(settings, f.name)
-        if value == getattr(DEFAULTS, f.name):
+        if f.name == "controls":
+            for name, v in value:
+                spec = PAGE_CONTROLS[name]
+                if v is None or v == spec.default or (page_defaults and _same(v, page_defaults.get(name))):
+                    continue
+                out[name] = control_text(v)
+            continue
+        if value == getattr(DEFAULTS, f.name) or (page_defaults and f.name in page_defaults
+                                                  and _same(value, page_defaults[f.name])):
             continue
         if f.name == "dataset" and value == "moments":
             continue  # implied by the moments parameter
@@ -170,6 +293,12 @@ def to_query_params(settings: Settings) -> dict[str, str]:
         elif value is not None:
             out[f.name] = str(value)
     return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return tuple(a) == tuple(b)
+    return a == b
 
 
 CLIP_CHOICES: tuple[float, ...] = DEFAULT_CLIPS

@@ -100,14 +100,30 @@ def explain(exc: BaseException) -> tuple[str, str]:
     return what, " ".join(dict.fromkeys(fixes))
 
 
+_CLI_HINTS = (
+    (re.compile(r"; if your logs call it differently, map it, e\.g\. --map (\S+)=<your column>"),
+     r"; if your file calls it differently, pick that column for \1 in the column-mapping form below"),
+    (re.compile(r"--map entries"), "mapping entries"),
+    (re.compile(r"\(rank__<policy>=<column>, or a pattern such as rank__\*=<prefix>\*\)"),
+     "(enter their pattern, e.g. pos_*, under Policy columns in the column-mapping form)"),
+)
+
+
+def browser_text(text: str) -> str:
+    """A core message with its command-line hints (``--map …``) said the way the browser does it."""
+    for rx, repl in _CLI_HINTS:
+        text = rx.sub(repl, text)
+    return text
+
+
 def show_error(exc: BaseException, *, context: str = "") -> None:
     """``st.error`` with what is wrong (names from the data escaped, so they show as text) and how to fix it;
     never a traceback."""
     what, fix = explain(exc)
-    what = escape_markdown(what)
+    what = escape_markdown(browser_text(what))
     lines = [f"**{context}:** {what}" if context else what]
     if isinstance(exc, LogValidationError):
-        lines += [f"- {escape_markdown(p)}" for p in exc.problems]
+        lines += [f"- {escape_markdown(browser_text(p))}" for p in exc.problems]
     if fix:
         lines.append(f"\n**How to fix:** {fix}")
     st.error("\n".join(lines), icon=":material/error:")
@@ -297,10 +313,48 @@ def inject_css(present: bool) -> None:
     st.html(BASE_CSS + (PRESENT_CSS if present else ""))
 
 
+def page_default(name: str, value) -> None:
+    """Record the default a page derived from the data for a setting (left out of the URL when equal)."""
+    st.session_state.setdefault("_page_defaults", {})[name] = tuple(value) if isinstance(value, list) else value
+
+
+def init_control(name: str, default=None, *, options=None):
+    """Prepare the page control ``w_<name>`` before its widget is drawn: keep the value from the URL or an
+    earlier visit when it is one of ``options``, else use ``default`` (the control's own default when None).
+    A default derived from the data is recorded so the URL leaves it out. Returns the value."""
+    from dashboard.state import PAGE_CONTROLS
+
+    ss = st.session_state
+    spec = PAGE_CONTROLS[name]
+    key = f"w_{name}"
+    if default is None:
+        default = spec.default
+    else:
+        page_default(name, default)
+    value = ss.get(key)
+    if spec.kind == "list" and value is not None:
+        allowed = [v for v in value if options is None or v in options]
+        value = allowed if allowed or not value else None
+    elif value is not None and options is not None and value not in options:
+        value = None
+    if value is None:
+        value = list(default) if spec.kind == "list" else default
+    ss[key] = value
+    return value
+
+
 def controls(label: str = "Page controls"):
     """A container for a page's own controls: collapsed in presentation mode."""
     c = st.session_state.get(CTX_KEY)
     return st.expander(label, expanded=not (c and c.present))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def md_escape(text) -> str:
+    """Text shown inside markdown as itself (names from files can hold `*`, `_`, `<`, `[`…)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def clip_label(m: float) -> str:

@@ -11,7 +11,7 @@ import sys
 from offeval_core.errors import OffevalError
 from offeval_core.limits import ENV
 
-COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce"]
+COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce", "dashboard"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from offeval_core import mapping as column_mapping
 from offeval_core.errors import (
     LimitExceeded,
     LogsOverLimit,
@@ -57,6 +58,15 @@ class Logs:
     source: str = "<DataFrame>"
     notes: tuple[str, ...] = ()
     sessions: pd.DataFrame = field(repr=False, default=None)
+    columns: Mapping[str, str] = field(repr=False, default_factory=dict)  # schema name → the user's column
+
+    def user_name(self, name: str) -> str:
+        """The user's name of a schema column (the name itself when it was not mapped)."""
+        return self.columns.get(name, name)
+
+    def schema_name(self, user: str) -> str:
+        """The schema name of one of the user's columns (the name itself when it was not mapped)."""
+        return next((k for k, v in self.columns.items() if v == user), user)
 
     @property
     def n_rows(self) -> int:
@@ -105,21 +115,9 @@ class Logs:
 
 
 def parse_mapping(text: str | None) -> dict[str, str]:
-    """Parse ``"session_id=visit,rank=pos"`` into ``{"session_id": "visit", "rank": "pos"}``."""
-    if not text:
-        return {}
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
-        key, value = (s.strip() for s in part.split("=", 1))
-        if not key or not value:
-            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
-        out[key] = value
-    return out
+    """Parse ``"session_id=visit,rank=pos"`` into ``{"session_id": "visit", "rank": "pos"}`` (patterns such as
+    ``rank__*=pos_*`` too: see :func:`offeval_core.mapping.parse_mapping`)."""
+    return column_mapping.parse_mapping(text)
 
 
 ID_COLUMNS = ("session_id", "item_id", "experiment_id", "segment", "arm")
@@ -174,6 +172,7 @@ def read_logs(
     rewards: Sequence[str] | None = None,
     name: str | None = None,
     limits: Limits | None = None,
+    guess: bool = False,
 ) -> Logs:
     """Read and validate ranking logs.
 
@@ -184,6 +183,7 @@ def read_logs(
     rewards : reward columns to use; default every numeric column that is not a schema column.
     name : how to call the source in messages (default: the path).
     limits : the input limits (default :meth:`Limits.from_env`): bytes, rows, columns, rank ceiling.
+    guess : also map common names (``visit``, ``pos``, ``variant``…, see :mod:`offeval_core.mapping`).
 
     Raises
     ------
@@ -199,7 +199,7 @@ def read_logs(
         raw = read_table(source, limits=limits, columns=columns, name=label)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits)
+    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess)
 
 
 def _rows(index: np.ndarray) -> str:
@@ -294,6 +294,7 @@ class _Check:
     limits: Limits
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    columns: dict[str, str] = field(default_factory=dict)  # schema name → the user's column
 
     def stop_if_problems(self) -> None:
         if self.problems:
@@ -301,13 +302,21 @@ class _Check:
 
 
 def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
-              limits: Limits | None = None) -> Logs:
+              limits: Limits | None = None, guess: bool = False) -> Logs:
     """Validation as a pipeline of phases; each collects every problem it finds, and the first phase
     with problems stops the pipeline with one LogValidationError listing them."""
     chk = _Check(label=label, limits=limits or Limits.from_env())
     _check_shape(raw, chk)
+    try:  # patterns (rank__*=pos_*) and, on request, guesses for common names
+        columns, guessed = column_mapping.resolve(raw, columns, guess=guess)
+    except ValueError as exc:
+        raise LogValidationError(label, [str(exc)]) from None
+    chk.notes.extend(guessed)
+    chk.columns = dict(columns)
     df = _apply_mapping(raw, columns, chk)
     reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, chk)
+    if rewards is None and (ranky := column_mapping.rank_like_rewards(df, reward_cols)):
+        chk.notes.append(column_mapping.rank_like_note([columns.get(c, c) for c in ranky]))
     values = _check_values(df, reward_cols, policy_cols, propensity_cols, chk)
     return _assemble(df, reward_cols, values, chk)
 
@@ -582,7 +591,7 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check)
         )
     policies = tuple(c[len(POLICY_PREFIX):] for c in v.policy_ranks)
     return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=chk.label,
-                notes=tuple(notes), sessions=sessions)
+                notes=tuple(notes), sessions=sessions, columns=chk.columns)
 
 
 # --------------------------------------------------------------------------------------------- summary

@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.data import parse_sim_spec, sim_spec
-from dashboard.state import CLIP_CHOICES, LEVELS, Settings, parse_query_params, to_query_params
+from dashboard.state import (
+    CLIP_CHOICES,
+    LEVELS,
+    PAGE_CONTROLS,
+    Settings,
+    control_text,
+    parse_query_params,
+    to_query_params,
+)
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12)
 
@@ -28,6 +36,41 @@ def test_settings_survive_the_url(dataset, reward, policy, discount, clip, level
     assert back.problems == ()
 
 
+def _control_values(name):
+    spec = PAGE_CONTROLS[name]
+    if spec.choices:
+        return st.sampled_from(spec.choices)
+    if spec.kind == "bool":
+        return st.booleans()
+    if spec.kind == "list":
+        return st.lists(names, min_size=1, max_size=3).map(tuple)
+    if spec.kind == "int":
+        return st.integers(int(spec.lo), int(spec.hi))
+    if spec.kind == "float":
+        return st.floats(spec.lo, spec.hi).map(lambda x: float(f"{x:g}"))
+    return names
+
+
+@given(st.data())
+def test_every_page_control_survives_the_url_and_only_non_defaults_are_written(data):
+    picked = data.draw(st.lists(st.sampled_from(sorted(PAGE_CONTROLS)), unique=True, max_size=8))
+    values = {n: data.draw(_control_values(n)) for n in picked}
+    s = Settings().with_controls(**values)
+    params = to_query_params(s)
+    assert set(params) == {n for n, v in values.items() if v != PAGE_CONTROLS[n].default}
+    assert params == {n: control_text(v) for n, v in values.items() if n in params}
+    back = parse_query_params(params)
+    assert back.problems == ()
+    assert {n: back.control(n) for n in picked} == values
+
+
+def test_page_derived_defaults_are_left_out_of_the_url():
+    s = Settings(reward="like", policy="treatment").with_controls(dec_est="DCG m=1", dec_rel=True)
+    params = to_query_params(s, {"reward": "like", "policy": "treatment", "dec_est": "DCG m=1"})
+    assert params == {"dec_rel": "1"}
+    assert to_query_params(s, {"reward": "click"})["reward"] == "like"
+
+
 def test_defaults_give_an_empty_query_string():
     assert to_query_params(Settings()) == {}
     assert parse_query_params({}) == Settings()
@@ -44,7 +87,12 @@ def test_clip_infinity_is_written_as_inf():
     ({"clip": "abc"}, "ignored clip='abc': clip must be a number ≥ 1 or inf"),
     ({"level": "1.5"}, "ignored level='1.5': level must be strictly between 0 and 1"),
     ({"level": "x"}, "ignored level='x': level must be a number between 0 and 1"),
-    ({"dataset": "s3"}, "ignored dataset='s3': dataset must be one of demo, sim, upload"),
+    ({"dataset": "s3"}, "ignored dataset='s3': dataset must be one of demo, sim, upload, file"),
+    ({"sens_alpha": "0.02"}, "ignored sens_alpha='0.02': sens_alpha must be one of 0.05, 0.01, 0.001, 0.0001"),
+    ({"dec_rel": "yes please"}, "ignored dec_rel='yes please': dec_rel must be 1 or 0"),
+    ({"pbm_p": "2"}, "ignored pbm_p='2': pbm_p must be between 0.5 and 0.99"),
+    ({"lab_k": "ten"}, "ignored lab_k='ten': lab_k must be an integer"),
+    ({"clip_rule": "best"}, "ignored clip_rule='best': clip_rule must be one of slope, mse"),
     ({"present": "maybe"}, "ignored present='maybe': present must be 1 or 0"),
     ({"method": "cosine"}, "ignored method='cosine': method must be one of pearson, kendall, spearman"),
 ])

@@ -21,6 +21,7 @@ if not ui.needs(c, policy=True):
 
 s = c.settings
 with ui.controls():
+    ui.init_control("clip_rule")
     rule = st.radio("Recommendation rule", ["slope", "mse"], key="w_clip_rule", horizontal=True,
                     format_func={"slope": "SLOPE / Lepski (CI overlap)", "mse": "worst-case MSE"}.get)
 

@@ -61,6 +61,7 @@ candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_n
 options = list(dict.fromkeys(_to_text(v) for v in candidates))
 defaults = [_to_text(v) for v in default_variants()]
 chosen = [t for t in ss.get("w_variants", []) if t in options]
+ui.page_default("variants", [t for t in defaults if t in options])
 ss["w_variants"] = chosen or [t for t in defaults if t in options]
 
 with ui.controls():
@@ -92,9 +93,11 @@ with ui.guarded("Correlation"):
     rows = res.table[["experiment_id", "reward", "policy", "policy_label"]].drop_duplicates()
     labels = {f"{r.experiment_id} · {r.reward} · {r.policy_label}": (r.experiment_id, r.reward, r.policy)
               for r in rows.itertuples()}
+    ui.page_default("experiment", str(next(iter(labels.values()))[0]))
+    row_default = next((k for k, v in labels.items() if str(v[0]) == str(s.experiment)), next(iter(labels)))
+    ui.page_default("corr_row", row_default)  # the first row of the experiment in the link, else the first
     if ss.get("w_corr_row") not in labels:
-        exp = s.experiment
-        ss["w_corr_row"] = next((k for k, v in labels.items() if str(v[0]) == str(exp)), next(iter(labels)))
+        ss["w_corr_row"] = row_default
     row = st.selectbox("Row", list(labels), key="w_corr_row")
     exp, reward, policy = labels[row]
     ss["w_experiment"] = str(exp)

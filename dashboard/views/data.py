@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core import mapping as column_mapping
 from offeval_core.charts import pbm_curve_figure
 from offeval_core.discounts import learn_pbm, parse_discount
 from offeval_core.logs import KNOWN, LogValidationError
@@ -46,7 +47,10 @@ def _on_upload() -> None:
     except LogValidationError as exc:
         ss["upload_error"] = exc
         return
-    ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": {}}
+    raw = data.upload_raw(sha, f.name, buf)
+    guessed = column_mapping.guess_mapping(raw)  # common names (visit, pos, variant…) mapped at once
+    ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": guessed}
+    ss.pop("_map_for", None)
     ss["w_dataset"] = "upload"
 
 
@@ -60,16 +64,123 @@ def _on_simulate() -> None:
     ss["w_dataset"] = "sim"
 
 
-def _on_mapping(columns: list[str]) -> None:
-    info = dict(ss.get("upload_info") or {})
+def _form_mapping(raw: pd.DataFrame) -> tuple[dict[str, str], list[str], str]:
+    """(mapping with patterns expanded, rewards, problem) from the mapping widgets' current values."""
     mapping = {}
     for name in KNOWN:
         chosen = ss.get(f"w_map_{name}")
         if chosen and chosen != NONE and chosen != name:
             mapping[name] = chosen
+    pattern = (ss.get("w_map_policies") or "").strip()
+    if pattern:
+        if pattern.count("*") != 1:
+            return mapping, [], ("The policy columns pattern needs exactly one *, standing for the policy name "
+                                 f"(e.g. pos_*); got “{pattern}”.")
+        mapping["rank__*"] = pattern
+    try:
+        concrete = column_mapping.expand_mapping(raw.columns, mapping)
+    except ValueError:
+        return mapping, [], f"No column matches the policy columns pattern “{pattern}”."
+    return concrete, list(ss.get("w_map_rewards") or []), ""
+
+
+def _init_mapping_widgets(raw: pd.DataFrame, info: dict) -> None:
+    """Fill the mapping widgets once per upload: the applied mapping, else guesses for common names."""
+    if ss.get("_map_for") == info["sha"]:
+        return
+    ss["_map_for"] = info["sha"]
+    cols = [str(x) for x in raw.columns]
+    current = {k: v for k, v in info.get("mapping", {}).items() if k != "reward"}
+    guessed = column_mapping.guess_mapping(raw, current)
+    merged = {**guessed, **current}
+    for name in KNOWN:
+        ss[f"w_map_{name}"] = merged.get(name, name if name in cols else NONE)
+    policy_cols = [v for k, v in merged.items() if k.startswith("rank__")]
+    pattern = ""
+    if policy_cols:
+        names = [k[len("rank__"):] for k, v in merged.items() if k.startswith("rank__")]
+        prefixes = {c[: len(c) - len(n)] for c, n in zip(policy_cols, names, strict=True) if c.endswith(n)}
+        pattern = prefixes.pop() + "*" if len(prefixes) == 1 else ""
+    ss["w_map_policies"] = pattern
+    used = set(merged.values()) | set(KNOWN)
+    numeric = [c for c in cols if c not in used and not c.startswith(("rank__", "target_propensity__"))
+               and pd.api.types.is_numeric_dtype(raw[c])]
+    ranky = set(column_mapping.rank_like_rewards(raw, numeric))
+    chosen = info.get("mapping", {}).get("reward")
+    ss["w_map_rewards"] = chosen.split(",") if chosen else [c for c in numeric if c not in ranky]
+
+
+def _on_mapping(raw_key: tuple[str, str]) -> None:
+    raw = data.upload_raw(*raw_key)
+    concrete, rewards, problem = _form_mapping(raw)
+    if problem:
+        ss["_map_problem"] = problem
+        return
+    ss.pop("_map_problem", None)
+    info = dict(ss.get("upload_info") or {})
+    mapping = dict(concrete)
+    if rewards:
+        mapping["reward"] = ",".join(rewards)
     info["mapping"] = mapping
     ss["upload_info"] = info
     ss["w_dataset"] = "upload"
+
+
+def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
+    """The column-mapping form: schema fields, a policy-columns pattern, the reward picker, and a live preview
+    of what each column becomes; applied with one button."""
+    cols = [str(x) for x in raw.columns]
+    _init_mapping_widgets(raw, info)
+    with st.expander("Column mapping", expanded=expanded, icon=":material/swap_horiz:"):
+        st.caption("Which of your columns holds each schema field (common names such as visit, pos, variant, "
+                   "date and test are guessed), which columns are the target policies' ranks, and which are "
+                   "rewards. The preview updates as you choose; **Apply mapping** reloads the file.")
+        grid = st.columns(4)
+        for i, name in enumerate(KNOWN):
+            grid[i % 4].selectbox(name + (" *" if name in ("session_id", "rank") else ""), [NONE, *cols],
+                                  key=f"w_map_{name}")
+        a, b = st.columns([1, 2])
+        a.text_input("Policy columns (pattern)", key="w_map_policies", placeholder="e.g. pos_*",
+                     help="Columns holding the rank each candidate policy would give the item; * stands for "
+                          "the policy's name (pos_* makes pos_treatment the policy 'treatment'). Columns "
+                          "already named rank__<policy> need no pattern.")
+        concrete, _, problem = _form_mapping(raw)
+        used = set(concrete.values())
+        numeric = [c for c in cols if c not in used and c not in KNOWN and not c.startswith(("rank__",
+                   "target_propensity__")) and pd.api.types.is_numeric_dtype(raw[c])]
+        if any(r not in numeric for r in ss.get("w_map_rewards") or []):
+            ss["w_map_rewards"] = [r for r in ss["w_map_rewards"] if r in numeric]
+        b.multiselect("Reward columns", numeric, key="w_map_rewards",
+                      help="Numeric columns whose mean the offline metrics estimate (clicks, likes, watch time)")
+        if problem:
+            st.error(problem, icon=":material/error:")
+        ranky = column_mapping.rank_like_rewards(raw, ss.get("w_map_rewards") or [])
+        if ranky:
+            st.warning(f"{', '.join(ranky)} look like ranks, not rewards: whole numbers from 1 on every row, never "
+                       "0. If they are the ranks a candidate policy would give, enter their pattern under "
+                       "Policy columns and remove them from the rewards.", icon=":material/warning:")
+        inverse = {v: k for k, v in concrete.items()}
+        rewards = set(ss.get("w_map_rewards") or [])
+
+        def role(col: str) -> str:
+            k = inverse.get(col, col if col in KNOWN or col.startswith("rank__") else None)
+            if k and k.startswith("rank__"):
+                return f"target policy “{k[len('rank__'):]}”"
+            if k:
+                return k
+            return "reward" if col in rewards else "not used"
+
+        preview = pd.DataFrame({"your column": cols, "becomes": [role(x) for x in cols]})
+        n_pol = sum(r.startswith("target policy") for r in preview["becomes"])
+        st.markdown(f"**Preview:** {n_pol} target polic{'y' if n_pol == 1 else 'ies'}, "
+                    f"{len(rewards)} reward column(s)")
+        st.dataframe(preview, hide_index=True, key="table_map_preview", height=min(38 + 35 * len(cols), 360))
+        st.button("Apply mapping", key="w_map_apply", type="primary", on_click=_on_mapping,
+                  args=((info["sha"], info["name"]),), disabled=bool(problem))
+        if ss.get("_map_problem"):
+            st.error(ss["_map_problem"], icon=":material/error:")
+        st.caption("First rows of the file:")
+        st.dataframe(raw.head(5), hide_index=True, key="table_raw_head")
 
 
 SOURCES = {"demo": "Bundled demo", "upload": "Upload a file", "sim": "Simulate a world"}
@@ -107,22 +218,8 @@ if source == "upload":
         except LookupError:
             raw = None
         if raw is not None:
-            cols = [str(x) for x in raw.columns]
-            with st.expander("Column mapping", expanded=load_error is not None, icon=":material/swap_horiz:"):
-                st.caption("Tell offeval which of your columns holds each schema field. Reward columns are "
-                           "every other numeric column; policies are columns named rank__<policy>.")
-                with st.form("mapping_form"):
-                    grid = st.columns(4)
-                    current = info.get("mapping", {})
-                    for i, name in enumerate(KNOWN):
-                        options = [NONE, *cols]
-                        default = current.get(name, name if name in cols else NONE)
-                        grid[i % 4].selectbox(name + (" *" if name in ("session_id", "rank") else ""), options,
-                                              index=options.index(default) if default in options else 0,
-                                              key=f"w_map_{name}")
-                    st.form_submit_button("Apply mapping", on_click=_on_mapping, args=(cols,), type="primary")
-                st.caption("First rows of the file:")
-                st.dataframe(raw.head(5), hide_index=True, key="table_raw_head")
+            _mapping_form(raw, info, expanded=load_error is not None or not c.dataset
+                          or not c.dataset.policies)
 
 if source == "sim":
     with st.form("sim_form"):
@@ -184,7 +281,7 @@ if ds.note:
 st.success("The logs follow the schema: no missing columns, duplicate (session, rank) pairs, bad ranks, "
            "NaN rewards or unknown arms.", icon=":material/check_circle:")
 for note in s.notes:
-    st.info(escape_markdown(note), icon=":material/info:")
+    st.info(escape_markdown(ui.browser_text(note)), icon=":material/info:")
 
 m = st.columns(6)
 m[0].metric("Sessions", f"{s.sessions:,}")
@@ -224,10 +321,12 @@ with right:
         logs = ds.logs
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
-            p = q1.slider("Exponential p", 0.5, 0.99, 0.85, 0.01, key="w_pbm_p",
+            ui.init_control("pbm_p")
+            ui.init_control("pbm_ranks", int(min(30, logs.max_rank)),
+                            options=range(5, int(max(6, logs.max_rank)) + 1))
+            p = q1.slider("Exponential p", 0.5, 0.99, step=0.01, key="w_pbm_p",
                           help="Rank-biased-precision user model p^(r−1)")
-            max_rank = q2.slider("Ranks shown", 5, int(max(6, logs.max_rank)), int(min(30, logs.max_rank)),
-                                 key="w_pbm_ranks")
+            max_rank = q2.slider("Ranks shown", 5, int(max(6, logs.max_rank)), key="w_pbm_ranks")
         learnt = learn_pbm(logs)
         n = min(max_rank, len(learnt))
         curves = {"learnt PBM (share of sessions reaching r)": learnt[:n],

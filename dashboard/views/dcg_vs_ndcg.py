@@ -14,6 +14,7 @@ c = ui.ctx()
 ss = st.session_state
 st.title("DCG vs nDCG")
 SOURCES = {"logged": "Logged policies", "heldout": "Held-out runs"}
+ui.init_control("agr_source")
 source = st.radio("Source", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="w_agr_source",
                   help="Logged policies: the candidate policies' rank__* columns of the loaded logs, evaluated "
                        "off-policy. Held-out runs: models ranking held-out interactions (KDD'24 App. A).")
@@ -38,8 +39,10 @@ def _logged() -> None:
     s = c.settings
     with ui.controls():
         a, b = st.columns([4, 1])
-        picked = a.multiselect("Policies", policies, default=policies, key="w_agr_policies")
-        n_boot = b.select_slider("Bootstrap resamples", [0, 100, 200, 500, 1000], value=200, key="w_agr_boot",
+        ui.init_control("agr_policies", policies, options=policies)
+        ui.init_control("agr_boot")
+        picked = a.multiselect("Policies", policies, key="w_agr_policies")
+        n_boot = b.select_slider("Bootstrap resamples", [0, 100, 200, 500, 1000], key="w_agr_boot",
                                  help="For the CI of the inverted share (resamples sessions); 0 skips it")
     if len(picked) < 2:
         st.warning("Choose at least two policies in the page controls.", icon=":material/warning:")
@@ -103,12 +106,14 @@ def _show_agreement(res, *, key: str, caption: str) -> None:
 def _zoo() -> None:
     with ui.controls():
         a, b, g, n = st.columns([3, 1, 2, 2])
+        for name in ("ho_grid", "ho_k", "ho_gain", "ho_boot"):
+            ui.init_control(name)
         grid = a.radio("Model zoo", list(GRIDS), format_func=GRIDS.get, horizontal=True, key="w_ho_grid",
                        help="EASE, item-kNN, user-kNN, PureSVD, RP3β and popularity over hyper-parameter grids, "
                             "trained on 50 % of a simulated world's interactions")
         k = b.selectbox("Cut-off k", [100, 10, 20, 50], key="w_ho_k")
         gain = g.selectbox("Gain", list(GAINS), format_func=GAINS.get, key="w_ho_gain")
-        n_boot = n.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=500, key="w_ho_boot",
+        n_boot = n.select_slider("Bootstrap resamples", [100, 200, 500, 1000], key="w_ho_boot",
                                  help="Users resampled for the CI of the inverted share")
     level = c.settings.level
     with ui.guarded("Model zoo"):
@@ -158,9 +163,11 @@ def _upload() -> None:
                         accept_multiple_files=True, key="w_ho_runs_file", on_change=_remember, args=("runs",),
                         help=RUN_LAYOUT)
         k_col, g_col, n_col = st.columns(3)
+        for name in ("ho_up_k", "ho_up_gain", "ho_up_boot"):
+            ui.init_control(name)
         k = k_col.selectbox("Cut-off k", [100, 10, 20, 50], key="w_ho_up_k")
         gain = g_col.selectbox("Gain", list(GAINS), format_func=GAINS.get, key="w_ho_up_gain")
-        n_boot = n_col.select_slider("Bootstrap resamples", [100, 200, 500, 1000], value=500, key="w_ho_up_boot")
+        n_boot = n_col.select_slider("Bootstrap resamples", [100, 200, 500, 1000], key="w_ho_up_boot")
     qrels_ref = (ss.get("ho_qrels") or [None])[0]
     run_refs = list(ss.get("ho_runs") or [])
     if qrels_ref is None or not run_refs:
@@ -196,6 +203,7 @@ def _heldout() -> None:
     st.caption("KDD'24 App. A: one point per model, its mean DCG@k and nDCG@k over users on held-out "
                "interactions. A pair of models is inverted when nDCG orders it opposite to DCG. The paper "
                "finds r ≈ 0.6, τ ≈ 0.5 and ≈ 25 % inverted pairs over 192 models on MovieLens-1M.")
+    ui.init_control("ho_kind")
     kind = st.radio("Held-out runs from", list(KINDS), format_func=KINDS.get, horizontal=True, key="w_ho_kind")
     if kind == "zoo":
         _zoo()
@@ -210,6 +218,7 @@ else:
 
 st.divider()
 st.header("Why it happens: the Table 1 counter-example")
+ui.init_control("t1_norm")
 norm = st.radio("Ideal DCG used to normalise", ["paper", "top1"], horizontal=True, key="w_t1_norm",
                 format_func={"paper": "Σ of all labels (as printed in the paper)",
                              "top1": "best single label (ideal top-1 list)"}.get)

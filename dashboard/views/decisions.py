@@ -48,6 +48,7 @@ clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
 options = [_to_text(n, m) for n in names for m in clips]
 defaults = [_to_text(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
 chosen = [t for t in ss.get("w_estimators", []) if t in options]
+ui.page_default("estimators", [t for t in defaults if t in options])
 ss["w_estimators"] = chosen or [t for t in defaults if t in options]
 
 
@@ -61,6 +62,7 @@ with ui.controls():
     picked = a.multiselect("Estimators", options, key="w_estimators", format_func=_label,
                            help="Every estimator in the registry, at m = 1, the sidebar's m and ∞, with the "
                                 "sidebar's D and D0. The first one is the reference for the relative CI size.")
+    ui.init_control("dec_rel")
     relative = b.toggle("Relative uplift (%)", key="w_dec_rel")
 if c.dataset.is_moments:
     ui.raw_logs_notice("The importance-sampling estimators (IPS, SNIPS, NCIS…) are not in a moments file and "
@@ -78,8 +80,7 @@ with ui.guarded("Decision boxes"):
                          lambda: data.importance_moments(c.key, c.reward, c.policy, s.discount, s.exposure))
     res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
     labels = list(res.estimators)
-    if ss.get("w_dec_est") not in labels:
-        ss["w_dec_est"] = labels[0]
+    ui.init_control("dec_est", labels[0], options=labels)
     est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
         else labels[0]
     fig = decision_figure(res, estimator=est)
@@ -96,6 +97,7 @@ with ui.guarded("Decision boxes"):
 
     st.subheader("One A/B test")
     tests = [str(x) for x in dict.fromkeys(boxes["experiment_id"])]
+    ui.page_default("experiment", tests[0])
     pick = ss.pop("w_experiment_pick", None) or (ss.get("w_experiment") if ss.get("w_experiment") in tests
                                                  else tests[0])
     ss["w_experiment"] = pick

@@ -31,6 +31,8 @@ PROPS = {"popularity": "popularity model P ∝ pop^((γ+1)/2)", "true": "true pr
 
 with ui.controls():
     a, b, p = st.columns([2, 1, 2])
+    for name in ("lab_preset", "lab_lam", "lab_prop"):
+        ui.init_control(name)
     preset = a.radio("Settings", list(PRESETS), format_func=PRESETS.get, horizontal=True, key="w_lab_preset")
     lam = b.selectbox("Metric", list(LAMS), format_func=LAMS.get, key="w_lab_lam")
     prop = p.selectbox("Propensities", list(PROPS), format_func=PROPS.get, key="w_lab_prop",
@@ -73,7 +75,8 @@ with ui.guarded("Estimator lab"):
     ui.show_table(lab.tau_strata, key="lab_strata", name="estimator_lab_tau_vs_strata", height=240)
 
     st.header("Estimate vs truth per model")
-    k = st.selectbox("Cut-off K", list(prm["ks"]), index=len(prm["ks"]) - 1, key="w_lab_k")
+    ui.init_control("lab_k", int(prm["ks"][-1]), options=[int(x) for x in prm["ks"]])
+    k = st.selectbox("Cut-off K", [int(x) for x in prm["ks"]], key="w_lab_k")
     ui.show_figure(lab_estimates_chart(lab, k=int(k)), key="lab_estimates", name=f"estimator_lab_estimates_at{k}")
     with st.expander("Every estimate (seed × K × model × estimator)"):
         ui.show_table(lab.estimates, key="lab_estimates", name="estimator_lab_estimates", height=320)

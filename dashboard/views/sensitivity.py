@@ -21,15 +21,16 @@ if not ui.needs(c, policy=True, arms=True):
 metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
 with ui.controls():
     a, b, d, e = st.columns([3, 2, 2, 1.4])
-    if not set(ss.get("w_sens_metrics", [])) <= set(metric_names):
-        ss.pop("w_sens_metrics")
-    metrics = a.multiselect("Metrics", metric_names, default=[m for m in ("dcg", "ndcg") if m in metric_names],
-                            key="w_sens_metrics", format_func=lambda k: ESTIMATORS[k].label)
+    ui.init_control("sens_metrics", options=metric_names)
+    ui.init_control("sens_sel")
+    ui.init_control("sens_alpha")
+    ui.init_control("sens_all")
+    metrics = a.multiselect("Metrics", metric_names, key="w_sens_metrics", format_func=lambda k: ESTIMATORS[k].label)
     selection = b.radio("Settings", ["significant", "all"], key="w_sens_sel", horizontal=True,
                         format_func={"significant": "online significant", "all": "all"}.get,
                         help="Which (experiment, day, reward) settings count: those whose online effect is "
                              "significant (the paper) or all of them")
-    alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001], value=0.001,
+    alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001],
                             key="w_sens_alpha")
     all_rewards = e.toggle("All rewards", key="w_sens_all", help="Pool the settings of every reward column "
                                                                    "(computes each reward's moments once)")

@@ -1,0 +1,56 @@
+"""The logs the server was started on (``offeval dashboard FILE``): named by the operator's command through
+environment variables, never by a URL. ``OFFEVAL_DATA`` is the path (CSV, Parquet, a directory of Parquet or a
+moments file), ``OFFEVAL_MAP`` the column mapping (``session_id=visit,rank=pos,rank__*=pos_*``) and
+``OFFEVAL_REWARDS`` the reward columns (comma-separated; default every numeric non-schema column)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import data
+from offeval_core.logs import read_logs, summarize
+from offeval_core.mapping import parse_mapping
+from offeval_core.moments_io import is_moments_file
+
+ENV_DATA, ENV_MAP, ENV_REWARDS = "OFFEVAL_DATA", "OFFEVAL_MAP", "OFFEVAL_REWARDS"
+PREFIX = "served:"
+
+
+def served() -> tuple[str, str, str] | None:
+    """(path, mapping text, rewards text) from the environment, or None when no file was given."""
+    path = os.environ.get(ENV_DATA, "").strip()
+    if not path:
+        return None
+    return path, os.environ.get(ENV_MAP, "").strip(), os.environ.get(ENV_REWARDS, "").strip()
+
+
+def served_name() -> str:
+    s = served()
+    return Path(s[0]).name if s else ""
+
+
+def served_key() -> str:
+    """The dataset key of the served file: a digest of its settings (the path never appears in a key)."""
+    s = served()
+    if s is None:
+        return ""
+    return PREFIX + hashlib.sha256("\0".join(s).encode()).hexdigest()[:16]
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def load_served(key: str) -> data.Dataset:
+    """Read and validate the served file (its path comes from the environment, not from ``key``)."""
+    s = served()
+    if s is None or key != served_key():
+        raise LookupError("this server was not started on a file (offeval dashboard FILE)")
+    path, mapping, rewards = s
+    p = Path(path)
+    if p.is_file() and is_moments_file(p):
+        return data._moments_dataset(p, key=key, label=f"moments file {p.name}")
+    logs = read_logs(p, columns=parse_mapping(mapping, what="OFFEVAL_MAP entries"), guess=True,
+                     rewards=[r.strip() for r in rewards.split(",") if r.strip()] or None, name=p.name)
+    return data.Dataset(key=key, label=p.name, logs=logs, summary=summarize(logs))

@@ -1,0 +1,99 @@
+"""``offeval dashboard [LOGS|MOMENTS]``: serve the dashboard on the given file, bound to 127.0.0.1.
+
+The file is checked here first (a bad file fails at once with the loader's message, before any server
+starts), then handed to the app through the environment (``OFFEVAL_DATA``, ``OFFEVAL_MAP``,
+``OFFEVAL_REWARDS``), never through a URL.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from offeval_core.errors import LogValidationError
+from offeval_core.mapping import parse_mapping
+
+
+def register(sub) -> None:
+    p = sub.add_parser("dashboard", help="serve the dashboard on your logs (or a moments file)",
+                       description="Serve the interactive dashboard on a CSV / Parquet file, a directory of "
+                                   "Parquet files, or a moments file written by `offeval reduce`. Without a file it "
+                                   "opens the bundled demo. Bound to 127.0.0.1 unless --host says otherwise.")
+    p.add_argument("data", nargs="?", default=None, metavar="LOGS|MOMENTS",
+                   help="logs (CSV, Parquet, directory of Parquet) or a moments file; default: the demo")
+    p.add_argument("--map", default=None, metavar="NAME=COL,...",
+                   help="column mapping, e.g. session_id=visit,rank=pos,rank__*=pos_* (a '*' pattern maps every "
+                        "policy column); common names (visit, pos, variant, date, test…) are guessed")
+    p.add_argument("--reward", action="append", default=None,
+                   help="reward column(s) (repeat; default: every numeric non-schema column)")
+    p.add_argument("--port", type=int, default=8501, help="port (default 8501)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
+    p.add_argument("--check", action="store_true", help="check the file and print what would be served, then exit")
+    p.set_defaults(func=run)
+
+
+def app_path() -> Path:
+    import dashboard
+
+    return Path(dashboard.__file__).resolve().parent / "app.py"
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def check(path: str, mapping: str | None, rewards: list[str] | None) -> str:
+    """One line describing what will be served; raises the loader's errors for a bad file."""
+    from offeval_core.logs import read_logs
+    from offeval_core.moments_io import is_moments_file, read_moments
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if p.is_file() and is_moments_file(p):
+        m = read_moments(p)
+        return f"moments file {p.name}: {len(m.offline):,} moment rows"
+    logs = read_logs(p, columns=parse_mapping(mapping), rewards=rewards, guess=True, name=p.name)
+    notes = "".join(f"\n  note: {n}" for n in logs.notes)
+    return (f"{p.name}: {logs.n_sessions:,} sessions, {logs.n_rows:,} impressions; rewards "
+            f"{', '.join(logs.rewards)}; target policies {', '.join(logs.policies) or 'none'}{notes}")
+
+
+def run(args) -> int:
+    env = dict(os.environ)
+    if args.data:
+        try:
+            print(check(args.data, args.map, args.reward), flush=True)
+        except LogValidationError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        env["OFFEVAL_DATA"] = str(Path(args.data).resolve())
+        env["OFFEVAL_MAP"] = args.map or ""
+        env["OFFEVAL_REWARDS"] = ",".join(args.reward or [])
+    elif args.map or args.reward:
+        raise ValueError("--map and --reward apply to a file: give LOGS")
+    if args.check:
+        return 0
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    if not _port_free(args.host, args.port):
+        raise ValueError(f"port {args.port} on {args.host} is in use; pick another with --port")
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.port", str(args.port),
+           "--server.address", args.host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    print(f"offeval dashboard: serving at http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
+    proc = subprocess.Popen(cmd, env=env)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        return proc.wait()

@@ -1,0 +1,222 @@
+"""Column mapping: the user's own column names onto the log schema.
+
+A mapping is a dict from schema names to the user's column names, ``{"session_id": "visit", "rank": "pos"}``.
+Two additions make real files fit without one entry per column:
+
+- **patterns**: ``rank__*=pos_*`` maps every column ``pos_<name>`` to the target policy ``<name>``
+  (likewise ``target_propensity__*=prop_*``); the ``*`` stands for the policy name;
+- **guesses** (:func:`guess_mapping`): common names for the schema fields (``visit`` → ``session_id``,
+  ``pos`` / ``position`` → ``rank``, ``variant`` / ``group`` → ``arm`` when it holds control / treatment,
+  ``date`` → ``day``, ``test`` → ``experiment_id``, ``user_type`` → ``segment``…) and the policy columns
+  ``<rank column>_<policy>`` next to the logged rank column.
+
+:func:`rank_like_rewards` finds "reward" columns that look like ranks (integers 1..K on every row), the
+usual sign of a policy column that was not mapped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_FIELDS = ("session_id", "rank", "item_id", "day", "experiment_id", "arm", "segment",
+                 "logging_propensity")
+PATTERN_PREFIXES = ("rank__", "target_propensity__")
+
+GUESSES: dict[str, tuple[str, ...]] = {
+    "session_id": ("session_id", "session", "sessionid", "visit", "visit_id", "visitid", "request_id",
+                   "query_id", "qid", "sid"),
+    "rank": ("rank", "pos", "position", "slot", "rank_position"),
+    "item_id": ("item_id", "item", "itemid", "doc_id", "doc", "docid", "product_id", "video_id", "content_id"),
+    "day": ("day", "date", "ds", "dt"),
+    "experiment_id": ("experiment_id", "experiment", "exp", "exp_id", "test", "test_id", "ab_test", "abtest",
+                      "test_name"),
+    "arm": ("arm", "variant", "group", "bucket", "treatment_group", "ab_group"),
+    "segment": ("segment", "user_type", "user_segment", "stratum", "context", "usertype"),
+    "logging_propensity": ("logging_propensity", "propensity", "pscore"),
+}
+"""Common names of each schema field, in order of preference (compared case-insensitively)."""
+
+
+def parse_mapping(text: str | None, *, what: str = "--map entries") -> dict[str, str]:
+    """Parse ``"session_id=visit,rank=pos,rank__*=pos_*"`` into a mapping (schema name → your column);
+    ``what`` names the entries in messages (the CLI option or the form field).
+
+    >>> parse_mapping("session_id=visit, rank=pos, rank__*=pos_*")
+    {'session_id': 'visit', 'rank': 'pos', 'rank__*': 'pos_*'}
+    """
+    if not text:
+        return {}
+    out: dict[str, str] = {}
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"{what} must look like schema_name=your_column, got {part!r}")
+        key, value = (s.strip() for s in part.split("=", 1))
+        if not key or not value:
+            raise ValueError(f"{what} must look like schema_name=your_column, got {part!r}")
+        _check_entry(key, value)
+        out[key] = value
+    return out
+
+
+def _check_entry(key: str, value: str) -> None:
+    if "*" in key or "*" in value:
+        if key.count("*") != 1 or value.count("*") != 1 or not key.endswith("*") \
+                or key[:-1] not in PATTERN_PREFIXES:
+            raise ValueError(f"a pattern entry looks like rank__*=pos_* (one '*' on each side, the left side "
+                             f"one of {', '.join(p + '*' for p in PATTERN_PREFIXES)}), got {key}={value}")
+
+
+def is_pattern(key: str) -> bool:
+    return "*" in key
+
+
+def _pattern_regex(value: str) -> re.Pattern:
+    before, after = value.split("*", 1)
+    return re.compile(re.escape(before) + r"(.+)" + re.escape(after) + r"\Z")
+
+
+def expand_mapping(columns: Iterable[str], mapping: Mapping[str, str]) -> dict[str, str]:
+    """The mapping with every pattern entry replaced by one entry per matching column.
+
+    Explicit entries win over a pattern for the same schema name; a column already mapped explicitly is not
+    matched again. A pattern that matches no column raises ``ValueError`` naming the columns.
+
+    >>> expand_mapping(["visit", "pos", "pos_a", "pos_b"], {"rank": "pos", "rank__*": "pos_*"})
+    {'rank': 'pos', 'rank__a': 'pos_a', 'rank__b': 'pos_b'}
+    """
+    columns = [str(c) for c in columns]
+    out = {k: v for k, v in mapping.items() if not is_pattern(k)}
+    used = set(out.values())
+    for key, value in mapping.items():
+        if not is_pattern(key):
+            continue
+        _check_entry(key, value)
+        rx = _pattern_regex(value)
+        hits = [(c, m.group(1)) for c in columns if c not in used and (m := rx.match(c))]
+        if not hits:
+            raise ValueError(f"mapping {key}={value}: no column matches {value!r} "
+                             f"(columns found: {', '.join(columns)})")
+        prefix = key[:-1]
+        for col, name in hits:
+            out.setdefault(prefix + name, col)
+            used.add(col)
+    return out
+
+
+def _is_int_like(col: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(col):
+        return False
+    if pd.api.types.is_integer_dtype(col):
+        return True
+    if pd.api.types.is_float_dtype(col):
+        v = col.dropna().to_numpy()
+        return len(v) > 0 and bool(np.all(v == np.round(v)))
+    return False
+
+
+def _arm_like(col: pd.Series) -> bool:
+    vals = set(col.dropna().astype(str).str.strip().str.lower().unique()[:3])
+    return bool(vals) and vals <= {"control", "treatment"}
+
+
+def guess_mapping(frame: pd.DataFrame, mapping: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Guessed entries for the schema fields that the frame lacks and the mapping does not name.
+
+    Only columns not already used are guessed; ``rank`` must hold integers, ``arm`` only ``control`` /
+    ``treatment``. Once the logged rank column ``X`` is known, integer columns ``X_<policy>`` (or
+    ``X__<policy>``) become the policies ``rank__<policy>`` when the file has no ``rank__`` column.
+    Returns only the new entries (schema name → column).
+
+    >>> df = pd.DataFrame({"visit": [1], "pos": [1], "clicked": [0], "variant": ["control"], "pos_new": [2]})
+    >>> guess_mapping(df)
+    {'session_id': 'visit', 'rank': 'pos', 'arm': 'variant', 'rank__new': 'pos_new'}
+    """
+    mapping = dict(mapping or {})
+    columns = [str(c) for c in frame.columns]
+    used = set(mapping.values())
+    lower = {c.lower(): c for c in reversed(columns)}
+    new: dict[str, str] = {}
+    for name, candidates in GUESSES.items():
+        if name in mapping or name in columns:
+            continue
+        for cand in candidates:
+            col = lower.get(cand)
+            if col is None or col in used or col in SCHEMA_FIELDS:
+                continue
+            series = frame[col]
+            if name == "rank" and not _is_int_like(series):
+                continue
+            if name == "arm" and not _arm_like(series):
+                continue
+            new[name] = col
+            used.add(col)
+            break
+    rank_col = mapping.get("rank") or new.get("rank") or ("rank" if "rank" in columns else None)
+    has_policies = any(k.startswith("rank__") for k in mapping) or any(c.startswith("rank__") for c in columns)
+    if rank_col and not has_policies:
+        rx = re.compile(re.escape(rank_col) + r"__?(.+)\Z")
+        for col in columns:
+            m = rx.match(col)
+            if m and col not in used and _is_int_like(frame[col]):
+                new["rank__" + m.group(1)] = col
+                used.add(col)
+    return new
+
+
+def resolve(frame: pd.DataFrame, mapping: Mapping[str, str] | None, *, guess: bool = False
+            ) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(concrete mapping, notes): patterns expanded and, with ``guess``, common names added (each guess is
+    named in a note so the user can check it)."""
+    out = expand_mapping(frame.columns, dict(mapping or {}))
+    notes: tuple[str, ...] = ()
+    if guess:
+        new = guess_mapping(frame, out)
+        if new:
+            out.update(new)
+            policies = [k for k in new if k.startswith("rank__")]
+            fields = [f"{k}={v}" for k, v in new.items() if not k.startswith("rank__")]
+            parts = fields + ([f"{len(policies)} policy column(s) " + ", ".join(new[k] for k in policies)]
+                              if policies else [])
+            notes = (f"guessed column mapping: {'; '.join(parts)} (name them explicitly to change this)",)
+    return out, notes
+
+
+def rank_like_rewards(frame: pd.DataFrame, rewards: Sequence[str], *, max_rank: int = 1000) -> list[str]:
+    """The reward columns that look like ranks: integers 1..K with K ≥ 3, non-zero on every row.
+
+    A reward (a click, a like, watch time) is zero on most impressions; a column that is a positive integer
+    on every row is almost always a policy's rank column that was not mapped.
+
+    >>> df = pd.DataFrame({"click": [0, 1, 0, 0], "pos_new": [1, 2, 3, 4]})
+    >>> rank_like_rewards(df, ["click", "pos_new"])
+    ['pos_new']
+    """
+    out = []
+    for r in rewards:
+        col = frame[r]
+        if not _is_int_like(col) or col.isna().any() or len(col) == 0:
+            continue
+        lo, hi = col.min(), col.max()
+        if lo >= 1 and 3 <= hi <= max_rank:
+            out.append(r)
+    return out
+
+
+def rank_like_note(columns: Sequence[str]) -> str:
+    """The warning for :func:`rank_like_rewards`'s columns: what they look like and how to map them."""
+    cols = ", ".join(f"'{c}'" for c in columns)
+    return (f"reward column(s) {cols} look like ranks (whole numbers from 1 on every row, never 0), not "
+            "rewards: if they are the ranks a target policy would give, map them as policies "
+            "(rank__<policy>=<column>, or a pattern such as rank__*=<prefix>*)")
+
+
+def describe(mapping: Mapping[str, str]) -> str:
+    """``session_id=visit, rank=pos`` — a mapping as text (the inverse of :func:`parse_mapping`)."""
+    return ", ".join(f"{k}={v}" for k, v in mapping.items())
