@@ -14,7 +14,7 @@ import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 
-from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _tidy
+from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _fetch_table, _tidy
 from offeval_core.engine import _online as online_moments
 from offeval_core.estimators import aggregate, select  # noqa: F401  (doctest namespace)
 from offeval_core.importance.keys import CAPPINGS, SCALES, estimator_key
@@ -247,7 +247,7 @@ def _online(source: Source, rewards: Sequence[str]) -> pd.DataFrame:
     keys = list(GROUP_KEYS)
     s = source.sessions
     rows = source.rows.select("session", *rewards).join(s.select("session", *keys), "session")
-    counts = source.backend.execute(s.group_by(keys).aggregate(n=s.count()))
+    counts = _fetch_table(source.backend, s.group_by(keys).aggregate(n=s.count()))
     return _tidy(online_moments(replace(source, rows=rows), rewards, counts, keys), keys)
 
 
