@@ -16,8 +16,9 @@ from dashboard.state import (
     parse_query_params,
     to_query_params,
 )
-from offeval_core.discounts import parse_discount, restrict_table_files
+from offeval_core.discounts import parse_discount, register_table, restrict_table_files
 from offeval_core.errors import OffevalError
+from offeval_core.inputs import data_files
 from offeval_core.sanitize import escape_markdown
 
 DISCOUNT_CHOICES = ("pbm", "log2", "reciprocal", "exponential:0.9", "exponential:0.8", "log2@10")
@@ -258,7 +259,7 @@ def render(page_url_path: str = "") -> ui.Context:
             ss[f"_bad_{wkey}"] = False
             continue
         current = ss.get(wkey, "pbm")
-        opts = list(dict.fromkeys([*DISCOUNT_CHOICES, current]))
+        opts = list(dict.fromkeys([*DISCOUNT_CHOICES, *_table_choices(), current]))
         if wkey not in ss:
             ss[wkey] = "pbm"
         if shown:
@@ -275,6 +276,14 @@ def render(page_url_path: str = "") -> ui.Context:
             ss[f"_bad_{wkey}"] = True
         else:
             ss[f"_bad_{wkey}"] = False
+
+    if grid is None:
+        box.file_uploader("Discount table (CSV with columns rank, probability)", type=["csv"],
+                          key="w_table_upload", on_change=_on_table_upload,
+                          help="A position-bias curve P(view | rank) of your own: it becomes a 'table:' choice of "
+                               "both discount menus. Files on the server are never opened by path.")
+        if ss.get("_table_error") is not None:
+            box.error(f"Discount table: {escape_markdown(ss['_table_error'])}", icon=":material/error:")
 
     clip_choices = tuple(sorted(grid.clips)) if grid is not None else CLIP_CHOICES
     if ss.get("w_clip") not in clip_choices:
@@ -348,6 +357,29 @@ def finish(page_url_path: str) -> None:
     if slot is not None:
         with slot.container():
             _copy_link(st, params, page_url_path)
+
+
+def _table_choices() -> list[str]:
+    """``table:NAME`` choices: tables uploaded in this session and the operator's data directory."""
+    names = list(st.session_state.get("uploaded_tables", ()))
+    names += [n for n in data_files((".csv",)) if n not in names]
+    return [f"table:{n}" for n in names]
+
+
+def _on_table_upload() -> None:
+    """Validate an uploaded discount table, register it under a content-derived name and select it."""
+    ss = st.session_state
+    f = ss.get("w_table_upload")
+    ss["_table_error"] = None
+    if f is None:
+        return
+    try:
+        name = register_table(f.getvalue(), name=f.name)
+    except OffevalError as exc:
+        ss["_table_error"] = exc
+        return
+    ss["uploaded_tables"] = list(dict.fromkeys([*ss.get("uploaded_tables", ()), name]))
+    ss["w_discount"] = f"table:{name}"
 
 
 def _copy_link(sb, params: dict, page_url_path: str) -> None:

@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.state import Settings
+from offeval_core.errors import OffevalError
 from offeval_core.logs import LogValidationError
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
 
@@ -138,7 +139,7 @@ def guarded(context: str) -> Iterator[None]:
     except data.NeedsRawLogs as exc:
         st.info(f"**{context}:** {escape_markdown(exc)}" if context else escape_markdown(exc),
                 icon=":material/info:")
-    except (ValueError, TypeError, KeyError, LookupError, FileNotFoundError, RuntimeError) as exc:
+    except (OffevalError, ValueError, TypeError, KeyError, LookupError, FileNotFoundError, RuntimeError) as exc:
         show_error(exc, context=context)
 
 

@@ -153,7 +153,10 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
     finally:
         stream.close()
     line = bytes(buf).split(b"\n", 1)[0]
-    if len(line) > max_header or line.count(sep.encode()) + 1 > limits.max_columns:
+    if len(line) > max_header:
+        raise LimitExceeded(f"{source}: the first line (the header) is longer than {max_header:,} bytes; expected "
+                            "a header of column names", source=source, expected="a CSV header line")
+    if line.count(sep.encode()) + 1 > limits.max_columns:
         raise LimitExceeded(f"{source}: the file has more than {limits.max_columns:,} columns, the limit "
                             "OFFEVAL_MAX_COLUMNS / --max-columns", source=source,
                             expected=f"at most {limits.max_columns:,} columns")
@@ -161,13 +164,9 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
     return next(csv.reader([text], delimiter=sep), [])
 
 
-def _prescan(path, *, source: str, limits: Limits, raw_size: int) -> None:
+def _prescan(path, *, source: str, limits: Limits) -> None:
     """Stream the (decompressed) file once, counting bytes and lines, before anything is parsed: a
     compression bomb or an oversized file stops here in constant memory."""
-    if not str(path).lower().endswith((".gz", ".bz2")) and raw_size > limits.max_bytes:
-        raise LimitExceeded(f"{source}: the file holds more than {limits.max_bytes:,} bytes, the limit "
-                            "OFFEVAL_MAX_BYTES / --max-bytes", source=source,
-                            expected=f"at most {limits.max_bytes:,} bytes")
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
     try:
         while stream.read(1 << 20):
@@ -188,8 +187,12 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
     if raw_size == 0:
         raise UnreadableInput(f"{source}: the file is empty (0 bytes); expected a header and data rows",
                               source=source)
-    _prescan(path, source=source, limits=limits, raw_size=raw_size)
-    header = _header(path, source=source, sep=sep, limits=limits)
+    if not str(path).lower().endswith((".gz", ".bz2")) and raw_size > limits.max_bytes:
+        raise LimitExceeded(f"{source}: the file holds more than {limits.max_bytes:,} bytes, the limit "
+                            "OFFEVAL_MAX_BYTES / --max-bytes", source=source,
+                            expected=f"at most {limits.max_bytes:,} bytes")
+    header = _header(path, source=source, sep=sep, limits=limits)  # cheap: the first line only
+    _prescan(path, source=source, limits=limits)
     wanted = set(text_columns)
     dtype = {c: str for c in header if c in wanted} or None
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)

@@ -217,7 +217,14 @@ def _rows(idx) -> str:
     return ", ".join(str(int(i) + 1) for i in idx[:_SHOWN]) + (" …" if len(idx) > _SHOWN else "")
 
 
+_LABEL_COLUMNS = ("experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "policy", "metric")
+
+
 def _check_moments(df: pd.DataFrame, part: str, source: str) -> None:
+    for col in df.columns:
+        if col not in _LABEL_COLUMNS and not (pd.api.types.is_numeric_dtype(df[col])
+                                              and not pd.api.types.is_bool_dtype(df[col])):
+            raise _bad(source, f"{part} column '{col}' must be numeric", column=col)
     n = pd.to_numeric(df["n"], errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(~((n >= 1) & (n == np.floor(n)) & np.isfinite(n)))
     if len(bad):
@@ -240,8 +247,9 @@ def _check_moments(df: pd.DataFrame, part: str, source: str) -> None:
         s1 = df[first].to_numpy(dtype=float)
         s2 = df[second].to_numpy(dtype=float)
         # Cauchy-Schwarz: Σx² ≥ (Σx)² / n, with room for rounding
-        floor = s1 * s1 / n
-        bad = np.flatnonzero(s2 < floor - 1e-9 * np.maximum(1.0, np.abs(floor)))
+        with np.errstate(over="ignore", invalid="ignore"):  # (1e308)² is inf: then inconsistent
+            floor = s1 * s1 / n
+            bad = np.flatnonzero((s2 < floor - 1e-9 * np.maximum(1.0, np.abs(floor))) | np.isinf(floor))
         if len(bad):
             raise _bad(source, f"{part} second moments '{second}' are smaller than ('{first}')² / n at rows "
                                f"{_rows(bad)}, which no data can give", column=second, rows=bad[:_SHOWN] + 1)

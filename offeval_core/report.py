@@ -39,7 +39,7 @@ from offeval_core.analyses._common import Variant, clip_text
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
-from offeval_core.logs import Logs, summarize
+from offeval_core.logs import LOGGING_POLICY, Logs, summarize
 from offeval_core.validation import check_choice, check_clips, check_level
 
 STEPS = ("data summary", "moments (main discount)", "moments (log2)", "sensitivity", "correlation",
@@ -298,8 +298,10 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
     step(STEPS[4])
     doc.h2("correlation", "2 · Offline-online correlation across days (KDD'24 Table 2)")
     if ab:
+        # the online arm of a target policy is known only for the policy that served the treatment arm
+        corr_policies = (LOGGING_POLICY, "treatment") if policy == "treatment" else (LOGGING_POLICY,)
         corr = offline_online_correlation(moments, variants=_available(moments, default_variants(q_clip, pbm=discount),
-                                                                       logs))
+                                                                       logs), policies=corr_policies)
         doc.p(corr.takeaway, "takeaway")
         for w in corr.warnings:
             doc.note(w)

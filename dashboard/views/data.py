@@ -12,7 +12,8 @@ from dashboard import data, ui
 from offeval_core import mapping as column_mapping
 from offeval_core.charts import pbm_curve_figure
 from offeval_core.discounts import learn_pbm, parse_discount
-from offeval_core.logs import KNOWN, LogValidationError
+from offeval_core.errors import InputError
+from offeval_core.logs import KNOWN
 from offeval_core.sanitize import escape_markdown
 
 c = ui.ctx()
@@ -44,7 +45,7 @@ def _on_upload() -> None:
             ss["w_dataset"] = "upload"
             return
         data.upload_raw(sha, f.name, buf)
-    except LogValidationError as exc:
+    except InputError as exc:  # every loader failure (unreadable, over a limit, invalid moments)
         ss["upload_error"] = exc
         return
     raw = data.upload_raw(sha, f.name, buf)
