@@ -150,23 +150,27 @@ def _to_long(wide, counts, variants, names, grid, reward, keys) -> pd.DataFrame:
     # groups with sessions but no reward in this variant still need rows: complete the grid
     full = counts.merge(variants[["v", "discount", "exposure", "clip_value"]], how="cross")
     wide = full.merge(wide.drop(columns=["discount", "exposure", "clip_value"]), on=["v", *keys], how="left")
-    wide = wide.fillna({c: 0 for c in wide.columns if c.startswith(("dcg__", "ndcg__", "den_", "n_pos"))})
-    parts = []
-    for metric in METRICS:
-        for p in names:
-            pre = f"{metric}__{p}__"
-            part = wide[[*keys, "discount", "exposure", "clip_value", "n", "n_pos", "den_sum", "den_sumsq"]].copy()
-            part["reward"] = reward
-            part["policy"] = p
-            part["metric"] = metric
-            for stat in ("sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den"):
-                part[stat] = wide[pre + stat].to_numpy(dtype=float) if pre + stat in wide else np.nan
-            if metric == "ndcg" and grid.ndcg_rule == "drop":
-                part["n"] = part["n_pos"]
-            parts.append(part)
-    out = pd.concat(parts, ignore_index=True).rename(columns={"clip_value": "clip"})
+    # one block of rows per (metric, policy), built column by column (no per-block frames)
+    blocks = [(metric, p) for metric in METRICS for p in names]
+    n_rows, n_blocks = len(wide), len(blocks)
+    def filled(c):  # groups without a rewarded session in a variant have no row in ``wide``: zeros
+        return np.nan_to_num(wide[c].to_numpy(dtype=float), nan=0.0)
+
+    cols = {c: np.tile(wide[c].to_numpy(), n_blocks) for c in [*keys, "discount", "exposure", "clip_value", "n"]}
+    cols |= {c: np.tile(filled(c), n_blocks) for c in ("den_sum", "den_sumsq")}
+    if grid.ndcg_rule == "drop":
+        n_pos = filled("n_pos").astype(np.int64)
+        cols["n"] = np.concatenate([n_pos if metric == "ndcg" else wide["n"].to_numpy() for metric, _ in blocks])
+    cols["reward"] = np.full(n_rows * n_blocks, reward, dtype=object)
+    cols["policy"] = np.repeat(np.array([p for _, p in blocks], dtype=object), n_rows)
+    cols["metric"] = np.repeat(np.array([m for m, _ in blocks], dtype=object), n_rows)
+    nan = np.full(n_rows, np.nan)
+    for stat in ("sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den"):
+        cols[stat] = np.concatenate([filled(f"{m}__{p}__{stat}") if f"{m}__{p}__{stat}" in wide else nan
+                                     for m, p in blocks])
+    out = pd.DataFrame(cols).rename(columns={"clip_value": "clip"})
     out["n"] = out["n"].astype(np.int64)
-    return out.drop(columns=["n_pos"])
+    return out
 
 
 def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:
