@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.discounts import DiscountModel
-from offeval_core.engine.grid import GROUP_KEYS, METRICS, Grid, Moments
+from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, METRICS, Grid, Moments
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
 from offeval_core.engine.sources import Source, _fetch_table, logs_source, source_from_logs
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
 
-__all__ = ["reduce"]
+__all__ = ["prepare", "reduce"]
 
 
 def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:
@@ -75,6 +75,26 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
     out_keys = list(GROUP_KEYS)
     return Moments(offline=_tidy(offline, out_keys), online=_tidy(online, out_keys), grid=grid,
                    discount_labels=labels, source=source.name)
+
+
+def prepare(logs: Logs | Source, *, policies: Sequence[str] | None = None, n_clips: int = len(DEFAULT_CLIPS)) -> Source:
+    """Do once what every reduce of these logs shares: register them (in-memory logs: their cached
+    :func:`logs_source`), find which rewards are binary, compile the moments query of each shape (binary /
+    graded reward, every policy, ``n_clips`` clip values) and compute the online moments of every reward.
+
+    Afterwards a reduce of any (reward, D, D0) over all policies and that many clip values only runs the
+    compiled query. Returns the source.
+    """
+    source = logs_source(logs) if isinstance(logs, Logs) else logs
+    policies = tuple(source.policies if policies is None else policies)
+    rewards = tuple(source.rewards)
+    binary = binary_rewards(source, rewards)
+    for flag in sorted(set(binary.values())):
+        compiled_moments(source, rewards=rewards, policies=policies, n_clips=n_clips, binary=flag)
+    keys = list(source.keys)
+    counts = source.counts if source.counts is not None else _session_counts(source, keys)
+    _online(source, rewards, counts, keys)
+    return source
 
 
 def _session_counts(source: Source, keys: list[str]) -> pd.DataFrame:
