@@ -40,8 +40,10 @@ test: setup browser lint
 data: setup
 	$(BIN)/offeval simulate --out data --preset demo --seed 0
 
-bench: setup
-	$(BIN)/python bench/bench_estimate.py
+# LARGE=1 adds 100 M impressions out of core (minutes); bench/bench_estimate.py compares pandas and Spark
+bench: setup browser
+	$(BIN)/python bench/bench_reduce.py $(if $(LARGE),--large)
+	$(BIN)/python bench/bench_dashboard.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

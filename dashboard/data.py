@@ -28,7 +28,7 @@ import pandas as pd
 import streamlit as st
 
 import offeval_core.importance  # noqa: F401 - registers the importance-sampling family in ESTIMATORS
-from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
+from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
@@ -184,10 +184,21 @@ def load_simulated(spec: str) -> Dataset:
 # ----------------------------------------------------------------------------------------------- demo
 
 
+def file_stamp(path: Path) -> str:
+    """Size and modification time of a file ('' when absent): part of the demo's cache key, so a demo
+    rewritten on disk (``make data``) is read again instead of served stale."""
+    try:
+        st_ = path.stat()
+    except OSError:
+        return ""
+    return f"{st_.st_size}:{st_.st_mtime_ns}"
+
+
 @st.cache_resource(show_spinner=False, max_entries=2)
-def load_demo(directory: str) -> Dataset:
+def load_demo(directory: str, stamp: str = "") -> Dataset:
     """The bundled demo (``logs.parquet`` + ``ground_truth.parquet``); simulated with the committed seed
-    when the files are not there (e.g. before ``make data``)."""
+    when the files are not there (e.g. before ``make data``). ``stamp`` (:func:`file_stamp` of the logs)
+    only keys the cache."""
     d = Path(directory)
     logs_path = d / "logs.parquet"
     if logs_path.exists():
@@ -300,19 +311,34 @@ def load(key: str) -> Dataset:
         if ds is None:
             raise ValueError(f"{name} is not an offeval moments file")
         return ds
-    if key == "demo":
-        return load_demo(str(demo_dir()))
-    if key.startswith("demo:"):  # the dataset's own key names its directory, so caches never mix two demos
-        return load_demo(key[5:])
-    if key.startswith("sim:"):
-        return load_simulated(key[4:])
-    if key.startswith("upload:"):
-        return load_upload(key)
-    if key.startswith("served:"):  # the file of `offeval dashboard FILE` (named by the environment)
+    if key == "demo" or key.startswith("demo:"):
+        # the dataset's own key names its directory, so caches never mix two demos
+        directory = str(demo_dir()) if key == "demo" else key[5:]
+        ds = load_demo(directory, file_stamp(Path(directory) / "logs.parquet"))
+    elif key.startswith("sim:"):
+        ds = load_simulated(key[4:])
+    elif key.startswith("upload:"):
+        ds = load_upload(key)
+    elif key.startswith("served:"):  # the file of `offeval dashboard FILE` (named by the environment)
         from dashboard.served import load_served
 
-        return load_served(key)
-    raise ValueError(f"unknown dataset key {key!r}")
+        ds = load_served(key)
+    else:
+        raise ValueError(f"unknown dataset key {key!r}")
+    if ds.logs is not None:  # a served moments file has no rows to prepare
+        engine_ready(f"{ds.key}#{id(ds)}", ds)  # keyed by the loaded object: a reloaded demo is prepared again
+    return ds
+
+
+@st.cache_resource(show_spinner="Preparing the logs for fast analysis (first time only): session table, "
+                                 "rank histogram, rewarded rows and the compiled moments queries…", max_entries=8)
+def engine_ready(key: str, _ds: Dataset) -> bool:
+    """Once per dataset: the work every page shares (``engine.prepare``): the logs registered in the engine
+    as Arrow tables, the session table and length histogram, the rewarded rows of every reward, the
+    compiled moments query of each reward shape and the online moments. Every later (reward, D, D0)
+    combination then costs only the query's execution."""
+    prepare(_ds.logs)
+    return True
 
 
 def is_ready(*key) -> bool:

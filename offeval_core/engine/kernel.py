@@ -77,7 +77,7 @@ def _session_values(pos: ir.Table, lut: ir.Table, *, n_clips: int, n_policies: i
     per-session sums are taken wide over the grid (one column per m), then crossed with the clip index;
     graded rewards are ranked per clip value.
     """
-    pos = pos.join(lut.select(rank="r", w="w", p0="d"), "rank")
+    pos = base = pos.join(lut.select(rank="r", w="w", p0="d"), "rank")
     for i in range(1, n_policies):
         look = lut.select(**{f"t{i}": "r", f"p{i}": "d"})
         pos = pos.left_join(look, f"t{i}").drop(f"t{i}_right")
@@ -87,23 +87,28 @@ def _session_values(pos: ir.Table, lut: ir.Table, *, n_clips: int, n_policies: i
     if binary:
         pos = pos.mutate(j=ibis.row_number().over(group_by=pos.session, order_by=[pos.w.desc(), pos["rank"]]) + 1)
         pos = pos.join(lut.select(j="r", dj="d"), "j")
-        ideal = ["dj"] * n_clips
-    else:
-        for k in range(n_clips):
-            pos = pos.mutate(**{f"j{k}": ibis.row_number().over(
-                group_by=pos.session, order_by=[pos[f"l{k}"].desc(), pos["rank"]]) + 1})
-            pos = pos.join(lut.select(**{f"j{k}": "r", f"dj{k}": "d"}), f"j{k}")
-        ideal = [f"dj{k}" for k in range(n_clips)]
     sums = {}
     for k in range(n_clips):
         lab = pos[f"l{k}"]
-        sums[f"idcg_{k}"] = (lab * pos[ideal[k]]).sum()
+        if binary:
+            sums[f"idcg_{k}"] = (lab * pos["dj"]).sum()
         for i in range(n_policies):
             sums[f"dcg_{k}_{i}"] = (lab * pos[f"p{i}"]).sum()
     per = pos.group_by(["session", *keys]).aggregate(**sums)
     x = per.cross_join(index)
-    return x.select("session", *keys, "k", idcg=_pick(x, "idcg_{}", n_clips),
-                    **{f"d{i}": _pick(x, f"dcg_{{}}_{i}", n_clips) for i in range(n_policies)})
+    x = x.select("session", *keys, "k", **({"idcg": _pick(x, "idcg_{}", n_clips)} if binary else {}),
+                 **{f"d{i}": _pick(x, f"dcg_{{}}_{i}", n_clips) for i in range(n_policies)})
+    if binary:
+        return x
+    # graded rewards: the labels ranked per clip value, in one narrow window over (session, k)
+    lab = base.select("session", "c", "w", "rank", *[f"m{k}" for k in range(n_clips)]).cross_join(index)
+    lab = lab.select("session", "k", "rank", lab=lab.c * ibis.least(_pick(lab, "m{}", n_clips), lab.w))
+    lab = lab.mutate(j=ibis.row_number().over(group_by=[lab.session, lab.k], order_by=[lab.lab.desc(), lab["rank"]])
+                     + 1)
+    lab = lab.join(lut.select(j="r", dj="d"), "j")
+    ideal = lab.group_by(["session", "k"]).aggregate(idcg=(lab.lab * lab.dj).sum())
+    return x.join(ideal, ["session", "k"]).select("session", *keys, "k", "idcg",
+                                                  *[f"d{i}" for i in range(n_policies)])
 
 
 def _pick(x: ir.Table, fmt: str, n_clips: int) -> ir.Value:

@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.discounts import DiscountModel
-from offeval_core.engine.grid import GROUP_KEYS, METRICS, Grid, Moments
+from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, METRICS, Grid, Moments
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
 from offeval_core.engine.sources import Source, _fetch_table, logs_source, source_from_logs
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
 
-__all__ = ["reduce"]
+__all__ = ["prepare", "reduce"]
 
 
 def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:
@@ -75,6 +75,26 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
     out_keys = list(GROUP_KEYS)
     return Moments(offline=_tidy(offline, out_keys), online=_tidy(online, out_keys), grid=grid,
                    discount_labels=labels, source=source.name)
+
+
+def prepare(logs: Logs | Source, *, policies: Sequence[str] | None = None, n_clips: int = len(DEFAULT_CLIPS)) -> Source:
+    """Do once what every reduce of these logs shares: register them (in-memory logs: their cached
+    :func:`logs_source`), find which rewards are binary, compile the moments query of each shape (binary /
+    graded reward, every policy, ``n_clips`` clip values) and compute the online moments of every reward.
+
+    Afterwards a reduce of any (reward, D, D0) over all policies and that many clip values only runs the
+    compiled query. Returns the source.
+    """
+    source = logs_source(logs) if isinstance(logs, Logs) else logs
+    policies = tuple(source.policies if policies is None else policies)
+    rewards = tuple(source.rewards)
+    binary = binary_rewards(source, rewards)
+    for flag in sorted(set(binary.values())):
+        compiled_moments(source, rewards=rewards, policies=policies, n_clips=n_clips, binary=flag)
+    keys = list(source.keys)
+    counts = source.counts if source.counts is not None else _session_counts(source, keys)
+    _online(source, rewards, counts, keys)
+    return source
 
 
 def _session_counts(source: Source, keys: list[str]) -> pd.DataFrame:
@@ -150,23 +170,27 @@ def _to_long(wide, counts, variants, names, grid, reward, keys) -> pd.DataFrame:
     # groups with sessions but no reward in this variant still need rows: complete the grid
     full = counts.merge(variants[["v", "discount", "exposure", "clip_value"]], how="cross")
     wide = full.merge(wide.drop(columns=["discount", "exposure", "clip_value"]), on=["v", *keys], how="left")
-    wide = wide.fillna({c: 0 for c in wide.columns if c.startswith(("dcg__", "ndcg__", "den_", "n_pos"))})
-    parts = []
-    for metric in METRICS:
-        for p in names:
-            pre = f"{metric}__{p}__"
-            part = wide[[*keys, "discount", "exposure", "clip_value", "n", "n_pos", "den_sum", "den_sumsq"]].copy()
-            part["reward"] = reward
-            part["policy"] = p
-            part["metric"] = metric
-            for stat in ("sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den"):
-                part[stat] = wide[pre + stat].to_numpy(dtype=float) if pre + stat in wide else np.nan
-            if metric == "ndcg" and grid.ndcg_rule == "drop":
-                part["n"] = part["n_pos"]
-            parts.append(part)
-    out = pd.concat(parts, ignore_index=True).rename(columns={"clip_value": "clip"})
+    # one block of rows per (metric, policy), built column by column (no per-block frames)
+    blocks = [(metric, p) for metric in METRICS for p in names]
+    n_rows, n_blocks = len(wide), len(blocks)
+    def filled(c):  # groups without a rewarded session in a variant have no row in ``wide``: zeros
+        return np.nan_to_num(wide[c].to_numpy(dtype=float), nan=0.0)
+
+    cols = {c: np.tile(wide[c].to_numpy(), n_blocks) for c in [*keys, "discount", "exposure", "clip_value", "n"]}
+    cols |= {c: np.tile(filled(c), n_blocks) for c in ("den_sum", "den_sumsq")}
+    if grid.ndcg_rule == "drop":
+        n_pos = filled("n_pos").astype(np.int64)
+        cols["n"] = np.concatenate([n_pos if metric == "ndcg" else wide["n"].to_numpy() for metric, _ in blocks])
+    cols["reward"] = np.full(n_rows * n_blocks, reward, dtype=object)
+    cols["policy"] = np.repeat(np.array([p for _, p in blocks], dtype=object), n_rows)
+    cols["metric"] = np.repeat(np.array([m for m, _ in blocks], dtype=object), n_rows)
+    nan = np.full(n_rows, np.nan)
+    for stat in ("sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den"):
+        cols[stat] = np.concatenate([filled(f"{m}__{p}__{stat}") if f"{m}__{p}__{stat}" in wide else nan
+                                     for m, p in blocks])
+    out = pd.DataFrame(cols).rename(columns={"clip_value": "clip"})
     out["n"] = out["n"].astype(np.int64)
-    return out.drop(columns=["n_pos"])
+    return out
 
 
 def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:

@@ -1,0 +1,215 @@
+"""Headless-browser benchmark of the dashboard: a real ``streamlit run`` server on the bundled demo, driven by
+Debian's Chromium through Playwright. Prints median and p95 (seconds) of:
+
+- the first open after the server starts (reads, validates and prepares the demo);
+- each page opened by URL: cold (the first time the page is opened on this server, so its analyses run)
+  and warm (a new browser tab on the same server), against the Method page (no analysis: the framework's
+  floor);
+- in-app navigation between pages (sidebar links, warm);
+- the clip slider → updated chart on the Clip tuning, Sensitivity and Decisions pages;
+- a new discount combination (the target discount D changed in the sidebar to a model not seen yet) →
+  updated Clip tuning chart.
+
+    python bench/bench_dashboard.py [--repeat 3] [--changes 8]
+
+A page is "done" when its title is drawn, the script run has finished and every chart is drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# url path → (navigation label, title); the Data page is the default page, at the root
+PAGES = {
+    "": ("Data", "Data"),
+    "sensitivity": ("Sensitivity", "Sensitivity to the clip value"),
+    "correlation": ("Correlation", "Offline-online correlation"),
+    "dcg-vs-ndcg": ("DCG vs nDCG", "DCG vs nDCG"),
+    "decisions": ("Decisions", "Offline vs online decisions"),
+    "clip-tuning": ("Clip tuning", "Clip tuning"),
+    "method": ("Method", "Method"),
+}
+TIMEOUT = 600_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    env = {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    return proc, url
+        except OSError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.terminate()
+            raise RuntimeError("the streamlit server did not become healthy within 90 s")
+        time.sleep(0.3)
+
+
+def done(pg, title: str) -> None:
+    """Wait until ``title`` is the page's heading, the script run has finished and every chart is drawn."""
+    pg.wait_for_function(
+        """(title) => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+            const h = [...document.querySelectorAll('h1')].map(e => e.innerText.trim());
+            if (!h.some(t => t.startsWith(title))) return false;
+            const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+            return [...charts].every(c => c.querySelector('.main-svg'));
+        }""", arg=title, timeout=TIMEOUT, polling=20)
+
+
+def open_by_url(browser, url: str, title: str) -> float:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 1400})
+    pg = ctx.new_page()
+    try:
+        t0 = time.perf_counter()
+        pg.goto(url)
+        done(pg, title)
+        return time.perf_counter() - t0
+    finally:
+        ctx.close()
+
+
+def stats(xs) -> str:
+    xs = np.asarray(xs, dtype=float)
+    return f"median {np.median(xs):.2f} s, p95 {np.percentile(xs, 95):.2f} s (n = {len(xs)})"
+
+
+def slider_changes(pg, n: int) -> list[float]:
+    """Move the sidebar's clip slider one step left ``n`` times; seconds until the chart marker shows it."""
+    thumb = pg.get_by_test_id("stSidebar").get_by_role("slider").first
+    times = []
+    for _ in range(n):
+        value = pg.get_by_test_id("stSidebar").get_by_test_id("stSliderThumbValue").first.inner_text().strip()
+        thumb.focus()
+        t0 = time.perf_counter()
+        pg.keyboard.press("ArrowLeft" if value not in ("1",) else "ArrowRight")
+        pg.wait_for_function(
+            """(old) => {
+                const v = document.querySelector('[data-testid="stSidebar"] [data-testid="stSliderThumbValue"]');
+                if (!v || v.innerText.trim() === old) return false;
+                if (!new URLSearchParams(location.search).get('clip')) return false;
+                const want = 'm = ' + v.innerText.trim();
+                const app = document.querySelector('[data-testid="stApp"]');
+                if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+                const ann = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .annotation-text')];
+                const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+                const marked = ann.some(a => a.textContent.trim() === want);
+                return charts.length > 0 && [...charts].every(c => c.querySelector('.main-svg')) &&
+                       (marked || ann.length === 0 || !ann.some(a => a.textContent.startsWith('m = ')));
+            }""", arg=value, timeout=TIMEOUT, polling=10)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="warm opens per page")
+    ap.add_argument("--changes", type=int, default=8, help="slider changes per page")
+    args = ap.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
+        return 1
+    from playwright.sync_api import sync_playwright
+
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "
+          "dashboard on the bundled demo (data/logs.parquet)\n")
+    proc, base = start_server()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            first = open_by_url(browser, f"{base}/method", "Method")
+            print(f"first open after the server started (Method page; reads, validates and prepares the demo): "
+                  f"{first:.2f} s")
+            floor = [open_by_url(browser, f"{base}/method", "Method") for _ in range(args.repeat)]
+            method = float(np.median(floor))
+            print(f"Method page by URL (the floor): {stats(floor)}\n")
+            print("| page | cold by URL | − Method | warm by URL (median) | − Method |")
+            print("|---|---|---|---|---|")
+            for path, (_, title) in PAGES.items():
+                if path == "method":
+                    continue
+                cold = open_by_url(browser, f"{base}/{path}", title)
+                warm = [open_by_url(browser, f"{base}/{path}", title) for _ in range(args.repeat)]
+                w = float(np.median(warm))
+                print(f"| {title} | {cold:.2f} s | {cold - method:+.2f} s | {w:.2f} s | {w - method:+.2f} s |")
+
+            ctx = browser.new_context(viewport={"width": 1280, "height": 1400})
+            pg = ctx.new_page()
+            pg.goto(f"{base}/")
+            done(pg, "Data")
+            nav = []
+            for _ in range(2):
+                for path, (label, title) in PAGES.items():
+                    link = pg.get_by_test_id("stSidebarNav").get_by_role("link", name=label, exact=True)
+                    t0 = time.perf_counter()
+                    link.click()
+                    pg.wait_for_function("(p) => location.pathname.replace(/^\\/+|\\/+$/g, '') === p", arg=path,
+                                         timeout=TIMEOUT)
+                    done(pg, title)
+                    nav.append(time.perf_counter() - t0)
+            print(f"\nin-app navigation (sidebar links, every page twice): {stats(nav)}")
+
+            for path in ("clip-tuning", "sensitivity", "decisions"):
+                title = PAGES[path][1]
+                pg.goto(f"{base}/{path}?clip=inf")
+                done(pg, title)
+                times = slider_changes(pg, args.changes)
+                print(f"clip slider → updated chart, {title}: {stats(times)}")
+
+            pg.goto(f"{base}/clip-tuning")
+            done(pg, "Clip tuning")
+            combo = []
+            for d in ("exponential:0.7", "exponential:0.6", "exponential:0.5"):
+                box = pg.get_by_test_id("stSidebar").get_by_role("combobox", name="Target discount D")
+                box.click()
+                pg.keyboard.type(d)
+                t0 = time.perf_counter()
+                pg.keyboard.press("Enter")
+                pg.wait_for_function("(d) => new URLSearchParams(location.search).get('discount') === d",
+                                     arg=d, timeout=TIMEOUT)
+                done(pg, "Clip tuning")
+                combo.append(time.perf_counter() - t0)
+            print(f"new discount D (a reduce of all 12 policies × 14 clips) → updated Clip tuning page: {stats(combo)}")
+            ctx.close()
+            browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Benchmark of the reduce against a hand-written numpy kernel of the same workload, measured in the same run.
+
+Workload (``bench/numpy_kernel.py``): generated logs (3 % binary reward rate, one target policy, 6
+experiments × 7 days × 2 arms × 2 segments), D = D0 = learnt pbm, 14 clip values, DCG and nDCG of the
+logging and target policies, per-group moments. Prints, per size:
+
+- in-process times after load: the engine's first reduce (which compiles the query), a reduce of a new
+  combination (D = log2: the compiled query reused) and the numpy kernel — and their ratios;
+- whole processes on the 10 M file: ``offeval reduce FILE --rewards like --policies treatment --discounts
+  pbm --exposures pbm`` against ``python bench/numpy_kernel.py FILE`` (start-up, load, reduce, write), median
+  of three alternating runs;
+- the demo (``data/logs.parquet``: 12 policies × 14 clips): a new (reward, D, D0) combination with the
+  compiled query reused against the same reduce built and compiled afresh;
+- that the engine and the numpy kernel give the same moments (max relative difference).
+
+    python bench/bench_reduce.py                 # 1 M and 10 M impressions, the demo
+    python bench/bench_reduce.py --large         # and 100 M out of core (DuckDB memory limit 2 GB)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+GROUPS = ["experiment_id", "day", "arm", "segment"]
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ----------------------------------------------------------------------------------------------- workers
+
+
+def engine_worker(path: str, out: str, memory_limit: str | None) -> dict:
+    from offeval_core.engine import Grid, connect, reduce, source_from_files
+
+    spill = str(Path(out).parent / "duckdb-spill")
+    backend = connect(memory_limit=memory_limit, temp_directory=spill)
+    t0, c0 = time.perf_counter(), cpu_s()
+    source = source_from_files(path, backend, rewards=["like"])
+    t1, c1 = time.perf_counter(), cpu_s()
+    m = reduce(source, Grid(rewards=("like",), policies=("treatment",)))
+    t2, c2 = time.perf_counter(), cpu_s()
+    reduce(source, Grid(rewards=("like",), policies=("treatment",), discounts=("log2",)))
+    t3, c3 = time.perf_counter(), cpu_s()
+    m.offline.to_parquet(out)
+    return {"rows": source.n_rows, "load_s": t1 - t0, "load_cpu": c1 - c0, "first_s": t2 - t1, "first_cpu": c2 - c1,
+            "again_s": t3 - t2, "again_cpu": c3 - c2}
+
+
+def numpy_worker(path: str, out: str) -> dict:
+    import pyarrow.parquet as pq
+    from numpy_kernel import load, moments, to_table
+
+    t0, c0 = time.perf_counter(), cpu_s()
+    data = load(path)
+    t1, c1 = time.perf_counter(), cpu_s()
+    res = moments(data)
+    t2, c2 = time.perf_counter(), cpu_s()
+    pq.write_table(to_table(data, res), out)
+    return {"load_s": t1 - t0, "load_cpu": c1 - c0, "estimate_s": t2 - t1, "estimate_cpu": c2 - c1}
+
+
+def demo_worker(path: str) -> dict:
+    """New (reward, D, D0) combinations on the demo: the compiled query reused vs built afresh."""
+    from offeval_core.engine import (
+        Grid,
+        compiled_moments,
+        fresh_moments,
+        logs_source,
+        reduce,
+        source_discount,
+    )
+    from offeval_core.engine.kernel import binary_rewards
+    from offeval_core.logs import read_logs
+
+    t0 = time.perf_counter()
+    logs = read_logs(path)
+    load_s = time.perf_counter() - t0
+    combos = [("like", "pbm", "pbm"), ("like", "log2", "pbm"), ("watch_complete", "pbm", "pbm"),
+              ("like", "reciprocal", "pbm"), ("watch_complete", "log2", "pbm"), ("like", "exponential:0.9", "pbm"),
+              ("watch_complete", "reciprocal", "pbm")]
+    first = None
+    reused, engine = [], []
+    for i, (r, d, e) in enumerate(combos):
+        grid = Grid(rewards=(r,), policies=logs.policies, discounts=(d,), exposures=(e,))
+        t = time.perf_counter()
+        reduce(logs, grid)
+        dt = time.perf_counter() - t
+        if i == 0:
+            first = dt
+        else:
+            reused.append(dt)
+    source = logs_source(logs)
+    binary = binary_rewards(source, ["like"])["like"]
+    query = compiled_moments(source, rewards=("like",), policies=logs.policies, n_clips=14, binary=binary)
+    fresh = []
+    for d in ("log2", "reciprocal", "exponential:0.8"):
+        disc, expo = source_discount(d, source), source_discount("pbm", source)
+        clips = Grid(rewards=("like",), policies=()).clips
+        t = time.perf_counter()
+        query.run(reward="like", discount=disc, exposure=expo, clips=clips)
+        engine.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fresh_moments(source, reward="like", policies=logs.policies, discount=disc, exposure=expo, clips=clips,
+                      keys=source.keys, binary=binary)
+        fresh.append(time.perf_counter() - t)
+    return {"rows": logs.n_rows, "policies": len(logs.policies), "load_s": load_s, "first_s": first,
+            "reused_s": reused, "engine_s": engine, "fresh_s": fresh}
+
+
+# ------------------------------------------------------------------------------------------ orchestration
+
+
+def spawn(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--worker", *args], capture_output=True, text=True,
+                          check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"worker {args[0]} failed:\n{proc.stderr[-3000:]}")
+
+
+def timed_process(cmd: list[str]) -> dict:
+    """Wall and CPU seconds of a whole process (start-up included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
+def compare(engine_file: str, numpy_file: str) -> float:
+    """Largest relative difference between the engine's moments and the numpy kernel's."""
+    import pandas as pd
+
+    e = pd.read_parquet(engine_file)
+    p = pd.read_parquet(numpy_file)
+    for k in GROUPS:
+        e[k], p[k] = e[k].astype(str), p[k].astype(str)
+    pairs = {("dcg", "logging", "sum"): "dcg_logging", ("dcg", "treatment", "sum"): "dcg_target",
+             ("ndcg", "logging", "sum"): "ndcg_logging", ("ndcg", "treatment", "sum"): "ndcg_target",
+             ("dcg", "logging", "sumsq"): "dcg_logging_sq", ("ndcg", "treatment", "sumsq"): "ndcg_target_sq",
+             ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "sumsq_diff"): "ndcg_diff_sq",
+             ("dcg", "logging", "den_sum"): "den_sum", ("dcg", "logging", "n"): "n"}
+    worst = 0.0
+    for (metric, policy, stat), col in pairs.items():
+        a = e[(e["metric"] == metric) & (e["policy"] == policy)][[*GROUPS, "clip", stat]]
+        b = p[[*GROUPS, "clip", col]].rename(columns={col: "ref"})
+        j = a.merge(b, on=[*GROUPS, "clip"], how="outer")
+        x, y = j[stat].to_numpy(float), j["ref"].to_numpy(float)
+        if np.isnan(x).any() or np.isnan(y).any():
+            return math.inf
+        rel = np.abs(x - y) / np.maximum(np.abs(y), 1e-300)
+        rel[x == y] = 0.0
+        worst = max(worst, float(rel.max()))
+    return worst
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
+        ram = f"{int(mem.split()[1]) / 1024 / 1024:.0f} GB RAM"
+    except (OSError, StopIteration):
+        ram = "? RAM"
+    return f"{os.cpu_count()} cores ({cpu}), {ram}, load average {os.getloadavg()[0]:.1f} at start"
+
+
+def med(xs) -> float:
+    return statistics.median(xs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000000,10000000")
+    ap.add_argument("--large", action="store_true", help="also 100 M impressions (day files, DuckDB 2 GB limit)")
+    ap.add_argument("--processes", type=int, default=3, help="whole-process runs of each side at 10 M")
+    ap.add_argument("--demo", default=str(REPO / "data" / "logs.parquet"))
+    ap.add_argument("--dir", default=None, help="where to write the generated logs (default: a temp dir)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        kind, *rest = args.worker
+        if kind == "engine":
+            res = engine_worker(rest[0], rest[1], rest[2] if len(rest) > 2 else None)
+        elif kind == "numpy":
+            res = numpy_worker(*rest)
+        else:
+            res = demo_worker(*rest)
+        res["peak_rss_mb"] = peak_rss_mb()
+        print("RESULT " + json.dumps(res))
+        return 0
+
+    import pyarrow.parquet as pq
+    from generate import generate, write_partitioned
+
+    work = Path(args.dir or tempfile.mkdtemp(prefix="offeval-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {machine()}")
+    print("workload: 1 binary reward, logging + 1 target policy, D = D0 = learnt pbm, 14 clip values, DCG and "
+          "nDCG, per-group moments; seconds are wall time (cpu = CPU seconds of the process)\n")
+    ok = True
+    print("| size | engine load | engine 1st reduce (compiles) | engine new D (reused) | numpy load | numpy kernel "
+          "| engine reused / numpy | same moments |")
+    print("|---|---|---|---|---|---|---|---|")
+    files = {}
+    for n in [int(s) for s in args.sizes.split(",") if s]:
+        path = work / f"logs_{n}.parquet"
+        if not path.exists():
+            pq.write_table(generate(n, seed=args.seed), path, row_group_size=1_000_000)
+        files[n] = path
+        e = spawn("engine", str(path), str(work / f"m_engine_{n}.parquet"))
+        p = spawn("numpy", str(path), str(work / f"m_numpy_{n}.parquet"))
+        diff = compare(str(work / f"m_engine_{n}.parquet"), str(work / f"m_numpy_{n}.parquet"))
+        ok &= diff <= 1e-9
+        print(f"| {n / 1e6:g} M | {e['load_s']:.2f} s | {e['first_s']:.2f} s (cpu {e['first_cpu']:.2f}) "
+              f"| {e['again_s']:.2f} s (cpu {e['again_cpu']:.2f}) | {p['load_s']:.2f} s | {p['estimate_s']:.2f} s "
+              f"(cpu {p['estimate_cpu']:.2f}) | {e['again_s'] / p['estimate_s']:.2f}× (1st: "
+              f"{e['first_s'] / p['estimate_s']:.2f}×) | max rel. diff {diff:.1e} |")
+    big = files.get(max(files)) if files else None
+    if big is not None and args.processes > 0:
+        out_e, out_n = str(work / "proc_engine.parquet"), str(work / "proc_numpy.parquet")
+        eng, nk = [], []
+        for _ in range(args.processes):
+            eng.append(timed_process([sys.executable, "-m", "offeval_core.cli", "reduce", str(big), "--rewards",
+                                      "like", "--policies", "treatment", "--discounts", "pbm", "--exposures",
+                                      "pbm", "--out", out_e]))
+            Path(out_e).unlink(missing_ok=True)
+            nk.append(timed_process([sys.executable, str(HERE / "numpy_kernel.py"), str(big), "--out", out_n]))
+        ew, nw = med([r["wall"] for r in eng]), med([r["wall"] for r in nk])
+        ec, nc = med([r["cpu"] for r in eng]), med([r["cpu"] for r in nk])
+        print(f"\nwhole process on {big.name} (median of {args.processes}): `offeval reduce` {ew:.2f} s "
+              f"(cpu {ec:.2f}) vs numpy kernel {nw:.2f} s (cpu {nc:.2f}): ratio {ew / nw:.2f}× wall, "
+              f"{ec / nc:.2f}× cpu (target ≤ 1)")
+    if args.demo and Path(args.demo).exists():
+        d = spawn("demo", args.demo)
+        print(f"\ndemo ({d['rows']:,} rows, {d['policies']} policies × 14 clips): load + validate {d['load_s']:.2f} s; "
+              f"first reduce (compiles) {d['first_s']:.2f} s; a new (reward, D, D0) combination: reduce "
+              f"median {med(d['reused_s']):.3f} s (max {max(d['reused_s']):.3f}), of which the compiled query "
+              f"median {med(d['engine_s']):.3f} s (target ≤ 0.25 s); the same query built and compiled afresh "
+              f"median {med(d['fresh_s']):.3f} s: reuse is {med(d['fresh_s']) / med(d['engine_s']):.1f}× faster")
+    if args.large:
+        n = 100_000_000
+        ddir = work / "logs_100M"
+        if not ddir.exists():
+            t0 = time.perf_counter()
+            info = write_partitioned(ddir, n, seed=args.seed)
+            print(f"\n(generated {info['rows']:,} rows in 7 day files in {time.perf_counter() - t0:.0f} s)")
+        r = spawn("engine", str(ddir), str(work / "m_engine_100M.parquet"), "2GB")
+        print(f"\n100 M impressions, DuckDB memory limit 2 GB: load {r['load_s']:.1f} s (cpu {r['load_cpu']:.1f}), "
+              f"first reduce {r['first_s']:.1f} s, new D {r['again_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB")
+        if files:
+            small = min(files)
+            s = spawn("engine", str(files[small]), str(work / "m_engine_small.parquet"))
+            per_small = (s["load_s"] + s["first_s"]) / s["rows"]
+            per_big = (r["load_s"] + r["first_s"]) / r["rows"]
+            print(f"cost per impression 100 M / {small / 1e6:g} M: {per_big / per_small:.2f}× (1.0 = linear)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
