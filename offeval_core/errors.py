@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "EstimatorWarning",
     "InputError",
     "LimitExceeded",
     "LogValidationError",
@@ -102,3 +103,8 @@ class NeedsRawLogs(OffevalError, LookupError):
 
 class OutputExists(OffevalError, FileExistsError):
     """Writing would overwrite an existing output (without ``force``) or one of the inputs."""
+
+
+class EstimatorWarning(UserWarning):
+    """An estimator ran but fell back from its definition on part of the data (e.g. PointNCIS contexts with
+    a single logged row share their cell's normaliser); the message says where and why."""
