@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,31 @@ from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_fr
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.validation import check_choice, check_clip, check_level
+
+__all__ = [
+    "ESTIMATORS",
+    "SUM_COLUMNS",
+    "CrossMoments",
+    "EstimatorSpec",
+    "GroupResult",
+    "OnlineResult",
+    "RatioMoments",
+    "aggregate",
+    "dcg",
+    "effect",
+    "estimate_from_row",
+    "impression_online_results",
+    "ndcg",
+    "online_results",
+    "pndcg",
+    "ratio_difference",
+    "select",
+    "select_clips",
+    "session_values",
+    "subset",
+    "summarize_groups",
+]
+
 
 SUM_COLUMNS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq",
                # importance-sampling rows (offeval_core.importance): the logging policy's ratio (reference) and
@@ -186,9 +212,10 @@ def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> 
     n = float(row["n"])
     if diff and ESTIMATORS[metric].paired == "two_ratio":
         return ratio_difference(
-            n, row["sum"], row["sumsq"], row["den_sum"], row["den_sumsq"], row["sum_x_den"],
-            row["ref_sum"], row["ref_sumsq"], row["ref_den_sum"], row["ref_den_sumsq"], row["ref_x_den"],
-            row["sum_x_ref"], row["sum_x_ref_den"], row["sum_den_ref"], row["sum_den_ref_den"], level=level)
+            RatioMoments(n, row["sum"], row["sumsq"], row["den_sum"], row["den_sumsq"], row["sum_x_den"]),
+            RatioMoments(n, row["ref_sum"], row["ref_sumsq"], row["ref_den_sum"], row["ref_den_sumsq"], row["ref_x_den"]),
+            CrossMoments(row["sum_x_ref"], row["sum_x_ref_den"], row["sum_den_ref"], row["sum_den_ref_den"]),
+            level=level)
     if ESTIMATORS[metric].ratio:
         x, xx, xy = (("sum_diff", "sumsq_diff", "sum_diff_den") if diff else ("sum", "sumsq", "sum_x_den"))
         est = stats.ratio_estimate(n, row[x], row[xx], row["den_sum"], row["den_sumsq"], row[xy], level=level)
@@ -200,9 +227,29 @@ def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> 
     return stats.mean_estimate(n, row["sum"], row["sumsq"], level=level)
 
 
-def ratio_difference(n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab, sum_c, sumsq_c, sum_e, sumsq_e, sum_ce,
-                     sum_ac, sum_ae, sum_bc, sum_be, *, level: float) -> Effect:
-    """Paired difference of two ratios of means on the same n units, Σa/Σb − Σc/Σe, delta method.
+class RatioMoments(NamedTuple):
+    """Moments of a ratio of means Σx / Σy over ``n`` units: Σx, Σx², Σy, Σy², Σxy."""
+
+    n: float
+    sum_x: float
+    sumsq_x: float
+    sum_y: float
+    sumsq_y: float
+    sum_xy: float
+
+
+class CrossMoments(NamedTuple):
+    """Cross products of two ratios' per-unit values x₁/y₁ (first) and x₀/y₀ (second) on the same units."""
+
+    x1_x0: float
+    x1_y0: float
+    y1_x0: float
+    y1_y0: float
+
+
+def ratio_difference(first: RatioMoments, second: RatioMoments, cross: CrossMoments, *, level: float) -> Effect:
+    """Paired difference of two ratios of means on the same n units, Σa/Σb − Σc/Σe, delta method
+    (a, b = the first ratio's x, y; c, e = the second's).
 
     The influence of unit τ is φ_τ = (a_τ − R₁ b_τ)/b̄ − (c_τ − R₀ e_τ)/ē (R₁ = Σa/Σb, R₀ = Σc/Σe);
     SE = sd(φ)/√n from the per-unit sums, squares and cross products. NCIS − logging mean (Gilotte
@@ -210,10 +257,16 @@ def ratio_difference(n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab, sum_c, sumsq_c, 
     logging value by the unit count. One-sided p of H0: difference ≤ 0.
 
     >>> # a = (1, 3), b = (1, 1) → 2;  c = (1, 1), e = (1, 1) → 1; φ = (−1, 1) − (0, 0): sd = √2
-    >>> eff = ratio_difference(2, 4, 10, 2, 2, 4, 2, 2, 2, 2, 2, 4, 4, 2, 2, level=0.95)
+    >>> eff = ratio_difference(RatioMoments(2, 4, 10, 2, 2, 4), RatioMoments(2, 2, 2, 2, 2, 2),
+    ...                        CrossMoments(4, 4, 2, 2), level=0.95)
     >>> eff.value, round(eff.stderr, 4)
     (1.0, 1.0)
     """
+    if first.n != second.n:
+        raise ValueError(f"ratio_difference needs both ratios on the same units; got n = {first.n} and {second.n}")
+    n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab = first
+    _, sum_c, sumsq_c, sum_e, sumsq_e, sum_ce = second
+    sum_ac, sum_ae, sum_bc, sum_be = cross
     nan = math.nan
     if n <= 0 or sum_b == 0 or sum_e == 0:
         return Effect(nan, nan, int(n), stats.normal_ci(nan, nan, level=level), nan)

@@ -14,6 +14,12 @@ from scipy import stats as _sps
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
 from offeval_core.validation import check_level
 
+__all__ = [
+    "mean_estimate", "normal_ci", "normal_quantile", "one_sided_p", "paired_effect", "pearson", "ratio_estimate",
+    "sample_variance", "two_sided_p", "welch_df", "welch_effect", "welch_two_sided_p",
+]
+
+
 
 def sample_variance(n: float, total: float, total_sq: float) -> float:
     """Unbiased sample variance from ``n``, ``Σx`` and ``Σx²`` (``ddof=1``); NaN when ``n < 2``.

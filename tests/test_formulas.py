@@ -17,6 +17,8 @@ from offeval_core import stats
 from offeval_core.analyses.decisions import _precision_fnr, _rel, classify, decide, summarize_boxes
 from offeval_core.engine import Grid, reduce
 from offeval_core.estimators import (
+    CrossMoments,
+    RatioMoments,
     aggregate,
     dcg,
     estimate_from_row,
@@ -77,8 +79,9 @@ def test_ratio_difference_se_is_the_influence_function_sd():
     n = 50
     a, b = rng.gamma(2.0, size=n), rng.uniform(0.5, 2.0, size=n)
     c, e = a * 0.7 + rng.normal(0, 0.3, n), rng.uniform(0.8, 1.5, size=n)
-    sums = [n, a.sum(), a @ a, b.sum(), b @ b, a @ b, c.sum(), c @ c, e.sum(), e @ e, c @ e, a @ c, a @ e, b @ c, b @ e]
-    eff = ratio_difference(*sums, level=0.95)
+    eff = ratio_difference(RatioMoments(n, a.sum(), a @ a, b.sum(), b @ b, a @ b),
+                           RatioMoments(n, c.sum(), c @ c, e.sum(), e @ e, c @ e),
+                           CrossMoments(a @ c, a @ e, b @ c, b @ e), level=0.95)
     r1, r0 = a.sum() / b.sum(), c.sum() / e.sum()
     phi = (a - r1 * b) / b.mean() - (c - r0 * e) / e.mean()
     assert eff.value == pytest.approx(r1 - r0, rel=1e-12)
