@@ -194,8 +194,8 @@ def _locate(work: Path, m: Mutant) -> Path | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _pytest(work: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(work), PYTHONDONTWRITEBYTECODE="1")
+def _pytest(work: Path, tests: tuple[str, ...], timeout: float, *, show: bool = False) -> tuple[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(work), PYTHONDONTWRITEBYTECODE="1", HYPOTHESIS_PROFILE="ci")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not browser and not spark",
            *tests]
     t0 = time.perf_counter()
@@ -204,6 +204,8 @@ def _pytest(work: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, fl
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - t0
     elapsed = time.perf_counter() - t0
+    if show and proc.returncode:
+        print("\n".join((proc.stdout + proc.stderr).splitlines()[-40:]))
     return {0: "survived", 1: "killed"}.get(proc.returncode, f"error {proc.returncode}"), elapsed
 
 
@@ -232,7 +234,7 @@ def main(argv=None) -> int:
             suites = sorted({t for m in chosen for t in m.tests if t != "--doctest-modules"})
             doctest = [t for t in suites if t.startswith("offeval_core")]
             tests = [t for t in suites if not t.startswith("offeval_core")]
-            status, secs = _pytest(work, (*tests, "--doctest-modules", *doctest), args.timeout * 3)
+            status, secs = _pytest(work, (*tests, "--doctest-modules", *doctest), args.timeout * 3, show=True)
             print(f"baseline (no mutant): {'pass' if status == 'survived' else status} in {secs:.0f} s", flush=True)
             if status != "survived":
                 print("the unmutated tests do not pass; fix them first")
