@@ -11,7 +11,7 @@ source and the settings of the run (engine, memory limit, timings…).
 from __future__ import annotations
 
 import json
-import math
+import math  # noqa: F401  (the doctest uses math.inf)
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offeval_core.engine import Grid, Moments
+from offeval_core.validation import clip_value, parse_clip
 
 META_KEY = b"offeval"
 FORMAT = "offeval-moments/1"
@@ -26,7 +27,7 @@ _ONLINE_COLUMNS = ("n", "sum", "sumsq")
 
 
 def _clip_json(c: float):
-    return "inf" if math.isinf(c) else c
+    return clip_value(c)
 
 
 def write_moments(moments: Moments, path: str | Path, *, settings: dict | None = None) -> Path:
@@ -101,7 +102,7 @@ def read_moments(path: str | Path) -> Moments:
     frame = pq.read_table(path).to_pandas()
     g = meta["grid"]
     grid = Grid(rewards=tuple(g["rewards"]), policies=tuple(g["policies"]), discounts=tuple(g["discounts"]),
-                exposures=tuple(g["exposures"]), clips=tuple(math.inf if c == "inf" else float(c) for c in g["clips"]),
+                exposures=tuple(g["exposures"]), clips=tuple(parse_clip(c) for c in g["clips"]),
                 ndcg_rule=g["ndcg_rule"])
     off = frame[frame["kind"] == "offline"].drop(columns="kind").reset_index(drop=True)
     on = frame[frame["kind"] == "online"].drop(columns="kind").reset_index(drop=True)
