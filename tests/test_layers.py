@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parents[1] / "offeval_core"
 # lowest first; a module takes the layer of the longest matching prefix (new modules of a package inherit it)
 LAYERS: list[tuple[str, ...]] = [
     ("offeval_core.errors", "offeval_core.results", "offeval_core.validation", "offeval_core.arms"),
-    ("offeval_core.stats", "offeval_core.discounts", "offeval_core.logs", "offeval_core.agreement",
+    ("offeval_core.stats", "offeval_core.registry", "offeval_core.discounts", "offeval_core.logs", "offeval_core.agreement",
      "offeval_core.charts", "offeval_core.export", "offeval_core.simulate", "offeval_core.heldout.io",
      "offeval_core.heldout.world"),
     ("offeval_core.engine", "offeval_core.moments_io", "offeval_core.heldout.metrics", "offeval_core.heldout.mnar",
