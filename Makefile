@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test setup browser lint data bench clean
+.PHONY: run test test-fast setup browser lint data bench clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,10 @@ lint: setup
 test: setup browser lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules offeval_core dashboard/state.py
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+# the inner loop: no slow, browser or Spark tests (make test still runs everything)
+test-fast: setup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not slow and not browser and not spark"
 
 data: setup
 	$(BIN)/offeval simulate --out data --preset demo --seed 0

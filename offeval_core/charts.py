@@ -16,6 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from offeval_core.validation import format_clip
+
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 """Okabe & Ito's colour-blind-safe palette: blue, vermillion, green, purple, orange, sky, yellow, black."""
 METRIC_COLOURS = {"dcg": "#0072B2", "ndcg": "#D55E00", "pndcg": "#009E73"}
@@ -49,7 +51,7 @@ def clip_positions(clips) -> tuple[np.ndarray, list[float], list[str]]:
     pos = np.where(np.isfinite(clips), np.log2(np.where(np.isfinite(clips), clips, 1.0)), top + INF_GAP)
     uniq = sorted(set(clips.tolist()))
     ticks = [float(np.log2(c)) if math.isfinite(c) else top + INF_GAP for c in uniq]
-    text = ["∞" if math.isinf(c) else f"{c:g}" for c in uniq]
+    text = [format_clip(c, symbol=True) for c in uniq]
     return pos, ticks, text
 
 
@@ -75,7 +77,7 @@ def sensitivity_figure(result) -> go.Figure:
         pos, _, _ = clip_positions(part["clip"])
         colour = METRIC_COLOURS.get(metric, OKABE_ITO[3])
         name = METRIC_LABELS.get(metric, metric)
-        clip_txt = ["∞" if math.isinf(c) else f"{c:g}" for c in part["clip"]]
+        clip_txt = [format_clip(c, symbol=True) for c in part["clip"]]
         custom = np.column_stack([clip_txt, part["n_detected"], part["n_settings"]])
         fig.add_trace(go.Scatter(x=pos, y=part["tpr"], mode="lines+markers", name=name, legendgroup=metric,
                                  line={"color": colour}, customdata=custom,
@@ -279,7 +281,7 @@ def clip_tuning_figure(result) -> go.Figure:
     for c in (1, 2):
         _clip_axis(fig, t["clip"], row=1, col=c)
         fig.add_vline(x=rpos, line={"color": "black", "dash": "dash", "width": 1}, row=1, col=c)
-    rec_text = "∞" if math.isinf(rec) else f"{rec:g}"
+    rec_text = format_clip(rec, symbol=True)
     fig.add_annotation(x=rpos, y=0.98, yref="y2 domain", xref="x2", text=f" recommended m = {rec_text}",
                        showarrow=False, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)")
     fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text="per-session reward units",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "EstimatorWarning",
     "InputError",
     "LimitExceeded",
     "LogValidationError",
@@ -123,3 +124,8 @@ class LogsOverLimit(LimitExceeded, LogValidationError):
 
     def __init__(self, source: str, problems: Sequence[str]):
         LogValidationError.__init__(self, source, problems)
+
+
+class EstimatorWarning(UserWarning):
+    """An estimator ran but fell back from its definition on part of the data (e.g. PointNCIS contexts with
+    a single logged row share their cell's normaliser); the message says where and why."""

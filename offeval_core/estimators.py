@@ -19,77 +19,34 @@ from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
 from offeval_core.logs import LOGGING_POLICY, Logs
+from offeval_core.registry import ESTIMATORS, SUM_COLUMNS, EstimatorSpec
 from offeval_core.results import Effect, Estimate, json_number
+from offeval_core.stats import CrossMoments, RatioMoments, ratio_difference
 from offeval_core.validation import check_choice, check_clip, check_level
 
-SUM_COLUMNS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq",
-               # importance-sampling rows (offeval_core.importance): the logging policy's ratio (reference) and
-               # its cross moments with the target's, for differences of two ratios; weight diagnostics
-               "ref_sum", "ref_sumsq", "ref_den_sum", "ref_den_sumsq", "ref_x_den", "sum_x_ref", "sum_x_ref_den",
-               "sum_den_ref", "sum_den_ref_den", "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "n_exact")
-
-
-@dataclass(frozen=True)
-class EstimatorSpec:
-    """How an estimator reads the moments: which stored ``metric`` rows, and whether it is a ratio of
-    means Σx / Σy (delta-method CI from ``den_*`` columns) or a plain mean of per-session values."""
-
-    name: str
-    stored: str
-    ratio: bool
-    label: str
-    description: str
-    family: str = "dcg"
-    """``dcg`` (ranking metrics of KDD'24) or ``importance`` (Gilotte et al. Sec. 3-5)."""
-    paired: str = "shared"
-    """How the paired effect target − logging is read: ``shared`` — Σd / Σy (or the mean of d) with one
-    denominator for both policies; ``two_ratio`` — x̄_t / ȳ_t − x̄_l / ȳ_l with different denominators
-    (NIS / NCIS), delta method from the ``ref_*`` and cross-moment columns."""
-    scale: str = "session"
-    """Unit of the value: ``session`` (reward per session) or ``impression`` (reward per logged row)."""
-
-
-ESTIMATORS: dict[str, EstimatorSpec] = {
-    "dcg": EstimatorSpec("dcg", "dcg", False, "DCG",
-                         "mean per-session DCG with de-biased, clipped labels (KDD'24 Eq. 9) — unbiased for m = ∞"),
-    "ndcg": EstimatorSpec("ndcg", "ndcg", False, "nDCG",
-                          "mean per-session DCG / ideal DCG (KDD'24 Sec. 5) — bounded but inconsistent with DCG"),
-    "pndcg": EstimatorSpec("pndcg", "dcg", True, "pnDCG",
-                           "post-normalised DCG = mean DCG / mean ideal DCG (KDD'24 Sec. 5) — consistent with DCG"),
-}
-"""Registry of estimators readable from moments; more estimators register here with their own rows."""
-
-
-def _register_importance() -> None:
-    """Gilotte et al. (WSDM'18) Sec. 3-5 / Table 2: IS, SNIPS, CIS, NCIS, PieceNCIS, PointNCIS, each with
-    max- or zero-capping and at the per-session or per-impression scale; rows come from
-    :func:`offeval_core.importance.reduce_importance` and are stored under the registry key."""
-    bases = {  # base: (label, two-ratio effect?, ratio at session scale?, description)
-        "is": ("IS", False, False, "importance sampling Σ w·r / n (Gilotte Sec. 3) — unbiased, high variance"),
-        "snips": ("SNIPS", True, True,
-                  "self-normalised IS Σ w·r / Σ w (NIS, Gilotte Sec. 4.1) — consistent, small bias"),
-        "cis": ("CIS", False, False,
-                "capped IS Σ w̄·r / n (Gilotte Sec. 4.2) — low variance, biased down by the capped mass"),
-        "ncis": ("NCIS", True, True,
-                 "normalised capped IS Σ w̄·r / Σ w̄ (Gilotte Eq. 1) — rescales the capped mass globally"),
-        "piece-ncis": ("PieceNCIS", False, False,
-                       "NCIS normalised within strata, Σ_g α_g NCIS_g (Gilotte Sec. 5.3)"),
-        "point-ncis": ("PointNCIS", False, False,
-                       "capped weights normalised per context by E_πt[W̄/W | x] (Gilotte Sec. 5.4)"),
-    }
-    for base, (label, two_ratio, ratio, desc) in bases.items():
-        for capping in (("max",) if base in ("is", "snips") else ("max", "zero")):
-            for scale in ("session", "impression"):
-                key = base + ("-zero" if capping == "zero" else "") + ("@impression" if scale == "impression" else "")
-                lab = label + (" (zero-capping)" if capping == "zero" else "")
-                lab += " per impression" if scale == "impression" else ""
-                unit = "per logged impression" if scale == "impression" else "per session"
-                ESTIMATORS[key] = EstimatorSpec(
-                    key, key, ratio or scale == "impression", lab, f"{desc}; {unit}", family="importance",
-                    paired="two_ratio" if two_ratio else "shared", scale=scale)
-
-
-_register_importance()
+__all__ = [
+    "ESTIMATORS",
+    "SUM_COLUMNS",
+    "CrossMoments",
+    "EstimatorSpec",
+    "GroupResult",
+    "OnlineResult",
+    "RatioMoments",
+    "aggregate",
+    "dcg",
+    "effect",
+    "estimate_from_row",
+    "impression_online_results",
+    "ndcg",
+    "online_results",
+    "pndcg",
+    "ratio_difference",
+    "select",
+    "select_clips",
+    "session_values",
+    "subset",
+    "summarize_groups",
+]
 
 
 # ------------------------------------------------------------------------------------- from moments
@@ -186,9 +143,10 @@ def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> 
     n = float(row["n"])
     if diff and ESTIMATORS[metric].paired == "two_ratio":
         return ratio_difference(
-            n, row["sum"], row["sumsq"], row["den_sum"], row["den_sumsq"], row["sum_x_den"],
-            row["ref_sum"], row["ref_sumsq"], row["ref_den_sum"], row["ref_den_sumsq"], row["ref_x_den"],
-            row["sum_x_ref"], row["sum_x_ref_den"], row["sum_den_ref"], row["sum_den_ref_den"], level=level)
+            RatioMoments(n, row["sum"], row["sumsq"], row["den_sum"], row["den_sumsq"], row["sum_x_den"]),
+            RatioMoments(n, row["ref_sum"], row["ref_sumsq"], row["ref_den_sum"], row["ref_den_sumsq"], row["ref_x_den"]),
+            CrossMoments(row["sum_x_ref"], row["sum_x_ref_den"], row["sum_den_ref"], row["sum_den_ref_den"]),
+            level=level)
     if ESTIMATORS[metric].ratio:
         x, xx, xy = (("sum_diff", "sumsq_diff", "sum_diff_den") if diff else ("sum", "sumsq", "sum_x_den"))
         est = stats.ratio_estimate(n, row[x], row[xx], row["den_sum"], row["den_sumsq"], row[xy], level=level)
@@ -198,41 +156,6 @@ def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> 
     if diff:
         return stats.paired_effect(n, row["sum_diff"], row["sumsq_diff"], level=level)
     return stats.mean_estimate(n, row["sum"], row["sumsq"], level=level)
-
-
-def ratio_difference(n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab, sum_c, sumsq_c, sum_e, sumsq_e, sum_ce,
-                     sum_ac, sum_ae, sum_bc, sum_be, *, level: float) -> Effect:
-    """Paired difference of two ratios of means on the same n units, Σa/Σb − Σc/Σe, delta method.
-
-    The influence of unit τ is φ_τ = (a_τ − R₁ b_τ)/b̄ − (c_τ − R₀ e_τ)/ē (R₁ = Σa/Σb, R₀ = Σc/Σe);
-    SE = sd(φ)/√n from the per-unit sums, squares and cross products. NCIS − logging mean (Gilotte
-    Sec. 6.1, "offline uplift") is such a difference: the target is normalised by its capped weights, the
-    logging value by the unit count. One-sided p of H0: difference ≤ 0.
-
-    >>> # a = (1, 3), b = (1, 1) → 2;  c = (1, 1), e = (1, 1) → 1; φ = (−1, 1) − (0, 0): sd = √2
-    >>> eff = ratio_difference(2, 4, 10, 2, 2, 4, 2, 2, 2, 2, 2, 4, 4, 2, 2, level=0.95)
-    >>> eff.value, round(eff.stderr, 4)
-    (1.0, 1.0)
-    """
-    nan = math.nan
-    if n <= 0 or sum_b == 0 or sum_e == 0:
-        return Effect(nan, nan, int(n), stats.normal_ci(nan, nan, level=level), nan)
-    r1, r0 = sum_a / sum_b, sum_c / sum_e
-    value = float(r1 - r0)
-    if n < 2:
-        return Effect(value, nan, int(n), stats.normal_ci(value, nan, level=level), nan)
-
-    def cov(sxy, sx, sy):
-        return (sxy - sx * sy / n) / (n - 1)
-
-    mb, me = sum_b / n, sum_e / n
-    v1 = cov(sumsq_a, sum_a, sum_a) - 2 * r1 * cov(sum_ab, sum_a, sum_b) + r1 * r1 * cov(sumsq_b, sum_b, sum_b)
-    v0 = cov(sumsq_c, sum_c, sum_c) - 2 * r0 * cov(sum_ce, sum_c, sum_e) + r0 * r0 * cov(sumsq_e, sum_e, sum_e)
-    c10 = (cov(sum_ac, sum_a, sum_c) - r0 * cov(sum_ae, sum_a, sum_e) - r1 * cov(sum_bc, sum_b, sum_c)
-           + r1 * r0 * cov(sum_be, sum_b, sum_e))
-    var = max(v1 / (mb * mb) + v0 / (me * me) - 2 * c10 / (mb * me), 0.0) / n
-    se = math.sqrt(var)
-    return Effect(value, se, int(n), stats.normal_ci(value, se, level=level), stats.one_sided_p(value, se))
 
 
 @dataclass(frozen=True)

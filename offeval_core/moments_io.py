@@ -25,6 +25,7 @@ from offeval_core.errors import InputError, LimitExceeded, MomentsValidationErro
 from offeval_core.inputs import file_kind, open_regular, read_parquet_limited
 from offeval_core.limits import Limits
 from offeval_core.safe_io import atomic_write, check_output
+from offeval_core.validation import clip_value, parse_clip
 
 META_KEY = b"offeval"
 FORMAT = "offeval-moments/1"
@@ -32,7 +33,7 @@ _ONLINE_COLUMNS = ("n", "sum", "sumsq")
 
 
 def _clip_json(c: float):
-    return "inf" if math.isinf(c) else c
+    return clip_value(c)
 
 
 def write_moments(moments: Moments, path: str | Path, *, settings: dict | None = None, force: bool = True,
@@ -183,7 +184,7 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
     frame = read_parquet_limited(path, source=source, limits=limits)
     g = meta["grid"]
     grid = Grid(rewards=tuple(g["rewards"]), policies=tuple(g["policies"]), discounts=tuple(g["discounts"]),
-                exposures=tuple(g["exposures"]), clips=tuple(math.inf if c == "inf" else float(c) for c in g["clips"]),
+                exposures=tuple(g["exposures"]), clips=tuple(parse_clip(c) for c in g["clips"]),
                 ndcg_rule=g["ndcg_rule"])
     if "kind" not in frame.columns:
         raise _bad(source, "no 'kind' column (offline / online rows)")

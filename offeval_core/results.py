@@ -5,6 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+__all__ = [
+    "ConfidenceInterval", "Effect", "Estimate", "json_number",
+]
+
+
 
 @dataclass(frozen=True, slots=True)
 class ConfidenceInterval:

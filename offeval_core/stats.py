@@ -7,12 +7,32 @@ the dashboard never needs the raw logs again.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats as _sps
 
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
 from offeval_core.validation import check_level
+
+__all__ = [
+    "CrossMoments",
+    "RatioMoments",
+    "mean_estimate",
+    "normal_ci",
+    "normal_quantile",
+    "one_sided_p",
+    "paired_effect",
+    "pearson",
+    "ratio_difference",
+    "ratio_estimate",
+    "sample_variance",
+    "two_sided_p",
+    "welch_df",
+    "welch_effect",
+    "welch_two_sided_p",
+]
+
 
 
 def sample_variance(n: float, total: float, total_sq: float) -> float:
@@ -179,3 +199,64 @@ def pearson(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         return math.nan, math.nan
     res = _sps.pearsonr(x, y)
     return float(res.statistic), float(res.pvalue)
+
+
+class RatioMoments(NamedTuple):
+    """Moments of a ratio of means Σx / Σy over ``n`` units: Σx, Σx², Σy, Σy², Σxy."""
+
+    n: float
+    sum_x: float
+    sumsq_x: float
+    sum_y: float
+    sumsq_y: float
+    sum_xy: float
+
+
+class CrossMoments(NamedTuple):
+    """Cross products of two ratios' per-unit values x₁/y₁ (first) and x₀/y₀ (second) on the same units."""
+
+    x1_x0: float
+    x1_y0: float
+    y1_x0: float
+    y1_y0: float
+
+
+def ratio_difference(first: RatioMoments, second: RatioMoments, cross: CrossMoments, *, level: float) -> Effect:
+    """Paired difference of two ratios of means on the same n units, Σa/Σb − Σc/Σe, delta method
+    (a, b = the first ratio's x, y; c, e = the second's).
+
+    The influence of unit τ is φ_τ = (a_τ − R₁ b_τ)/b̄ − (c_τ − R₀ e_τ)/ē (R₁ = Σa/Σb, R₀ = Σc/Σe);
+    SE = sd(φ)/√n from the per-unit sums, squares and cross products. NCIS − logging mean (Gilotte
+    Sec. 6.1, "offline uplift") is such a difference: the target is normalised by its capped weights, the
+    logging value by the unit count. One-sided p of H0: difference ≤ 0.
+
+    >>> # a = (1, 3), b = (1, 1) → 2;  c = (1, 1), e = (1, 1) → 1; φ = (−1, 1) − (0, 0): sd = √2
+    >>> eff = ratio_difference(RatioMoments(2, 4, 10, 2, 2, 4), RatioMoments(2, 2, 2, 2, 2, 2),
+    ...                        CrossMoments(4, 4, 2, 2), level=0.95)
+    >>> eff.value, round(eff.stderr, 4)
+    (1.0, 1.0)
+    """
+    if first.n != second.n:
+        raise ValueError(f"ratio_difference needs both ratios on the same units; got n = {first.n} and {second.n}")
+    n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab = first
+    _, sum_c, sumsq_c, sum_e, sumsq_e, sum_ce = second
+    sum_ac, sum_ae, sum_bc, sum_be = cross
+    nan = math.nan
+    if n <= 0 or sum_b == 0 or sum_e == 0:
+        return Effect(nan, nan, int(n), normal_ci(nan, nan, level=level), nan)
+    r1, r0 = sum_a / sum_b, sum_c / sum_e
+    value = float(r1 - r0)
+    if n < 2:
+        return Effect(value, nan, int(n), normal_ci(value, nan, level=level), nan)
+
+    def cov(sxy, sx, sy):
+        return (sxy - sx * sy / n) / (n - 1)
+
+    mb, me = sum_b / n, sum_e / n
+    v1 = cov(sumsq_a, sum_a, sum_a) - 2 * r1 * cov(sum_ab, sum_a, sum_b) + r1 * r1 * cov(sumsq_b, sum_b, sum_b)
+    v0 = cov(sumsq_c, sum_c, sum_c) - 2 * r0 * cov(sum_ce, sum_c, sum_e) + r0 * r0 * cov(sumsq_e, sum_e, sum_e)
+    c10 = (cov(sum_ac, sum_a, sum_c) - r0 * cov(sum_ae, sum_a, sum_e) - r1 * cov(sum_bc, sum_b, sum_c)
+           + r1 * r0 * cov(sum_be, sum_b, sum_e))
+    var = max(v1 / (mb * mb) + v0 / (me * me) - 2 * c10 / (mb * me), 0.0) / n
+    se = math.sqrt(var)
+    return Effect(value, se, int(n), normal_ci(value, se, level=level), one_sided_p(value, se))

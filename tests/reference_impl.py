@@ -7,7 +7,7 @@ per session τ with rows i (logged rank r_i, reward c_i ≥ 0, target rank t_i),
 discount D, exposure model D0 and clip m ≥ 1 (``math.inf`` allowed):
 
 - de-biased clipped label ℓ_i = c_i · min(m, 1 / D0(r_i))  (1 / 0 = inf; a row with c_i = 0 has ℓ_i = 0);
-- DCG_τ  = Σ_i ℓ_i · D(t_i);
+- DCG_τ  = Σ_i ℓ_i · D(t_i), with D(t_i) = 0 when the target does not show the item (t_i missing);
 - iDCG_τ = Σ_j ℓ_(j) · D(j), labels sorted descending, j = 1 .. number of rows in τ;
 - nDCG_τ = DCG_τ / iDCG_τ if iDCG_τ > 0 else 0 ("zero" rule) or τ dropped ("drop" rule);
 - policy value = mean over sessions; pnDCG = mean DCG / mean iDCG;
@@ -121,9 +121,9 @@ def _group_rows(df: pd.DataFrame, *, reward: str, policy: str | None) -> dict:
         strict=True,
     )
     for sid, r, c, t in rows:
-        if t != t:  # NaN
-            raise ValueError(f"column {target_col!r} has a missing rank in session {sid!r}")
-        sessions.setdefault(sid, []).append((int(r), float(c), int(t)))
+        # a missing target rank (NaN, or -1 as stored) means the target does not show the item: D = 0
+        shown = t == t and int(t) >= 1
+        sessions.setdefault(sid, []).append((int(r), float(c), int(t) if shown else None))
     return sessions
 
 
@@ -157,7 +157,7 @@ def ref_session_values(
         for logged_rank, c, target_rank in rows:
             label = _label(c, logged_rank, exposure, clip)
             labels.append(label)
-            if label != 0:
+            if label != 0 and target_rank is not None:
                 dcg += label * discount(target_rank)
         labels.sort(reverse=True)
         idcg = 0.0

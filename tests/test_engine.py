@@ -25,7 +25,9 @@ from offeval_core.logs import read_logs
 FLOOR = 1e-4
 
 
-def random_logs(rng, *, n_sessions=60, max_len=9, n_items=12, graded=True, policies=("a", "b")):
+def random_logs(rng, *, n_sessions=60, max_len=9, n_items=12, graded=True, policies=("a", "b"), unshown=0.0):
+    """Random logs; with ``unshown`` > 0 that share of target ranks is missing (the target does not show
+    the item, so its discount is 0)."""
     rows = []
     for s in range(n_sessions):
         length = int(rng.integers(1, max_len + 1))
@@ -34,7 +36,7 @@ def random_logs(rng, *, n_sessions=60, max_len=9, n_items=12, graded=True, polic
             reward = float(rng.random() < 0.35) * (float(rng.integers(1, 4)) if graded else 1.0)
             row = {"session_id": f"s{s:03d}", "rank": r, "click": reward,
                    "day": int(s % 3), "arm": "control" if s % 4 else "treatment", "segment": "gu"[s % 2]}
-            row |= {f"rank__{p}": int(perms[p][r - 1]) for p in policies}
+            row |= {f"rank__{p}": (math.nan if rng.random() < unshown else int(perms[p][r - 1])) for p in policies}
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -45,10 +47,10 @@ def reference_models(df):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), graded=st.booleans())
-def test_reduce_matches_the_reference_loop(seed, graded):
+@given(seed=st.integers(0, 10_000), graded=st.booleans(), unshown=st.sampled_from([0.0, 0.3]))
+def test_reduce_matches_the_reference_loop(seed, graded, unshown):
     rng = np.random.default_rng(seed)
-    df = random_logs(rng, graded=graded)
+    df = random_logs(rng, graded=graded, unshown=unshown)
     logs = read_logs(df)
     clips = (1, 3, 16, math.inf)
     grid = Grid(rewards=("click",), policies=("a", "b"), discounts=("pbm", "log2", "reciprocal@5"),

@@ -13,6 +13,12 @@ from offeval_core.engine import Grid, Moments
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.validation import check_choice, check_clip, format_clip
 
+__all__ = [
+    "Variant", "as_variant", "check_in_grid", "check_moments", "check_policy_in", "check_rewards", "clip_text",
+    "finite", "merge_moments", "pct", "variant_label",
+]
+
+
 
 class Variant(NamedTuple):
     """One offline estimator: metric (``dcg`` / ``ndcg`` / ``pndcg``), target discount D, exposure model

@@ -17,6 +17,11 @@ from offeval_core.results import json_number
 from offeval_core.slate import cli as slate_cli
 from offeval_core.validation import check_level, clip_value, parse_clip
 
+__all__ = [
+    "register", "run",
+]
+
+
 DCG_FAMILY = ("dcg", "ndcg", "pndcg")
 IMPORTANCE = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
 

@@ -4,7 +4,6 @@ the logs live (DuckDB on this machine, out of core; or Spark) and written to one
 from __future__ import annotations
 
 import json
-import math
 import os
 import resource
 import sys
@@ -16,7 +15,7 @@ from offeval_core.inputs import file_kind, open_regular
 from offeval_core.logs import parse_mapping
 from offeval_core.moments_io import write_moments
 from offeval_core.safe_io import check_output
-from offeval_core.validation import parse_clip
+from offeval_core.validation import clip_value, parse_clip
 
 
 def register(sub) -> None:
@@ -83,7 +82,7 @@ def run(args) -> int:
                 "spark_master": args.spark_master if args.engine == "spark" else None,
                 "memory_limit": args.memory_limit, "ndcg_rule": args.ndcg_rule, "sessions": sessions,
                 "rows": source.n_rows, "seconds_scan": round(t1 - t0, 3), "seconds_reduce": round(t2 - t1, 3),
-                "clips": ["inf" if math.isinf(c) else c for c in grid.clips], "offline_arm": "control"}
+                "clips": [clip_value(c) for c in grid.clips], "offline_arm": "control"}
     path = write_moments(moments, args.out, settings=settings, force=args.force, inputs=[args.logs])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"out": str(path), "rows": source.n_rows, "sessions": sessions,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 
 from offeval_core.engine import DEFAULT_CLIPS
@@ -10,9 +9,9 @@ from offeval_core.logs import parse_mapping, read_logs
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.report import STEPS, write_report
 from offeval_core.safe_io import check_output
-from offeval_core.validation import parse_clip
+from offeval_core.validation import format_clip, parse_clip
 
-DEFAULT_GRID_TEXT = ",".join("inf" if math.isinf(c) else f"{c:g}" for c in DEFAULT_CLIPS)
+DEFAULT_GRID_TEXT = ",".join(format_clip(c) for c in DEFAULT_CLIPS)
 
 
 def register(sub) -> None:

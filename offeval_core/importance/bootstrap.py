@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.arms import OFFLINE_ARM, offline_rows
+from offeval_core.importance.estimate import warn_pooled_contexts
 from offeval_core.importance.keys import check_estimator
-from offeval_core.importance.reduce import session_table
+from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, POOLED_CONTEXT, session_table
 from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
 from offeval_core.logs import Logs
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
@@ -47,34 +48,47 @@ def values_from_sessions(per: pd.DataFrame, *, base: str, scale: str, counts: np
                          ) -> tuple[float, float]:
     """(target, logging) value of an estimator from per-session sums, each session counted ``counts``
     times (bootstrap multiplicities; default once). Normalisation (global, per stratum, per context) is
-    done on the weighted sample, so a bootstrap that calls this per resample re-normalises inside it."""
+    done on the weighted sample, so a bootstrap that calls this per resample re-normalises inside it.
+
+    The same estimators as :func:`~offeval_core.importance.reduce_importance`, written independently in
+    numpy: with exposure weights (``propensity`` column False) at the session scale a group's value is
+    (A_g / U_g) / (S_g / W_g); otherwise A_g / Y_g with y = u · s / m. PointNCIS contexts with one logged
+    row (in the original sample) share one normaliser per cell."""
     k = np.ones(len(per)) if counts is None else np.asarray(counts, dtype=float)
-    m, s, a, c = (per[col].to_numpy(dtype=float) for col in ("m", "s", "a", "c"))
+    m, s, a, c, w = (per[col].to_numpy(dtype=float) for col in ("m", "s", "a", "c", "w_sum"))
     u = np.ones_like(m) if scale == "session" else m
     y = s / m * u
     big_u = float(k @ u)
     logging = float(k @ c) / big_u if big_u > 0 else math.nan
+    exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if len(per) else False
     if base in ("is", "cis"):
         return float(k @ a) / big_u, logging
-    if base in ("snips", "ncis"):
-        return float(k @ a) / float(k @ y), logging
 
     def stratified(mask, labels):
+        """Σ_g U_g R_g over the groups of ``labels`` among the ``mask`` sessions."""
         codes = pd.factorize(pd.Series(labels[mask]))[0]
         kk = k[mask]
         ga = np.bincount(codes, kk * a[mask])
-        gy = np.bincount(codes, kk * y[mask])
-        gu = np.bincount(codes, kk * u[mask])
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where(gy > 0, ga / gy, 0.0)
-        return float(gu @ r)
+            if exposure_session:
+                gs, gw = np.bincount(codes, kk * s[mask]), np.bincount(codes, kk * w[mask])
+                return float(np.sum(np.where(gs > 0, ga * gw / gs, 0.0)))
+            gy, gu = np.bincount(codes, kk * y[mask]), np.bincount(codes, kk * u[mask])
+            return float(gu @ np.where(gy > 0, ga / gy, 0.0))
 
     cell = (per["experiment_id"].astype(str) + "|" + per["day"].astype(str) + "|" + per["arm"].astype(str))
+    everyone = np.ones(len(per), dtype=bool)
+    if base in ("snips", "ncis"):
+        if exposure_session:
+            return stratified(everyone, cell.to_numpy()) / big_u, logging
+        return float(k @ a) / float(k @ y), logging
     if base == "piece-ncis":
         labels = (cell + "|" + per["stratum"].astype(str)).to_numpy()
-        return stratified(np.ones(len(per), dtype=bool), labels) / big_u, logging
+        return stratified(everyone, labels) / big_u, logging
     exact = per["exact"].to_numpy() == 1
-    labels = (cell + "|" + per["context"].astype(str)).to_numpy()
+    ctx = cell + "|" + per["context"].astype(str)
+    rows = pd.Series(m).groupby([ctx.to_numpy(), exact]).transform("sum").to_numpy()
+    labels = np.where((rows < MIN_CONTEXT_ROWS) & ~exact, (cell + "|" + POOLED_CONTEXT).to_numpy(), ctx.to_numpy())
     total = float(k[exact] @ per["p"].to_numpy(dtype=float)[exact]) + stratified(~exact, labels)
     return total / big_u, logging
 
@@ -118,6 +132,8 @@ def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", 
     impression); ``rng`` is None, an int seed or a Generator.
     """
     key, rng = _bootstrap_iv(estimator, capping, scale, n_boot, level, rng)
+    if key.base == "point-ncis":
+        warn_pooled_contexts(logs, kwargs.get("context", "session"), arm=arm)
     per = session_sums(logs, reward=reward, policy=policy, clip=clip, capping=key.capping, **kwargs)
     per = offline_rows(per, arm).reset_index(drop=True)
     n = len(per)

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd  # noqa: F401  (doctest namespace)
+import pandas as pd
 
+from offeval_core.arms import OFFLINE_ARM, offline_mask
+from offeval_core.errors import EstimatorWarning
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.importance.keys import CAPPINGS, check_estimator
-from offeval_core.importance.reduce import reduce_importance, weight_diagnostics
-from offeval_core.importance.weights import cap
+from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, reduce_importance, weight_diagnostics
+from offeval_core.importance.weights import cap, session_labels
 from offeval_core.logs import Logs
 from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.validation import check_choice, check_clip, check_level, check_rng
 
-__all__ = ["ImportanceResult", "estimate", "midzuno_sen_inverse"]
+__all__ = ["ImportanceResult", "estimate", "midzuno_sen_inverse", "pooled_contexts", "warn_pooled_contexts"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class ImportanceResult:
 
 def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", clip: float = math.inf,
              capping: str | None = None, scale: str | None = None, weights: str = "auto", discount: str = "pbm",
-             exposure: str = "pbm", strata="segment", context="session", arm: str | None = "control",
+             exposure: str = "pbm", strata="segment", context="session", arm: str | None = OFFLINE_ARM,
              level: float = 0.95) -> ImportanceResult:
     """One Gilotte estimator of ``policy`` on the ``arm`` sessions, with delta-method CIs.
 
@@ -53,7 +56,9 @@ def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", c
     """
     check_level(level)
     clip = check_clip(clip)
-    _base, capping, scale, key = check_estimator(estimator, capping=capping, scale=scale)
+    base, capping, scale, key = check_estimator(estimator, capping=capping, scale=scale)
+    if base == "point-ncis":
+        warn_pooled_contexts(logs, context, arm=arm)
     m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(clip,), cappings=(capping,),
                           scales=(scale,), weights=weights, discount=discount, exposure=exposure, strata=strata,
                           context=context)
@@ -68,6 +73,29 @@ def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", c
     return ImportanceResult(key, scale, estimate_from_row(lrow, metric=key, level=level),
                             estimate_from_row(trow, metric=key, level=level),
                             estimate_from_row(trow, metric=key, level=level, diff=True), diagnostics)
+
+
+def pooled_contexts(logs: Logs, context="session", *, arm: str | None = OFFLINE_ARM) -> tuple[int, int]:
+    """(sessions in PointNCIS contexts with fewer than :data:`MIN_CONTEXT_ROWS` logged rows, sessions) on
+    the offline sessions: those contexts share their (experiment, day, arm) cell's normaliser."""
+    sess = logs.sessions
+    rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(0).to_numpy()
+    labels = session_labels(logs, context, name="context")
+    keys = [sess[k].astype(str).to_numpy() for k in ("experiment_id", "day", "arm")]
+    per_ctx = pd.Series(rows).groupby([*keys, labels]).transform("sum").to_numpy()
+    keep = offline_mask(sess["arm"].astype(str), arm)
+    return int(((per_ctx < MIN_CONTEXT_ROWS) & keep).sum()), int(keep.sum())
+
+
+def warn_pooled_contexts(logs: Logs, context="session", *, arm: str | None = OFFLINE_ARM) -> None:
+    """Warn (:class:`~offeval_core.errors.EstimatorWarning`) when some PointNCIS contexts have one row."""
+    pooled, total = pooled_contexts(logs, context, arm=arm)
+    if pooled:
+        warnings.warn(f"PointNCIS: {pooled} of {total} sessions are in contexts with a single logged row, where "
+                      "the plug-in normaliser would be the row's own capped weight (the estimate would collapse "
+                      "to the logging value); they share the normaliser of their (experiment, day, arm) cell "
+                      "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment').",
+                      EstimatorWarning, stacklevel=3)
 
 
 def midzuno_sen_inverse(draw: Callable[[int, np.random.Generator], np.ndarray], *, n: int, clip: float,

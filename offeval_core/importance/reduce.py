@@ -79,31 +79,68 @@ def session_table(source: Source, setup: WeightSetup, policy: str, *, rewards: S
     return per.join(source.sessions, "session")
 
 
-def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str]) -> ir.Table:
-    """Per (v, session, reward, kernel, scale): target x, y and logging c, u (see the module docstring)."""
+POOLED_CONTEXT = "\x00pooled"
+"""Context label of the PointNCIS contexts with a single logged row, pooled per cell (see :data:`MIN_CONTEXT_ROWS`)."""
+MIN_CONTEXT_ROWS = 2
+"""A PointNCIS plug-in context needs at least this many rows: with one row the plug-in normaliser is the
+row's own capped weight and the estimate collapses to the logging value (propensity weights) or to IS
+(exposure weights); such contexts share one normaliser per (experiment, day, arm) cell instead."""
+
+
+def _normalised(p2: ir.Table, a: ir.Value, group: list, *, exposure_session: bool) -> ir.Value:
+    """Per-session ψ of an estimator normalised within ``group`` (Σψ over a group = U_g · R_g).
+
+    Propensity weights (or the impression scale): R_g = A_g / Y_g with y = u · s / m, and
+    ψ = u R_g + (U_g / Y_g)(a − R_g y). Exposure weights at the session scale: the capped share of the
+    target's exposure mass ν_g = S_g / W_g (S = Σ w̄, W = Σ w), R_g = (A_g / U_g) / ν_g, and the
+    linearisation ψ = (a W_g + A_g W − A_g W_g s / S_g) / S_g (docs/importance.md).
+    """
+    g = dict(group_by=group)
+    big_a = a.sum().over(**g)
+    if exposure_session:
+        big_s, big_w = p2.s.sum().over(**g), p2.w_sum.sum().over(**g)
+        psi = (a * big_w + big_a * p2.w_sum - big_a * big_w * p2.s / big_s) / big_s
+        return ibis.ifelse(big_s > 0, psi, 0.0)
+    big_y, big_u = p2.y_.sum().over(**g), p2.u_.sum().over(**g)
+    rg = big_a / big_y
+    return ibis.ifelse(big_y > 0, p2.u_ * rg + big_u / big_y * (a - rg * p2.y_), 0.0)
+
+
+def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str], exposure: bool = False) -> ir.Table:
+    """Per (v, session, reward, kernel, scale): target x, y and logging c, u (see the module docstring).
+
+    ``exposure``: the weights are exposure ratios D(R(i)) / D0(r_i); at the session scale NCIS, PieceNCIS
+    and plug-in PointNCIS then normalise by the capped share of the weight mass Σ w̄ / Σ w (whose
+    expectation is the share the estimator assumes) instead of the mean capped weight Σ w̄ / m (whose
+    expectation is that share only when E[W] = 1 per row, i.e. for propensity ratios)."""
     cells = ["v", "experiment_id", "day", "arm"]
+    cell_cols = [per[k] for k in cells]
+    hc = dict(group_by=[*cell_cols, per.context, per.exact])
+    per = per.mutate(ctx_rows_=per.m.sum().over(**hc))
+    per = per.mutate(ctx_=ibis.ifelse((per.ctx_rows_ < MIN_CONTEXT_ROWS) & (per.exact == 0),
+                                      ibis.literal(POOLED_CONTEXT), per.context))
     parts = []
     for scale in scales:
         u = ibis.literal(1.0) if scale == "session" else per.m
         y_ncis = per.s / per.m * u
         p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("float64"))
+        cell = [p2[k] for k in cells]
+        exposure_session = exposure and scale == "session"
         for r in rewards:
             a, c = p2[f"a__{r}"], p2[f"c__{r}"]
             common = dict(reward=ibis.literal(r), scale=ibis.literal(scale), c=c, u=p2.u_)
             keep = ["v", "session", *GROUP_KEYS, "m", "s", "exact", "w_sum", "w_sumsq", "wc_sumsq", "w_max"]
             parts.append(p2.select(*keep, kernel=ibis.literal("cis"), x=a, y=p2.u_, **common))
-            parts.append(p2.select(*keep, kernel=ibis.literal("ncis"), x=a, y=p2.y_, **common))
-            # PieceNCIS: ψ = u R_g + (U_g / Y_g)(a − R_g y) within cells (v, experiment, day, arm, stratum)
-            g = dict(group_by=[*(p2[k] for k in cells), p2.stratum])
-            big_a, big_y, big_u = a.sum().over(**g), p2.y_.sum().over(**g), p2.u_.sum().over(**g)
-            rg = big_a / big_y
-            psi = ibis.ifelse(big_y > 0, p2.u_ * rg + big_u / big_y * (a - rg * p2.y_), 0.0)
+            if exposure_session:  # normalised per cell by the capped share of the weight mass
+                ncis = _normalised(p2, a, cell, exposure_session=True)
+                parts.append(p2.select(*keep, kernel=ibis.literal("ncis"), x=ncis, y=p2.u_, **common))
+            else:
+                parts.append(p2.select(*keep, kernel=ibis.literal("ncis"), x=a, y=p2.y_, **common))
+            # PieceNCIS: NCIS within cells (v, experiment, day, arm, stratum)
+            psi = _normalised(p2, a, [*cell, p2.stratum], exposure_session=exposure_session)
             parts.append(p2.select(*keep, kernel=ibis.literal("piece"), x=psi, y=p2.u_, **common))
             # PointNCIS: exact ν where enumerated, else plug-in = PieceNCIS with one stratum per context
-            h = dict(group_by=[*(p2[k] for k in cells), p2.context, p2.exact])
-            ha, hy, hu = a.sum().over(**h), p2.y_.sum().over(**h), p2.u_.sum().over(**h)
-            rh = ha / hy
-            plug = ibis.ifelse(hy > 0, p2.u_ * rh + hu / hy * (a - rh * p2.y_), 0.0)
+            plug = _normalised(p2, a, [*cell, p2.ctx_, p2.exact], exposure_session=exposure_session)
             point = ibis.ifelse(p2.exact == 1, p2[f"p__{r}"], plug)
             parts.append(p2.select(*keep, kernel=ibis.literal("point"), x=point, y=p2.u_, **common))
     return ibis.union(*parts)
@@ -161,7 +198,8 @@ def reduce_importance(
     parts = []
     for i, policy in enumerate(setup.policies):
         per = session_table(source, setup, policy, rewards=rewards, variants=variants, logs=logs, pbm_floor=pbm_floor)
-        wide = source.backend.execute(_aggregate(_long_values(per, rewards=rewards, scales=scales)))
+        wide = source.backend.execute(_aggregate(_long_values(per, rewards=rewards, scales=scales,
+                                                               exposure=setup.mode != PROPENSITY)))
         parts.append(_to_long(wide, variants, policy, setup, with_logging=i == 0))
     offline = pd.concat(parts, ignore_index=True)
     grid_clips = tuple(sorted(set(variants["clip_value"])))

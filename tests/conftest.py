@@ -1,0 +1,27 @@
+"""Test-suite settings: Hypothesis profiles.
+
+``dev`` (default): Hypothesis defaults. ``ci`` (selected when the environment has ``CI=true``, or with
+``HYPOTHESIS_PROFILE=ci``): derandomised (the same examples on every run), no deadline (2 shared cores),
+at most 50 examples for tests that do not set their own, and no shrink phase (only explicit, reuse and
+generate): a failing property reports the example it found at once instead of shrinking for minutes on
+two cores; rerun it locally (``dev`` profile) to get the minimal example.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+settings.register_profile("dev", settings.get_profile("default"))
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=50,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    suppress_health_check=(HealthCheck.too_slow,),
+    print_blob=True,
+)
+_profile = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
+settings.load_profile(_profile)
