@@ -47,8 +47,9 @@ def _from_text(t: str) -> tuple[str, float]:
 clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
 options = [_to_text(n, m) for n in names for m in clips]
 defaults = [_to_text(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
+defaults.insert(1, _to_text("dcg", s.clip))  # de-biased DCG at the sidebar's clip: what KDD'24 recommends
 chosen = [t for t in ss.get("w_estimators", []) if t in options]
-ss["w_estimators"] = chosen or [t for t in defaults if t in options]
+ss["w_estimators"] = chosen or list(dict.fromkeys(t for t in defaults if t in options))
 
 
 def _label(t: str) -> str:
@@ -79,7 +80,7 @@ with ui.guarded("Decision boxes"):
     res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
     labels = list(res.estimators)
     if ss.get("w_dec_est") not in labels:
-        ss["w_dec_est"] = labels[0]
+        ss["w_dec_est"] = res.recommended or labels[0]
     est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
         else labels[0]
     fig = decision_figure(res, estimator=est)
