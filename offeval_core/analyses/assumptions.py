@@ -27,7 +27,8 @@ import pandas as pd
 
 from offeval_core import stats
 
-__all__ = ["POLICIES", "SWITCHES", "AssumptionContrast", "assumption_contrast", "contrast_takeaway", "summarize_contrast",
+__all__ = ["POLICIES", "SWITCHES", "AssumptionContrast", "assumption_contrast", "contrast_figure", "contrast_takeaway",
+           "summarize_contrast",
            "visibly_weakened"]
 
 SWITCHES: dict[str, tuple[str, dict]] = {
@@ -184,3 +185,33 @@ def contrast_takeaway(summary: pd.DataFrame) -> str:
                    f"{round(b['biased_share'] * b['n'])} of {b['n']} when broken ({b['mean_abs_bias']:.1%}, coverage "
                    f"{b['coverage']:.0%}) — {verdict}.")
     return " ".join(out).replace("%", " %")
+
+
+def contrast_figure(result: AssumptionContrast):
+    """Side by side per switch, "assumption holds" vs "assumption broken": mean |relative bias| of DCG (pbm,
+    Q̂, m = ∞) against the exact truth (left) and the share of (experiment, day) CIs that cover it (right,
+    dashed line at the nominal level)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    s = result.summary
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("mean |relative bias| vs the exact truth",
+                                                        f"CI coverage of the truth (nominal {result.level:.0%})"))
+    colours = {"holds": "#009E73", "broken": "#D55E00"}
+    for world in ("holds", "broken"):
+        part = s[s["world"] == world]
+        name = f"assumption {world}"
+        fig.add_trace(go.Bar(x=part["switch"], y=part["mean_abs_bias"], name=name, marker_color=colours[world],
+                             legendgroup=world, text=[f"{v:.1%}" for v in part["mean_abs_bias"]],
+                             hovertemplate="%{x}<br>" + name + "<br>mean |bias| %{y:.1%}<extra></extra>"),
+                      row=1, col=1)
+        fig.add_trace(go.Bar(x=part["switch"], y=part["coverage"], name=name, marker_color=colours[world],
+                             legendgroup=world, showlegend=False, text=[f"{v:.0%}" for v in part["coverage"]],
+                             hovertemplate="%{x}<br>" + name + "<br>coverage %{y:.0%}<extra></extra>"),
+                      row=1, col=2)
+    fig.add_hline(y=result.level, line_dash="dash", line_color="grey", row=1, col=2)
+    fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=1, col=1)
+    fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", row=1, col=2)
+    fig.update_xaxes(title_text="switch (assumption broken)")
+    fig.update_layout(barmode="group", height=420, margin={"t": 60}, legend={"orientation": "h", "y": -0.3})
+    return fig
