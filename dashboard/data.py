@@ -561,6 +561,16 @@ def zoo_agreement_result(grid: str, k: int, gain: str, n_boot: int, level: float
     return out
 
 
+@st.cache_resource(show_spinner=False, max_entries=1)
+def assumption_contrast_result():
+    """Assumption holds vs broken on small simulated worlds (``analyses.assumptions``), seeds 0 and 1."""
+    from offeval_core.analyses.assumptions import assumption_contrast
+
+    out = assumption_contrast(seeds=(0, 1))
+    mark_ready("assumption_contrast")
+    return out
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
 def estimator_lab_result(preset: str, lam: str, propensity: str):
     """The GS estimator lab (``heldout.estimator_lab``) with the seeds / cut-offs of ``LAB_PRESETS[preset]``."""

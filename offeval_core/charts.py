@@ -125,7 +125,8 @@ def correlation_figure(result) -> go.Figure:
         i, j = ri[(rec.experiment_id, rec.reward, rec.policy_label)], ci[rec.variant]
         z[i, j] = rec.r
         pvals[i, j] = rec.p_value
-        text[i, j] = "–" if np.isnan(rec.r) else f"{rec.r:.2f}" + ("†" if rec.significant else "")
+        text[i, j] = "–" if np.isnan(rec.r) else ("≡ " if getattr(rec, "identity", False) else "") \
+            + f"{rec.r:.2f}" + ("†" if rec.significant else "")
         if rec.best:
             best_x.append(rec.variant)
             best_y.append(" · ".join(map(str, (rec.experiment_id, rec.reward, rec.policy_label))))

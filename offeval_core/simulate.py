@@ -58,6 +58,7 @@ START_DAY = _dt.date(2026, 3, 2)
 ARMS = ("control", "treatment")
 SEGMENTS = ("registered", "guest")
 EFFECTS = ("positive", "neutral", "negative", "positive-registered")
+SURVIVALS = ("learnt", "exponential", "powerlaw")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,8 @@ class SimulationConfig:
     engagement_drift: float = 0.25
     depth_drift: float = 0.0
     depth_engagement: float = 0.0
+    fresh_drift: float = 0.0
+    fresh_boost: float = 0.0
     # reward model: logit base rates per segment, latent weights
     like_base_registered: float = -3.4
     like_base_guest: float = -6.0
@@ -156,6 +159,7 @@ class SimulationConfig:
     survival_scale: float = 4.0
     survival_shape: float = 0.8
     survival_p: float = 0.84
+    survival_tail: float = 1.5
     # rankers; fresh_penalty = w_fresh of production (and of the treatments that copy it)
     n_cand_policies: int = 10
     fresh_penalty: float = 2.5
@@ -192,8 +196,12 @@ class SimulationConfig:
         for e in self.effects:
             if e not in EFFECTS:
                 raise ValueError(f"effects entries must be one of {EFFECTS}, got {e!r}")
-        if self.survival not in ("learnt", "exponential"):
-            raise ValueError(f"survival must be 'learnt' or 'exponential', got {self.survival!r}")
+        if self.survival not in SURVIVALS:
+            raise ValueError(f"survival must be one of {SURVIVALS}, got {self.survival!r}")
+        if not self.survival_tail > 0:
+            raise ValueError(f"survival_tail must be > 0, got {self.survival_tail!r}")
+        if not self.fresh_drift >= 0:
+            raise ValueError(f"fresh_drift must be ≥ 0, got {self.fresh_drift!r}")
         if not 0 < self.survival_p < 1:
             raise ValueError(f"survival_p must be in (0, 1), got {self.survival_p!r}")
         if self.survival_scale <= 0 or self.survival_shape <= 0:
@@ -233,11 +241,18 @@ class SimulationConfig:
 # the segment mix and the engagement level drift less. ``small`` keeps the plain world (no depth drift).
 DEMO_DRIFT: dict = {"depth_drift": 0.5, "depth_engagement": 0.25, "engagement_drift": 0.1, "share_drift": 0.06,
                     "survival_scale": 3.0}
+# The demo: 20 A/B tests (as many settings as KDD'24 Fig. 1 averages over), 1 000 sessions per arm and day
+# (≈ 20 MB of logs), and a production ranker that buries fresh items deep (w_fresh = 5) so that a target
+# that surfaces them is logged at tiny P(V | R): the realised weights reach the thousands and DCG's variance
+# at m = ∞ costs it detections (KDD'24 Sec. 6.2).
+DEMO_EFFECTS: tuple[str, ...] = ("positive", "neutral", "negative", "positive", "positive-registered") * 4
+DEMO: dict = {**DEMO_DRIFT, "n_experiments": len(DEMO_EFFECTS), "effects": DEMO_EFFECTS,
+              "sessions_per_arm_day": 1000, "fresh_penalty": 5.0}
 PRESETS: dict[str, dict] = {
-    "demo": dict(DEMO_DRIFT),
+    "demo": dict(DEMO),
     "small": {"n_experiments": 3, "effects": ("positive", "neutral", "negative"), "n_days": 3,
               "sessions_per_arm_day": 200, "n_candidates": 30, "n_items": 997, "n_users": 2000},
-    "large": {**DEMO_DRIFT, "sessions_per_arm_day": 20_000},
+    "large": {**DEMO, "sessions_per_arm_day": 20_000},
 }
 
 
@@ -269,6 +284,8 @@ def survival_curve(config: SimulationConfig, *, segment: str = "guest", depth: f
     factor *= depth
     if config.survival == "learnt":
         s = np.exp(-(((r - 1.0) / (config.survival_scale * factor)) ** config.survival_shape))
+    elif config.survival == "powerlaw":
+        s = (1.0 + (r - 1.0) / (config.survival_scale * factor)) ** (-config.survival_tail)
     else:
         # deeper scrolling: same mean-length ratio, 1/(1-p) -> factor/(1-p)
         p = 1.0 - (1.0 - config.survival_p) / factor
@@ -303,6 +320,7 @@ class _World:
     engagement: np.ndarray  # logit shift per day
     traffic: np.ndarray  # traffic factor per day
     depth: np.ndarray  # scroll-depth factor per day (multiplies the survival scale)
+    fresh_appeal: np.ndarray  # logit shift of fresh items' reward rates per day
 
 
 def _standardised(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -332,8 +350,10 @@ def _build_world(config: SimulationConfig, seed: int) -> _World:
         else np.zeros(config.n_days)
     depth = np.exp(config.depth_drift * depth_z)
     engagement = engagement - config.depth_engagement * depth_z
+    fresh_appeal = config.fresh_boost + (config.fresh_drift * _standardised(rng, config.n_days)
+                                         if config.fresh_drift else np.zeros(config.n_days))
     return _World(quality, embed, -log_dur, duration, topic, fresh, user_embed, user_registered, share, engagement,
-                  traffic, depth)
+                  traffic, depth, fresh_appeal)
 
 
 def day_drift(config: SimulationConfig, *, seed: int) -> pd.DataFrame:
@@ -349,7 +369,7 @@ def day_drift(config: SimulationConfig, *, seed: int) -> pd.DataFrame:
     """
     w = _build_world(config, _check_seed(seed))
     return pd.DataFrame({"day": config.days, "registered_share": w.share, "engagement": w.engagement,
-                         "traffic": w.traffic, "depth": w.depth})
+                         "traffic": w.traffic, "depth": w.depth, "fresh_appeal": w.fresh_appeal})
 
 
 def _sessions_per_group(config: SimulationConfig, world: _World) -> np.ndarray:
@@ -415,7 +435,7 @@ def _block(config: SimulationConfig, world: _World, seed: int, day: int, experim
     aff = np.einsum("nd,nkd->nk", world.user_embed[user], world.embed[items])
     short = world.short[items]
     fresh = world.fresh[items]
-    eng = world.engagement[day]
+    eng = world.engagement[day] + world.fresh_appeal[day] * fresh
     like_base = np.where(registered, config.like_base_registered, config.like_base_guest)[:, None]
     watch_base = np.where(registered, config.watch_base_registered, config.watch_base_guest)[:, None]
     q_like = _sigmoid(like_base + eng + config.like_w_quality * z + config.like_w_affinity * aff)

@@ -48,12 +48,42 @@ def test_cell_matches_scipy_on_independently_computed_series(world, method):
 def test_marks_best_and_significance(result):
     t = result.table
     for _, part in t.groupby(["experiment_id", "reward", "policy"]):
-        assert part.loc[part["best"], "r"].min() == pytest.approx(part["r"].max())
+        ranked = part[~part["identity"]]
+        assert ranked.loc[ranked["best"], "r"].min() == pytest.approx(ranked["r"].max())
+        assert not part.loc[part["identity"], "best"].any()
     assert (t["significant"] == (t["p_value"] < 0.05)).all()
     html = result.styled_html()
     assert html.count("<tr>") == 2 + t.groupby(["experiment_id", "reward", "policy"]).ngroups
     assert html.count("<b>") == int(t["best"].sum())
-    assert html.count("<sup>†</sup>") == int(t["significant"].sum())
+    shown = t["r"].notna() & ~t["identity"]
+    assert html.count("<sup>†</sup>") == int((t["significant"] & shown).sum())
+    assert html.count("≡ 1.00") == int((t["identity"] & t["r"].notna()).sum())
+
+
+def test_identity_cells_of_the_logging_policy_are_marked_not_ranked(result):
+    """DCG of R0 with D = D0 at m = ∞ is the control arm's observed reward: r = 1 exactly, marked ≡."""
+    t = result.table
+    ident = t[t["identity"]]
+    assert set(ident["policy"]) == {"logging"}
+    assert set(zip(ident["discount"], ident["exposure"], ident["clip"], strict=True)) == {
+        ("log2", "log2", math.inf), ("pbm", "pbm", math.inf)}
+    np.testing.assert_allclose(ident["r"].dropna(), 1.0, atol=1e-9)
+    # the same variants on the target policy are evidence, not identities
+    same = t[(t["policy"] == "treatment") & (t["metric"] == "dcg") & (t["discount"] == t["exposure"])
+             & (t["clip"] == math.inf)]
+    assert len(same) == len(ident) and not same["identity"].any()
+    assert "not ranked" in result.takeaway and "≡" in result.takeaway
+
+
+def test_takeaway_states_whether_table_2_holds_with_its_numbers(result):
+    t = result.table
+    rt = t[(t["policy"] == "treatment") & (t["metric"] == "dcg")]
+    pbm = rt[(rt["discount"] == "pbm") & (rt["clip"] > 1)].groupby("variant")["r"].median()
+    log2 = rt[rt["discount"] == "log2"].groupby("variant")["r"].median()
+    holds = pbm.max() > log2.max()
+    assert ("finding holds" in result.takeaway) == holds
+    assert ("does not hold" in result.takeaway) == (not holds)
+    assert f"{pbm.max():.2f}" in result.takeaway and f"{log2.max():.2f}" in result.takeaway
 
 
 def test_wide_and_series_layouts(result):

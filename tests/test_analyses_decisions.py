@@ -75,3 +75,25 @@ def test_bad_arguments():
         decision_boxes(m, estimators=[("dcg", "pbm", "pbm", 1.0)] * 2)
     with pytest.raises(ValueError, match="metric must be one of"):
         decision_boxes(m, estimators=[("ncdg", "pbm", "pbm", 1.0)])
+
+
+def test_recommended_estimator_follows_the_papers_preference():
+    from offeval_core.analyses import Variant
+    from offeval_core.analyses.decisions import recommended_estimator
+    dcg = [Variant("dcg", "pbm", "pbm", m) for m in (1.0, 16.0, 64.0, math.inf)]
+    nd = Variant("ndcg", "pbm", "pbm", math.inf)
+    assert recommended_estimator([dcg[0], nd, *dcg[1:]]) == 3        # the largest finite m > 1: 64
+    assert recommended_estimator([dcg[0], dcg[3], nd]) == 1           # no finite m > 1: m = ∞
+    assert recommended_estimator([dcg[0], nd]) == 0                   # nothing preferred: the first
+    imp = [Variant(n, "pbm", "pbm", 100.0) for n in ("cis", "ncis", "piece-ncis", "point-ncis")]
+    assert recommended_estimator([*dcg, *imp]) == 7                   # PointNCIS (Gilotte Sec. 6)
+    assert recommended_estimator([*dcg, *imp[:3]]) == 6               # then PieceNCIS
+    assert recommended_estimator([*imp[:2], dcg[1]]) == 1             # then NCIS, before DCG
+
+
+def test_result_names_the_recommended_estimator():
+    from offeval_core.analyses import Variant
+    ests = [Variant("dcg", "pbm", "pbm", 1.0), Variant("dcg", "pbm", "pbm", 64.0), Variant("ndcg", "pbm", "pbm",
+                                                                                           math.inf)]
+    res = decision_boxes(small_world()[2], estimators=ests)
+    assert res.recommended == res.estimators[1]

@@ -15,6 +15,10 @@ from offeval_core.logs import read_logs
 from offeval_core.simulate import preset_config, simulate
 
 SEEDS = (1, 2)
+# The world these findings were measured on: the earlier demo (6 experiments, 1 800 sessions per arm and day,
+# fresh items buried with w_fresh = 2.5). The current demo's findings are in test_analyses_demo_findings.py.
+WORLD = {"n_experiments": 6, "effects": ("positive", "neutral", "negative", "positive", "positive-registered",
+                                         "negative"), "sessions_per_arm_day": 1800, "fresh_penalty": 2.5}
 REWARDS = ("like", "watch_complete")
 DCG_Q = ("dcg", "pbm", "pbm", math.inf)          # DCG (pbm, Q̂)
 DCG_Q16 = ("dcg", "pbm", "pbm", 16.0)            # DCG (pbm, Q̂ m=16)
@@ -23,7 +27,7 @@ NDCG_Q = ("ndcg", "pbm", "pbm", math.inf)        # nDCG (pbm, Q̂), default rule
 
 @functools.cache
 def _world(seed, cascade=False):
-    logs = read_logs(simulate(preset_config("demo", cascade=cascade), seed=seed).logs)
+    logs = read_logs(simulate(preset_config("demo", cascade=cascade, **WORLD), seed=seed).logs)
     main = reduce(logs, Grid(rewards=REWARDS, policies=("treatment",)))
     extra = reduce(logs, Grid(rewards=REWARDS, policies=("treatment",), discounts=("log2",), exposures=("log2",),
                               clips=(1.0, math.inf)))

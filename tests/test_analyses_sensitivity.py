@@ -106,3 +106,32 @@ def test_bad_arguments(world):
         sensitivity(m, discount="reciprocal")
     with pytest.raises(TypeError, match="moments must be offeval_core.engine.Moments"):
         sensitivity(pd.DataFrame())
+
+
+def _verdict_table(dcg, ndcg, clips=(1.0, 4.0, 64.0, math.inf), n=10):
+    return pd.DataFrame({"metric": ["dcg"] * len(clips) + ["ndcg"] * len(clips), "clip": list(clips) * 2,
+                         "n_detected": [*dcg, *ndcg], "n_settings": n})
+
+
+def test_paper_verdict_says_which_fig1_finding_holds_with_its_counts():
+    from offeval_core.analyses.sensitivity import paper_verdict
+    text = paper_verdict(_verdict_table([1, 5, 6, 4], [1, 2, 3, 3]))
+    assert "raises DCG's detections from 1 to 6 of 10 (holds)" in text
+    assert "nDCG's from 1 to 3 (holds)" in text
+    assert "DCG at m = ∞ detects 4, below its best finite m (6)" in text
+    assert "at 4 of 4 clip values (holds)" in text
+    # flat nDCG, no drop at ∞, nDCG ahead: each said plainly
+    text = paper_verdict(_verdict_table([3, 3, 3, 3], [4, 4, 4, 4]))
+    assert "does not raise DCG's detections (3 at m = 1, at most 3 at m > 1 of 10; does not hold" in text
+    assert "nDCG's stay at 4 of 10 (does not hold on these logs)" in text
+    assert "as many as its best finite m (3)" in text and "at 0 of 4 clip values (does not hold" in text
+    # a one-step change flips the verdict: ≥ vs >
+    assert "below its best" in paper_verdict(_verdict_table([1, 5, 6, 5], [0, 0, 0, 0]))
+    assert "as many as" in paper_verdict(_verdict_table([1, 5, 6, 6], [0, 0, 0, 0]))
+
+
+def test_takeaway_carries_the_verdict_of_the_result_on_screen(world):
+    from offeval_core.analyses.sensitivity import paper_verdict
+    res = sensitivity(world[2], settings="all")
+    assert res.takeaway.endswith(paper_verdict(res.table))
+    assert "Fig. 1 findings:" in res.takeaway

@@ -70,6 +70,7 @@ def test_data_page_summary_matches_the_files(demo_dir):
 
 def test_sensitivity_explains_no_settings_then_reacts_to_the_clip(logs):
     at = app("sensitivity", level="0.8")
+    at.toggle(key="w_sens_all").set_value(False).run()   # the sidebar's reward only
     # 200 sessions per arm and day: no online effect reaches p < 0.001, and the page says what to do
     assert any("nothing to detect" in w.value and "all" in w.value for w in at.warning)
     assert not at.main.get("plotly_chart")

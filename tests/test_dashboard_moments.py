@@ -54,6 +54,7 @@ def test_data_page_shows_the_files_grid_and_what_needs_logs(moments_path):
 
 def test_sensitivity_table_equals_the_core_on_the_file(moments_path):
     at = app(moments_path, "sensitivity")
+    at.toggle(key="w_sens_all").set_value(False).run()   # the sidebar's reward only
     at.radio(key="w_sens_sel").set_value("all").run()
     assert not at.exception and not at.error
     shown = at.dataframe[0].value

@@ -308,3 +308,22 @@ def test_cli_errors(tmp_path):
               str(tmp_path / "r.txt"), "--missing-in-qrels", "skip"])
     with pytest.raises(ValueError, match=r"^metric must be one of"):
         _cli(["heldout", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"), "--metric", "p@5"])
+
+
+def test_lab_takeaway_states_tau_bias_and_the_gs_verdict_from_the_summary(lab):
+    import dataclasses
+
+    from offeval_core.heldout.analyses import lab_takeaway
+    text = lab_takeaway(lab)
+    at = lab.summary[lab.summary["k"] == 20].set_index("estimator")
+    for e, name in (("naive", "Naive"), ("snips", "SNIPS"), ("gs", "GS"), ("ips", "IPS")):
+        assert f"{name} {at.loc[e, 'tau_mean']:.2f}" in text
+        assert f"{name} {at.loc[e, 'mean_abs_bias']:.3f}" in text
+    holds = at.loc["gs", "tau_mean"] > at.loc["snips", "tau_mean"] and \
+        at.loc["gs", "mean_abs_bias"] < at.loc["snips", "mean_abs_bias"]
+    assert ("finding holds here" in text) == holds
+    # flip the comparison: a summary where SNIPS wins on both counts says plainly that the finding fails
+    summ = lab.summary.copy()
+    gs, sn = (summ["estimator"] == "gs") & (summ["k"] == 20), (summ["estimator"] == "snips") & (summ["k"] == 20)
+    summ.loc[gs, ["tau_mean", "mean_abs_bias"]], summ.loc[sn, ["tau_mean", "mean_abs_bias"]] = (0.1, 0.5), (0.9, 0.01)
+    assert "finding does not hold here" in lab_takeaway(dataclasses.replace(lab, summary=summ))

@@ -47,9 +47,11 @@ def _from_text(t: str) -> tuple[str, float]:
 clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
 options = [_to_text(n, m) for n in names for m in clips]
 defaults = [_to_text(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
+defaults.insert(1, _to_text("dcg", s.clip))  # de-biased DCG at the sidebar's clip: what KDD'24 recommends
 chosen = [t for t in ss.get("w_estimators", []) if t in options]
-ui.page_default("estimators", [t for t in defaults if t in options])
-ss["w_estimators"] = chosen or [t for t in defaults if t in options]
+default_estimators = list(dict.fromkeys(t for t in defaults if t in options))
+ui.page_default("estimators", default_estimators)
+ss["w_estimators"] = chosen or default_estimators
 
 
 def _label(t: str) -> str:
@@ -80,7 +82,7 @@ with ui.guarded("Decision boxes"):
                          lambda: data.importance_moments(c.key, c.reward, c.policy, s.discount, s.exposure))
     res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
     labels = list(res.estimators)
-    ui.init_control("dec_est", labels[0], options=labels)
+    ui.init_control("dec_est", res.recommended or labels[0], options=labels)
     est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
         else labels[0]
     fig = decision_figure(res, estimator=est)

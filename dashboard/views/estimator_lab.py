@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.heldout.analyses import lab_takeaway
 from offeval_core.heldout.charts import (
     ESTIMATOR_LABELS,
     ESTIMATOR_ORDER,
@@ -27,7 +28,7 @@ st.caption("Per seed the simulated world's observed (MNAR) interactions are spli
 
 PRESETS = {"quick": "Quick (2 seeds, K = 10…100)", "full": "Full (5 seeds, K = 5…100, ~1 min the first time)"}
 LAMS = {"recall": "Recall@K", "dcg": "DCG-type gain@K"}
-PROPS = {"popularity": "popularity model P ∝ pop^((γ+1)/2)", "true": "true propensities (+ IPS)"}
+PROPS = {"true": "true propensities (+ IPS)", "popularity": "popularity model P ∝ pop^((γ+1)/2)"}
 
 with ui.controls():
     a, b, p = st.columns([2, 1, 2])
@@ -54,11 +55,7 @@ with ui.guarded("Estimator lab"):
     s = lab.summary.sort_values(["k", "estimator"], key=lambda c: c.map(order) if c.name == "estimator" else c)
     s = s.assign(estimator=s["estimator"].map(lambda e: ESTIMATOR_LABELS.get(e, e)))
     top_k = max(prm["ks"])
-    at_top = s[s["k"] == top_k].sort_values("tau_mean", ascending=False)
-    take = (f"Kendall τ of each estimator's model ranking vs the MCAR truth's at K = {top_k} (mean over "
-            f"{len(prm['seeds'])} seeds): "
-            + ", ".join(f"{e} {t:.2f}" for e, t in zip(at_top["estimator"], at_top["tau_mean"], strict=True))
-            + ".")
+    take = lab_takeaway(lab, k=top_k)
     st.header("Bias and spread vs the MCAR truth")
     ui.show_figure(lab_bias_chart(lab), key="lab_bias", name="estimator_lab_bias")
     ui.show_table(s, key="lab_summary", name="estimator_lab_summary",

@@ -63,6 +63,23 @@ if summary is not None:
     st.caption(f"Your data: {summary.sessions:,} sessions, mean length {summary.mean_length:.1f}, p99 length "
                f"{summary.length_quantiles['p99']:g}; {len(summary.policies)} target policies.")
 
+st.header("Assumption holds vs assumption broken (simulated)")
+st.caption("On small simulated worlds with an exact ground truth: DCG (pbm, Q̂, m = ∞) of five policies against "
+           "the truth, per (experiment, day), with each assumption intact and broken (same seed, so the same "
+           "users, items and contexts; only the switch differs). Seeds 0 and 1, reward like.")
+with ui.guarded("Assumption contrast"):
+    if data.is_ready("assumption_contrast") or st.button("Compute the contrast (about 30 s, once per server)",
+                                                         key="w_method_contrast"):
+        from offeval_core.analyses.assumptions import contrast_figure
+
+        res = ui.with_progress("Simulating 10 small worlds with and without each switch…",
+                               data.is_ready("assumption_contrast"), data.assumption_contrast_result)
+        ui.show_figure(contrast_figure(res), key="assumption_contrast", name="assumption_contrast",
+                       take=res.takeaway)
+        ui.show_table(res.summary, key="assumption_contrast", name="assumption_contrast",
+                      caption="Per switch and world: (seed, policy) rows, share whose relative-bias CI excludes 0, "
+                              "mean |relative bias|, mean CI coverage of the truth.")
+
 st.header("Estimators")
 st.markdown(
     "Per session τ, target policy R, target discount D, exposure model D0 of the logged ranks, clip m ≥ 1:\n\n"

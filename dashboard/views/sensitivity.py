@@ -32,8 +32,9 @@ with ui.controls():
                              "significant (the paper) or all of them")
     alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001],
                             key="w_sens_alpha")
-    all_rewards = e.toggle("All rewards", key="w_sens_all", help="Pool the settings of every reward column "
-                                                                   "(computes each reward's moments once)")
+    all_rewards = e.toggle("All rewards", value=True, key="w_sens_all",
+                           help="Pool the settings of every reward column, as KDD'24 Fig. 1 pools its reward "
+                                "signals (computes each reward's moments once)")
 if not metrics:
     st.warning("Choose at least one metric in the page controls to draw the chart.", icon=":material/warning:")
     st.stop()

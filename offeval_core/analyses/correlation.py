@@ -35,7 +35,7 @@ from offeval_core.logs import LOGGING_POLICY
 from offeval_core.validation import check_choice
 
 __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "correlation_series_figure",
-           "default_variants", "offline_online_correlation"]
+           "default_variants", "is_identity", "offline_online_correlation"]
 
 MIN_DAYS = 4
 POLICY_ARMS = {LOGGING_POLICY: "control", "treatment": "treatment"}
@@ -59,8 +59,11 @@ class CorrelationResult:
     """Result of :func:`offline_online_correlation`.
 
     ``table`` (tidy): experiment_id, reward, policy, policy_label, variant, metric, discount, exposure, clip,
-    n_days, r, p_value, significant (p < 0.05), best (highest r of its row). ``daily``: the per-day
-    online and offline values the correlations were computed from.
+    n_days, r, p_value, significant (p < 0.05), identity, best (highest r of its row among the non-identity
+    cells). ``identity`` marks cells that equal the online control by construction: DCG of the logging policy
+    with D = D0 and m = ∞ is Σ_i c_i · D(r_i)/D0(r_i) = Σ_i c_i, the observed reward of the control arm, so
+    r = 1 whatever the logs (see :func:`is_identity`); such cells are reported, never ranked. ``daily``:
+    the per-day online and offline values the correlations were computed from.
     """
 
     table: pd.DataFrame
@@ -97,6 +100,10 @@ class CorrelationResult:
                 if np.isnan(rec["r"]):
                     cells.append("<td>–</td><td>–</td>")
                     continue
+                if rec["identity"]:
+                    cells.append(f'<td style="color:#888" title="identity: offline on the logging policy '
+                                 f'equals the online control by construction">≡ {rec["r"]:.2f}</td><td>–</td>')
+                    continue
                 txt = f"{rec['r']:.2f}" + ("<sup>†</sup>" if rec["significant"] else "")
                 if rec["best"]:
                     txt = f"<b>{txt}</b>"
@@ -107,7 +114,9 @@ class CorrelationResult:
                         f"<th>{html.escape(str(pol))}</th>{''.join(cells)}</tr>")
         caption = (f"Correlation across days between the online mean reward per session and offline metrics "
                    f"({ {'pearson': 'Pearson', 'kendall': 'Kendall', 'spearman': 'Spearman'}[self.method] } "
-                   f"{sym}, two-tailed p). † p &lt; {self.alpha:g}; bold: best per row. R₀ = logging policy "
+                   f"{sym}, two-tailed p). † p &lt; {self.alpha:g}; bold: best per row; ≡: identity (DCG of the logging "
+                   f"policy with D = D0 at m = ∞ is the control arm's observed reward, r = 1 by construction; not "
+                   f"ranked). R₀ = logging policy "
                    f"(control arm), Rₜ = target policy (treatment arm); offline values on control logs.")
         style = ("<style>.t2{border-collapse:collapse;font:13px Helvetica,Arial,sans-serif}"
                  ".t2 td,.t2 th{padding:3px 8px;text-align:right;border-bottom:1px solid #ddd}"
@@ -223,9 +232,13 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                          "r": r, "p_value": p})
     table = pd.DataFrame(rows)
     table["significant"] = table["p_value"] < alpha
-    best = table.groupby(["experiment_id", "reward", "policy"], sort=False)["r"].transform("max")
+    table["identity"] = [is_identity(Variant(m, d, e, c), pol) for m, d, e, c, pol in
+                         zip(table["metric"], table["discount"], table["exposure"], table["clip"], table["policy"],
+                             strict=True)]
+    ranked = table["r"].where(~table["identity"])
+    best = ranked.groupby([table["experiment_id"], table["reward"], table["policy"]], sort=False).transform("max")
     # ties within 1e-9 (e.g. two variants that coincide on binary rewards) share the bold
-    table["best"] = table["r"].notna() & np.isclose(table["r"], best, rtol=0, atol=1e-9)
+    table["best"] = ranked.notna() & np.isclose(ranked, best, rtol=0, atol=1e-9)
     pol_order = {p: i for i, p in enumerate(pols)}
     table = table.sort_values(["experiment_id", "reward", "policy"], key=lambda s: s.map(pol_order)
                               if s.name == "policy" else s, kind="stable").reset_index(drop=True)
@@ -243,8 +256,24 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                              warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels)
 
 
+def is_identity(variant: Variant, policy: str) -> bool:
+    """Whether an offline cell equals the online control by construction (so its r = 1 is no evidence).
+
+    DCG of the logging policy R0 with D = D0 and no clip: every logged row has weight D(r_i) / D0(r_i) = 1, so the
+    per-session value is Σ_i c_i, the observed reward of that control session (KDD'24 Eq. 9 with R = R0).
+
+    >>> is_identity(Variant("dcg", "pbm", "pbm", math.inf), "logging"), is_identity(Variant("dcg", "pbm", "pbm",
+    ...     math.inf), "treatment"), is_identity(Variant("dcg", "log2", "pbm", math.inf), "logging")
+    (True, False, False)
+    """
+    return (policy == LOGGING_POLICY and variant.metric == "dcg" and variant.discount == variant.exposure
+            and math.isinf(variant.clip))
+
+
 def _takeaway(table: pd.DataFrame, labels, method) -> str:
     sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[method]
+    n_identity = int((table["identity"] & table["r"].notna()).sum())
+    table = table[~table["identity"]]
     med = table.groupby("variant")["r"].median()
     wins = table[table["best"]].groupby("variant").size()
     n_rows = table.groupby(["experiment_id", "reward", "policy"]).ngroups
@@ -257,4 +286,30 @@ def _takeaway(table: pd.DataFrame, labels, method) -> str:
     worst = min(others, key=lambda lab: med[lab]) if others else None
     if worst is not None:
         text += f"; {worst} is weakest (median {sym} = {med[worst]:.2f})"
-    return text + "."
+    text += "."
+    text += " " + _paper_verdict(table, sym)
+    if n_identity:
+        text += (f" {n_identity} R₀ cell(s) marked ≡ are identities (DCG with D = D0 at m = ∞ on the logging "
+                 f"policy is the control arm's observed reward) and are not ranked.")
+    return text
+
+
+def _paper_verdict(table: pd.DataFrame, sym: str) -> str:
+    """Whether KDD'24 Table 2's finding holds on the target-policy rows: DCG with the learnt PBM on de-biased
+    labels tracks the online reward better than DCG with the log2 discount (raw or de-biased labels)."""
+    t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
+    pbm_q = t[(t["discount"] == "pbm") & (t["exposure"] == "pbm") & (t["clip"] > 1)]
+    log2 = t[t["discount"] == "log2"]
+    if pbm_q.empty or log2.empty or pbm_q["r"].dropna().empty or log2["r"].dropna().empty:
+        return ""
+    a = pbm_q.groupby("variant")["r"].median()
+    b = log2.groupby("variant")["r"].median()
+    best_pbm, best_log2 = a.idxmax(), b.idxmax()
+    if a[best_pbm] > b[best_log2]:
+        return (f"KDD'24 Table 2's finding holds on the target-policy rows: {best_pbm} (median {sym} = "
+                f"{a[best_pbm]:.2f}) beats the best log2 variant, {best_log2} ({b[best_log2]:.2f}).")
+    return (f"KDD'24 Table 2's finding does not hold on the target-policy rows of these logs: the best log2 "
+            f"variant, {best_log2} (median {sym} = {b[best_log2]:.2f}), is at least as good as the learnt-PBM "
+            f"de-biased {best_pbm} ({a[best_pbm]:.2f}); check the position-bias diagnostics (a PBM pooled over "
+            f"days with different scroll depths is wrong on each day) and the noise of large weights (try a "
+            f"clip).")

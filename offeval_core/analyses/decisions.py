@@ -33,7 +33,7 @@ from offeval_core.estimators import online_results, summarize_groups
 from offeval_core.validation import check_level
 
 __all__ = ["DEFAULT_ESTIMATORS", "DecisionResult", "classify", "decide", "decision_boxes", "decision_figure",
-           "summarize_boxes"]
+           "recommended_estimator", "summarize_boxes"]
 
 DEFAULT_ESTIMATORS: tuple[Variant, ...] = (
     Variant("dcg", "pbm", "pbm", 1.0), Variant("dcg", "pbm", "pbm", math.inf), Variant("ndcg", "pbm", "pbm", math.inf),
@@ -88,6 +88,7 @@ class DecisionResult:
     level: float
     relative: bool
     takeaway: str
+    recommended: str = ""
 
 
 def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATORS, policy: str = "treatment",
@@ -161,7 +162,37 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
     summary = summarize_boxes(boxes, labels, reference=ref)
     takeaway = _takeaway(summary, labels)
     return DecisionResult(boxes=boxes, summary=summary, estimators=labels, reference=ref, policy=policy,
-                          level=level, relative=relative, takeaway=takeaway)
+                          level=level, relative=relative, takeaway=takeaway,
+                          recommended=labels[recommended_estimator(ests)])
+
+
+# What the papers recommend, most preferred first: Gilotte et al. (WSDM'18, Sec. 6, Fig. 3) find the more local
+# normalisation the better (PointNCIS > PieceNCIS > NCIS > CIS); Jeunen et al. (KDD'24, Sec. 6.2) recommend
+# de-biased DCG with a tuned finite clip over raw labels (m = 1) and over m = ∞.
+_PREFERENCE = ("point-ncis", "piece-ncis", "ncis")
+
+
+def recommended_estimator(estimators) -> int:
+    """Index of the estimator the papers recommend among ``estimators`` (the one a page should open on):
+    PointNCIS, else PieceNCIS, else NCIS (Gilotte Sec. 6), else DCG at the largest finite clip m > 1, else
+    DCG at m = ∞ (KDD'24 Sec. 6.2), else the first.
+
+    >>> recommended_estimator([Variant("dcg", "pbm", "pbm", 1.0), Variant("dcg", "pbm", "pbm", 64.0),
+    ...                        Variant("dcg", "pbm", "pbm", math.inf), Variant("ndcg", "pbm", "pbm", math.inf)])
+    1
+    """
+    ests = [as_variant(e, name="estimators entry") for e in estimators]
+    for name in _PREFERENCE:
+        for i, e in enumerate(ests):
+            if e.metric == name:
+                return i
+    finite = [(e.clip, i) for i, e in enumerate(ests) if e.metric == "dcg" and 1 < e.clip < math.inf]
+    if finite:
+        return max(finite)[1]
+    for i, e in enumerate(ests):
+        if e.metric == "dcg" and math.isinf(e.clip):
+            return i
+    return 0
 
 
 def _rel(x: float, base: float) -> float:

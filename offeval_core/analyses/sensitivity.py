@@ -25,7 +25,7 @@ from offeval_core.engine import Moments
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, online_results, select_clips
 from offeval_core.validation import check_choice, check_level
 
-__all__ = ["SensitivityResult", "sensitivity", "sensitivity_figure"]
+__all__ = ["SensitivityResult", "paper_verdict", "sensitivity", "sensitivity_figure"]
 
 SETTING_KEYS = ("experiment_id", "day", "reward")
 
@@ -207,4 +207,55 @@ def _takeaway(table, best, n, selection, alpha, level) -> str:
         parts.append(f"{label[metric]} detects {pct(t.loc[m, 'tpr'])} at m = {clip_text(m)}{extra}")
     scope = f"the {n} settings with a significant online effect" if selection == "significant" \
         else f"{n} settings"
-    return f"Of {scope}, at {level:.0%} confidence " + "; ".join(parts) + "."
+    text = f"Of {scope}, at {level:.0%} confidence " + "; ".join(parts) + "."
+    verdict = paper_verdict(table)
+    return text + (" " + verdict if verdict else "")
+
+
+def paper_verdict(table: pd.DataFrame) -> str:
+    """KDD'24 Fig. 1's three findings checked on a :class:`SensitivityResult` table, each with its counts:
+    IPS weighting (m > 1) detects more than raw labels (m = 1); DCG's TPR at m = ∞ is below its best finite m;
+    DCG's TPR is at least nDCG's. Each says "holds" or "does not hold on these logs".
+
+    >>> t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 16.0, math.inf] * 2,
+    ...                   "n_detected": [2, 9, 7, 2, 2, 2], "n_settings": [20] * 6})
+    >>> print(paper_verdict(t))
+    Fig. 1 findings: IPS weighting raises DCG's detections from 2 to 9 of 20 (holds); nDCG's stay at 2 of 20 (does not hold on these logs); DCG at m = ∞ detects 7, below its best finite m (9): its variance costs detections (holds); DCG detects at least as many as nDCG at 3 of 3 clip values (holds).
+    """
+    if table.empty or int(table["n_settings"].max()) == 0:
+        return ""
+    n = int(table["n_settings"].max())
+    det = {m: part.set_index("clip")["n_detected"].astype(int) for m, part in table.groupby("metric")}
+    out = []
+    for metric in ("dcg", "ndcg"):
+        d = det.get(metric)
+        if d is None or 1.0 not in d.index:
+            continue
+        finite = d.drop(index=[c for c in d.index if c == 1.0 or math.isinf(c)])
+        if finite.empty:
+            continue
+        name = "DCG" if metric == "dcg" else "nDCG"
+        if finite.max() > d.loc[1.0]:
+            out.append(f"IPS weighting raises {name}'s detections from {d.loc[1.0]} to {finite.max()} of {n} (holds)"
+                       if metric == "dcg" else f"nDCG's from {d.loc[1.0]} to {finite.max()} (holds)")
+        else:
+            out.append(f"IPS weighting does not raise {name}'s detections ({d.loc[1.0]} at m = 1, at most "
+                       f"{finite.max()} at m > 1 of {n}; does not hold on these logs)" if metric == "dcg" else
+                       f"nDCG's stay at {d.loc[1.0]} of {n} (does not hold on these logs)")
+    d = det.get("dcg")
+    if d is not None and any(math.isinf(c) for c in d.index):
+        finite = d.drop(index=[c for c in d.index if math.isinf(c)])
+        inf = d.loc[math.inf]
+        if not finite.empty and inf < finite.max():
+            out.append(f"DCG at m = ∞ detects {inf}, below its best finite m ({finite.max()}): its variance costs "
+                       f"detections (holds)")
+        elif not finite.empty:
+            out.append(f"DCG at m = ∞ detects {inf}, as many as its best finite m ({finite.max()}): the weights "
+                       f"are not large enough here for their variance to cost detections (does not hold on "
+                       f"these logs)")
+    if "dcg" in det and "ndcg" in det:
+        common = det["dcg"].index.intersection(det["ndcg"].index)
+        ge = int((det["dcg"].loc[common] >= det["ndcg"].loc[common]).sum())
+        holds = "holds" if ge > len(common) / 2 else "does not hold on these logs"
+        out.append(f"DCG detects at least as many as nDCG at {ge} of {len(common)} clip values ({holds})")
+    return ("Fig. 1 findings: " + "; ".join(out) + ".") if out else ""

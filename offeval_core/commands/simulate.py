@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offeval_core.simulate import PRESETS, preset_config, survival_curve, write_world
+from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, survival_curve, write_world
 
 
 def register(subparsers) -> None:
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--impressions", type=int, default=None, metavar="N",
                    help="target number of logged impressions (sets the sessions per experiment-day-arm)")
     p.add_argument("--days", type=int, default=None, help="number of days")
-    p.add_argument("--survival", choices=["learnt", "exponential"], default=None,
+    p.add_argument("--survival", choices=list(SURVIVALS), default=None,
                    help="viewing curve P(V=1|R=r): heavy-tailed 'learnt' (default) or 'exponential'")
     p.add_argument("--cascade", action="store_true", help="break Asm. 2: stopping is likelier after a reward")
     p.add_argument("--reward-interactions", action="store_true",
