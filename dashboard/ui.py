@@ -203,40 +203,96 @@ def takeaway(text: str) -> None:
     st.markdown(f'<div class="offeval-takeaway">{escape_html(text)}</div>', unsafe_allow_html=True)
 
 
+PRESENT_CHART_HEIGHT = 430  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
+
+
 def _style(fig: go.Figure, present: bool) -> go.Figure:
     if present:
-        fig.update_layout(font={"size": 18}, title_font={"size": 22})
+        fig = go.Figure(fig)
+        fig.update_layout(font={"size": 17}, title_font={"size": 20}, height=PRESENT_CHART_HEIGHT,
+                          margin={"t": 50, "b": 90}, legend={"y": -0.22})
     return fig
+
+
+def export_settings(c: Context | None) -> dict[str, object]:
+    """The settings a chart or table of the current page depends on (for export captions and file names)."""
+    if c is None or c.dataset is None:
+        return {}
+    st_ = c.settings
+    out: dict[str, object] = {"reward": c.reward, "policy": c.policy, "D": st_.discount, "D0": st_.exposure,
+                              "m": st_.clip, "level": st_.level}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _settings_text(settings: dict[str, object]) -> str:
+    from offeval_core.formatting import clip_text
+
+    return ", ".join(f"{k} = {clip_text(v) if k == 'm' else v}" for k, v in settings.items())
+
+
+def _export_figure(fig: go.Figure, *, take: str | None, c: Context | None) -> go.Figure:
+    """The figure as exported: its title with the takeaway under it, and a footer naming the dataset, the
+    settings and the date (so a PNG / SVG pasted into a slide says where it comes from)."""
+    import datetime as _dt
+
+    out = go.Figure(fig)
+    title = (out.layout.title.text or "") if out.layout.title else ""
+    if take:
+        plain = re.sub(r"<[^>]+>|\*\*", "", take)
+        wrapped = "<br>".join(_wrap(plain, 120))
+        out.update_layout(title={"text": f"{title}<br><span style='font-size:13px'>{wrapped}</span>"},
+                          margin={"t": 70 + 18 * wrapped.count("<br>") + 20})
+    dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
+    footer = (f"Dataset: {dataset} · {_settings_text(export_settings(c))} · exported "
+              f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC · offeval")
+    out.add_annotation(text=footer, xref="paper", yref="paper", x=0, y=0, yshift=-(out.layout.margin.b or 80) + 8,
+                       xanchor="left", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#555"})
+    return out
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return lines + ([line] if line else [])
 
 
 def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None, select: bool = False):
     """A chart with its takeaway above and PNG / SVG / HTML export buttons below; with ``select`` the chart
-    reports clicked points (the selection event is returned)."""
+    reports clicked points (the selection event is returned). Exports carry the title, the takeaway, the
+    dataset, the settings and the date; their file names carry the settings."""
+    from offeval_core.formatting import file_stem
+
     c = st.session_state.get(CTX_KEY)
     present = bool(c and c.present)
     if take:
         takeaway(take)
-    fig = _style(sanitize_figure(fig), present)  # names from the data show as text, not markup
+    shown = _style(sanitize_figure(fig), present)  # names from the data show as text, not markup
     sel = {"on_select": "rerun", "selection_mode": "points"} if select else {}
-    event = st.plotly_chart(fig, key=f"chart_{key}", config={"displaylogo": False},
-                            theme=None if present else "streamlit", **sel)
-    cols = st.columns([1, 1, 1, 4], gap="small")
+    event = st.plotly_chart(shown, key=f"chart_{key}", config={"displaylogo": False}, theme="streamlit", **sel)
+    stem = file_stem(name, export_settings(c))
+    row = st.container(horizontal=True, gap="small")
 
     def static(fmt: str) -> Callable[[], bytes]:
         def render() -> bytes:
             from offeval_core.export import figure_to_bytes
 
-            return figure_to_bytes(fig, fmt, width=1100)
+            return figure_to_bytes(_export_figure(fig, take=take, c=c), fmt, width=1100)
         return render
 
-    cols[0].download_button("PNG", static("png"), file_name=f"{name}.png", mime="image/png",
-                            key=f"png_{key}", on_click="ignore", icon=":material/image:",
-                            help="Static PNG rendered by kaleido with the system Chromium")
-    cols[1].download_button("SVG", static("svg"), file_name=f"{name}.svg", mime="image/svg+xml",
-                            key=f"svg_{key}", on_click="ignore", icon=":material/draw:")
-    cols[2].download_button("HTML", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
-                            file_name=f"{name}.html", mime="text/html", key=f"html_{key}", on_click="ignore",
-                            icon=":material/public:", help="Interactive chart, works offline")
+    row.download_button("PNG", static("png"), file_name=f"{stem}.png", mime="image/png",
+                        key=f"png_{key}", on_click="ignore", icon=":material/image:",
+                        help="Static PNG (title, takeaway, dataset, settings and date included)")
+    row.download_button("SVG", static("svg"), file_name=f"{stem}.svg", mime="image/svg+xml",
+                        key=f"svg_{key}", on_click="ignore", icon=":material/draw:")
+    row.download_button("HTML", lambda: _export_figure(fig, take=take, c=c).to_html(include_plotlyjs=True,
+                                                                                    full_html=True),
+                        file_name=f"{stem}.html", mime="text/html", key=f"html_{key}", on_click="ignore",
+                        icon=":material/public:", help="Interactive chart, works offline")
     return event
 
 
@@ -246,9 +302,17 @@ def _fmt_value(v):
     return v
 
 
+DEFAULT_UNITS = ("effects and estimates per session (mean over sessions of the per-session value); rates and "
+                 "shares in [0, 1]; clip = m (inf = unclipped); p-values one-sided unless named two-sided")
+
+
 def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = None, height: int | None = None,
-               column_config: dict | None = None) -> None:
-    """A table with a CSV download of exactly what is shown."""
+               column_config: dict | None = None, units: str | None = None) -> None:
+    """A table with a CSV download of exactly what is shown; folded behind a checkbox in presentation mode."""
+    c = st.session_state.get(CTX_KEY)
+    if c is not None and c.present and not st.checkbox(f"Show the table ({name.replace('_', ' ')})",
+                                                       key=f"show_{key}"):
+        return
     shown = df.copy()
     if "clip" in shown.columns:
         shown["clip"] = [("∞" if math.isinf(x) else f"{x:g}") if isinstance(x, float) else x
@@ -256,13 +320,23 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
     kwargs = {"height": height} if height else {}
     st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
 
-    def csv() -> str:  # text cells that a spreadsheet would run as formulas are neutralised
+    def csv() -> str:
+        import datetime as _dt
+
         buf = io.StringIO()
-        neutralise_frame(df).to_csv(buf, index=False)
+        dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
+        buf.write(f"# {name.replace('_', ' ')} · dataset: {dataset} · {_settings_text(export_settings(c))} · "
+                  f"exported {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC by offeval\n")
+        buf.write(f"# units: {units or DEFAULT_UNITS}\n")
+        neutralise_frame(df).to_csv(buf, index=False)  # formula-leading text cells neutralised
         return buf.getvalue()
 
-    st.download_button("Download CSV", csv, file_name=f"{name}.csv", mime="text/csv", key=f"csv_{key}",
-                         on_click="ignore", icon=":material/download:")
+    from offeval_core.formatting import file_stem
+
+    st.download_button("Download CSV", csv, file_name=f"{file_stem(name, export_settings(c))}.csv", mime="text/csv",
+                       key=f"csv_{key}", on_click="ignore", icon=":material/download:",
+                       help="Lines starting with # say where the table comes from and its units "
+                            "(pandas: read_csv(..., comment='#'))")
     if caption:
         st.caption(caption)
 
@@ -294,17 +368,22 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
 
 PRESENT_CSS = """
 <style>
-html, body, [class*="stMarkdown"] p, [data-testid="stMetricValue"] { font-size: 1.18rem; }
-[data-testid="stMetricValue"] { font-size: 2.4rem !important; }
-h1 { font-size: 2.8rem !important; }
-.offeval-takeaway { font-size: 1.6rem !important; }
+html, body, [class*="stMarkdown"] p { font-size: 1.15rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
+[data-testid="stMain"] h1 { font-size: 2.1rem !important; padding: 0 0 0.2rem 0 !important; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+[data-testid="stMetricValue"] { font-size: 3rem !important; line-height: 1.15 !important; }
+[data-testid="stMetricLabel"] p { font-size: 1.1rem !important; }
+.offeval-takeaway { font-size: 1.3rem !important; line-height: 1.35; padding: 0.3rem 0.8rem !important; }
+.offeval-deck { font-size: 0.95rem; opacity: 0.75; }
 </style>
 """
 
 BASE_CSS = """
 <style>
 .offeval-takeaway { font-size: 1.12rem; font-weight: 600; border-left: 4px solid #0072B2;
-  padding: 0.35rem 0.8rem; margin: 0.4rem 0 0.6rem 0; background: rgba(0,114,178,0.06); }
+  padding: 0.35rem 0.8rem; margin: 0.4rem 0 0.6rem 0; background: rgba(0,114,178,0.10); }
+[data-testid="stDownloadButton"] button p { white-space: nowrap; }
 [data-testid="stMetricValue"] { font-size: 1.7rem; }
 </style>
 """

@@ -22,11 +22,18 @@ OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "
 """Okabe & Ito's colour-blind-safe palette: blue, vermillion, green, purple, orange, sky, yellow, black."""
 METRIC_COLOURS = {"dcg": "#0072B2", "ndcg": "#D55E00", "pndcg": "#009E73"}
 METRIC_LABELS = {"dcg": "DCG", "ndcg": "nDCG", "pndcg": "pnDCG"}
-DECISION_COLOURS = {"agree": "#009E73", "false positive": "#E69F00", "false negative": "#D55E00",
+DECISION_COLOURS = {"agree": "#009E73", "false positive": "#E69F00", "false negative": "#CC79A7",
                     "other": "#999999"}
+"""Okabe-Ito: bluish green = same decision, orange = false positive, reddish purple = false negative (told
+apart from orange with every colour-vision deficiency), grey = any other disagreement."""
+DECISION_COLOUR_NAMES = {"agree": "green", "false positive": "orange", "false negative": "purple",
+                         "other": "grey"}
 DECISION_DASH = {"agree": "dot", "false positive": "dash", "false negative": "solid", "other": "longdashdot"}
 DECISION_LABELS = {"agree": "same decision", "false positive": "false positive",
                    "false negative": "false negative", "other": "other disagreement"}
+DECISION_CAPTION = ("Green: same decision offline and online; orange: false positive (offline says ship, "
+                    "online does not); purple: false negative (online says ship, offline misses it); grey: any "
+                    "other disagreement (one side negative, the other neutral).")
 FONT = {"family": "Inter, Helvetica, Arial, sans-serif", "size": 13}
 INF_GAP = 2.0  # log2 units between the largest finite clip and the "∞" tick
 
@@ -207,8 +214,8 @@ def agreement_figure(result) -> go.Figure:
 
 def decision_figure(result, estimator: str | None = None) -> go.Figure:
     """Gilotte Fig. 4/5: one box per A/B test, x-extent the offline uplift CI, y-extent the online uplift CI,
-    coloured by decision agreement (green same, orange false positive, red false negative, grey other);
-    the diagonal offline = online and the zero lines drawn."""
+    coloured by decision agreement (green same, orange false positive, purple false negative, grey other),
+    each labelled by its A/B test; the diagonal offline = online and the zero lines drawn."""
     boxes = result.boxes
     est = estimator or result.estimators[0]
     if est not in set(boxes["estimator"]):
@@ -240,10 +247,26 @@ def decision_figure(result, estimator: str | None = None) -> go.Figure:
                              line={"color": "black", "width": 1, "dash": "dash"}, hoverinfo="skip"))
     fig.add_hline(y=0, line={"color": "#666666", "width": 1})
     fig.add_vline(x=0, line={"color": "#666666", "width": 1})
+    _label_boxes(fig, b, span=(hi - lo) or 1.0)
     unit = "relative uplift (%)" if result.relative else "uplift (per session)"
     fig.update_xaxes(title_text=f"offline {unit}, {result.level:.0%} CI")
     fig.update_yaxes(title_text=f"online {unit}, {result.level:.0%} CI")
     return _layout(fig, f"Offline vs online decisions per A/B test — {est}", height=520)
+
+
+def _label_boxes(fig: go.Figure, boxes: pd.DataFrame, *, span: float) -> None:
+    """Name every box by its A/B test at its top-left corner; labels of boxes whose corners nearly coincide
+    (overlapping boxes) are stacked, so two boxes never read as one."""
+    placed: list[tuple[float, float]] = []
+    for r in boxes.sort_values(["online_high", "offline_low"], ascending=[False, True]).itertuples(index=False):
+        x, y = float(r.offline_low), float(r.online_high)
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        near = sum(abs(x - px) < 0.04 * span and abs(y - py) < 0.04 * span for px, py in placed)
+        placed.append((x, y))
+        fig.add_annotation(x=x, y=y, text=str(r.experiment_id), showarrow=False, xanchor="left", yanchor="bottom",
+                           yshift=2 + 16 * near, font={"size": 12, "color": DECISION_COLOURS[r.category]},
+                           bgcolor="rgba(255,255,255,0.75)", name=f"box {r.experiment_id}")
 
 
 def _alpha(hex_colour: str, a: float) -> str:

@@ -102,3 +102,22 @@ def test_serves_the_file_on_127_0_0_1_only(my_csv):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_validate_estimate_and_reduce_speak_the_users_names(my_csv, tmp_path):
+    r = offeval("validate", str(my_csv), "--map", MAP, "--json")
+    import json
+
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["valid"]
+    assert list(out["reward_rates"]) == ["clicked", "completed"]  # no rank column counted as a reward
+    assert out["policies"][:3] == ["production", "treatment", "cand_01"]
+    r = offeval("estimate", str(my_csv), "--map", MAP, "--reward", "clicked", "--policy", "treatment", "--by", "test")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].split()[0] == "test"  # the user's column name heads the table
+    assert [line.split()[0] for line in r.stdout.splitlines()[1:7]] == [f"exp0{i}" for i in range(1, 7)]
+    r = offeval("reduce", str(my_csv), "--out", str(tmp_path / "m.parquet"))
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"offeval reduce: error: {my_csv}: reduce reads Parquet logs only (a file, a "
+                                "directory of Parquet files or a glob); for a CSV use `offeval estimate`, `offeval report` or "
+                                "`offeval dashboard`, or convert it to Parquet first")

@@ -132,7 +132,10 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
     of what each column becomes; applied with one button."""
     cols = [str(x) for x in raw.columns]
     _init_mapping_widgets(raw, info)
-    with st.expander("Column mapping", expanded=expanded, icon=":material/swap_horiz:"):
+    if "w_map_open" not in ss or ss.get("_map_open_for") != info["sha"]:
+        ss["w_map_open"] = expanded  # open when the file needs a mapping; then as the user leaves it
+        ss["_map_open_for"] = info["sha"]
+    with st.expander("Column mapping", key="w_map_open", icon=":material/swap_horiz:"):
         st.caption("Which of your columns holds each schema field (common names such as visit, pos, variant, "
                    "date and test are guessed), which columns are the target policies' ranks, and which are "
                    "rewards. The preview updates as you choose; **Apply mapping** reloads the file.")

@@ -11,15 +11,15 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.analyses import DEFAULT_ESTIMATORS, Variant, decision_figure
 from offeval_core.analyses import variant_label as vlabel
+from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
 ss = st.session_state
 st.title("Offline vs online decisions")
 st.caption("Each A/B test is a box: its width is the offline uplift CI of the target policy over the logging "
-           "policy (on control logs), its height the online uplift CI (treatment − control). Green: same "
-           "decision; orange: offline says ship, online does not (false positive); red: online says ship, "
-           "offline misses it (false negative).")
+           "policy (on control logs), its height the online uplift CI (treatment − control), its label the "
+           "A/B test. " + DECISION_CAPTION)
 if not ui.needs(c, policy=True, arms=True):
     st.stop()
 experiments = list(c.dataset.experiments)

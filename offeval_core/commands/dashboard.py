@@ -91,7 +91,8 @@ def run(args) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.port", str(args.port),
            "--server.address", args.host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     print(f"offeval dashboard: serving at http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
-    proc = subprocess.Popen(cmd, env=env)
+    root = app_path().parents[1]  # the project's .streamlit/config.toml (theme, upload size) applies
+    proc = subprocess.Popen(cmd, env=env, cwd=root if (root / ".streamlit" / "config.toml").exists() else None)
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -79,10 +79,10 @@ def run(args) -> int:
     check_level(args.level)
     estimator = _estimator(args)
     mapping = parse_mapping(args.map)
-    logs = read_logs(args.logs, columns=mapping)
+    logs = read_logs(args.logs, columns=mapping, guess=True)
     clip = parse_clip(args.clip)
     logs.check_reward(args.reward)
-    by = [k.strip() for k in args.by.split(",") if k.strip()]
+    by = [logs.schema_name(k.strip()) for k in args.by.split(",") if k.strip()]  # the user's names work
     if estimator in DCG_FAMILY:
         return _run_dcg(args, logs, clip, by, estimator)
     if estimator in slate_cli.SLATE_ESTIMATORS:
@@ -99,13 +99,13 @@ def _run_dcg(args, logs, clip, by, metric) -> int:
                                discount=args.discount, exposure=args.exposure, clip=clip, by=by, level=args.level)
     settings = {"logs": str(args.logs), "reward": args.reward, "policy": policy or "logging",
                 "estimator": metric, "metric": metric, "discount": args.discount, "exposure": args.exposure,
-                "clip": clip_value(clip), "level": args.level, "by": by,
+                "clip": clip_value(clip), "level": args.level, "by": [logs.user_name(k) for k in by],
                 "ndcg_rule": args.ndcg_rule, "offline_arm": "control", "scale": "session",
                 "units": "mean per session"}
     if args.json:
         print(json.dumps({"settings": settings, "groups": [r.to_dict() for r in results]}, indent=2))
         return 0
-    print(_table(results, by, args.level, policy, metric, "mean per session"))
+    print(_table(results, by, args.level, policy, metric, "mean per session", names=logs.columns))
     return 0
 
 
@@ -179,7 +179,8 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(_table(results, by, args.level, args.policy, ESTIMATORS[key].label, units, online=impression_online))
+    print(_table(results, by, args.level, args.policy, ESTIMATORS[key].label, units, online=impression_online,
+                 names=logs.columns))
     if len(diags):
         dd = diags.iloc[0]
         print(f"weights: ESS {dd['ess']:.1f} of {int(dd['w_rows'])} rows, max weight {dd['max_weight']:.3g}, "
@@ -202,9 +203,9 @@ def _fmt(est) -> str:
     return f"{est.value:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}]"
 
 
-def _table(results, by, level, policy, label, units, online=None) -> str:
+def _table(results, by, level, policy, label, units, online=None, names=None) -> str:
     lvl = f"{level:.0%}"
-    head = [*by, f"logging {label}"]
+    head = [*((names or {}).get(k, k) for k in by), f"logging {label}"]
     if policy:
         head += [f"{policy} {label}", "effect", "p(effect≤0)"]
     head += ["online control", "online treatment", "online effect", "p (2-sided)"]

@@ -52,9 +52,28 @@ def _check_logs(path: str) -> None:
     if any(ch in path for ch in "*?[") or "://" in path or os.path.isdir(path):
         return
     if file_kind(path) != "parquet":
-        raise UnreadableInput(f"{path}: `offeval reduce` reads Parquet logs (.parquet); convert CSV logs "
-                              "first or use `offeval report` on them", source=path)
+        raise UnreadableInput(f"{path}: reduce reads Parquet logs only (a file, a directory of Parquet files or "
+                              "a glob); for a CSV use `offeval estimate`, `offeval report` or `offeval dashboard`, "
+                              "or convert it to Parquet first", source=path)
     open_regular(path, source=path).close()
+
+
+def _mapping(logs: str, text: str | None) -> dict[str, str]:
+    """The --map entries, patterns (rank__*=pos_*) expanded over the Parquet schema (the reduce reads Parquet
+    where it lies, without loading it)."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from offeval_core.mapping import expand_mapping
+
+    path = Path(logs)  # a named file is a Parquet file here (checked by _check_logs)
+    mapping = parse_mapping(text)
+    if any("*" in k for k in mapping):
+        first = path if path.is_file() else next(iter(sorted(path.glob("**/*.parquet"))), None)
+        names = pq.read_schema(first).names if first is not None else []
+        mapping = expand_mapping(names, mapping)
+    return mapping
 
 
 def run(args) -> int:
@@ -68,7 +87,7 @@ def run(args) -> int:
         backend = connect_spark(args.spark_master)
     else:
         backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
-    source = source_from_files(args.logs, backend, columns=parse_mapping(args.map),
+    source = source_from_files(args.logs, backend, columns=_mapping(args.logs, args.map),
                                rewards=_split(args.rewards) or None)
     policies = _split(args.policies) or source.policies
     clips = tuple(parse_clip(c) for c in _split(args.clips)) or DEFAULT_CLIPS

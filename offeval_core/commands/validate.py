@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     try:
-        logs = read_logs(args.logs, columns=parse_mapping(args.map), rewards=args.reward)
+        logs = read_logs(args.logs, columns=parse_mapping(args.map), rewards=args.reward, guess=True)
     except LogValidationError as exc:
         if args.json:
             print(json.dumps({"source": exc.source, "valid": False, "problems": exc.problems}, indent=2))

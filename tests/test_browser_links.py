@@ -1,0 +1,252 @@
+"""End-to-end, on a file with the user's own column names served by `offeval dashboard FILE --map …`:
+links reproduce the view exactly (every page, compared by the charts' figure JSON in a fresh browser
+context), Back / Forward step through changes, and an upload is mapped in the browser form, policies
+included."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pandas as pd
+import pytest
+
+from tests.user_names import MAP, user_named
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+playwright = pytest.importorskip("playwright.sync_api")
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LOAD = 240_000
+VIEWPORT = {"width": 1280, "height": 1400}
+
+# each page with non-default controls (page controls and global ones)
+VIEWS = {
+    "data": "?pbm_p=0.6&pbm_ranks=12",
+    "sensitivity": "?sens_alpha=0.01&sens_all=1&sens_sel=all&sens_metrics=dcg&level=0.9",
+    "correlation": "?method=kendall&reward=completed&corr_row_pick=1",
+    "dcg-vs-ndcg": "?agr_boot=0&agr_policies=production,treatment,cand_01&clip=64&t1_norm=top1",
+    "decisions": "?dec_rel=1&estimators=dcg:1,ndcg:inf&dec_est=nDCG+(pbm,+Q̂)&level=0.95",
+    "clip-tuning": "?clip_rule=mse&clip=16&policy=cand_02&discount=log2",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def user_csv(tmp_path_factory):
+    from offeval_core.simulate import preset_config, write_world
+
+    world = tmp_path_factory.mktemp("world")
+    write_world(preset_config("small"), world, seed=11)
+    frame = user_named(pd.read_parquet(world / "logs.parquet"))
+    path = tmp_path_factory.mktemp("user") / "my_logs.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(user_csv):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
+    port = _free_port()
+    cmd = [sys.executable, "-m", "offeval_core.cli", "dashboard", str(user_csv), "--map", MAP, "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the dashboard did not become healthy within 90 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def tab(chromium):
+    ctx = chromium.new_context(viewport=VIEWPORT)
+    pg = ctx.new_page()
+    yield pg
+    ctx.close()
+
+
+def settle(pg, *, timeout: float = LOAD) -> None:
+    pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    time.sleep(0.3)
+    pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    charts = pg.get_by_test_id("stPlotlyChart")
+    for i in range(charts.count()):
+        charts.nth(i).locator(".main-svg").first.wait_for(timeout=60_000)
+
+
+def open_page(pg, url: str) -> None:
+    pg.goto(url)
+    pg.get_by_test_id("stSidebar").wait_for(timeout=LOAD)
+    pg.get_by_role("heading", level=1).first.wait_for(timeout=LOAD)
+    settle(pg)
+
+
+FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => JSON.stringify({
+  data: gd.data,
+  layout: {title: gd.layout.title, shapes: gd.layout.shapes, annotations: gd.layout.annotations,
+           xaxis: gd.layout.xaxis && gd.layout.xaxis.title, yaxis: gd.layout.yaxis && gd.layout.yaxis.title}}))"""
+
+
+COUNTS_JS = """() => [document.querySelectorAll('[data-testid=stPlotlyChart]').length,
+  Array.from(document.querySelectorAll('.js-plotly-plot')).filter(gd => gd.data).length]"""
+
+
+def figures(pg) -> list[dict]:
+    """The figure JSON of every chart on the page, once every chart element has drawn its figure."""
+    deadline = time.monotonic() + 60
+    last = None
+    while time.monotonic() < deadline:
+        elements, drawn = pg.evaluate(COUNTS_JS)
+        now = [json.loads(x) for x in pg.evaluate(FIGURES_JS)] if elements == drawn else None
+        if now is not None and now == last:
+            return now
+        last = now
+        time.sleep(0.5)
+    raise AssertionError("the charts were not drawn within 60 s")
+
+
+def copied_link(pg) -> str:
+    settle(pg)
+    pg.get_by_test_id("stSidebar").get_by_text("Copy link to this view").click(timeout=60_000)
+    code = pg.get_by_test_id("stPopoverBody").get_by_test_id("stCode").first
+    code.wait_for(timeout=30_000)
+    link = code.inner_text().strip()
+    pg.keyboard.press("Escape")
+    return link
+
+
+def errors(pg) -> list[str]:
+    return pg.get_by_test_id("stAlertContentError").all_inner_texts()
+
+
+@pytest.mark.parametrize("path", list(VIEWS))
+def test_a_copied_link_reproduces_the_view_in_a_fresh_browser(server, chromium, tab, path):
+    query = VIEWS[path]
+    open_page(tab, f"{server}/{'' if path == 'data' else path}{query}")
+    assert tab.get_by_test_id("stException").count() == 0
+    assert not errors(tab), errors(tab)
+    figs = figures(tab)
+    assert figs, f"{path}: no chart"
+    link = copied_link(tab)
+    assert urlsplit(link).path == ("/" if path == "data" else f"/{path}")
+    # every control given (except the unknown corr_row_pick, which is ignored) is in the copied link
+    given = {k: v[0] for k, v in parse_qs(urlsplit(query).query).items() if k != "corr_row_pick"}
+    got = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert got == given
+    # the view differs from the default one: the controls matter
+    other = chromium.new_context(viewport=VIEWPORT).new_page()
+    try:
+        open_page(other, f"{server}/{'' if path == 'data' else path}")
+        assert figures(other) != figs, f"{path}: the non-default controls did not change any chart"
+        open_page(other, link)
+        assert figures(other) == figs
+    finally:
+        other.context.close()
+
+
+def test_controls_set_in_the_page_travel_and_back_forward_step_through_them(server, chromium, tab):
+    """The issue's example: Sensitivity with p < 0.01 and all rewards, set with the mouse."""
+    open_page(tab, f"{server}/sensitivity?sens_sel=all")
+    start = tab.url
+    toggle = tab.get_by_test_id("stCheckbox").filter(has_text="All rewards").locator("input")
+    toggle.check(force=True)  # the toggle
+    settle(tab)
+    after_toggle = tab.url
+    assert "sens_all=1" in after_toggle
+    slider = tab.get_by_test_id("stMain").get_by_role("slider").first
+    slider.focus()
+    tab.keyboard.press("ArrowLeft")  # p < 0.001 → p < 0.01
+    settle(tab)
+    assert "sens_alpha=0.01" in tab.url
+    figs = figures(tab)
+    link = copied_link(tab)
+    other = chromium.new_context(viewport=VIEWPORT).new_page()
+    try:
+        open_page(other, link)
+        assert figures(other) == figs
+    finally:
+        other.context.close()
+    # Back steps to the view before the last change, then before the toggle; Forward returns
+    tab.go_back()
+    settle(tab)
+    assert tab.url == after_toggle
+    assert "sens_alpha" not in tab.url and toggle.is_checked()
+    tab.go_back()
+    settle(tab)
+    assert tab.url == start
+    assert not toggle.is_checked()
+    tab.go_forward()
+    settle(tab)
+    assert toggle.is_checked()
+
+
+def test_upload_with_user_names_is_mapped_in_the_form_policies_included(server, tab, user_csv, tmp_path):
+    open_page(tab, f"{server}/")
+    tab.get_by_role("radio", name="Upload a file").click()
+    settle(tab)
+    tab.locator('input[type="file"]').set_input_files(str(user_csv))
+    settle(tab)
+    # guessed at upload: visit, pos, variant, date, test, user_type; policies by the pattern pos_*
+    tab.get_by_text("Column mapping").first.click()
+    settle(tab)
+    pattern = tab.get_by_role("textbox", name="Policy columns (pattern)")
+    assert pattern.input_value() == "pos_*"  # guessed from rank = pos
+
+    form = tab.get_by_test_id("stExpander").filter(has_text="Column mapping")
+    pattern.fill("")
+    pattern.press("Enter")
+    settle(tab)
+    playwright.expect(form).to_contain_text("Preview: 0 target policies, 2 reward column(s)")
+    pattern.fill("pos_*")
+    pattern.press("Enter")
+    settle(tab)
+    playwright.expect(form).to_contain_text("Preview: 12 target policies, 2 reward column(s)")
+    tab.get_by_role("button", name="Apply mapping").click()
+    settle(tab)
+    assert not errors(tab), errors(tab)
+    assert tab.get_by_test_id("stMetric").filter(has_text="Target policies").get_by_test_id("stMetricValue") \
+        .inner_text() == "12"
+    tab.screenshot(path=str(tmp_path / "upload_mapped.png"))
+    tab.goto(f"{server}/dcg-vs-ndcg")  # a new session: the upload is not in it; the served file is
+    settle(tab)
+    assert "cand_10" in json.dumps(figures(tab))
