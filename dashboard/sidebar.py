@@ -90,7 +90,7 @@ def _dataset_key(choice: str) -> tuple[str, str]:
     if choice == "moments":
         path = ss.get("moments_path")
         if not path:
-            return "demo", "No moments file given (add ?moments=PATH to the link). Showing the demo."
+            return "demo", "No moments file given (add ?moments=NAME, a file of the data directory, to the link). Showing the demo."
         return f"mfile:{path}", ""
     return "demo", ""
 

@@ -21,6 +21,8 @@ from offeval_core.errors import (
     LogsOverLimit,
     LogValidationError,
     MissingInput,
+    SpecError,
+    UnknownName,
     UnreadableInput,
     UnreadableLogs,
 )
@@ -80,7 +82,7 @@ class Logs:
 
     def check_reward(self, reward: str) -> str:
         if reward not in self.rewards:
-            raise ValueError(
+            raise UnknownName(
                 f"unknown reward {reward!r}; the logs {self.source} have reward columns: {', '.join(self.rewards)}"
             )
         return reward
@@ -90,7 +92,7 @@ class Logs:
             return None
         if policy not in self.policies:
             known = ", ".join(self.policies) or "none"
-            raise ValueError(
+            raise UnknownName(
                 f"unknown policy {policy!r}: the logs {self.source} have no column "
                 f"'{POLICY_PREFIX}{policy}' (policies found: {known})"
             )
@@ -110,10 +112,11 @@ def parse_mapping(text: str | None) -> dict[str, str]:
         if not part:
             continue
         if "=" not in part:
-            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
+            raise SpecError(f"--map entries must look like schema_name=your_column, got {part!r}",
+                            source="--map", expected="schema_name=your_column")
         key, value = (s.strip() for s in part.split("=", 1))
         if not key or not value:
-            raise ValueError(f"--map entries must look like schema_name=your_column, got {part!r}")
+            raise SpecError(f"--map entries must look like schema_name=your_column, got {part!r}")
         out[key] = value
     return out
 
