@@ -146,7 +146,7 @@ def _dataset_key(choice: str) -> tuple[str, str]:
     if choice == "moments":
         path = ss.get("moments_path")
         if not path:
-            return "demo", "No moments file given (add ?moments=PATH to the link). Showing the demo."
+            return "demo", "No moments file given (add ?moments=NAME, a file of the data directory, to the link). Showing the demo."
         return f"mfile:{path}", ""
     return "demo", ""
 
@@ -278,10 +278,11 @@ def render(page_url_path: str = "") -> ui.Context:
             ss[f"_bad_{wkey}"] = False
 
     if grid is None:
-        box.file_uploader("Discount table (CSV with columns rank, probability)", type=["csv"],
-                          key="w_table_upload", on_change=_on_table_upload,
-                          help="A position-bias curve P(view | rank) of your own: it becomes a 'table:' choice of "
-                               "both discount menus. Files on the server are never opened by path.")
+        with box.popover("Upload a discount table", icon=":material/upload_file:", width="stretch"):
+            st.file_uploader("CSV with columns rank, probability", type=["csv"], key="w_table_upload",
+                             on_change=_on_table_upload,
+                             help="A position-bias curve P(view | rank) of your own: it becomes a 'table:' choice "
+                                  "of both discount menus. Files on the server are never opened by path.")
         if ss.get("_table_error") is not None:
             box.error(f"Discount table: {escape_markdown(ss['_table_error'])}", icon=":material/error:")
 

@@ -128,8 +128,9 @@ class Settings:
 
     ``reward`` / ``policy`` None mean "the first one the data offers" (resolved by the app once the data
     is loaded). ``estimators`` are ``name@clip`` strings (``dcg@1``, ``ncis@inf``), ``variants`` are
-    ``metric:discount:clip`` strings for the correlation table. ``moments`` is the path of a moments file
-    on the server (``offeval reduce``), opened with ``dataset="moments"``.
+    ``metric:discount:clip`` strings for the correlation table. ``moments`` is the plain name of a moments
+    file (``offeval reduce``) in the operator's data directory ``OFFEVAL_DATA_DIR``, opened with
+    ``dataset="moments"``; never a path (docs/security.md).
     """
 
     dataset: str = "demo"
@@ -250,7 +251,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
                 bad(name, raw, str(exc))
         # anything else (e.g. parameters of other tools) is left alone
     if values.get("moments"):
-        values["dataset"] = "moments"  # ?moments=PATH opens the file (it is the only way to name one)
+        values["dataset"] = "moments"  # ?moments=NAME opens that file of the data directory (OFFEVAL_DATA_DIR)
     return Settings(**values, controls=tuple(sorted(controls.items())), problems=tuple(problems))
 
 

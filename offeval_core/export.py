@@ -15,6 +15,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from offeval_core.safe_io import atomic_write_bytes
+
 FORMATS = ("png", "svg", "pdf", "jpeg", "webp")
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
 
@@ -97,16 +99,22 @@ def figure_to_bytes(fig: go.Figure, fmt: str = "png", *, width: int | None = Non
 def export_figures(figures: Mapping[str, go.Figure], out_dir: str | os.PathLike, *,
                    formats: tuple[str, ...] = ("png", "svg"), width: int | None = 1100,
                    scale: float = 2.0) -> list[Path]:
-    """Write every figure in every format to ``out_dir/<name>.<fmt>`` with one kaleido server."""
+    """Write every figure in every format to ``out_dir/<name>.<fmt>`` with one kaleido server.
+
+    Each file is written to a temporary file and renamed (an interrupted export keeps the previous files);
+    names must be plain file names (no folders).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         _opts(fmt, None, None, scale)
+    for name in figures:
+        if not name or Path(name).name != name or name in (".", ".."):
+            raise ValueError(f"figure names must be plain file names, got {name[:60]!r}")
     paths = []
     with ExportServer() as ex:
         for name, fig in figures.items():
             for fmt in formats:
-                p = out / f"{name}.{fmt}"
-                p.write_bytes(ex.to_bytes(fig, fmt, width=width, scale=scale))
+                p = atomic_write_bytes(out / f"{name}.{fmt}", ex.to_bytes(fig, fmt, width=width, scale=scale))
                 paths.append(p)
     return paths

@@ -15,7 +15,8 @@ limit                   environment variable        default       what it bounds
 ``max_table_bytes``     ``OFFEVAL_MAX_TABLE_BYTES``  1 MiB         bytes of a discount table (CSV)
 ======================  ==========================  ============  =====================================
 
-Sizes accept a unit: ``512MB``, ``2GiB``. The data directory (``OFFEVAL_DATA_DIR``) is where the
+Sizes accept a unit: ``512MB``, ``2GiB``. The limits bound files; a pandas DataFrame handed to
+``read_logs`` is already in memory, so only the rank ceiling applies to it. The data directory (``OFFEVAL_DATA_DIR``) is where the
 dashboard looks up moments files and discount tables *by name* (``?moments=NAME``,
 ``table:NAME``); without it the dashboard reads such files only from uploads.
 """

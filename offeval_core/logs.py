@@ -24,6 +24,7 @@ from offeval_core.errors import (
     LogsOverLimit,
     LogValidationError,
     MissingInput,
+    UnknownName,
     UnreadableInput,
     UnreadableLogs,
 )
@@ -94,7 +95,7 @@ class Logs:
 
     def check_reward(self, reward: str) -> str:
         if reward not in self.rewards:
-            raise ValueError(
+            raise UnknownName(
                 f"unknown reward {reward!r}; the logs {self.source} have reward columns: {', '.join(self.rewards)}"
             )
         return reward
@@ -104,7 +105,7 @@ class Logs:
             return None
         if policy not in self.policies:
             known = ", ".join(self.policies) or "none"
-            raise ValueError(
+            raise UnknownName(
                 f"unknown policy {policy!r}: the logs {self.source} have no column "
                 f"'{POLICY_PREFIX}{policy}' (policies found: {known})"
             )

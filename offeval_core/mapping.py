@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from offeval_core.errors import SpecError
+
 SCHEMA_FIELDS = ("session_id", "rank", "item_id", "day", "experiment_id", "arm", "segment",
                  "logging_propensity")
 PATTERN_PREFIXES = ("rank__", "target_propensity__")
@@ -56,10 +58,12 @@ def parse_mapping(text: str | None, *, what: str = "--map entries") -> dict[str,
         if not part:
             continue
         if "=" not in part:
-            raise ValueError(f"{what} must look like schema_name=your_column, got {part!r}")
+            raise SpecError(f"{what} must look like schema_name=your_column, got {part!r}", source="--map",
+                            expected="schema_name=your_column")
         key, value = (s.strip() for s in part.split("=", 1))
         if not key or not value:
-            raise ValueError(f"{what} must look like schema_name=your_column, got {part!r}")
+            raise SpecError(f"{what} must look like schema_name=your_column, got {part!r}", source="--map",
+                            expected="schema_name=your_column")
         _check_entry(key, value)
         out[key] = value
     return out
@@ -69,7 +73,7 @@ def _check_entry(key: str, value: str) -> None:
     if "*" in key or "*" in value:
         if key.count("*") != 1 or value.count("*") != 1 or not key.endswith("*") \
                 or key[:-1] not in PATTERN_PREFIXES:
-            raise ValueError(f"a pattern entry looks like rank__*=pos_* (one '*' on each side, the left side "
+            raise SpecError(f"a pattern entry looks like rank__*=pos_* (one '*' on each side, the left side "
                              f"one of {', '.join(p + '*' for p in PATTERN_PREFIXES)}), got {key}={value}")
 
 

@@ -40,6 +40,7 @@ from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
 from offeval_core.logs import LOGGING_POLICY, Logs, summarize
+from offeval_core.sanitize import sanitize_figure
 from offeval_core.validation import check_choice, check_clips, check_level
 
 STEPS = ("data summary", "moments (main discount)", "moments (log2)", "sensitivity", "correlation",
@@ -96,6 +97,7 @@ class _Html:
 
     def fig(self, fig: go.Figure) -> None:
         self.n_figures += 1
+        sanitize_figure(fig)  # names from the data show as text in titles, legends and hover labels
         self.parts.append('<div class="fig">' + fig.to_html(
             full_html=False, include_plotlyjs=False, div_id=f"fig{self.n_figures}",
             config={"displaylogo": False, "responsive": True}) + "</div>")

@@ -18,23 +18,28 @@ __all__ = ["FORMULA_LEADS", "escape_html", "escape_markdown", "neutralise_cell",
 
 _MD_ALWAYS = re.compile(r"([\\`*\[\]|~$])")
 _MD_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_MD_LEADING = re.compile(r"^(\s*)([#>+\-=]|\d+[.)])")
+_MD_LEADING = re.compile(r"^([#+\-=]|\d+(?=[.)]))")
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def escape_markdown(text: object) -> str:
     """``text`` as literal Markdown: characters that start Markdown, LaTeX or Streamlit markup are
     backslash-escaped (``_`` only where it could open emphasis, not inside ``session_id``), HTML special
-    characters become entities, line breaks become spaces.
+    characters become entities, line breaks become spaces and the ends are stripped. Rendered as
+    CommonMark, the result is exactly the text.
 
     >>> escape_markdown("**bold** <b>x</b> [a](http://e) $x$ session_id")
     '\\\\*\\\\*bold\\\\*\\\\* &lt;b&gt;x&lt;/b&gt; \\\\[a\\\\](http://e) \\\\$x\\\\$ session_id'
     """
-    s = str(text).replace("\r", " ").replace("\n", " ")
+    s = " ".join(str(text).splitlines()).strip()
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = _MD_ALWAYS.sub(r"\\\1", s)
     s = _MD_EDGE_UNDERSCORE.sub(r"\\_", s)
-    return _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), s)
+    m = _MD_LEADING.match(s)  # a line start that would open a heading, list or rule
+    if m:
+        end = m.end()
+        s = s[:end] + "\\" + s[end:] if m.group(1)[0].isdigit() else "\\" + s
+    return s
 
 
 def escape_html(text: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from offeval_core.errors import InputError
 from offeval_core.logs import LogValidationError, parse_mapping, read_logs, summarize
 
 
@@ -29,6 +30,11 @@ def run(args) -> int:
             print(json.dumps({"source": exc.source, "valid": False, "problems": exc.problems}, indent=2))
         else:
             print(str(exc), file=sys.stderr)
+        return 2
+    except InputError as exc:  # a missing file, a bad --map: one problem
+        if not args.json:
+            raise
+        print(json.dumps({"source": args.logs, "valid": False, "problems": [str(exc)]}, indent=2))
         return 2
     summary = summarize(logs)
     if args.json:
