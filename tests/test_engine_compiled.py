@@ -99,3 +99,16 @@ def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     assert curve.values == (1.0, 0.5, 0.1) and curve(np.array([4]))[0] == 0.1 and curve.spec == "pbm"
     with pytest.raises(ValueError, match="probabilities in"):
         DiscountModel.learnt([1.0, 1.5])
+
+
+def test_prepare_compiles_every_shape_a_dashboard_reduce_needs(logs):
+    from offeval_core.engine import prepare
+    from offeval_core.engine.kernel import _state
+
+    source = prepare(source_from_logs(logs, connect(threads=1)))
+    plans = dict(_state(source)["plans"])
+    assert sorted(key[3] for key in plans) == [False, True]  # a graded (click) and a binary (like) reward
+    for reward, d, d0, _ in COMBOS:
+        reduce(source, Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,)))
+    assert _state(source)["plans"] == plans  # nothing compiled after prepare
+    assert sum(p.runs for p in plans.values()) == len(COMBOS)

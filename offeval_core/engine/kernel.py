@@ -94,7 +94,8 @@ def _session_values(pos: ir.Table, lut: ir.Table, *, n_clips: int, n_policies: i
             sums[f"idcg_{k}"] = (lab * pos["dj"]).sum()
         for i in range(n_policies):
             sums[f"dcg_{k}_{i}"] = (lab * pos[f"p{i}"]).sum()
-    per = pos.group_by(["session", *keys]).aggregate(**sums)
+    # keyed by the session alone (one integer: cheaper to hash); its group keys are constant within it
+    per = pos.group_by("session").aggregate(**{k: pos[k].min() for k in keys}, **sums)
     x = per.cross_join(index)
     x = x.select("session", *keys, "k", **({"idcg": _pick(x, "idcg_{}", n_clips)} if binary else {}),
                  **{f"d{i}": _pick(x, f"dcg_{{}}_{i}", n_clips) for i in range(n_policies)})
