@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.state import Settings
+from offeval_core import errors
 from offeval_core.logs import LogValidationError
 
 CTX_KEY = "_offeval_ctx"
@@ -95,8 +96,22 @@ def explain(exc: BaseException) -> tuple[str, str]:
         texts = exc.problems
     else:
         texts = [text]
-    fixes = [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
+    # the exception's type decides first; the text patterns only refine untyped errors and the logs'
+    # problem lines (which are not typed one by one)
+    typed = [f for kind, f in _FIXES_BY_TYPE if isinstance(exc, kind)]
+    fixes = typed or [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
     return what, " ".join(dict.fromkeys(fixes))
+
+
+_FIXES_BY_TYPE = (
+    (errors.UnreadableInput, "Upload a comma-separated CSV with a header row, or a Parquet file."),
+    (errors.LimitExceeded, "The file is over a size limit of this server: upload a sample, or reduce it to moments "
+                           "with `offeval reduce` and load the moments file."),
+    (errors.SpecError, "Use a discount spec like 'pbm', 'log2', 'reciprocal', 'exponential:0.9' (optionally '@n', "
+                       "e.g. 'log2@10'), a clip ≥ 1 or 'inf', and an estimator key like 'ncis-zero@impression'."),
+    (errors.UnknownName, "Pick a name the loaded data has (rewards are numeric columns; policies come from "
+                         "rank__<policy> columns)."),
+)
 
 
 def show_error(exc: BaseException, *, context: str = "") -> None:

@@ -68,3 +68,14 @@ def test_context_columns_must_be_constant_within_a_session():
     with pytest.raises(InputError, match="context column 'logging_propensity' must be constant within a session .* "
                                          "session 1 has '0.5' and '0.25'"):
         imp.estimate(read_logs(df), reward="click", policy="t", estimator="point-ncis", context="logging_propensity")
+
+
+def test_dashboard_hints_are_chosen_by_the_error_type():
+    from dashboard.ui import explain
+    from offeval_core.errors import UnreadableInput
+
+    what, fix = explain(SpecError("clip must be a number ≥ 1 or 'inf', got 'many'"))
+    assert what == "clip must be a number ≥ 1 or 'inf', got 'many'" and fix.startswith("Use a discount spec like")
+    # a typed error gets its type's hint even when its text would match another pattern
+    _, fix = explain(UnreadableInput("duplicates in the discount column"))
+    assert fix == "Upload a comma-separated CSV with a header row, or a Parquet file."
