@@ -23,6 +23,8 @@ from scipy import stats as _sps
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_level
 
+__all__ = ["Agreement", "agreement", "inverted_pair_mask", "inverted_share_bootstrap"]
+
 
 @dataclass(frozen=True, slots=True)
 class Agreement:

@@ -7,6 +7,8 @@ import argparse
 import importlib
 import sys
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
 COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce"]
 
 

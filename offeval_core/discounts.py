@@ -19,6 +19,11 @@ import pandas as pd
 
 from offeval_core.arms import offline_rows
 
+__all__ = [
+    "KINDS", "PBM_FLOOR", "DiscountModel", "learn_pbm", "parse_discount", "read_discount_table",
+    "survival_curve", "survival_from_counts",
+]
+
 PBM_FLOOR = 1e-4
 """Default floor of the learnt position-bias curve: 1 / P(V | R) is then at most 10 000."""
 

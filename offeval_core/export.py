@@ -15,6 +15,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+__all__ = ["FORMATS", "SYSTEM_CHROMIUM", "ExportServer", "export_figures", "figure_to_bytes", "find_browser"]
+
 FORMATS = ("png", "svg", "pdf", "jpeg", "webp")
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
 

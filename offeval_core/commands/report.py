@@ -10,6 +10,8 @@ from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.report import STEPS, write_report
 from offeval_core.validation import format_clip, parse_clip
 
+__all__ = ["DEFAULT_GRID_TEXT", "register", "run"]
+
 DEFAULT_GRID_TEXT = ",".join(format_clip(c) for c in DEFAULT_CLIPS)
 
 
