@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.state import Settings
+from offeval_core import errors
 from offeval_core.errors import OffevalError
 from offeval_core.logs import LogValidationError
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
@@ -97,7 +98,10 @@ def explain(exc: BaseException) -> tuple[str, str]:
         texts = exc.problems
     else:
         texts = [text]
-    fixes = [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
+    # the exception's type decides first; the text patterns only refine untyped errors and the logs'
+    # problem lines (which are not typed one by one)
+    typed = [f for kind, f in _FIXES_BY_TYPE if isinstance(exc, kind)]
+    fixes = typed or [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
     return what, " ".join(dict.fromkeys(fixes))
 
 
@@ -115,6 +119,17 @@ def browser_text(text: str) -> str:
     for rx, repl in _CLI_HINTS:
         text = rx.sub(repl, text)
     return text
+
+
+_FIXES_BY_TYPE = (
+    (errors.UnreadableInput, "Upload a comma-separated CSV with a header row, or a Parquet file."),
+    (errors.LimitExceeded, "The file is over a size limit of this server: upload a sample, or reduce it to moments "
+                           "with `offeval reduce` and load the moments file."),
+    (errors.SpecError, "Use a discount spec like 'pbm', 'log2', 'reciprocal', 'exponential:0.9' (optionally '@n', "
+                       "e.g. 'log2@10'), a clip ≥ 1 or 'inf', and an estimator key like 'ncis-zero@impression'."),
+    (errors.UnknownName, "Pick a name the loaded data has (rewards are numeric columns; policies come from "
+                         "rank__<policy> columns)."),
+)
 
 
 def show_error(exc: BaseException, *, context: str = "") -> None:

@@ -21,7 +21,9 @@ import numpy as np
 from scipy import stats as _sps
 
 from offeval_core.results import ConfidenceInterval
-from offeval_core.validation import check_level
+from offeval_core.validation import check_level, check_rng
+
+__all__ = ["Agreement", "agreement", "inverted_pair_mask", "inverted_share_bootstrap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +153,7 @@ def _as_matrix(values, *, name: str) -> np.ndarray:
 
 
 def inverted_share_bootstrap(
-    per_unit_x, per_unit_y, *, n_boot: int = 1000, rng: np.random.Generator, level: float = 0.95
+    per_unit_x, per_unit_y, *, n_boot: int = 1000, rng=None, level: float = 0.95
 ) -> ConfidenceInterval:
     """Percentile bootstrap CI of the inverted-pair share, resampling units with replacement.
 
@@ -166,8 +168,8 @@ def inverted_share_bootstrap(
         Per-unit metric values (rows the same units in both).
     n_boot : int
         Number of bootstrap resamples (≥ 10).
-    rng : numpy.random.Generator
-        Source of randomness.
+    rng : None, int or numpy.random.Generator
+        Source of randomness (an int seeds a new Generator).
     level : float
         Confidence level of the percentile interval.
 
@@ -185,8 +187,7 @@ def inverted_share_bootstrap(
         raise TypeError(f"n_boot must be an integer ≥ 10, got {type(n_boot).__name__} {n_boot!r}")
     if n_boot < 10:
         raise ValueError(f"n_boot must be ≥ 10, got {n_boot}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    rng = check_rng(rng)
     xm = _as_matrix(per_unit_x, name="per_unit_x")
     ym = _as_matrix(per_unit_y, name="per_unit_y")
     if xm.shape != ym.shape:

@@ -11,6 +11,8 @@ import sys
 from offeval_core.errors import OffevalError
 from offeval_core.limits import ENV
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
 COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce", "dashboard"]
 
 

@@ -25,6 +25,11 @@ from offeval_core.errors import InputError, LimitExceeded, SpecError
 from offeval_core.inputs import data_file, read_csv_limited
 from offeval_core.limits import Limits
 
+__all__ = [
+    "KINDS", "PBM_FLOOR", "DiscountModel", "learn_pbm", "parse_discount", "read_discount_table",
+    "survival_curve", "survival_from_counts",
+]
+
 PBM_FLOOR = 1e-4
 """Default floor of the learnt position-bias curve: 1 / P(V | R) is then at most 10 000."""
 

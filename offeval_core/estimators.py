@@ -22,7 +22,7 @@ from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.registry import ESTIMATORS, SUM_COLUMNS, EstimatorSpec
 from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.stats import CrossMoments, RatioMoments, ratio_difference
-from offeval_core.validation import check_choice, check_clip, check_level
+from offeval_core.validation import check_choice, check_clip, check_level, format_clip
 
 __all__ = [
     "ESTIMATORS",
@@ -115,10 +115,14 @@ def subset(moments: Moments, *, rewards: Sequence[str] | None = None, policies: 
         if values is None:
             chosen[name] = tuple(have)
             continue
-        values = tuple(dict.fromkeys(values))
+        values = tuple(dict.fromkeys(check_clip(v, name="clips") for v in values) if name == "clips" else
+                       dict.fromkeys(values))
+        show = format_clip if name == "clips" else repr
         missing = [v for v in values if v not in have]
         if missing:
-            raise ValueError(f"{name[:-1]} {missing[0]!r} was not computed; available: {', '.join(map(str, have))}")
+            singular = {"policies": "policy"}.get(name, name[:-1])
+            raise ValueError(f"{singular} {show(missing[0])} was not computed; available: "
+                             f"{', '.join(format_clip(h) if name == 'clips' else str(h) for h in have)}")
         chosen[name] = values
     off = moments.offline
     keep = (off["reward"].isin(chosen["rewards"]) & off["policy"].isin((LOGGING_POLICY, *chosen["policies"]))

@@ -17,6 +17,8 @@ import plotly.graph_objects as go
 
 from offeval_core.safe_io import atomic_write_bytes
 
+__all__ = ["FORMATS", "SYSTEM_CHROMIUM", "ExportServer", "export_figures", "figure_to_bytes", "find_browser"]
+
 FORMATS = ("png", "svg", "pdf", "jpeg", "webp")
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
 

@@ -120,6 +120,7 @@ def test_pndcg_paired_effect_se_is_the_influence_function_sd():
     assert len(sv) == row["n"]
     assert eff.value == pytest.approx(r, rel=1e-10)
     assert eff.stderr == pytest.approx(phi.std(ddof=1) / math.sqrt(len(d)), rel=1e-8)
+    assert eff.p_value == pytest.approx(sps.norm.sf(eff.value / eff.stderr), rel=1e-9)  # one-sided, H0: ≤ 0
 
 
 def test_online_results_direction_and_offline_rows():

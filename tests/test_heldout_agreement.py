@@ -70,5 +70,9 @@ def test_errors():
         inverted_share_bootstrap(m, m[:2], n_boot=10, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"^n_boot must be ≥ 10, got 5$"):
         inverted_share_bootstrap(m, m, n_boot=5, rng=np.random.default_rng(0))
-    with pytest.raises(TypeError, match=r"^rng must be a numpy.random.Generator, got int$"):
-        inverted_share_bootstrap(m, m, n_boot=10, rng=0)
+    with pytest.raises(TypeError, match=r"^rng must be None, an int seed or a numpy.random.Generator, got str$"):
+        inverted_share_bootstrap(m, m, n_boot=10, rng="0")
+    # one randomness convention: an int seed is the Generator it seeds
+    x = np.random.default_rng(1).normal(size=(30, 3))
+    assert inverted_share_bootstrap(x, x[:, ::-1], n_boot=20, rng=4) == inverted_share_bootstrap(
+        x, x[:, ::-1], n_boot=20, rng=np.random.default_rng(4))

@@ -14,6 +14,8 @@ from offeval_core.heldout.metrics import (
     parse_metric,
 )
 
+__all__ = ["register", "run"]
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(

@@ -17,6 +17,8 @@ from offeval_core.moments_io import write_moments
 from offeval_core.safe_io import check_output
 from offeval_core.validation import clip_value, parse_clip
 
+__all__ = ["register", "run"]
+
 
 def register(sub) -> None:
     p = sub.add_parser("reduce", help="compute the moments of the full variant grid from Parquet logs",

@@ -11,6 +11,8 @@ from offeval_core.report import STEPS, write_report
 from offeval_core.safe_io import check_output
 from offeval_core.validation import format_clip, parse_clip
 
+__all__ = ["DEFAULT_GRID_TEXT", "register", "run"]
+
 DEFAULT_GRID_TEXT = ",".join(format_clip(c) for c in DEFAULT_CLIPS)
 
 

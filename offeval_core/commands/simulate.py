@@ -7,6 +7,8 @@ from pathlib import Path
 
 from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, survival_curve, write_world
 
+__all__ = ["NCIS_PRESET", "register", "run"]
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(

@@ -8,6 +8,8 @@ import sys
 from offeval_core.errors import InputError
 from offeval_core.logs import LogValidationError, parse_mapping, read_logs, summarize
 
+__all__ = ["register", "run"]
+
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="check logs against the schema and summarise them",

@@ -106,8 +106,9 @@ def per_session(session_ids, values, *, name: str) -> pd.Series:
     differs = np.flatnonzero((text != first).to_numpy())
     if len(differs):
         k = differs[0]
+        sid = ids.iat[k].item() if isinstance(ids.iat[k], np.generic) else ids.iat[k]
         raise InputError(f"{name} must be constant within a session (a context property); session "
-                         f"{ids.iat[k]!r} has {first.iat[k]!r} and {text.iat[k]!r}", column=name)
+                         f"{sid!r} has {first.iat[k]!r} and {text.iat[k]!r}", column=name)
     return col.groupby(ids, sort=False).first()
 
 

@@ -1,0 +1,81 @@
+"""Rules defined once: offline rows, moment subsets, the clip codec, the constant-within-a-session check."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from offeval_core import importance as imp
+from offeval_core.arms import offline_mask, offline_rows
+from offeval_core.engine import Grid, reduce
+from offeval_core.errors import InputError, SpecError
+from offeval_core.estimators import subset
+from offeval_core.logs import read_logs
+from offeval_core.validation import clip_value, format_clip, parse_clip
+
+
+def test_offline_rows_are_the_control_arm_when_there_is_one():
+    f = pd.DataFrame({"arm": ["control", "treatment", "control"], "x": [1, 2, 3]})
+    assert offline_rows(f)["x"].tolist() == [1, 3]
+    assert offline_rows(f, None)["x"].tolist() == [1, 2, 3]
+    assert offline_rows(f.assign(arm="treatment"))["x"].tolist() == [1, 2, 3]  # no control arm: all rows
+    assert offline_rows(f.drop(columns="arm"))["x"].tolist() == [1, 2, 3]
+    assert offline_mask(pd.Series(["a", "b"], dtype="category"), "control").tolist() == [True, True]
+
+
+def test_subset_narrows_rows_and_grid():
+    df = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], "click": [1.0, 0.0, 1.0], "like": [0.0, 1.0, 0.0],
+                       "rank__a": [2, 1, 1], "rank__b": [1, 2, 1]})
+    m = reduce(read_logs(df), Grid(rewards=("click", "like"), policies=("a", "b"), discounts=("log2",),
+                                   exposures=("log2",), clips=(1, 4, math.inf)))
+    s = subset(m, rewards=["like"], policies=["b"], clips=[4])
+    assert s.grid.rewards == ("like",) and s.grid.policies == ("b",) and s.grid.clips == (4.0,)
+    assert set(s.offline["policy"]) == {"logging", "b"} and set(s.offline["clip"]) == {4.0}
+    assert set(s.offline["reward"]) == {"like"} and set(s.online["reward"]) == {"like"}
+    assert len(s.offline) == len(m.offline[(m.offline["reward"] == "like") & (m.offline["clip"] == 4)
+                                           & m.offline["policy"].isin(["logging", "b"])])
+    with pytest.raises(ValueError, match="clip 8 was not computed; available: 1, 4, inf"):
+        subset(m, clips=[8])
+    with pytest.raises(ValueError, match="policy 'c' was not computed; available: a, b"):
+        subset(m, policies=["c"])
+
+
+@given(st.one_of(st.integers(1, 10**6).map(float), st.floats(1, 1e12, allow_nan=False), st.just(math.inf)))
+def test_clip_codec_round_trips(clip):
+    assert parse_clip(format_clip(clip)) == clip or math.isclose(parse_clip(format_clip(clip)), clip, rel_tol=1e-5)
+    assert parse_clip(format_clip(clip, symbol=True)) == parse_clip(format_clip(clip))
+    assert clip_value(clip) == ("inf" if math.isinf(clip) else clip)
+
+
+def test_clip_codec_rejects_text_with_a_spec_error():
+    with pytest.raises(SpecError, match="clip must be a number ≥ 1 or 'inf', got 'many'"):
+        parse_clip("many")
+    with pytest.raises(SpecError, match=r"clip must be ≥ 1 \(1 = raw labels, inf = unclipped\), got 0.5"):
+        parse_clip("0.5")
+
+
+def test_context_columns_must_be_constant_within_a_session():
+    with pytest.raises(InputError, match="context column 'device' must be constant within a session .* session 7 "
+                                         "has 'phone' and 'tv'"):
+        imp.per_session(pd.Series([7, 7, 8]), pd.Series(["phone", "tv", "tv"]), name="context column 'device'")
+    # a row-level column of the logs used as the context goes through the same check
+    df = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], "click": [1.0, 0.0, 1.0],
+                       "logging_propensity": [0.5, 0.25, 0.5], "target_propensity__t": 0.5})
+    with pytest.raises(InputError, match="context column 'logging_propensity' must be constant within a session .* "
+                                         "session 1 has '0.5' and '0.25'"):
+        imp.estimate(read_logs(df), reward="click", policy="t", estimator="point-ncis", context="logging_propensity")
+
+
+def test_dashboard_hints_are_chosen_by_the_error_type():
+    from dashboard.ui import explain
+    from offeval_core.errors import UnreadableInput
+
+    what, fix = explain(SpecError("clip must be a number ≥ 1 or 'inf', got 'many'"))
+    assert what == "clip must be a number ≥ 1 or 'inf', got 'many'" and fix.startswith("Use a discount spec like")
+    # a typed error gets its type's hint even when its text would match another pattern
+    _, fix = explain(UnreadableInput("duplicates in the discount column"))
+    assert fix == "Upload a comma-separated CSV with a header row, or a Parquet file."
