@@ -76,3 +76,11 @@ def test_bad_input():
         agreement_mechanism(np.ones((5, 2)), np.ones((5, 2)))
     with pytest.raises(ValueError, match="kind must be 'tradeoff' or 'near-identical'"):
         toy_zoo("other")
+
+
+def test_takeaway_wording_follows_the_numbers():
+    d, n, idcg, _ = toy_zoo("tradeoff", rng=2)
+    m = agreement_mechanism(d, n, idcg, n_boot=100, rng=2)
+    shares = m.by_gap["inverted_share"].to_numpy()
+    assert ("most often where DCG barely separates" in m.takeaway) == bool(shares[0] > shares[-1])
+    assert ("on a small share of pairs" in m.takeaway) == (m.inverted_share < 0.1)

@@ -131,7 +131,12 @@ def mechanism_takeaway(m: AgreementMechanism) -> str:
     spread = (f"Per-user ideal DCG spans {m.idcg['p10']:.2f}–{m.idcg['p90']:.2f} (p10–p90, coefficient of "
               f"variation {m.idcg['cv']:.2f}).")
     if m.inverted.low > 0:
-        why = ("The metrics disagree: nDCG divides each user's DCG by that ideal, so it weighs users with few "
+        shares = m.by_gap["inverted_share"].to_numpy()
+        close = bool(shares[0] > shares[-1])
+        how = "The metrics disagree" if m.inverted_share >= 0.1 else "The metrics disagree on a small share of pairs"
+        if close:
+            how += ", most often where DCG barely separates the models"
+        why = (f"{how}: nDCG divides each user's DCG by that ideal, so it weighs users with few "
                "relevant items as much as users with many, and models that serve the two groups differently are "
                "ordered differently.")
     else:
