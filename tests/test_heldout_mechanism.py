@@ -84,3 +84,25 @@ def test_takeaway_wording_follows_the_numbers():
     shares = m.by_gap["inverted_share"].to_numpy()
     assert ("most often where DCG barely separates" in m.takeaway) == bool(shares[0] > shares[-1])
     assert ("on a small share of pairs" in m.takeaway) == (m.inverted_share < 0.1)
+
+
+def test_paper_grid_has_the_app_a_notebook_grids():
+    from offeval_core.heldout.zoo import model_grid
+    g = model_grid(600, grid="paper", n_users=1000)
+    assert len(g) == 192
+    ease = [v for f, v in g if f == "ease"]
+    assert len(ease) == 111 and ease[0] == 500.0 and ease[-1] == 1600.0 and ease[1] == pytest.approx(510.0)
+    assert [v for f, v in g if f == "itemknn"] == list(map(float, range(70, 111)))
+    assert {f for f, _ in g} == {"ease", "itemknn", "userknn"}
+
+
+@pytest.mark.slow
+def test_near_identical_paper_zoo_reports_a_small_disagreement_among_close_pairs(tmp_path):
+    from offeval_core.heldout.analyses import zoo_agreement
+    res = zoo_agreement(grid="paper", n_boot=100, cache_dir=tmp_path)
+    m = res.mechanism
+    assert m.n_models == 192
+    assert m.inverted_share < 0.1 and m.kendall_tau > 0.9          # near-identical models: a small disagreement
+    shares = m.by_gap["inverted_share"].to_numpy()
+    assert shares[0] > 0 and shares[-1] == 0                        # and only among pairs DCG barely separates
+    assert "on a small share of pairs" in m.takeaway

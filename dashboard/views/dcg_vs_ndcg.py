@@ -72,7 +72,8 @@ def _logged() -> None:
                 ui.show_table(res.inverted_pairs, key="agreement_pairs", name="inverted_pairs")
 
 
-GRIDS = {"default": "192 models (as in App. A)", "small": "25 models (quick)"}
+GRIDS = {"default": "192 models, six families", "paper": "192 near-identical (App. A grids)",
+         "small": "25 models (quick)"}
 KINDS = {"zoo": "Simulated model zoo", "upload": "Upload qrels + runs"}
 GAINS = {"linear": "linear (gain = rel)", "exponential": "exponential (2^rel − 1)"}
 UPLOAD_TYPES = ["txt", "trec", "qrels", "run", "tsv", "csv", "parquet", "pq"]
