@@ -142,12 +142,13 @@ def test_estimator_lab_page_quick_settings_match_the_core():
 
     at = page("estimator_lab")
     assert at.radio(key="w_lab_preset").value == "quick"
+    assert at.selectbox(key="w_lab_prop").value == "true"       # opens with true propensities, so IPS is shown
     summary = next(d.value for d in at.dataframe if "tau_mean" in d.value.columns)
-    direct = estimator_lab(lam="recall", propensity="popularity", **LAB_PRESETS["quick"])
+    direct = estimator_lab(lam="recall", propensity="true", **LAB_PRESETS["quick"])
     assert sorted(summary["k"].unique()) == list(LAB_PRESETS["quick"]["ks"])
     core = direct.summary.assign(estimator=direct.summary["estimator"].map(ESTIMATOR_LABELS))  # page shows labels
     merged = summary.merge(core, on=["k", "estimator"], suffixes=("_page", "_core"))
-    assert len(merged) == len(direct.summary) == 3 * len(LAB_PRESETS["quick"]["ks"])
+    assert len(merged) == len(direct.summary) == 4 * len(LAB_PRESETS["quick"]["ks"])   # Naive, SNIPS, GS, IPS
     np.testing.assert_allclose(merged["tau_mean_page"], merged["tau_mean_core"])
     np.testing.assert_allclose(merged["mean_bias_page"], merged["mean_bias_core"])
     assert len(at.main.get("plotly_chart")) == 4

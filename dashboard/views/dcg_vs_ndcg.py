@@ -75,7 +75,8 @@ def _logged() -> None:
                 ui.show_table(res.inverted_pairs, key="agreement_pairs", name="inverted_pairs")
 
 
-GRIDS = {"default": "192 models (as in App. A)", "small": "25 models (quick)"}
+GRIDS = {"default": "192 models, six families", "paper": "192 near-identical (App. A grids)",
+         "small": "25 models (quick)"}
 KINDS = {"zoo": "Simulated model zoo", "upload": "Upload qrels + runs"}
 GAINS = {"linear": "linear (gain = rel)", "exponential": "exponential (2^rel − 1)"}
 UPLOAD_TYPES = ["txt", "trec", "qrels", "run", "tsv", "csv", "parquet", "pq"]
@@ -97,6 +98,12 @@ def _show_agreement(res, *, key: str, caption: str) -> None:
     m[2].metric("Pearson r", f"{a.pearson_r:.3f}", help=f"paper ≈ {p['pearson_r']}")
     m[3].metric("Kendall τ", f"{a.kendall_tau:.3f}", help=f"paper ≈ {p['kendall_tau']}")
     st.caption(caption)
+    mech = getattr(res, "mechanism", None)
+    if mech is not None:
+        st.markdown("**Why they disagree (or not): the mechanism on these data**")
+        ui.takeaway(mech.takeaway)
+        ui.show_table(mech.by_gap, key=f"{key}_by_gap", name=f"app_a_inversions_by_gap_{key}",
+                      caption="Share of model pairs nDCG inverts, by tercile of the pair's DCG gap |ΔDCG|.")
     st.markdown(f"**Ours beside the paper ({p['source']})**")
     ui.show_table(res.comparison(), key=f"{key}_comparison", name=f"app_a_comparison_{key}")
     st.markdown(f"**{what.capitalize()}** (rank 1 = best)")

@@ -16,6 +16,7 @@ from scipy import stats as _sps
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
 from offeval_core.heldout.io import Qrels, Run
+from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism
 from offeval_core.heldout.metrics import MetricSpec, evaluate_run, log2_discount, topn_metrics
 from offeval_core.heldout.mnar import (
     BoundTerms,
@@ -58,6 +59,7 @@ class MetricAgreement:
     agreement: Agreement
     inverted_ci: ConfidenceInterval
     paper: dict = field(default_factory=lambda: dict(PAPER_APP_A))
+    mechanism: AgreementMechanism | None = None
 
     def table(self) -> pd.DataFrame:
         """One row per model: name, family, DCG@k, nDCG@k and their ranks (1 = best)."""
@@ -98,7 +100,10 @@ def _agreement_from_matrices(source, k, gain_kind, names, families, dcg_u, ndcg_
     ndcg = ndcg_u.mean(axis=0)
     agr = agreement(dcg, ndcg, names=names)
     ci = inverted_share_bootstrap(dcg_u, ndcg_u, n_boot=n_boot, rng=np.random.default_rng(seed), level=level)
-    return MetricAgreement(source, k, gain_kind, tuple(names), tuple(families), dcg, ndcg, dcg_u.shape[0], agr, ci)
+    mech = agreement_mechanism(dcg_u, ndcg_u, n_boot=max(10, min(n_boot, 300)), level=level,
+                               rng=np.random.default_rng(seed)) if dcg_u.shape[1] >= 3 else None
+    return MetricAgreement(source, k, gain_kind, tuple(names), tuple(families), dcg, ndcg, dcg_u.shape[0], agr, ci,
+                           mechanism=mech)
 
 
 def zoo_agreement(

@@ -37,7 +37,7 @@ from scipy import sparse
 
 from offeval_core.heldout.world import Split, simulate_world, split_world
 
-GRIDS = ("default", "small")
+GRIDS = ("default", "small", "paper")
 #: Scores are rounded to this many decimals (and then stored as float32) before ranking, so values that are
 #: zero in exact arithmetic but carry float round-off (EASE via an eigendecomposition, float32 products) tie
 #: exactly and fall back to the item-index tie rule.
@@ -96,10 +96,19 @@ def _int_grid(lo: int, hi: int, n: int) -> np.ndarray:
 def model_grid(n_items: int, *, grid: str = "default", n_users: int | None = None) -> list[tuple[str, float]]:
     """(family, hyper-parameter) pairs. ``default`` (600 items, ≥ 1000 users): 1 popularity + 40 EASE λ + 36
     item-kNN k + 36 user-kNN k + 40 PureSVD ranks + 39 RP3β β = 192 models, as many as KDD'24 App. A;
-    ``small``: 25 models. ``n_users`` bounds the user-kNN k grid (default: ``n_items``)."""
+    ``small``: 25 models; ``paper``: the near-identical grids of the App. A notebook (111 EASE λ in 500 … 1600,
+    item-kNN k = 70 … 110, user-kNN k = 71 … 110: 192 models). ``n_users`` bounds the user-kNN k grid (default:
+    ``n_items``)."""
     if grid not in GRIDS:
         raise ValueError(f"grid must be one of {', '.join(map(repr, GRIDS))}; got {grid!r}")
     n_users = n_items if n_users is None else n_users
+    if grid == "paper":
+        # the grids of the App. A notebook: EASE l2 ∈ linspace(500, 1600, 111) and neighbourhood sizes
+        # 70 … 110 (its KUNN grid; here item-kNN and user-kNN), 192 near-identical models in three families
+        out = [("ease", float(v)) for v in np.linspace(500.0, 1600.0, 111)]
+        out += [("itemknn", float(v)) for v in range(70, 111) if v < n_items]
+        out += [("userknn", float(v)) for v in range(71, 111) if v < n_users]
+        return out
     if grid == "small":
         lambdas = np.geomspace(5.0, 5000.0, 6)
         ks = _int_grid(3, n_items - 1, 5)
