@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce"]
+COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce", "diagnose"]
 
 
 def build_parser() -> argparse.ArgumentParser:
