@@ -13,7 +13,7 @@ from offeval_core.limits import ENV
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce", "dashboard"]
+COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce", "diagnose", "dashboard"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -1,0 +1,123 @@
+"""Assumption checks and verdicts: each test against a direct computation on constructed logs, and on
+simulated worlds with and without each switch (a few seeds here; the measured rates are in docs/diagnose.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.contingency_tables import Table2x2
+
+from offeval_core import cli
+from offeval_core.diagnose import (
+    _cmh,
+    _within_slope,
+    check_cascade,
+    check_context_position_bias,
+    check_support,
+    diagnose,
+)
+from offeval_core.diagnose_validation import run_world
+from offeval_core.logs import read_logs
+
+
+def sessions(lengths, rewards, segment=None):
+    rows = []
+    for s, (n, rw) in enumerate(zip(lengths, rewards, strict=True)):
+        for r in range(1, n + 1):
+            rows.append({"session_id": s, "rank": r, "item_id": r, "click": rw[r - 1],
+                         "segment": segment[s] if segment else "all", "rank__new": r})
+    return pd.DataFrame(rows)
+
+
+def test_cmh_single_stratum_is_the_plain_odds_ratio():
+    # one stratum: a=30 b=10 c=20 d=40 → OR = 30·40 / (10·20) = 6
+    x = np.r_[np.ones(40), np.zeros(60)].astype(bool)
+    y = np.r_[np.ones(30), np.zeros(10), np.ones(20), np.zeros(40)].astype(bool)
+    orr, lo, hi, p, k = _cmh(x, y, np.zeros(100, dtype=int), level=0.95)
+    assert orr == pytest.approx(6.0)
+    ref = Table2x2(np.array([[30, 10], [20, 40]]))
+    assert (lo, hi) == pytest.approx(ref.oddsratio_confint(0.05), rel=1e-6)
+    assert k == 1 and p < 1e-4
+
+
+def test_within_slope_matches_least_squares_with_dummies():
+    rng = np.random.default_rng(0)
+    n = 200
+    strata = rng.integers(0, 5, n)
+    x = rng.normal(size=n) + strata
+    y = 0.7 * x + 2 * strata + rng.normal(size=n)
+    b, se = _within_slope(y, x, strata, np.arange(n))
+    design = np.column_stack([x, np.eye(5)[strata]])
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    assert b == pytest.approx(coef[0], rel=1e-10)
+    assert 0 < se < 0.2
+
+
+def test_cascade_check_on_constructed_logs():
+    # sessions that get a click at rank 1 stop there; the others continue to rank 2
+    n = 200
+    lengths = [1 if s % 2 == 0 else 2 for s in range(n)]
+    rewards = [[1.0] if s % 2 == 0 else [0.0, 0.0] for s in range(n)]
+    logs = read_logs(sessions(lengths, rewards))
+    c = check_cascade(logs, "click")
+    assert c.fires and c.effect < 0.1
+    # independent stopping: clicks at rank 1 in half of each length group → OR 1, no firing
+    rewards = [[float(s % 4 < 2)] + [0.0] * (lengths[s] - 1) for s in range(n)]
+    c = check_cascade(read_logs(sessions(lengths, rewards)), "click")
+    assert not c.fires and c.effect == pytest.approx(1.0)
+
+
+def test_context_check_and_support_on_constructed_logs():
+    n = 400
+    seg = ["a" if s % 2 else "b" for s in range(n)]
+    lengths = [3 if seg[s] == "a" else 1 + (s % 4 == 0) for s in range(n)]
+    rewards = [[0.0] * k for k in lengths]
+    logs = read_logs(sessions(lengths, rewards, seg))
+    c = check_context_position_bias(logs, "click")
+    assert c.fires and "segment 'a'" in c.finding
+    # the target ranks every logged item where it was logged: IPS sees the exposure of the logged depth
+    s = check_support(logs, policy="new", discount="log2")
+    assert s.identified and s.effect == pytest.approx(1.0, abs=1e-12)   # Σ D / D0 over ranks ≤ 3 = Σ D
+
+
+def test_verdicts_and_cli_json(tmp_path, capsys):
+    n = 200
+    lengths = [1 if s % 2 == 0 else 2 for s in range(n)]
+    rewards = [[1.0] if s % 2 == 0 else [0.0, 0.0] for s in range(n)]
+    path = tmp_path / "logs.csv"
+    sessions(lengths, rewards).to_csv(path, index=False)
+    assert cli.main(["diagnose", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["reward"] == "click" and out["policy"] == "new"
+    checks = {c["name"]: c for c in out["checks"]}
+    assert checks["cascade"]["fires"] is True
+    assert {e["estimator"]: e["verdict"] for e in out["estimators"]} == {"dcg": "don't", "snips": "don't"}
+    assert all("cascade check fires" in e["reason"] for e in out["estimators"])
+    assert cli.main(["diagnose", str(path)]) == 0
+    assert "VIOLATED" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown policy 'old'"):
+        diagnose(read_logs(path), reward="click", policy="old")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("switch", ["cascade", "reward interaction", "context-dependent position bias", "support"])
+def test_each_switch_fires_its_check_and_only_on(switch):
+    on = [run_world(switch, seed)[switch] for seed in (0, 1)]
+    off = [run_world("none", seed)[switch] for seed in (0, 1)]
+    assert all(on) and not any(off)
+
+
+def test_slate_logs_verdicts_follow_the_click_model():
+    from offeval_core.slate import SlateConfig, build_world, sample
+
+    world = build_world(SlateConfig(behaviours=("cascade",)), rng=7)
+    logs = read_logs(sample(world, 3000, rng=3).to_frame())
+    d = diagnose(logs, reward="click")
+    assert d.check("cascade").fires
+    verdicts = {e.estimator: e.verdict for e in d.estimators}
+    assert verdicts["iips"] == "don't" and verdicts["rips"] in ("trust", "caution")
+    assert not math.isnan(d.check("support").effect)
