@@ -33,6 +33,11 @@ CONTROL_KEYS = {f"w_{name}": name for name in PAGE_CONTROLS}
 PERSIST = (*FIELD_OF, *CONTROL_KEYS)
 LIST_FIELDS = ("variants", "estimators")
 GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
+PAGE_TITLES = {"data": "Data", "sensitivity": "Sensitivity", "correlation": "Correlation",
+               "dcg-vs-ndcg": "DCG vs nDCG", "estimator-lab": "Estimator lab", "decisions": "Decisions",
+               "clip-tuning": "Clip tuning", "method": "Method"}
+DECK = ("sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning")
+"""The pages presentation mode steps through by default."""
 USES: dict[str, tuple[str, ...]] = {
     "data": ("dataset",),
     "sensitivity": GLOBAL,
@@ -304,8 +309,14 @@ def render(page_url_path: str = "") -> ui.Context:
         box.select_slider("Confidence level", LEVELS, key="w_level",
                           format_func=lambda x: f"{x:.1%}".replace(".0%", " %"))
     sb.toggle("Presentation mode", key="w_present",
-              help="Collapse the controls, enlarge fonts, show a takeaway above each chart; arrow keys step "
-                   "through the pages")
+              help="Collapse the controls, enlarge fonts, show a takeaway above each chart; the arrow keys "
+                   "(or a presenter's PageUp / PageDown) step through the chosen pages")
+    if ss.get("w_present"):
+        ui.page_default("deck", list(DECK))
+        if not ss.get("w_deck") or any(p not in PAGE_TITLES for p in ss["w_deck"]):
+            ss["w_deck"] = [p for p in (ss.get("w_deck") or []) if p in PAGE_TITLES] or list(DECK)
+        sb.multiselect("Slides (in order)", list(PAGE_TITLES), key="w_deck", format_func=PAGE_TITLES.get,
+                       help="The pages the arrow keys step through, in this order")
 
     settings = current_settings()
     fixes = {}
@@ -358,6 +369,49 @@ def finish(page_url_path: str) -> None:
     if slot is not None:
         with slot.container():
             _copy_link(st, params, page_url_path)
+    if settings.present:
+        _deck(page_url_path or "data", list(ss.get("w_deck") or DECK))
+
+
+DECK_JS = """
+<script>
+(function () {
+  const w = window.parent && window.parent.document ? window.parent : window;
+  w.__offevalDeck = %s;
+  if (w.__offevalDeckListener) return;
+  w.__offevalDeckListener = true;
+  w.document.addEventListener("keydown", function (ev) {
+    const t = ev.target;
+    if (t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName)
+              || t.getAttribute("role") === "slider")) return;
+    const step = {ArrowRight: 1, PageDown: 1, ArrowLeft: -1, PageUp: -1}[ev.key];
+    if (!step) return;
+    const deck = w.__offevalDeck || [];
+    const here = w.location.pathname.replace(/\\/$/, "").split("/").pop() || "data";
+    const i = deck.indexOf(here);
+    const next = deck[i < 0 ? 0 : Math.min(deck.length - 1, Math.max(0, i + step))];
+    if (!next || next === here) return;
+    ev.preventDefault();
+    const links = Array.from(w.document.querySelectorAll('[data-testid="stSidebarNav"] a'));
+    const link = links.find(a => (new URL(a.href).pathname.replace(/\\/$/, "").split("/").pop() || "data") === next);
+    if (link) { link.click(); } else { w.location.assign(next === "data" ? "./" : next + w.location.search); }
+  });
+})();
+</script>
+"""
+
+
+def _deck(here: str, deck: list[str]) -> None:
+    """Presentation mode: where this page is in the chosen sequence, and the keys that step through it."""
+    import json
+
+    st.html(DECK_JS % json.dumps(deck), unsafe_allow_javascript=True)
+    if here in deck:
+        i = deck.index(here)
+        prev_ = f"← {PAGE_TITLES[deck[i - 1]]}" if i > 0 else ""
+        next_ = f"→ {PAGE_TITLES[deck[i + 1]]}" if i + 1 < len(deck) else "end"
+        st.markdown(f'<div class="offeval-deck">Slide {i + 1} of {len(deck)} · {prev_} · {next_} '
+                    "(arrow keys or PageUp / PageDown)</div>", unsafe_allow_html=True)
 
 
 def _table_choices() -> list[str]:

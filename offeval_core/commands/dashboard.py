@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -92,9 +91,9 @@ def run(args) -> int:
            "--server.address", args.host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     print(f"offeval dashboard: serving at http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
     root = app_path().parents[1]  # the project's .streamlit/config.toml (theme, upload size) applies
-    proc = subprocess.Popen(cmd, env=env, cwd=root if (root / ".streamlit" / "config.toml").exists() else None)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        return proc.wait()
+    if (root / ".streamlit" / "config.toml").exists():
+        os.chdir(root)
+    sys.stdout.flush()
+    # the server replaces this process: stopping it (Ctrl-C, SIGTERM) stops the server, no orphan left behind
+    os.execve(sys.executable, cmd, env)
+    return 0  # not reached
