@@ -53,7 +53,7 @@ _export("offeval_core.heldout.mnar", "mnar_estimate", "theorem41_terms", MNAR_ES
 _export("offeval_core.heldout.analyses", "estimator_lab", "zoo_agreement", "runs_agreement")
 _export("offeval_core.results", "Estimate", "Effect", "ConfidenceInterval")
 _export("offeval_core.discounts", "parse_discount", "learn_pbm", "survival_curve")
-_export("offeval_core.simulate", "simulate", "preset_config", "SimulationConfig", read_world_logs="read_logs",
+_export("offeval_core.simulate", "preset_config", "SimulationConfig", simulate_world="simulate", read_world_logs="read_logs",
         simulated_survival_curve="survival_curve")
 _export("offeval_core.moments_io", "read_moments", "write_moments")
 _export("offeval_core.errors", "OffevalError", "InputError", "SpecError", "UnknownName", "LogValidationError",

@@ -9,9 +9,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from offeval_core.analyses._common import clip_text  # the one clip formatter: "∞" for m = ∞, else "64"
+from offeval_core.validation import format_clip
 
 P_FLOOR = 1e-6
+
+
+def clip_text(m: float) -> str:
+    """``"∞"`` for m = ∞, else the number without trailing zeros (``"64"``): the display form of
+    :func:`offeval_core.validation.format_clip`."""
+    return format_clip(m, symbol=True)
 
 
 def format_p(p: float | None, *, floor: float = P_FLOOR) -> str:

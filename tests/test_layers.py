@@ -10,7 +10,9 @@ PKG = Path(__file__).resolve().parents[1] / "offeval_core"
 
 # lowest first; a module takes the layer of the longest matching prefix (new modules of a package inherit it)
 LAYERS: list[tuple[str, ...]] = [
-    ("offeval_core.errors", "offeval_core.results", "offeval_core.validation", "offeval_core.arms"),
+    ("offeval_core.errors", "offeval_core.results", "offeval_core.validation", "offeval_core.arms",
+     "offeval_core.limits", "offeval_core.sanitize", "offeval_core.safe_io", "offeval_core.inputs",
+     "offeval_core.mapping", "offeval_core.formatting", "offeval_core.multiple", "offeval_core.intervals"),
     ("offeval_core.stats", "offeval_core.registry", "offeval_core.discounts", "offeval_core.logs", "offeval_core.agreement",
      "offeval_core.charts", "offeval_core.export", "offeval_core.simulate", "offeval_core.heldout.io",
      "offeval_core.heldout.world"),
@@ -19,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("offeval_core.estimators",),
     ("offeval_core.importance", "offeval_core.analyses", "offeval_core.heldout.analyses", "offeval_core.heldout.charts",
      "offeval_core.heldout"),
+    ("offeval_core.slate", "offeval_core.diagnose", "offeval_core.diagnose_validation"),
     ("offeval_core.report",),
     ("offeval_core.commands", "offeval_core.cli"),
 ]

@@ -326,7 +326,7 @@ with right:
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
             ui.init_control("pbm_p")
-            ui.init_control("pbm_ranks", int(min(30, logs.max_rank)),
+            ui.init_control("pbm_ranks", int(min(30, max(5, logs.max_rank))),
                             options=range(5, int(max(6, logs.max_rank)) + 1))
             p = q1.slider("Exponential p", 0.5, 0.99, step=0.01, key="w_pbm_p",
                           help="Rank-biased-precision user model p^(r−1)")

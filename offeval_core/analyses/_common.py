@@ -11,7 +11,8 @@ import pandas as pd
 
 from offeval_core.engine import Grid, Moments
 from offeval_core.estimators import ESTIMATORS
-from offeval_core.validation import check_choice, check_clip, format_clip
+from offeval_core.formatting import clip_text
+from offeval_core.validation import check_choice, check_clip
 
 __all__ = [
     "Variant", "as_variant", "check_in_grid", "check_moments", "check_policy_in", "check_rewards", "clip_text",
@@ -44,12 +45,6 @@ def as_variant(v, *, name: str = "variant") -> Variant:
         raise TypeError(f"{name} must be a (metric, discount, exposure, clip) tuple, got {v!r}")
     check_choice(out.metric, ESTIMATORS, name=f"{name} metric")
     return Variant(out.metric, str(out.discount), str(out.exposure), check_clip(out.clip, name=f"{name} clip"))
-
-
-def clip_text(m: float) -> str:
-    """``"∞"`` for m = ∞, else the number without trailing zeros (``"64"``): the display form of
-    :func:`offeval_core.validation.format_clip`."""
-    return format_clip(m, symbol=True)
 
 
 def variant_label(v: Variant) -> str:
