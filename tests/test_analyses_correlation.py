@@ -81,9 +81,10 @@ def test_takeaway_states_whether_table_2_holds_with_its_numbers(result):
     pbm = rt[(rt["discount"] == "pbm") & (rt["clip"] > 1)].groupby("variant")["r"].median()
     log2 = rt[rt["discount"] == "log2"].groupby("variant")["r"].median()
     holds = pbm.max() > log2.max()
-    assert ("finding holds" in result.takeaway) == holds
-    assert ("does not hold" in result.takeaway) == (not holds)
-    assert f"{pbm.max():.2f}" in result.takeaway and f"{log2.max():.2f}" in result.takeaway
+    per_row = result.takeaway.split(" Pooled over")[0]
+    assert ("finding holds" in per_row) == holds
+    assert ("does not hold" in per_row) == (not holds)
+    assert f"{pbm.max():.2f}" in per_row and f"{log2.max():.2f}" in per_row
 
 
 def test_wide_and_series_layouts(result):
@@ -116,3 +117,16 @@ def test_bad_arguments(world):
         offline_online_correlation(m, variants=[("dcg", "reciprocal", "pbm", math.inf)])
     with pytest.raises(TypeError, match="variants entry must be a"):
         offline_online_correlation(m, variants=["dcg"])
+
+
+def test_pooled_correlation_over_experiment_days_matches_numpy_and_is_in_the_takeaway(result):
+    from offeval_core.analyses.correlation import pooled_correlation
+    pooled = pooled_correlation(result.daily)
+    d = result.daily[result.daily["policy"] == "treatment"]
+    for rec in pooled.itertuples():
+        part = d[(d["reward"] == rec.reward) & (d["variant"] == rec.variant)]
+        assert rec.n_points == len(part) == 9                       # 3 experiments × 3 days
+        assert rec.r == pytest.approx(np.corrcoef(part["online"], part["offline"])[0, 1], abs=1e-12)
+    assert "Pooled over the target policy's experiment-days" in result.takeaway
+    like = pooled[pooled["reward"] == "like"].set_index("variant")["r"]
+    assert f"{like.loc[result.labels[3]]:.2f}" in result.takeaway

@@ -35,7 +35,7 @@ from offeval_core.logs import LOGGING_POLICY
 from offeval_core.validation import check_choice
 
 __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "correlation_series_figure",
-           "default_variants", "is_identity", "offline_online_correlation"]
+           "default_variants", "is_identity", "offline_online_correlation", "pooled_correlation"]
 
 MIN_DAYS = 4
 POLICY_ARMS = {LOGGING_POLICY: "control", "treatment": "treatment"}
@@ -251,7 +251,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     n_nan = int(table["r"].isna().sum())
     if n_nan:
         warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
-    takeaway = _takeaway(table, labels, method)
+    takeaway = _takeaway(table, labels, method, daily)
     return CorrelationResult(table=table, daily=daily, variants=variants, method=method,
                              warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels)
 
@@ -270,7 +270,19 @@ def is_identity(variant: Variant, policy: str) -> bool:
             and math.isinf(variant.clip))
 
 
-def _takeaway(table: pd.DataFrame, labels, method) -> str:
+def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method: str = "pearson") -> pd.DataFrame:
+    """Correlation of online reward and offline estimate pooled over every (experiment, day) point of one policy,
+    per (reward, variant): ``n_points``, ``r`` — "across experiment-days", so differences between experiments
+    count as well as day-to-day drift."""
+    d = daily[daily["policy"] == policy].dropna(subset=["online", "offline"])
+    rows = []
+    for (reward, variant), part in d.groupby(["reward", "variant"], sort=False):
+        r, _ = _correlate(part["online"].to_numpy(float), part["offline"].to_numpy(float), method)
+        rows.append({"reward": reward, "variant": variant, "n_points": len(part), "r": r})
+    return pd.DataFrame(rows, columns=["reward", "variant", "n_points", "r"])
+
+
+def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None) -> str:
     sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
     table = table[~table["identity"]]
@@ -288,10 +300,33 @@ def _takeaway(table: pd.DataFrame, labels, method) -> str:
         text += f"; {worst} is weakest (median {sym} = {med[worst]:.2f})"
     text += "."
     text += " " + _paper_verdict(table, sym)
+    if daily is not None:
+        text += _pooled_text(table, daily, method, sym)
     if n_identity:
         text += (f" {n_identity} R₀ cell(s) marked ≡ are identities (DCG with D = D0 at m = ∞ on the logging "
                  f"policy is the control arm's observed reward) and are not ranked.")
     return text
+
+
+def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str, sym: str) -> str:
+    """The same comparison pooled over the target policy's experiment-days, per reward."""
+    t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
+    pbm_q = set(t.loc[(t["discount"] == "pbm") & (t["exposure"] == "pbm") & (t["clip"] > 1), "variant"])
+    log2 = set(t.loc[t["discount"] == "log2", "variant"])
+    if not pbm_q or not log2:
+        return ""
+    pooled = pooled_correlation(daily, method=method)
+    out = []
+    for reward, part in pooled.groupby("reward", sort=False):
+        a = part[part["variant"].isin(pbm_q)].dropna(subset=["r"])
+        b = part[part["variant"].isin(log2)].dropna(subset=["r"])
+        if a.empty or b.empty:
+            continue
+        ba, bb = a.loc[a["r"].idxmax()], b.loc[b["r"].idxmax()]
+        verdict = "holds" if ba["r"] > bb["r"] else "does not hold"
+        out.append(f"{reward}: {ba['variant']} {sym} = {ba['r']:.2f} vs {bb['variant']} {bb['r']:.2f} over "
+                   f"{int(ba['n_points'])} experiment-days ({verdict})")
+    return (" Pooled over the target policy's experiment-days — " + "; ".join(out) + ".") if out else ""
 
 
 def _paper_verdict(table: pd.DataFrame, sym: str) -> str:
