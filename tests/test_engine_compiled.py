@@ -112,3 +112,17 @@ def test_prepare_compiles_every_shape_a_dashboard_reduce_needs(logs):
         reduce(source, Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,)))
     assert _state(source)["plans"] == plans  # nothing compiled after prepare
     assert sum(p.runs for p in plans.values()) == len(COMBOS)
+
+
+def test_concurrent_reduces_of_one_source_match_sequential_ones(logs):
+    """The dashboard reduces from several threads: runs on one source are serialised, results unchanged."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = source_from_logs(logs, connect(threads=1))
+    grids = [Grid(rewards=(r,), policies=("a", "b"), discounts=(d,), exposures=(d0,), clips=clips)
+             for r, d, d0, clips in COMBOS]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        parallel = list(pool.map(lambda g: reduce(source, g), grids))
+    for grid, got in zip(grids, parallel, strict=True):
+        want = reduce(source_from_logs(logs, connect(threads=1)), grid)
+        pd.testing.assert_frame_equal(got.offline, want.offline, check_exact=True)

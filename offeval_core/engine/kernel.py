@@ -234,6 +234,7 @@ class CompiledMoments:
         expr = _moments_of(per, policies=policies, keys=keys)
         backend._run_pre_execute_hooks(expr)  # registers the small in-memory tables the SQL names
         self.sql = backend.compile(expr)
+        self._expr = expr  # keeps the tables the SQL names alive as long as the query
         self.runs = 0
 
     def _par_frame(self, q: int, clips: Sequence[float]) -> pd.DataFrame:

@@ -43,6 +43,11 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
     else:
         source = logs
         _check_source_names(source, grid)
+    with _state(source)["lock"]:  # one query at a time on a source's connection (the dashboard has threads)
+        return _reduce(source, grid, pbm_floor=pbm_floor)
+
+
+def _reduce(source: Source, grid: Grid, *, pbm_floor: float | None) -> Moments:
     discounts = [source_discount(d, source, floor=pbm_floor) for d in grid.discounts]
     exposures = [source_discount(e, source, floor=pbm_floor) for e in grid.exposures]
     _check_exposures(exposures, grid)
@@ -86,6 +91,11 @@ def prepare(logs: Logs | Source, *, policies: Sequence[str] | None = None, n_cli
     compiled query. Returns the source.
     """
     source = logs_source(logs) if isinstance(logs, Logs) else logs
+    with _state(source)["lock"]:
+        return _prepare(source, policies=policies, n_clips=n_clips)
+
+
+def _prepare(source: Source, *, policies: Sequence[str] | None, n_clips: int) -> Source:
     policies = tuple(source.policies if policies is None else policies)
     rewards = tuple(source.rewards)
     binary = binary_rewards(source, rewards)
