@@ -197,3 +197,24 @@ def test_ten_concurrent_sessions_load_the_demo_and_an_upload(server, chromium, t
           f"peak {after['VmHWM']} MiB")
     assert not errors, errors
     assert after["VmHWM"] < 3 * 1024  # bounded: the demo is cached once, uploads in bounded caches
+
+
+def test_an_uploaded_discount_table_becomes_the_target_discount(server, tab, tmp_path):
+    import hashlib
+
+    table = tmp_path / "eye tracking.csv"
+    table.write_bytes(b"rank,probability\n1,1\n2,0.6\n3,0.3\n")
+    expected = f"table:eye-tracking-{hashlib.sha256(table.read_bytes()).hexdigest()[:12]}.csv"
+    tab.goto(server["url"])
+    settle(tab)
+    sidebar = tab.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Upload a discount table").first.click()
+    tab.get_by_test_id("stPopoverBody").locator('input[type="file"]').set_input_files(str(table))
+    # the target discount D becomes the uploaded table, also in the shareable link
+    tab.wait_for_function("(e) => decodeURIComponent(location.search).includes('discount=' + e)", arg=expected,
+                          timeout=60_000)
+    settle(tab)
+    tab.keyboard.press("Escape")
+    tab.screenshot(path=str(tmp_path / "discount_table_upload.png"))
+    assert sidebar.get_by_test_id("stAlertContentError").count() == 0
+    assert tab.get_by_test_id("stException").count() == 0
