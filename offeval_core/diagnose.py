@@ -120,7 +120,8 @@ class Diagnosis:
         rows += [{"row": f"estimator: {e.label}", "test": "weights", "effect": "ESS share",
                   "estimate": e.ess_share, "CI low": math.nan, "CI high": math.nan, "p-value": math.nan,
                   "result": e.verdict, "reason": e.reason} for e in self.estimators]
-        return pd.DataFrame(rows)
+        cols = ["row", "result", "reason", "estimate", "CI low", "CI high", "p-value", "effect", "test"]
+        return pd.DataFrame(rows)[cols]
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -150,16 +151,24 @@ def _cmh(x: np.ndarray, y: np.ndarray, strata: np.ndarray, *, level: float):
 
 
 def _within_slope(y: np.ndarray, x: np.ndarray, strata: np.ndarray, clusters: np.ndarray):
-    """Slope of y on x within strata (fixed effects) with a cluster-robust SE."""
+    """Slope of y on x within strata (fixed effects) with a cluster-robust SE.
+
+    Demeaning within a stratum of n_s rows shrinks its residuals by (n_s − 1) / n_s in variance, so each
+    residual is scaled by √(n_s / (n_s − 1)) (singleton strata carry no information and drop out); without
+    this the SE is too small when most strata hold two or three rows, e.g. item × rank × segment × day."""
+    size = np.bincount(strata)
+    n_s = size[strata].astype(float)
+
     def demean(v):
-        means = np.bincount(strata, weights=v) / np.bincount(strata)
+        means = np.bincount(strata, weights=v) / size
         return v - means[strata]
     xd, yd = demean(x.astype(float)), demean(y.astype(float))
     sxx = float((xd * xd).sum())
     if sxx == 0:
         return math.nan, math.nan
     b = float((xd * yd).sum() / sxx)
-    score = np.bincount(clusters, weights=xd * (yd - b * xd))
+    inflate = np.sqrt(np.where(n_s > 1, n_s / np.maximum(n_s - 1, 1), 0.0))
+    score = np.bincount(clusters, weights=xd * (yd - b * xd) * inflate)
     return b, float(math.sqrt((score ** 2).sum()) / sxx)
 
 
@@ -363,7 +372,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
     beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k > deepest else 0.0
     pv = float(sps.norm.cdf((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
     fires = pv < alpha
-    finding = (f"IPS sees {m:.1%} [{m - z * se:.1%}, {m + z * se:.1%}] of {policy!r}'s exposure under {d.spec}; "
+    finding = (f"IPS sees {m:.1%} [{m - z * se:.1%}, {m + z * se:.1%}] of the {policy} policy's exposure under {d.spec}; "
                f"{beyond:.1%} of it lies beyond the deepest logged rank {deepest} (of {k}), p = {pv:.2g}: "
                + ("the target shows items the logs never reach." if fires else "no evidence of missing support."))
     return AssumptionCheck("support", q, f"one-sided t-test of covered exposure < 1 (D = {d.spec}, D0 = learnt PBM)",

@@ -15,8 +15,8 @@ from offeval_core.slate.experiment import error_chart, replicate, summarize
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _diagnosis(key: str, reward: str, policy: str | None, alpha: float):
-    return diagnose(data.load(key).logs, reward=reward, policy=policy, alpha=alpha)
+def _diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float):
+    return diagnose(data.load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -41,7 +41,7 @@ with ui.controls():
 with ui.guarded("Which estimator?"):
     policy = c.policy if c.policy in (c.dataset.policies or ()) else None
     d = ui.with_progress("Testing the assumptions on the logs…", False,
-                         lambda: _diagnosis(c.key, c.reward, policy, alpha))
+                         lambda: _diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
     fired = [ch for ch in d.checks if ch.fires]
     verdicts = {v: [e.label.split(" (")[0] for e in d.estimators if e.verdict == v]
                 for v in ("trust", "caution", "don't")}
@@ -67,6 +67,7 @@ with ui.guarded("Which estimator?"):
                                  "CI low": st.column_config.NumberColumn(format="%.4g"),
                                  "CI high": st.column_config.NumberColumn(format="%.4g"),
                                  "p-value": st.column_config.NumberColumn(format="%.3g"),
+                                 "row": st.column_config.TextColumn(width="medium"),
                                  "reason": st.column_config.TextColumn(width="large")})
     for ch in d.checks:
         st.markdown(f"- **{html.escape(ch.name)}** — {html.escape(ch.finding)}")
