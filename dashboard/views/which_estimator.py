@@ -26,6 +26,8 @@ def _slate_runs(behaviour: str, n: int, reps: int):
     return summarize(runs, world.value()), world.value()
 
 
+CLICK_MODELS = {"independent": "position-based", "cascade": "cascade", "standard": "item-below-competes",
+                "independent+cascade": "half position-based, half cascade"}
 c = ui.ctx()
 st.title("Which estimator?")
 st.caption("Each offline estimator is unbiased only under some assumptions about how users browse. This page "
@@ -77,11 +79,8 @@ st.caption("A stochastic-slate world (6 items, 3 slots, Plackett-Luce policies) 
            "Pick how users click; each estimator is run on independent logs and compared with the truth. "
            "Orange bars: bias larger than 4 standard errors.")
 with ui.controls("Slate world"):
-    behaviour = st.radio("Click model", ["independent", "cascade", "standard", "independent+cascade"],
-                         key="w_which_behaviour", horizontal=True,
-                         format_func={"independent": "position-based", "cascade": "cascade",
-                                      "standard": "item below competes",
-                                      "independent+cascade": "half position-based, half cascade"}.get)
+    behaviour = st.radio("Click model", list(CLICK_MODELS), key="w_which_behaviour", horizontal=True,
+                         format_func=CLICK_MODELS.get)
     n = st.select_slider("Sessions per log", options=[200, 500, 1000], value=500, key="w_which_n")
     reps = st.select_slider("Replications", options=[50, 100, 200], value=100, key="w_which_reps")
 
@@ -92,7 +91,7 @@ with ui.guarded("Slate world"):
     best = summary.loc[summary["rmse"].idxmin()]
     take = (f"Lowest RMSE: {best['label']} ({best['rmse']:.4f}); "
             + (f"biased here: {', '.join(biased)}." if biased else "no estimator is detectably biased here."))
-    fig = error_chart(summary, truth=truth, title=f"{behaviour} clicks, n = {n}, {reps} replications")
+    fig = error_chart(summary, truth=truth, title=f"{CLICK_MODELS[behaviour]} clicks, n = {n}, {reps} replications")
     ui.show_figure(fig, key="which_slate", name=f"slate_{behaviour}_{n}", take=html.escape(take))
     ui.show_table(summary.assign(coverage=np.round(summary["coverage"], 3)).drop(columns=["estimator"]),
                   key="which_slate_table", name=f"slate_{behaviour}_{n}",
