@@ -16,7 +16,20 @@ from offeval_core.slate.experiment import error_chart, replicate, summarize
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float):
-    return diagnose(data.load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha)
+    return diagnose(data.load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
+                    categories=_simulated_topics(key))
+
+
+def _simulated_topics(key: str):
+    """For a simulated world, the simulator's item topics serve as the category table of the
+    reward-interaction test (uploaded logs and the demo have none)."""
+    if not key.startswith("sim:"):
+        return None
+    from offeval_core.diagnose_validation import item_topics
+    from offeval_core.simulate import preset_config
+
+    spec = data.parse_sim_spec(key[len("sim:"):])
+    return item_topics(preset_config(spec["preset"], **spec["overrides"]), spec["seed"])
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -56,6 +69,9 @@ with ui.guarded("Which estimator?"):
         take = (f"No assumption is rejected at α = {alpha:g} on {c.reward}; "
                 "the verdicts below rest on the weights alone.")
     ui.takeaway(html.escape(take))
+    if c.key.startswith("sim:"):
+        st.caption("Simulated world: the simulator's item topics serve as the item categories of the "
+                   "reward-interaction test.")
     cols = st.columns(3)
     for col, (v, names) in zip(cols, verdicts.items(), strict=True):
         col.metric(f"Verdict: {v}", len(names), help=", ".join(names) or "none")
