@@ -34,6 +34,7 @@ PAGES = [
     st.Page(HERE / "views" / "decisions.py", title="Decisions", icon=":material/check_box:", url_path="decisions"),
     st.Page(HERE / "views" / "clip_tuning.py", title="Clip tuning", icon=":material/content_cut:",
             url_path="clip-tuning"),
+    st.Page(HERE / "views" / "which_estimator.py", title="Which estimator?", icon=":material/rule:", url_path="which-estimator"),
     st.Page(HERE / "views" / "method.py", title="Method", icon=":material/menu_book:", url_path="method"),
 ]
 

@@ -1,6 +1,8 @@
 """Which estimator can be trusted on these logs? Tests of the assumptions each estimator needs, weight
 diagnostics per estimator, and a verdict (trust / caution / don't) with its reason.
 
+Verdicts per estimator live in :mod:`offeval_core.verdicts`.
+
 Assumption checks (each a real test with an effect size and a CI; docs/diagnose.md):
 
 * **cascade** — does the chance of continuing past rank r depend on a reward at r? Rows at ranks below the
@@ -39,12 +41,11 @@ from offeval_core.discounts import parse_discount
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
 from offeval_core.results import json_number
+from offeval_core.verdicts import EstimatorCheck, ranking_estimators, slate_estimators
 
 CHECKS = ("cascade", "reward interaction", "context-dependent position bias", "support")
 VERDICTS = ("trust", "caution", "don't")
 RANK_CAP = 30
-ESS_DONT, ESS_CAUTION, SHARE_CAUTION, CLIP_CAUTION = 0.01, 0.10, 0.05, 1.0
-SUPPORT_MATERIAL = 0.05   # a support shortfall below 5 % of the target's exposure is a caution, not a "don't"
 
 
 @dataclass(frozen=True)
@@ -68,30 +69,6 @@ class AssumptionCheck:
         d = asdict(self)
         for k in ("effect", "low", "high", "p_value"):
             d[k] = json_number(d[k])
-        return d
-
-
-@dataclass(frozen=True)
-class EstimatorCheck:
-    """Weight diagnostics and the verdict of one estimator."""
-
-    estimator: str
-    label: str
-    value: float
-    stderr: float
-    ess: float
-    ess_share: float
-    max_share: float
-    clip_sensitivity: float
-    needs: tuple[str, ...]
-    verdict: str
-    reason: str
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        for k in ("value", "stderr", "ess", "ess_share", "max_share", "clip_sensitivity"):
-            d[k] = json_number(d[k])
-        d["needs"] = list(self.needs)
         return d
 
 
@@ -120,7 +97,8 @@ class Diagnosis:
         rows += [{"row": f"estimator: {e.label}", "test": "weights", "effect": "ESS share",
                   "estimate": e.ess_share, "CI low": math.nan, "CI high": math.nan, "p-value": math.nan,
                   "result": e.verdict, "reason": e.reason} for e in self.estimators]
-        return pd.DataFrame(rows)
+        cols = ["row", "result", "reason", "estimate", "CI low", "CI high", "p-value", "effect", "test"]
+        return pd.DataFrame(rows)[cols]
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -150,16 +128,24 @@ def _cmh(x: np.ndarray, y: np.ndarray, strata: np.ndarray, *, level: float):
 
 
 def _within_slope(y: np.ndarray, x: np.ndarray, strata: np.ndarray, clusters: np.ndarray):
-    """Slope of y on x within strata (fixed effects) with a cluster-robust SE."""
+    """Slope of y on x within strata (fixed effects) with a cluster-robust SE.
+
+    Demeaning within a stratum of n_s rows shrinks its residuals by (n_s − 1) / n_s in variance, so each
+    residual is scaled by √(n_s / (n_s − 1)) (singleton strata carry no information and drop out); without
+    this the SE is too small when most strata hold two or three rows, e.g. item × rank × segment × day."""
+    size = np.bincount(strata)
+    n_s = size[strata].astype(float)
+
     def demean(v):
-        means = np.bincount(strata, weights=v) / np.bincount(strata)
+        means = np.bincount(strata, weights=v) / size
         return v - means[strata]
     xd, yd = demean(x.astype(float)), demean(y.astype(float))
     sxx = float((xd * xd).sum())
     if sxx == 0:
         return math.nan, math.nan
     b = float((xd * yd).sum() / sxx)
-    score = np.bincount(clusters, weights=xd * (yd - b * xd))
+    inflate = np.sqrt(np.where(n_s > 1, n_s / np.maximum(n_s - 1, 1), 0.0))
+    score = np.bincount(clusters, weights=xd * (yd - b * xd) * inflate)
     return b, float(math.sqrt((score ** 2).sum()) / sxx)
 
 
@@ -363,99 +349,11 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
     beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k > deepest else 0.0
     pv = float(sps.norm.cdf((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
     fires = pv < alpha
-    finding = (f"IPS sees {m:.1%} [{m - z * se:.1%}, {m + z * se:.1%}] of {policy!r}'s exposure under {d.spec}; "
+    finding = (f"IPS sees {m:.1%} [{m - z * se:.1%}, {m + z * se:.1%}] of the {policy} policy's exposure under {d.spec}; "
                f"{beyond:.1%} of it lies beyond the deepest logged rank {deepest} (of {k}), p = {pv:.2g}: "
                + ("the target shows items the logs never reach." if fires else "no evidence of missing support."))
     return AssumptionCheck("support", q, f"one-sided t-test of covered exposure < 1 (D = {d.spec}, D0 = learnt PBM)",
                            m, label, m - z * se, m + z * se, pv, bool(fires), len(per), finding)
-
-
-# ------------------------------------------------------------------------------------------ estimators
-
-RANKING_NEEDS = ("cascade", "reward interaction", "context-dependent position bias", "support")
-SLATE_NEEDS = {"iips": ("cascade", "support"), "sniips": ("cascade", "support"), "rips": ("support",),
-               "snrips": ("support",), "sips": ("support",), "snsips": ("support",), "cascade-dr": ("support",)}
-
-
-def _verdict(label: str, needs, checks: dict, ess_share: float, max_share: float, clip_sens: float,
-             ess: float) -> tuple[str, str]:
-    caution = None
-    for name in needs:
-        c = checks.get(name)
-        if c is None or not c.fires:
-            continue
-        if name == "support" and 1 - c.effect < SUPPORT_MATERIAL:
-            caution = (f"the support check fires but only {1 - c.effect:.1%} of the target's exposure lacks "
-                       f"support (p = {c.p_value:.2g}).")
-            continue
-        return "don't", (f"{label} assumes no {name} problem, and the {name} check fires "
-                         f"({c.effect_label} {c.effect:.3g}, p = {c.p_value:.2g}).")
-    if ess_share < ESS_DONT:
-        return "don't", f"its effective sample size is {ess:.0f} ({ess_share:.2%} of the weights): a few sessions decide it."
-    if ess_share < ESS_CAUTION:
-        return "caution", f"its effective sample size is only {ess_share:.1%} of the weights ({ess:.0f})."
-    if max_share > SHARE_CAUTION:
-        return "caution", f"a single weight carries {max_share:.1%} of the total weight."
-    if clip_sens > CLIP_CAUTION:
-        return "caution", f"capping the top 1 % of weights moves the estimate by {clip_sens:.1f} standard errors."
-    if caution:
-        return "caution", caution
-    return "trust", (f"no assumption it needs is rejected, ESS is {ess_share:.0%} of the weights and capping the top "
-                     f"1 % of weights moves it by {clip_sens:.2f} SE.")
-
-
-def _ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, discount: str) -> list[EstimatorCheck]:
-    f = logs.frame[(logs.frame["arm"] == "control").to_numpy()]
-    d = parse_discount(discount, logs=logs)
-    d0 = parse_discount("pbm", logs=logs)
-    w = d(f[POLICY_PREFIX + policy].to_numpy()) / d0(f["rank"].to_numpy())
-    r = f[reward].to_numpy()
-    codes = pd.factorize(f["session"].to_numpy())[0]
-    n = int(codes.max()) + 1
-    cap = float(np.quantile(w, 0.99))
-    out = []
-    for key, label in (("dcg", f"DCG / IPS (D = {d.spec}, D0 = learnt PBM)"), ("snips", "SNIPS (same weights)")):
-        def value(weights, key=key):
-            per = np.bincount(codes, weights=weights * r, minlength=n)
-            if key == "dcg":
-                return float(per.mean()), per - per.mean()
-            den = np.bincount(codes, weights=weights, minlength=n)
-            ratio = per.sum() / den.sum() * (len(w) / n)
-            infl = (per - ratio * den * n / len(w))
-            return float(ratio), infl
-        v, infl = value(w)
-        vc, _ = value(np.minimum(w, cap))
-        se = float(np.std(infl, ddof=1) / math.sqrt(n))
-        ess = float(w.sum() ** 2 / (w ** 2).sum())
-        share, mx = ess / len(w), float(w.max() / w.sum())
-        sens = abs(vc - v) / se if se > 0 else 0.0
-        verdict, reason = _verdict(label.split(" (")[0], RANKING_NEEDS, checks, share, mx, sens, ess)
-        out.append(EstimatorCheck(key, label, v, se, ess, share, mx, sens, RANKING_NEEDS, verdict, reason))
-    return out
-
-
-def _slate_estimators(logs: Logs, reward: str, policy: str, checks: dict) -> list[EstimatorCheck]:
-    from offeval_core.slate import estimate, from_logs
-    from offeval_core.slate.estimators import LABELS, weights_for
-
-    data = from_logs(logs, reward=reward, policy=policy)
-    out = []
-    for key, needs in SLATE_NEEDS.items():
-        try:
-            res = estimate(data, estimator=key)
-        except (ValueError, KeyError):
-            continue                                            # columns this estimator needs are absent
-        w = res.diagnostics
-        if key == "cascade-dr":
-            cum = weights_for(data, "rips")
-        else:
-            cum = weights_for(data, key)
-        capped = estimate(data, estimator=key, clip=max(float(np.quantile(cum, 0.99)), 1.0))
-        sens = abs(capped.target.value - res.target.value) / res.target.stderr if res.target.stderr > 0 else 0.0
-        verdict, reason = _verdict(LABELS[key], needs, checks, w.ess_share, w.max_share, sens, w.ess)
-        out.append(EstimatorCheck(key, LABELS[key], res.target.value, res.target.stderr, w.ess, w.ess_share,
-                                  w.max_share, sens, needs, verdict, reason))
-    return out
 
 
 def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "log2",
@@ -484,7 +382,7 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
     if policy is None:
         ests = []
     elif policy in props:
-        ests = _slate_estimators(logs, reward, policy, by_name)
+        ests = slate_estimators(logs, reward, policy, by_name)
     else:
-        ests = _ranking_estimators(logs, reward, policy, by_name, discount)
+        ests = ranking_estimators(logs, reward, policy, by_name, discount)
     return Diagnosis(logs.source, reward, policy, alpha, checks, tuple(ests))

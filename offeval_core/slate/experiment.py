@@ -49,3 +49,25 @@ def summarize(runs: pd.DataFrame, truth: float) -> pd.DataFrame:
                     "z": bias / se if se > 0 else math.inf, "sd": sd, "rmse": rmse, "rel_rmse": rmse / abs(truth),
                     "coverage": float(g["covered"].mean()), "reps": len(v)})
     return pd.DataFrame(out)
+
+
+def error_chart(summary: pd.DataFrame, *, truth: float, title: str):
+    """Bias (± 2 SE over replications) and RMSE per estimator, as a plotly figure (pure function)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Bias (± 2 SE over replications)", "RMSE"),
+                        horizontal_spacing=0.12)
+    labels = summary["label"].tolist()
+    colour = ["#D55E00" if abs(z) > 4 else "#0072B2" for z in summary["z"]]
+    fig.add_trace(go.Bar(y=labels, x=summary["bias"], orientation="h", marker_color=colour,
+                         error_x={"type": "data", "array": 2 * summary["bias_se"]}, name="bias"), row=1, col=1)
+    fig.add_trace(go.Bar(y=labels, x=summary["rmse"], orientation="h", marker_color="#009E73", name="RMSE"),
+                  row=1, col=2)
+    fig.add_vline(x=0, line_color="grey", row=1, col=1)
+    fig.update_xaxes(title_text="estimate − truth (reward per session)", row=1, col=1)
+    fig.update_xaxes(title_text="root mean squared error (reward per session)", rangemode="tozero", row=1, col=2)
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_layout(title=f"{title} — truth V(π) = {truth:.4f}", showlegend=False, height=420,
+                      margin={"t": 80, "l": 10, "r": 10, "b": 50})
+    return fig

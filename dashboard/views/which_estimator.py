@@ -1,0 +1,114 @@
+"""Which estimator? The assumption tests of the loaded logs, each estimator's weights and verdict, and the
+slate estimators against the exact truth of a stochastic-slate world (docs/diagnose.md, docs/slate.md)."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import streamlit as st
+
+from dashboard import data, ui
+from offeval_core.diagnose import diagnose
+from offeval_core.slate import SlateConfig, build_world
+from offeval_core.slate.experiment import error_chart, replicate, summarize
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float):
+    return diagnose(data.load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
+                    categories=_simulated_topics(key))
+
+
+def _simulated_topics(key: str):
+    """For a simulated world, the simulator's item topics serve as the category table of the
+    reward-interaction test (uploaded logs and the demo have none)."""
+    if not key.startswith("sim:"):
+        return None
+    from offeval_core.diagnose_validation import item_topics
+    from offeval_core.simulate import preset_config
+
+    spec = data.parse_sim_spec(key[len("sim:"):])
+    return item_topics(preset_config(spec["preset"], **spec["overrides"]), spec["seed"])
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _slate_runs(behaviour: str, n: int, reps: int):
+    world = build_world(SlateConfig(behaviours=tuple(behaviour.split("+"))), rng=7)
+    runs = replicate(world, n_sessions=n, reps=reps, rng=11)
+    return summarize(runs, world.value()), world.value()
+
+
+CLICK_MODELS = {"independent": "position-based", "cascade": "cascade", "standard": "item-below-competes",
+                "independent+cascade": "half position-based, half cascade"}
+c = ui.ctx()
+st.title("Which estimator?")
+st.caption("Each offline estimator is unbiased only under some assumptions about how users browse. This page "
+           "tests those assumptions on the loaded logs — each test with an effect size, a confidence interval "
+           "and a p-value — and gives every estimator a verdict with its reason.")
+if not ui.needs(c):
+    st.stop()
+
+with ui.controls():
+    alpha = st.select_slider("Significance level α of every check", options=[0.01, 0.05, 0.1], value=0.05,
+                             key="w_which_alpha")
+
+with ui.guarded("Which estimator?"):
+    policy = c.policy if c.policy in (c.dataset.policies or ()) else None
+    d = ui.with_progress("Testing the assumptions on the logs…", False,
+                         lambda: _diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
+    fired = [ch for ch in d.checks if ch.fires]
+    verdicts = {v: [e.label.split(" (")[0] for e in d.estimators if e.verdict == v]
+                for v in ("trust", "caution", "don't")}
+    if fired:
+        first = fired[0]
+        take = (f"{len(fired)} of {len(d.checks)} assumptions are rejected at α = {alpha:g} on {c.reward}: "
+                f"{', '.join(ch.name for ch in fired)} — {first.effect_label} {first.effect:.3g} "
+                f"[{first.low:.3g}, {first.high:.3g}].")
+    else:
+        take = (f"No assumption is rejected at α = {alpha:g} on {c.reward}; "
+                "the verdicts below rest on the weights alone.")
+    ui.takeaway(html.escape(take))
+    if c.key.startswith("sim:"):
+        st.caption("Simulated world: the simulator's item topics serve as the item categories of the "
+                   "reward-interaction test.")
+    cols = st.columns(3)
+    for col, (v, names) in zip(cols, verdicts.items(), strict=True):
+        col.metric(f"Verdict: {v}", len(names), help=", ".join(names) or "none")
+
+    table = d.table()
+    ui.show_table(table, key="which_table", name="which_estimator",
+                  caption=f"Target policy {d.policy or '—'}, reward {d.reward}. Assumptions: each row is a "
+                          "statistical test (docs/diagnose.md); 'violated' when p < α. Estimators: ESS share = "
+                          "Kish effective sample size / rows; the reason names the rule that set the verdict.",
+                  column_config={"estimate": st.column_config.NumberColumn(format="%.4g"),
+                                 "CI low": st.column_config.NumberColumn(format="%.4g"),
+                                 "CI high": st.column_config.NumberColumn(format="%.4g"),
+                                 "p-value": st.column_config.NumberColumn(format="%.3g"),
+                                 "row": st.column_config.TextColumn(width="medium"),
+                                 "reason": st.column_config.TextColumn(width="large")})
+    for ch in d.checks:
+        st.markdown(f"- **{html.escape(ch.name)}** — {html.escape(ch.finding)}")
+
+st.subheader("Slate estimators against the truth")
+st.caption("A stochastic-slate world (6 items, 3 slots, Plackett-Luce policies) whose value is known exactly. "
+           "Pick how users click; each estimator is run on independent logs and compared with the truth. "
+           "Orange bars: bias larger than 4 standard errors.")
+with ui.controls("Slate world"):
+    behaviour = st.radio("Click model", list(CLICK_MODELS), key="w_which_behaviour", horizontal=True,
+                         format_func=CLICK_MODELS.get)
+    n = st.select_slider("Sessions per log", options=[200, 500, 1000], value=500, key="w_which_n")
+    reps = st.select_slider("Replications", options=[50, 100, 200], value=100, key="w_which_reps")
+
+with ui.guarded("Slate world"):
+    summary, truth = ui.with_progress(f"Running {reps} replications…", False,
+                                      lambda: _slate_runs(behaviour, n, reps))
+    biased = summary.loc[summary["z"].abs() > 4, "label"].tolist()
+    best = summary.loc[summary["rmse"].idxmin()]
+    take = (f"Lowest RMSE: {best['label']} ({best['rmse']:.4f}); "
+            + (f"biased here: {', '.join(biased)}." if biased else "no estimator is detectably biased here."))
+    fig = error_chart(summary, truth=truth, title=f"{CLICK_MODELS[behaviour]} clicks, n = {n}, {reps} replications")
+    ui.show_figure(fig, key="which_slate", name=f"slate_{behaviour}_{n}", take=html.escape(take))
+    ui.show_table(summary.assign(coverage=np.round(summary["coverage"], 3)).drop(columns=["estimator"]),
+                  key="which_slate_table", name=f"slate_{behaviour}_{n}",
+                  caption="bias ± bias_se over replications, z = bias / bias_se, coverage of the 95 % normal CI.")

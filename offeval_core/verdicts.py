@@ -1,0 +1,133 @@
+"""Verdicts per estimator (trust / caution / don't) from the assumption checks and the weights: Kish ESS,
+the largest weight's share and the clip sensitivity |V̂(c) − V̂(∞)| / SE at c = the 99th percentile of the
+weights (docs/diagnose.md, "Verdicts")."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from offeval_core.discounts import parse_discount
+from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.results import json_number
+
+ESS_DONT, ESS_CAUTION, SHARE_CAUTION, CLIP_CAUTION = 0.01, 0.10, 0.05, 1.0
+SUPPORT_MATERIAL = 0.05   # a support shortfall below 5 % of the target's exposure is a caution, not a "don't"
+
+
+@dataclass(frozen=True)
+class EstimatorCheck:
+    """Weight diagnostics and the verdict of one estimator."""
+
+    estimator: str
+    label: str
+    value: float
+    stderr: float
+    ess: float
+    ess_share: float
+    max_share: float
+    clip_sensitivity: float
+    needs: tuple[str, ...]
+    verdict: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("value", "stderr", "ess", "ess_share", "max_share", "clip_sensitivity"):
+            d[k] = json_number(d[k])
+        d["needs"] = list(self.needs)
+        return d
+
+
+RANKING_NEEDS = ("cascade", "reward interaction", "context-dependent position bias", "support")
+SLATE_NEEDS = {"iips": ("cascade", "support"), "sniips": ("cascade", "support"), "rips": ("support",),
+               "snrips": ("support",), "sips": ("support",), "snsips": ("support",), "cascade-dr": ("support",)}
+
+
+def verdict(label: str, needs, checks: dict, ess_share: float, max_share: float, clip_sens: float,
+             ess: float) -> tuple[str, str]:
+    """(verdict, reason) by the rules of docs/diagnose.md: a fired needed check, then ESS, weight share, clip.
+
+    >>> verdict("IPS", (), {}, 0.05, 0.001, 0.1, 500.0)  # ESS 5 % of the rows is below the 10 % caution line
+    ('caution', 'its effective sample size is only 5.0% of the weights (500).')
+    """
+    caution = None
+    for name in needs:
+        c = checks.get(name)
+        if c is None or not c.fires:
+            continue
+        if name == "support" and 1 - c.effect < SUPPORT_MATERIAL:
+            caution = (f"the support check fires but only {1 - c.effect:.1%} of the target's exposure lacks "
+                       f"support (p = {c.p_value:.2g}).")
+            continue
+        return "don't", (f"{label} assumes no {name} problem, and the {name} check fires "
+                         f"({c.effect_label} {c.effect:.3g}, p = {c.p_value:.2g}).")
+    if ess_share < ESS_DONT:
+        return "don't", f"its effective sample size is {ess:.0f} ({ess_share:.2%} of the weights): a few sessions decide it."
+    if ess_share < ESS_CAUTION:
+        return "caution", f"its effective sample size is only {ess_share:.1%} of the weights ({ess:.0f})."
+    if max_share > SHARE_CAUTION:
+        return "caution", f"a single weight carries {max_share:.1%} of the total weight."
+    if clip_sens > CLIP_CAUTION:
+        return "caution", f"capping the top 1 % of weights moves the estimate by {clip_sens:.1f} standard errors."
+    if caution:
+        return "caution", caution
+    return "trust", (f"no assumption it needs is rejected, ESS is {ess_share:.0%} of the weights and capping the top "
+                     f"1 % of weights moves it by {clip_sens:.2f} SE.")
+
+
+def ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, discount: str) -> list[EstimatorCheck]:
+    f = logs.frame[(logs.frame["arm"] == "control").to_numpy()]
+    d = parse_discount(discount, logs=logs)
+    d0 = parse_discount("pbm", logs=logs)
+    w = d(f[POLICY_PREFIX + policy].to_numpy()) / d0(f["rank"].to_numpy())
+    r = f[reward].to_numpy()
+    codes = pd.factorize(f["session"].to_numpy())[0]
+    n = int(codes.max()) + 1
+    cap = float(np.quantile(w, 0.99))
+    out = []
+    for key, label in (("dcg", f"DCG / IPS (D = {d.spec}, D0 = learnt PBM)"), ("snips", "SNIPS (same weights)")):
+        def value(weights, key=key):
+            per = np.bincount(codes, weights=weights * r, minlength=n)
+            if key == "dcg":
+                return float(per.mean()), per - per.mean()
+            den = np.bincount(codes, weights=weights, minlength=n)
+            ratio = per.sum() / den.sum() * (len(w) / n)
+            infl = (per - ratio * den * n / len(w))
+            return float(ratio), infl
+        v, infl = value(w)
+        vc, _ = value(np.minimum(w, cap))
+        se = float(np.std(infl, ddof=1) / math.sqrt(n))
+        ess = float(w.sum() ** 2 / (w ** 2).sum())
+        share, mx = ess / len(w), float(w.max() / w.sum())
+        sens = abs(vc - v) / se if se > 0 else 0.0
+        verdict_, reason = verdict(label.split(" (")[0], RANKING_NEEDS, checks, share, mx, sens, ess)
+        out.append(EstimatorCheck(key, label, v, se, ess, share, mx, sens, RANKING_NEEDS, verdict_, reason))
+    return out
+
+
+def slate_estimators(logs: Logs, reward: str, policy: str, checks: dict) -> list[EstimatorCheck]:
+    from offeval_core.slate import estimate, from_logs
+    from offeval_core.slate.estimators import LABELS, weights_for
+
+    data = from_logs(logs, reward=reward, policy=policy)
+    out = []
+    for key, needs in SLATE_NEEDS.items():
+        try:
+            res = estimate(data, estimator=key)
+        except (ValueError, KeyError):
+            continue                                            # columns this estimator needs are absent
+        w = res.diagnostics
+        if key == "cascade-dr":
+            cum = weights_for(data, "rips")
+        else:
+            cum = weights_for(data, key)
+        capped = estimate(data, estimator=key, clip=max(float(np.quantile(cum, 0.99)), 1.0))
+        sens = abs(capped.target.value - res.target.value) / res.target.stderr if res.target.stderr > 0 else 0.0
+        verdict_, reason = verdict(LABELS[key], needs, checks, w.ess_share, w.max_share, sens, w.ess)
+        out.append(EstimatorCheck(key, LABELS[key], res.target.value, res.target.stderr, w.ess, w.ess_share,
+                                  w.max_share, sens, needs, verdict_, reason))
+    return out

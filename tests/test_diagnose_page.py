@@ -1,0 +1,24 @@
+"""The "Which estimator?" page on a simulated cascade world: the takeaway names the violated assumption with
+its number, the verdict counts match the core's diagnosis, the slate section shows its chart."""
+
+from __future__ import annotations
+
+from dashboard_support import metric, open_page
+
+from dashboard import data
+from offeval_core.diagnose import diagnose
+
+SPEC = "small;seed=1;sessions=300;cascade"
+
+
+def test_which_estimator_page_on_a_cascade_world():
+    at = open_page("which_estimator", timeout=180, dataset="sim", sim=SPEC, reward="watch_complete")
+    d = diagnose(data.load_simulated(SPEC).logs, reward="watch_complete", policy="treatment", discount="pbm")
+    assert d.check("cascade").fires
+    takes = [m.value for m in at.markdown if "offeval-takeaway" in m.value]
+    assert any("cascade — odds ratio of continuing after a reward" in t and f"{d.check('cascade').effect:.3g}" in t
+               for t in takes), takes
+    dont = sum(e.verdict == "don't" for e in d.estimators)
+    assert metric(at, "Verdict: don't") == str(dont) and dont == 2
+    assert any("Lowest RMSE" in t for t in takes)
+    assert not at.error
