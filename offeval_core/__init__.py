@@ -15,7 +15,9 @@ two modules use one name for different things the front door gives each its own 
 ``importance_session_sums``), ``ESTIMATORS`` is the registry of moment estimators (the GS estimators of
 :mod:`offeval_core.heldout.mnar` are ``MNAR_ESTIMATORS``), ``read_logs`` reads logs (a simulated world's
 written logs are read by ``read_world_logs``) and ``survival_curve`` is the learnt viewing curve of
-:mod:`offeval_core.discounts` (the simulator's true curve is ``simulated_survival_curve``).
+:mod:`offeval_core.discounts` (the simulator's true curve is ``simulated_survival_curve``). No exported name
+is also the name of a submodule (importing ``offeval_core.simulate`` would shadow it), so the simulator is
+``simulate_feed``.
 
 Randomness is always one ``rng`` argument: None, an int seed or a ``numpy.random.Generator``.
 """
@@ -53,8 +55,8 @@ _export("offeval_core.heldout.mnar", "mnar_estimate", "theorem41_terms", MNAR_ES
 _export("offeval_core.heldout.analyses", "estimator_lab", "zoo_agreement", "runs_agreement")
 _export("offeval_core.results", "Estimate", "Effect", "ConfidenceInterval")
 _export("offeval_core.discounts", "parse_discount", "learn_pbm", "survival_curve")
-_export("offeval_core.simulate", "preset_config", "SimulationConfig", simulate_world="simulate", read_world_logs="read_logs",
-        simulated_survival_curve="survival_curve")
+_export("offeval_core.simulate", "preset_config", "SimulationConfig", simulate_feed="simulate",
+        read_world_logs="read_logs", simulated_survival_curve="survival_curve")
 _export("offeval_core.moments_io", "read_moments", "write_moments")
 _export("offeval_core.errors", "OffevalError", "InputError", "SpecError", "UnknownName", "LogValidationError",
         "EstimatorWarning")

@@ -103,6 +103,14 @@ def test_import_graph_is_acyclic():
             visit(n)
 
 
+def test_front_door_names_are_not_submodule_names():
+    """Importing a submodule sets it as an attribute of the package, which would shadow a lazy export."""
+    import offeval_core
+
+    submodules = {n.split(".")[1] for n in modules() if n.count(".") >= 1}
+    assert not submodules & set(offeval_core.__all__), submodules & set(offeval_core.__all__)
+
+
 def test_front_door_names_resolve_without_streamlit():
     import subprocess
     import sys

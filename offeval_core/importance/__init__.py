@@ -30,7 +30,10 @@ SNIPS / NCIS normalise over whatever rows an analysis aggregates ("global" norma
 effect is a difference of two ratios with different denominators, read through the ``ref_*`` columns
 (:func:`offeval_core.estimators.ratio_difference`). At the per-impression scale NCIS is the paper's
 Σ w̄ r / Σ w̄ over rows; at the per-session scale the control variate is the session's mean capped weight
-(E_πp[W] = 1 per row for propensity logs). IS and SNIPS are CIS and NCIS with c = ∞.
+on propensity logs (E_πp[W] = 1 per row), and on ranking logs (exposure weights, E[W] ≠ 1 per row) the
+capped share of the weight mass Σ w̄ / Σ w within each (experiment, day, arm) cell, whose expectation is
+the share E[W̄/W] under the target's exposure that NCIS assumes (docs/importance.md; SNIPS = IS there).
+IS and SNIPS are CIS and NCIS with c = ∞.
 
 **PieceNCIS** (Σ_g α_g R_g, R_g = A_g / Y_g the NCIS of stratum g, α_g its share of units) is stored as
 the mean of the linearised per-session value ψ_τ = u_τ R_g + (U_g / Y_g)(a_τ − R_g y_τ): Σψ / Σu equals
