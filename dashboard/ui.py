@@ -197,14 +197,15 @@ def takeaway(text: str) -> None:
     st.markdown(f'<div class="offeval-takeaway">{text}</div>', unsafe_allow_html=True)
 
 
-PRESENT_CHART_HEIGHT = 430  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
+PRESENT_CHART_HEIGHT = 350  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
 
 
 def _style(fig: go.Figure, present: bool) -> go.Figure:
     if present:
         fig = go.Figure(fig)
-        fig.update_layout(font={"size": 17}, title_font={"size": 20}, height=PRESENT_CHART_HEIGHT,
-                          margin={"t": 50, "b": 90}, legend={"y": -0.22})
+        fig.update_layout(font={"size": 16}, title_font={"size": 19}, height=PRESENT_CHART_HEIGHT,
+                          margin={"t": 44, "b": 40, "r": 20}, legend={"orientation": "v", "y": 1, "x": 1.01,
+                                                                     "xanchor": "left", "yanchor": "top"})
     return fig
 
 
@@ -363,7 +364,7 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
 PRESENT_CSS = """
 <style>
 html, body, [class*="stMarkdown"] p { font-size: 1.15rem; }
-[data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.6rem !important; padding-bottom: 2rem !important; }
 [data-testid="stMain"] h1 { font-size: 2.1rem !important; padding: 0 0 0.2rem 0 !important; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
 [data-testid="stMetricValue"] { font-size: 3rem !important; line-height: 1.15 !important; }

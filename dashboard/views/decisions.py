@@ -81,10 +81,13 @@ with ui.guarded("Decision boxes"):
     res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
     labels = list(res.estimators)
     ui.init_control("dec_est", labels[0], options=labels)
-    est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
+    holder = st.container()  # presenting: the chart first, the estimator picker under it
+    picker = st.container() if c.present else holder
+    est = picker.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
         else labels[0]
     fig = decision_figure(res, estimator=est)
-    event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
+    with holder if c.present else st.container():
+        event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
     boxes = res.boxes[res.boxes["estimator"] == est]
     points = getattr(getattr(event, "selection", None), "points", None) or []
     clicked = (points[0].get("x"), points[0].get("y")) if points else None
