@@ -297,6 +297,32 @@ def _fmt_value(v):
     return v
 
 
+def readable(df: pd.DataFrame, *, skip=()) -> tuple[pd.DataFrame, list[str]]:
+    """The table as shown: p-value columns as ``< 1e-6`` / ``3.2e-12``, missing values as “undefined” (never
+    ``None``), counts with thousands separators; returns the columns that hold undefined cells."""
+    from offeval_core.formatting import format_p
+
+    out = df.copy()
+    undefined = []
+    for col in out.columns:
+        if col in skip or col == "clip":
+            continue
+        series = out[col]
+        missing = series.isna()
+        is_p = str(col).lower() in ("p", "p_value", "mean_p", "online_p", "p_two_sided", "p_value_two_sided") \
+            or str(col).lower().endswith("_p")
+        if is_p and pd.api.types.is_numeric_dtype(series):
+            out[col] = [format_p(v) for v in series]
+        elif pd.api.types.is_integer_dtype(series) and series.abs().max() >= 10_000 \
+                and not str(col).lower().endswith(("_id", "id", "day", "rank")):
+            out[col] = [f"{v:,}" for v in series]
+        elif missing.any():
+            out[col] = [("undefined" if m else v) for v, m in zip(series.astype(object), missing, strict=True)]
+        if missing.any():
+            undefined.append(str(col))
+    return out, undefined
+
+
 DEFAULT_UNITS = ("effects and estimates per session (mean over sessions of the per-session value); rates and "
                  "shares in [0, 1]; clip = m (inf = unclipped); p-values one-sided unless named two-sided")
 
@@ -312,8 +338,12 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
     if "clip" in shown.columns:
         shown["clip"] = [("∞" if math.isinf(x) else f"{x:g}") if isinstance(x, float) else x
                          for x in shown["clip"]]
+    shown, undefined = readable(shown, skip=set(column_config or ()))
     kwargs = {"height": height} if height else {}
     st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
+    if undefined:
+        st.caption(f"“undefined” in {', '.join(undefined)}: not computable on these data (no variance, a single "
+                   "value, or no sessions in the group); the CSV leaves those cells empty.")
 
     def csv() -> str:
         import datetime as _dt

@@ -45,10 +45,11 @@ def test_data_page_shows_the_files_grid_and_what_needs_logs(moments_path):
     grid = at.dataframe[0].value.set_index("field")["values"]
     assert grid["clip values m"] == "1, 4, 64, ∞"
     assert grid["policies"] == "treatment, cand_01"
-    # the sidebar offers only the file's variants
+    assert "learnt position-bias curve" in infos(at) and "offeval report LOGS" in infos(at)
+    # the sidebar offers only the file's variants (on a page that reads them; the Data page shows the dataset)
+    at.switch_page("views/clip_tuning.py").run()
     assert at.selectbox(key="w_discount").options == ["pbm", "log2"]
     assert at.selectbox(key="w_exposure").options == ["pbm"]
-    assert "learnt position-bias curve" in infos(at) and "offeval report LOGS" in infos(at)
 
 
 def test_sensitivity_table_equals_the_core_on_the_file(moments_path):

@@ -13,6 +13,7 @@ from offeval_core.analyses import DEFAULT_ESTIMATORS, Variant, decision_figure
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.formatting import format_p
 
 c = ui.ctx()
 ss = st.session_state
@@ -113,7 +114,7 @@ with ui.guarded("Decision boxes"):
                 help=f"{res.level:.0%} CI [{row['offline_low']:.4g}, {row['offline_high']:.4g}]")
     m[1].metric("Online uplift", f"{row['online_effect']:.4g}{unit}",
                 help=f"{res.level:.0%} CI [{row['online_low']:.4g}, {row['online_high']:.4g}]; "
-                     f"two-sided p = {row['online_p']:.3g}")
+                     f"two-sided p = {format_p(row['online_p'])}")
     m[2].metric("Decisions", f"{row['offline_decision']} / {row['online_decision']}", help="offline / online")
     m[3].metric("Verdict", str(row["category"]))
     ui.show_table(one.drop(columns=["colour"]), key="decision_one", name=f"decision_{exp}")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import data, ui
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.formatting import format_p
 
 c = ui.ctx()
 ss = st.session_state
@@ -87,7 +88,7 @@ with ui.guarded("Sensitivity"):
         cols[2 * i].metric(f"{label} TPR", f"{row['tpr']:.0%}",
                            help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m = "
                                 f"{ui.clip_label(best) if best is not None else 'n/a'}")
-        cols[2 * i + 1].metric(f"{label} mean p-value", f"{row['mean_p']:.3g}")
+        cols[2 * i + 1].metric(f"{label} mean p-value", format_p(row["mean_p"]))
 
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
