@@ -250,3 +250,14 @@ def test_single_experiment_warns_on_decisions(logs):
     at.switch_page("views/decisions.py").run()
     assert any("single experiment" in w.value for w in at.warning)
     assert np.isfinite(float(metric(at, "Offline uplift").split()[0]))
+
+
+def test_rewards_table_gives_rates_for_0_1_rewards_and_means_for_real_ones(logs):
+    at = app()
+    table = next(d.value for d in at.dataframe if "per impression" in d.value.columns).set_index("reward")
+    like, watch = logs.frame["like"], logs.frame["watch_time"]
+    assert table.loc["like", "kind"] == "0/1 (rate)"
+    assert table.loc["like", "per impression"] == f"{like.mean():.2%}".replace("%", " %")
+    assert table.loc["watch_time", "kind"] == "real-valued (mean)"
+    assert table.loc["watch_time", "per impression"] == f"{watch.mean():.4g}"
+    assert "%" not in table.loc["watch_time", "per impression"]
