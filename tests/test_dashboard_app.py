@@ -261,3 +261,12 @@ def test_rewards_table_gives_rates_for_0_1_rewards_and_means_for_real_ones(logs)
     assert table.loc["watch_time", "kind"] == "real-valued (mean)"
     assert table.loc["watch_time", "per impression"] == f"{watch.mean():.4g}"
     assert "%" not in table.loc["watch_time", "per impression"]
+
+
+def test_method_page_ticks_nothing_it_has_not_tested_and_cites_fully():
+    at = app("method")
+    text = " ".join(m.value for m in at.markdown)
+    assert "check_circle" not in text  # no green tick without a test on the loaded data
+    assert text.count("assumed, not checked") == 5
+    assert "doi.org/10.1145/3637528.3671687" in text and "doi.org/10.1145/3159652.3159687" in text
+    assert "Olivier Jeunen, Ivan Potapov, Aleksei Ustimenko" in text
