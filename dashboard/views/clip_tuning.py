@@ -8,6 +8,7 @@ import math
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.analyses.clip_tuning import recommend_clip
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
@@ -54,7 +55,10 @@ with ui.guarded("Clip tuning"):
     t = res.table.set_index("clip")
     m = s.clip
     row = t.loc[m]
-    rec = res.recommended_clip
+    at_inf = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, ("dcg",))
+    effect = float(at_inf["effect"].mean()) if "effect" in at_inf and at_inf["effect"].notna().any() else None
+    recommendation = recommend_clip(res, effect=effect)  # the one rule (also the report and --clip auto)
+    rec = recommendation.clip
     verdict = ("is the recommended value" if m == rec else
                f"recommended: m = {ui.clip_label(rec)}")
     take = (f"At m = {ui.clip_label(m)} the DCG estimate of {c.policy} is {row['estimate']:.4g} ± "
@@ -71,7 +75,9 @@ with ui.guarded("Clip tuning"):
     k[2].metric("Bias bound", f"{row['bias_bound']:.3g}", help="r_max × clipped target exposure per session")
     k[3].metric("ESS share", f"{row['ess_share']:.0%}", help="Kish effective sample size / rows")
     k[4].metric("Rows clipped", f"{row['clipped_rows']:.1%}")
-    st.info(res.rule_text, icon=":material/lightbulb:")
+    st.info(f"**Recommended {recommendation.reason}**", icon=":material/lightbulb:")
+    with st.expander("How the chart's rule chose (the page control)"):
+        st.markdown(res.rule_text)
 
     _estimates(m)
     st.subheader("The table behind the chart")
