@@ -249,3 +249,15 @@ def _erfinv(level: float) -> float:
     from scipy.special import erfinv
 
     return float(erfinv(level))
+
+
+def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,
+                        level: float) -> float | None:
+    """The effect a clip is meant to measure: the mean over A/B tests of the unclipped (m = ∞) offline DCG
+    effect of ``policy`` over the logging policy (None when there is none)."""
+    from offeval_core.estimators import summarize_groups
+
+    groups = summarize_groups(moments, reward=reward, policy=policy, metric="dcg", discount=discount,
+                              exposure=exposure, clip=math.inf, by=("experiment_id",), level=level)
+    effects = [g.effect.value for g in groups if g.effect is not None and math.isfinite(g.effect.value)]
+    return float(np.mean(effects)) if effects else None

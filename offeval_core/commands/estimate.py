@@ -86,7 +86,7 @@ def run(args) -> int:
 def _auto_clip(args, logs) -> float:
     """``--clip auto``: the dashboard's and the report's recommendation (``analyses.clip_tuning.recommend_clip``
     against the mean offline DCG effect per A/B test at m = ∞), its reason printed on stderr."""
-    from offeval_core.analyses.clip_tuning import clip_tuning, recommend_clip
+    from offeval_core.analyses.clip_tuning import clip_tuning, mean_offline_effect, recommend_clip
     from offeval_core.engine import DEFAULT_CLIPS
 
     policy = logs.check_policy(args.policy)
@@ -97,10 +97,9 @@ def _auto_clip(args, logs) -> float:
                           exposures=(args.exposure,), clips=DEFAULT_CLIPS, ndcg_rule=args.ndcg_rule))
     res = clip_tuning(logs, reward=args.reward, policy=policy, discount=args.discount, exposure=args.exposure,
                       clips=DEFAULT_CLIPS, level=args.level, moments=m)
-    groups = summarize_groups(m, reward=args.reward, policy=policy, metric="dcg", discount=args.discount,
-                              exposure=args.exposure, clip=math.inf, by=("experiment_id",), level=args.level)
-    effects = [g.effect.value for g in groups if g.effect is not None and math.isfinite(g.effect.value)]
-    rec = recommend_clip(res, effect=float(np.mean(effects)) if effects else None)
+    effect = mean_offline_effect(m, reward=args.reward, policy=policy, discount=args.discount,
+                                 exposure=args.exposure, level=args.level)
+    rec = recommend_clip(res, effect=effect)
     print(f"offeval estimate: --clip auto: {rec.reason}", file=sys.stderr)
     return rec.clip
 
