@@ -83,3 +83,6 @@ def test_clip_recommendation_is_the_same_on_the_page_and_in_the_cli(served_file)
     cli = r.stderr.strip().splitlines()[-1].removeprefix("offeval estimate: --clip auto: ")
     assert page == f"**Recommended {cli}**"
     assert "bias bound" in cli
+    m = cli.split(":")[0].removeprefix("m = ")
+    notes = [a.get("text", "").strip() for a in specs(at)[0]["layout"].get("annotations", [])]
+    assert f"recommended m = {m}" in notes  # the chart marks the same value
