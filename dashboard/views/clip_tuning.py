@@ -58,7 +58,8 @@ with ui.guarded("Clip tuning"):
     m = s.clip
     row = t.loc[m]
     at_inf = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, ("dcg",))
-    effect = float(at_inf["effect"].mean()) if "effect" in at_inf and at_inf["effect"].notna().any() else None
+    effect = (float(at_inf["effect"].abs().mean()) if "effect" in at_inf and at_inf["effect"].notna().any()
+              else None)  # the mean size of the effect per A/B test (as analyses.mean_offline_effect)
     recommendation = recommend_clip(res, effect=effect)  # the one rule (also the report and --clip auto)
     rec = recommendation.clip
     verdict = ("is the recommended value" if m == rec else

@@ -231,7 +231,8 @@ def recommend_clip(result: ClipTuningResult, *, effect: float | None = None) -> 
         slope = float(t["clip"].max())
     unclipped = float(t.loc[t["clip"].idxmax(), "estimate"])
     ref = abs(effect) if effect is not None and math.isfinite(effect) else abs(unclipped)
-    what = "the offline effect" if effect is not None and math.isfinite(effect) else "the unclipped estimate"
+    what = ("the size of the offline effect" if effect is not None and math.isfinite(effect)
+            else "the unclipped estimate")
     ok = t[(t["clip"] >= slope) & (t["bias_bound"].fillna(math.inf) <= ref)]
     rec = float(ok["clip"].min()) if len(ok) else float(t["clip"].max())
     bound = float(t.loc[t["clip"] == rec, "bias_bound"].iloc[0])
@@ -253,11 +254,12 @@ def _erfinv(level: float) -> float:
 
 def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,
                         level: float) -> float | None:
-    """The effect a clip is meant to measure: the mean over A/B tests of the unclipped (m = ∞) offline DCG
-    effect of ``policy`` over the logging policy (None when there is none)."""
+    """The effect a clip is meant to measure: the mean over A/B tests of the size |effect| of the unclipped
+    (m = ∞) offline DCG effect of ``policy`` over the logging policy (None when there is none); sizes, so
+    positive and negative tests do not cancel."""
     from offeval_core.estimators import summarize_groups
 
     groups = summarize_groups(moments, reward=reward, policy=policy, metric="dcg", discount=discount,
                               exposure=exposure, clip=math.inf, by=("experiment_id",), level=level)
-    effects = [g.effect.value for g in groups if g.effect is not None and math.isfinite(g.effect.value)]
+    effects = [abs(g.effect.value) for g in groups if g.effect is not None and math.isfinite(g.effect.value)]
     return float(np.mean(effects)) if effects else None
