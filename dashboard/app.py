@@ -20,7 +20,8 @@ HERE = Path(__file__).parent
 
 st.set_page_config(page_title="offeval — offline evaluation of ranking policies", page_icon="📐",
                    layout="wide",
-                   initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "auto")
+                   initial_sidebar_state="collapsed" if st.query_params.get("present") == "1"
+                   or st.session_state.get("w_present") else "auto")
 
 PAGES = [
     st.Page(HERE / "views" / "data.py", title="Data", icon=":material/database:", url_path="data", default=True),

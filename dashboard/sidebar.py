@@ -81,13 +81,16 @@ def _seed(settings: Settings, *, reset: bool) -> None:
         ss["moments_path"] = settings.moments
 
 
-def seed_from_url() -> Settings:
+def seed_from_url(page_url_path: str = "") -> Settings:
     """Put the URL's settings into the widgets' state on a session's first run, and again whenever the URL
-    changed without this app writing it (the browser's Back / Forward, a pasted link)."""
+    changed without this app writing it (the browser's Back / Forward, a pasted link). Moving to another page
+    through the navigation clears the query string: that keeps the state (the page writes it back)."""
     ss = st.session_state
     params = st.query_params.to_dict()
     first = "_init" not in ss
     if not first and params == ss.get(WRITTEN_KEY, params):
+        return ss["_url_settings"]
+    if not first and not params and page_url_path != ss.get("_written_page", page_url_path):
         return ss["_url_settings"]
     settings = parse_query_params(params)
     if "dataset" not in params and served.served():
@@ -177,7 +180,7 @@ def render(page_url_path: str = "") -> ui.Context:
     return the context. The URL is written by :func:`finish` once the page has run."""
     ss = st.session_state
     restrict_table_files()  # table:NAME specs from the URL or a widget never open a server path
-    url_settings = seed_from_url()
+    url_settings = seed_from_url(page_url_path)
     keep_state()
     notes = list(url_settings.problems) if not ss.get("_url_problems_shown") else []
     ss["_url_problems_shown"] = True
@@ -317,6 +320,9 @@ def render(page_url_path: str = "") -> ui.Context:
             ss["w_deck"] = [p for p in (ss.get("w_deck") or []) if p in PAGE_TITLES] or list(DECK)
         sb.multiselect("Slides (in order)", list(PAGE_TITLES), key="w_deck", format_func=PAGE_TITLES.get,
                        help="The pages the arrow keys step through, in this order")
+        import json
+
+        st.html(DECK_JS % json.dumps(list(ss["w_deck"])), unsafe_allow_javascript=True)  # first, so keys work early
 
     settings = current_settings()
     fixes = {}
@@ -365,6 +371,7 @@ def finish(page_url_path: str) -> None:
     if params != st.query_params.to_dict():
         st.query_params.from_dict(params)
     ss[WRITTEN_KEY] = params
+    ss["_written_page"] = page_url_path
     slot = ss.get("_link_slot")
     if slot is not None:
         with slot.container():
@@ -403,9 +410,6 @@ DECK_JS = """
 
 def _deck(here: str, deck: list[str]) -> None:
     """Presentation mode: where this page is in the chosen sequence, and the keys that step through it."""
-    import json
-
-    st.html(DECK_JS % json.dumps(deck), unsafe_allow_javascript=True)
     if here in deck:
         i = deck.index(here)
         prev_ = f"← {PAGE_TITLES[deck[i - 1]]}" if i > 0 else ""

@@ -218,14 +218,15 @@ def takeaway(text: str) -> None:
     st.markdown(f'<div class="offeval-takeaway">{escape_html(text)}</div>', unsafe_allow_html=True)
 
 
-PRESENT_CHART_HEIGHT = 430  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
+PRESENT_CHART_HEIGHT = 350  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
 
 
 def _style(fig: go.Figure, present: bool) -> go.Figure:
     if present:
         fig = go.Figure(fig)
-        fig.update_layout(font={"size": 17}, title_font={"size": 20}, height=PRESENT_CHART_HEIGHT,
-                          margin={"t": 50, "b": 90}, legend={"y": -0.22})
+        fig.update_layout(font={"size": 16}, title_font={"size": 19}, height=PRESENT_CHART_HEIGHT,
+                          margin={"t": 44, "b": 40, "r": 20}, legend={"orientation": "v", "y": 1, "x": 1.01,
+                                                                     "xanchor": "left", "yanchor": "top"})
     return fig
 
 
@@ -317,6 +318,32 @@ def _fmt_value(v):
     return v
 
 
+def readable(df: pd.DataFrame, *, skip=()) -> tuple[pd.DataFrame, list[str]]:
+    """The table as shown: p-value columns as ``< 1e-6`` / ``3.2e-12``, missing values as “undefined” (never
+    ``None``), counts with thousands separators; returns the columns that hold undefined cells."""
+    from offeval_core.formatting import format_p
+
+    out = df.copy()
+    undefined = []
+    for col in out.columns:
+        if col in skip or col == "clip":
+            continue
+        series = out[col]
+        missing = series.isna()
+        is_p = str(col).lower() in ("p", "p_value", "mean_p", "online_p", "p_two_sided", "p_value_two_sided") \
+            or str(col).lower().endswith("_p")
+        if is_p and pd.api.types.is_numeric_dtype(series):
+            out[col] = [format_p(v) for v in series]
+        elif pd.api.types.is_integer_dtype(series) and series.abs().max() >= 10_000 \
+                and not str(col).lower().endswith(("_id", "id", "day", "rank")):
+            out[col] = [f"{v:,}" for v in series]
+        elif missing.any():
+            out[col] = [("undefined" if m else v) for v, m in zip(series.astype(object), missing, strict=True)]
+        if missing.any():
+            undefined.append(str(col))
+    return out, undefined
+
+
 DEFAULT_UNITS = ("effects and estimates per session (mean over sessions of the per-session value); rates and "
                  "shares in [0, 1]; clip = m (inf = unclipped); p-values one-sided unless named two-sided")
 
@@ -332,8 +359,12 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
     if "clip" in shown.columns:
         shown["clip"] = [("∞" if math.isinf(x) else f"{x:g}") if isinstance(x, float) else x
                          for x in shown["clip"]]
+    shown, undefined = readable(shown, skip=set(column_config or ()))
     kwargs = {"height": height} if height else {}
     st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
+    if undefined:
+        st.caption(f"“undefined” in {', '.join(undefined)}: not computable on these data (no variance, a single "
+                   "value, or no sessions in the group); the CSV leaves those cells empty.")
 
     def csv() -> str:
         import datetime as _dt
@@ -384,7 +415,7 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
 PRESENT_CSS = """
 <style>
 html, body, [class*="stMarkdown"] p { font-size: 1.15rem; }
-[data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.6rem !important; padding-bottom: 2rem !important; }
 [data-testid="stMain"] h1 { font-size: 2.1rem !important; padding: 0 0 0.2rem 0 !important; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
 [data-testid="stMetricValue"] { font-size: 3rem !important; line-height: 1.15 !important; }

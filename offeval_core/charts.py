@@ -106,7 +106,7 @@ def sensitivity_figure(result) -> go.Figure:
     for c in (1, 2):
         _clip_axis(fig, clips, row=1, col=c)
     fig.update_yaxes(title_text="TPR (share of settings)", range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
-    fig.update_yaxes(title_text="mean one-sided p-value", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="mean one-sided p-value", type="log", tickformat=".2g", row=1, col=2)  # full labels
     n = int(t["n_settings"].max()) if len(t) else 0
     title = (f"Offline sensitivity vs clipping — {n} settings, {result.level:.0%} CI "
              f"(policy {result.policy}, {result.discount})")
@@ -152,8 +152,13 @@ def correlation_figure(result) -> go.Figure:
     return _layout(fig, title, height=max(360, 120 + 34 * len(rows)))
 
 
+def _normalised(variant_label: str) -> bool:
+    return variant_label.lower().startswith(("ndcg", "pndcg"))
+
+
 def correlation_series_figure(series: pd.DataFrame) -> go.Figure:
-    """Day-by-day online mean reward (left axis) and each offline variant's estimate (right axis)."""
+    """Day-by-day online mean reward and each DCG-type offline estimate on one axis (same units: reward per
+    session); normalised variants (nDCG) on a right-hand axis."""
     meta = dict(series.attrs)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Scatter(x=series["day"], y=series["online"], mode="lines+markers", name="online reward",
@@ -163,11 +168,15 @@ def correlation_series_figure(series: pd.DataFrame) -> go.Figure:
     for k, v in enumerate(variants):
         r = rs.get(v, math.nan)
         name = v if (r is None or np.isnan(r)) else f"{v} (r = {r:.2f})"
+        # DCG-type estimates are in the online reward's units (reward per session): same axis, so equal values
+        # sit at equal heights; normalised metrics (nDCG, in [0, 1]) get the right-hand axis
         fig.add_trace(go.Scatter(x=series["day"], y=series[v], mode="lines+markers", name=name,
                                  line={"color": OKABE_ITO[k % len(OKABE_ITO)], "dash": "dash"}),
-                      secondary_y=True)
-    fig.update_yaxes(title_text=f"online {meta.get('reward', 'reward')} per session", secondary_y=False)
-    fig.update_yaxes(title_text="offline estimate per session", secondary_y=True, showgrid=False)
+                      secondary_y=_normalised(v))
+    fig.update_yaxes(title_text=f"{meta.get('reward', 'reward')} per session (online and DCG-type offline)",
+                     secondary_y=False)
+    if any(_normalised(v) for v in variants):
+        fig.update_yaxes(title_text="normalised offline metric (0–1)", secondary_y=True, showgrid=False)
     fig.update_xaxes(title_text="day")
     title = (f"Online vs offline by day — {meta.get('experiment_id', '')}, {meta.get('reward', '')}, "
              f"{meta.get('policy_label', meta.get('policy', ''))}")

@@ -359,8 +359,12 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
         doc.note(_NEEDS_LOGS.format(what="Clip tuning (the bias bound, ESS and clipped share read per-row weights)"))
     elif has_target:
         ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=discount, exposure=discount,
-                         clips=clips, moments=moments)
-        doc.p(ct.rule_text, "takeaway")
+                         clips=clips, moments=moments, level=sensitivity_level)
+        from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
+
+        effect = mean_offline_effect(moments, reward=rewards[0], policy=policy, discount=discount,
+                                     exposure=discount, level=sensitivity_level) if moments is not None else None
+        doc.p("Recommended " + recommend_clip(ct, effect=effect).reason, "takeaway")  # the dashboard's rule
         doc.fig(charts.clip_tuning_figure(ct))
         doc.raw(_fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")))
     else:

@@ -250,3 +250,32 @@ def test_upload_with_user_names_is_mapped_in_the_form_policies_included(server, 
     tab.goto(f"{server}/dcg-vs-ndcg")  # a new session: the upload is not in it; the served file is
     settle(tab)
     assert "cand_10" in json.dumps(figures(tab))
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_presentation_mode_chart_above_the_fold_and_arrow_keys_step_through_pages(server, chromium, size):
+    w, h = size
+    ctx = chromium.new_context(viewport={"width": w, "height": h})
+    pg = ctx.new_page()
+    try:
+        pg.goto(f"{server}/sensitivity?present=1&deck=sensitivity,decisions,clip-tuning")
+        for path in ("sensitivity", "decisions", "clip-tuning"):
+            pg.wait_for_url(f"**/{path}*", timeout=LOAD)
+            pg.get_by_role("heading", level=1).first.wait_for(timeout=LOAD)
+            settle(pg)
+            figures(pg)
+            pg.wait_for_url("**present=1*", timeout=30_000)  # the settings travel with the slide
+            pg.screenshot(path=f"/tmp/offeval-present-{path}-{w}x{h}.png")
+            box = pg.get_by_test_id("stPlotlyChart").first.bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= h, (path, box)  # the whole chart is visible
+            assert "present=1" in pg.url
+            captions = pg.get_by_test_id("stMain").get_by_test_id("stCaptionContainer")
+            assert all(captions.nth(i).is_hidden() for i in range(captions.count()))  # captions folded
+            pg.locator("body").press("ArrowRight")
+        # the last slide stays put; ArrowLeft goes back
+        time.sleep(1)
+        assert "/clip-tuning" in pg.url
+        pg.locator("body").press("ArrowLeft")
+        pg.wait_for_url("**/decisions*", timeout=LOAD)
+    finally:
+        ctx.close()

@@ -47,8 +47,8 @@ def test_data_page_shows_the_files_grid_and_what_needs_logs(moments_path):
     assert grid["clip values m"] == "1, 4, 64, ∞"
     assert grid["policies"] == "treatment, cand_01"
     assert "learnt position-bias curve" in infos(at) and "offeval report LOGS" in infos(at)
-    # the Data page reads no discount model; a page that does offers only the file's variants in the sidebar
-    at = app(moments_path, "sensitivity")
+    # the sidebar offers only the file's variants (on a page that reads them; the Data page shows the dataset)
+    at.switch_page("views/clip_tuning.py").run()
     assert at.selectbox(key="w_discount").options == ["pbm", "log2"]
     assert at.selectbox(key="w_exposure").options == ["pbm"]
 

@@ -64,3 +64,25 @@ def test_estimator_lab_hides_the_data_controls(served_file):
     keys = {w.key for w in at.sidebar.selectbox} | {w.key for w in at.sidebar.select_slider}
     assert keys.isdisjoint({"w_dataset", "w_reward", "w_policy", "w_discount", "w_exposure", "w_clip"}), keys
     assert any("do not apply" in m.value for m in at.sidebar.caption)
+
+
+def test_clip_recommendation_is_the_same_on_the_page_and_in_the_cli(served_file):
+    """One rule: the Clip tuning page's recommendation equals `offeval estimate --clip auto`'s."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    at = open_page("clip_tuning", policy="treatment")
+    page = next(i.value for i in at.info if i.value.startswith("**Recommended m = "))
+    r = subprocess.run([sys.executable, "-m", "offeval_core.cli", "estimate", str(served_file), "--map", MAP,
+                        "--reward", "clicked", "--policy", "treatment", "--clip", "auto", "--level", "0.99"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert r.returncode == 0, r.stderr
+    cli = r.stderr.strip().splitlines()[-1].removeprefix("offeval estimate: --clip auto: ")
+    assert page == f"**Recommended {cli}**"
+    assert "bias bound" in cli
+    m = cli.split(":")[0].removeprefix("m = ")
+    notes = [a.get("text", "").strip() for a in specs(at)[0]["layout"].get("annotations", [])]
+    assert f"recommended m = {m}" in notes  # the chart marks the same value

@@ -83,11 +83,16 @@ with ui.guarded("Correlation"):
     res = data.correlation_result(c.key, c.reward, variants, method)
     for w in res.warnings:
         st.warning(w, icon=":material/warning:")
-    ui.takeaway(res.takeaway)
-    st.html(res.styled_html())
-    with st.expander("Tidy table (one row per experiment, reward, policy and variant)"):
-        ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
-    ui.show_figure(correlation_figure(res), key="correlation", name="correlation")
+    if c.present:  # the chart first; the Table 2 layout folded
+        ui.show_figure(correlation_figure(res), key="correlation", name="correlation", take=res.takeaway)
+        if st.checkbox("Show the Table 2 layout", key="show_corr_html"):
+            st.html(res.styled_html())
+    else:
+        ui.takeaway(res.takeaway)
+        st.html(res.styled_html())
+        with st.expander("Tidy table (one row per experiment, reward, policy and variant)"):
+            ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
+        ui.show_figure(correlation_figure(res), key="correlation", name="correlation")
 
     st.subheader("Drill-down: day by day")
     rows = res.table[["experiment_id", "reward", "policy", "policy_label"]].drop_duplicates()

@@ -13,6 +13,7 @@ from offeval_core import mapping as column_mapping
 from offeval_core.charts import pbm_curve_figure
 from offeval_core.discounts import learn_pbm, parse_discount
 from offeval_core.errors import InputError
+from offeval_core.formatting import format_reward_value, reward_kind
 from offeval_core.logs import KNOWN
 from offeval_core.sanitize import escape_markdown
 
@@ -297,12 +298,21 @@ m[5].metric("Target policies", len(s.policies))
 
 left, right = st.columns([2, 3])
 with left:
-    rates = pd.DataFrame({"reward": list(s.reward_rates), "rate per impression": list(s.reward_rates.values()),
+    # a 0/1 reward has a rate (a percentage); a real-valued one (watch seconds, counts) a mean
+    kinds = {r: reward_kind(ds.logs.frame[r].to_numpy()) for r in s.reward_rates}
+    rates = pd.DataFrame({"reward": list(s.reward_rates),
+                          "kind": [("0/1 (rate)" if kinds[r] == "binary" else "real-valued (mean)")
+                                   for r in s.reward_rates],
+                          "per impression": [format_reward_value(v if kinds[r] == "binary"
+                                                                 else float(ds.logs.frame[r].mean()), kinds[r])
+                                             for r, v in s.reward_rates.items()],
                           "sessions with ≥ 1": [s.sessions_with_reward[r] for r in s.reward_rates]})
-    st.markdown("**Reward rates**")
+    st.markdown("**Rewards**")
     ui.show_table(rates, key="reward_rates", name="reward_rates",
-                  column_config={"rate per impression": st.column_config.NumberColumn(format="percent"),
-                                 "sessions with ≥ 1": st.column_config.NumberColumn(format="percent")})
+                  column_config={"sessions with ≥ 1": st.column_config.NumberColumn(
+                      "sessions with a reward > 0", format="percent")},
+                  units="per impression: share of impressions with the reward (0/1 rewards) or mean reward per "
+                        "impression (real-valued rewards); sessions with a reward > 0 as a share of sessions")
     zero = [r for r, v in s.reward_rates.items() if v == 0]
     if zero:
         st.warning(f"Reward(s) {escape_markdown(', '.join(zero))} have no positive value: every estimate on them is 0. "

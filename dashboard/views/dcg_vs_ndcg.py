@@ -16,6 +16,7 @@ st.title("DCG vs nDCG")
 SOURCES = {"logged": "Logged policies", "heldout": "Held-out runs"}
 ui.init_control("agr_source")
 source = st.radio("Source", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="w_agr_source",
+                  label_visibility="collapsed" if c.present else "visible",
                   help="Logged policies: the candidate policies' rank__* columns of the loaded logs, evaluated "
                        "off-policy. Held-out runs: models ranking held-out interactions (KDD'24 App. A).")
 

@@ -13,6 +13,7 @@ from offeval_core.analyses import DEFAULT_ESTIMATORS, Variant, decision_figure
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.formatting import format_p
 
 c = ui.ctx()
 ss = st.session_state
@@ -83,10 +84,13 @@ with ui.guarded("Decision boxes"):
     res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
     labels = list(res.estimators)
     ui.init_control("dec_est", res.recommended or labels[0], options=labels)
-    est = st.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
+    holder = st.container()  # presenting: the chart first, the estimator picker under it
+    picker = st.container() if c.present else holder
+    est = picker.segmented_control("Boxes of", labels, key="w_dec_est", required=True) if len(labels) > 1 \
         else labels[0]
     fig = decision_figure(res, estimator=est)
-    event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
+    with holder if c.present else st.container():
+        event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
     boxes = res.boxes[res.boxes["estimator"] == est]
     points = getattr(getattr(event, "selection", None), "points", None) or []
     clicked = (points[0].get("x"), points[0].get("y")) if points else None
@@ -112,7 +116,7 @@ with ui.guarded("Decision boxes"):
                 help=f"{res.level:.0%} CI [{row['offline_low']:.4g}, {row['offline_high']:.4g}]")
     m[1].metric("Online uplift", f"{row['online_effect']:.4g}{unit}",
                 help=f"{res.level:.0%} CI [{row['online_low']:.4g}, {row['online_high']:.4g}]; "
-                     f"two-sided p = {row['online_p']:.3g}")
+                     f"two-sided p = {format_p(row['online_p'])}")
     m[2].metric("Decisions", f"{row['offline_decision']} / {row['online_decision']}", help="offline / online")
     m[3].metric("Verdict", str(row["category"]))
     ui.show_table(one.drop(columns=["colour"]), key="decision_one", name=f"decision_{exp}")

@@ -50,9 +50,25 @@ checks = [
      "the estimator blind to them: clipping and a cut-off (e.g. log2@10) are the practical guard.",
      "support_depth" in broken),
 ]
+HOW_TO_CHECK = {
+    "1": "a holdout of users whose feeds never depend on earlier rewards, or a test of carry-over between "
+         "consecutive sessions of the same user",
+    "2": "position-bias curves learnt separately per segment (they should coincide) and the share of sessions "
+         "that stop right after a reward (high under cascade browsing)",
+    "3": "the reward of an item as a function of the rewards above it in the same session (flat when rewards "
+         "do not interact)",
+    "4": "a randomised swap experiment (RandPair / intervention harvesting) that measures P(V | R) directly",
+    "5": "the share of the target policy's exposure on ranks the logging policy never reached (0 under full "
+         "support)",
+}
+st.caption("An assumption shows a green tick only when a test on the loaded data supports it. None of the five "
+           "is tested on the loaded logs yet, so each reads “assumed, not checked”, with what would check it; "
+           "a simulated world built with a switch that breaks one says so.")
 for title, what, meaning, is_broken in checks:
     status = (":material/cancel: **broken in this simulated world**" if is_broken is True and broken else
-              ":material/warning: **check**" if is_broken else ":material/check_circle: assumed")
+              ":material/warning: **check: the logs show a sign of trouble**" if is_broken else
+              ":material/radio_button_unchecked: **assumed, not checked** — would be checked by "
+              + HOW_TO_CHECK[title[0]])
     with st.container(border=True):
         st.markdown(f"#### {title}  \n{status}")
         st.markdown(what)
@@ -98,13 +114,20 @@ ui.show_table(reg, key="estimators", name="estimators",
 
 st.header("References")
 st.markdown(
-    "- O. Jeunen, I. Potapov, A. Ustimenko. *On (Normalised) Discounted Cumulative Gain as an Off-Policy "
-    "Evaluation Metric for Top-n Recommendation.* KDD 2024 — Sec. 4 (Asm. 1-5, Eq. 4-9), Sec. 5 (Lemma 5.2, "
-    "Table 1), Sec. 6 (Table 2, Fig. 1), App. A (Fig. 2).\n"
-    "- A. Gilotte, C. Calauzènes, T. Nedelec, A. Abraham, S. Dollé. *Offline A/B testing for Recommender "
-    "Systems.* WSDM 2018 — Sec. 4-5 (capped and normalised IS, PieceNCIS, PointNCIS), Fig. 2, Fig. 4/5, "
-    "Table 3.\n"
-    "- The missing-data model for implicit feedback and Average Discounted Gain (why nDCG on observed items "
-    "is biased).\n"
-    "- The Generalized Stratified estimator for MNAR held-out evaluation (Eq. 5-6, Prop. 3.1 / 4.1).\n"
-    "- Discounted cumulative gain — textbook DCG / nDCG and both gain conventions.")
+    "- Olivier Jeunen, Ivan Potapov, Aleksei Ustimenko. *On (Normalised) Discounted Cumulative Gain as an "
+    "Off-Policy Evaluation Metric for Top-n Recommendation.* Proceedings of the 30th ACM SIGKDD Conference on "
+    "Knowledge Discovery and Data Mining (KDD 2024). [doi:10.1145/3637528.3671687]"
+    "(https://doi.org/10.1145/3637528.3671687), [arXiv:2307.15053](https://arxiv.org/abs/2307.15053) — Sec. 4 "
+    "(Asm. 1-5, Eq. 4-9), Sec. 5 (Lemma 5.2, Table 1), Sec. 6 (Table 2, Fig. 1), App. A (Fig. 2).\n"
+    "- Alexandre Gilotte, Clément Calauzènes, Thomas Nedelec, Alexandre Abraham, Simon Dollé. *Offline A/B "
+    "testing for Recommender Systems.* Proceedings of the 11th ACM International Conference on Web Search and "
+    "Data Mining (WSDM 2018). [doi:10.1145/3159652.3159687](https://doi.org/10.1145/3159652.3159687), "
+    "[arXiv:1801.07030](https://arxiv.org/abs/1801.07030) — Sec. 4-5 (capped and normalised IS, PieceNCIS, "
+    "PointNCIS), Fig. 2, Fig. 4/5, Table 3.\n"
+    "- *A missing-data model for implicit feedback and Average Discounted Gain* (why nDCG on observed items is "
+    "biased; Theorems 1-2). The copy we work from carries no author, venue or link, so none is given here.\n"
+    "- *Generalized Stratified Estimator for Recommendation Systems with Implicit Feedback* (Eq. 5-6, Prop. 3.1 "
+    "/ 4.1, Thm 4.1-4.2). An anonymous submission: no authors or venue yet; it builds on the Stratified "
+    "estimator of [arXiv:2005.01643](https://arxiv.org/abs/2005.01643).\n"
+    "- *Discounted cumulative gain*, Wikipedia — textbook DCG / nDCG and both gain conventions: "
+    "[en.wikipedia.org/wiki/Discounted_cumulative_gain](https://en.wikipedia.org/wiki/Discounted_cumulative_gain).")

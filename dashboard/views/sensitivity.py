@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import data, ui
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.formatting import format_p
 
 c = ui.ctx()
 ss = st.session_state
@@ -55,14 +56,28 @@ with ui.guarded("Sensitivity"):
     res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
                                   alpha, selection)
     n_settings = len(res.settings)
+    note = ""
+    if n_settings == 0 and selection == "significant":
+        # the same fallback as `offeval report`: with nothing significant online, every setting counts
+        note = (f"No (experiment, day, reward) setting has a significant online effect at p < {alpha:g}, so "
+                "there is nothing to detect; showing **all** settings instead (detection = offline CI on the "
+                "side of the online effect). Choose a larger p threshold in the page controls to keep the "
+                "paper's selection.")
+        if not c.present:  # when presenting, the note goes below the chart
+            st.info(note, icon=":material/info:")
+        selection = "all"
+        res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
+                                      alpha, selection)
+        n_settings = len(res.settings)
     if n_settings == 0:
-        st.warning(res.takeaway + " Choose **all** settings or a larger p threshold in the page controls.",
-                   icon=":material/warning:")
+        st.warning(res.takeaway, icon=":material/warning:")
         st.stop()
     chart = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
                                    selection)
     fig = ui.mark_clip(chart, s.clip, res.table["clip"].unique().tolist(), subplots=True)
     ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
+    if note and c.present:
+        st.info(note, icon=":material/info:")
 
     st.markdown(f"**At the sidebar's clip value m = {ui.clip_label(s.clip)}** ({n_settings} settings, "
                 f"{s.level:.1%} CIs)".replace(".0%", " %"))
@@ -74,7 +89,7 @@ with ui.guarded("Sensitivity"):
         cols[2 * i].metric(f"{label} TPR", f"{row['tpr']:.0%}",
                            help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m = "
                                 f"{ui.clip_label(best) if best is not None else 'n/a'}")
-        cols[2 * i + 1].metric(f"{label} mean p-value", f"{row['mean_p']:.3g}")
+        cols[2 * i + 1].metric(f"{label} mean p-value", format_p(row["mean_p"]))
 
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",

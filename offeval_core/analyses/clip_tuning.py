@@ -27,7 +27,8 @@ from offeval_core.logs import POLICY_PREFIX, Logs
 from offeval_core.stats import normal_quantile
 from offeval_core.validation import check_choice, check_clips, check_level
 
-__all__ = ["RULES", "ClipTuningResult", "clip_tuning", "clip_tuning_figure", "slope_select"]
+__all__ = ["RULES", "ClipRecommendation", "ClipTuningResult", "clip_tuning", "clip_tuning_figure", "recommend_clip",
+           "slope_select"]
 
 RULES = ("slope", "mse")
 RULE_TEXT = {
@@ -190,3 +191,74 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     return ClipTuningResult(table=table, recommended_clip=rec, rule=rule, rule_text=text, reward=reward,
                             policy=policy, discount=discount, exposure=exposure, level=level, r_max=float(r_max),
                             n_sessions=n_sessions, n_rows=int(w.size))
+
+
+@dataclass(frozen=True)
+class ClipRecommendation:
+    """The one clip recommendation every page, the report and ``offeval estimate --clip auto`` use."""
+
+    clip: float
+    reason: str
+    bias_bound: float
+    reference: float
+    slope_clip: float
+
+
+RECOMMENDATION_RULE = ("the most clipped m that the SLOPE / Lepski rule admits and whose worst-case bias bound "
+                       "stays below the quantity it is meant to measure")
+
+
+def recommend_clip(result: ClipTuningResult, *, effect: float | None = None) -> ClipRecommendation:
+    """One clip value with its rule and a one-sentence reason.
+
+    Start from the SLOPE / Lepski choice (:func:`slope_select` at the result's level); if its worst-case bias
+    bound exceeds ``|effect|`` (the offline effect it is meant to measure; default: the unclipped estimate),
+    move to the next larger m whose bias bound does not (m = ∞ has none), and say so.
+
+    >>> t = pd.DataFrame({"clip": [1.0, 4.0, math.inf], "estimate": [0.5, 0.9, 1.0],
+    ...                   "stderr": [0.01, 0.05, 0.2], "bias_bound": [0.9, 0.05, 0.0]})
+    >>> r = ClipTuningResult(t, 1.0, "slope", "", "like", "p", "pbm", "pbm", 0.95, 1.0, 100, 1000)
+    >>> recommend_clip(r, effect=0.1).clip   # SLOPE admits 4 (m = 1 is biased: its CI misses); bound 0.05 < 0.1
+    4.0
+    >>> recommend_clip(r, effect=0.01).clip  # an effect of 0.01 is below m = 4's bias bound: no clipping
+    inf
+    """
+    t = result.table.sort_values("clip").reset_index(drop=True)
+    z = float(np.sqrt(2) * _erfinv(result.level))
+    slope = slope_select(t["clip"].to_numpy(), t["estimate"].to_numpy(), (z * t["stderr"]).to_numpy())
+    if math.isnan(slope):
+        slope = float(t["clip"].max())
+    unclipped = float(t.loc[t["clip"].idxmax(), "estimate"])
+    ref = abs(effect) if effect is not None and math.isfinite(effect) else abs(unclipped)
+    what = ("the size of the offline effect" if effect is not None and math.isfinite(effect)
+            else "the unclipped estimate")
+    ok = t[(t["clip"] >= slope) & (t["bias_bound"].fillna(math.inf) <= ref)]
+    rec = float(ok["clip"].min()) if len(ok) else float(t["clip"].max())
+    bound = float(t.loc[t["clip"] == rec, "bias_bound"].iloc[0])
+    if rec == slope:
+        reason = (f"m = {clip_text(rec)}: {RECOMMENDATION_RULE}; its bias bound {bound:.2g} is below "
+                  f"{what} ({ref:.2g}).")
+    else:
+        reason = (f"m = {clip_text(rec)}: the SLOPE / Lepski rule alone would clip at m = {clip_text(slope)}, "
+                  f"but its bias bound exceeds {what} ({ref:.2g}), so the recommendation moves to the most "
+                  f"clipped m whose bias bound ({bound:.2g}) does not.")
+    return ClipRecommendation(clip=rec, reason=reason, bias_bound=bound, reference=ref, slope_clip=slope)
+
+
+def _erfinv(level: float) -> float:
+    from scipy.special import erfinv
+
+    return float(erfinv(level))
+
+
+def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,
+                        level: float) -> float | None:
+    """The effect a clip is meant to measure: the mean over A/B tests of the size |effect| of the unclipped
+    (m = ∞) offline DCG effect of ``policy`` over the logging policy (None when there is none); sizes, so
+    positive and negative tests do not cancel."""
+    from offeval_core.estimators import summarize_groups
+
+    groups = summarize_groups(moments, reward=reward, policy=policy, metric="dcg", discount=discount,
+                              exposure=exposure, clip=math.inf, by=("experiment_id",), level=level)
+    effects = [abs(g.effect.value) for g in groups if g.effect is not None and math.isfinite(g.effect.value)]
+    return float(np.mean(effects)) if effects else None

@@ -5,6 +5,7 @@ per group."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ def register(sub) -> None:
     p.add_argument("--discount", default="pbm", help="target discount D: log2, reciprocal, exponential:p, pbm, "
                                                      "table:FILE.csv, optional @n cut-off (default pbm)")
     p.add_argument("--exposure", default="pbm", help="exposure model D0 of the logged ranks (default pbm)")
-    p.add_argument("--clip", default="inf", help="DCG family: clip m ≥ 1 of 1/D0; importance: capping value c ≥ 1 "
+    p.add_argument("--clip", default="inf", help="auto: the recommended clip (its reason on stderr); DCG family: clip m ≥ 1 of 1/D0; importance: capping value c ≥ 1 "
                                                  "of the weights; inf (default) = uncapped")
     p.add_argument("--capping", default="max", choices=list(imp.CAPPINGS),
                    help="importance: max-capping min(w, c) (default) or zero-capping w·1{w < c}")
@@ -80,14 +81,35 @@ def run(args) -> int:
     estimator = _estimator(args)
     mapping = parse_mapping(args.map)
     logs = read_logs(args.logs, columns=mapping, guess=True)
-    clip = parse_clip(args.clip)
     logs.check_reward(args.reward)
+    clip = _auto_clip(args, logs) if str(args.clip).strip().lower() == "auto" else parse_clip(args.clip)
     by = [logs.schema_name(k.strip()) for k in args.by.split(",") if k.strip()]  # the user's names work
     if estimator in DCG_FAMILY:
         return _run_dcg(args, logs, clip, by, estimator)
     if estimator in slate_cli.SLATE_ESTIMATORS:
         return slate_cli.run(args, logs, clip=clip, by=by, estimator=estimator)
     return _run_importance(args, logs, clip, by, estimator, mapping)
+
+
+def _auto_clip(args, logs) -> float:
+    """``--clip auto``: the dashboard's and the report's recommendation (``analyses.clip_tuning.recommend_clip``
+    against the mean offline DCG effect per A/B test at m = ∞), its reason printed on stderr."""
+    from offeval_core.analyses.clip_tuning import clip_tuning, mean_offline_effect, recommend_clip
+    from offeval_core.engine import DEFAULT_CLIPS
+
+    policy = logs.check_policy(args.policy)
+    if policy is None:
+        raise ValueError("--clip auto needs --policy: the recommendation weighs the bias bound against the "
+                         "target policy's effect")
+    m = reduce(logs, Grid(rewards=(args.reward,), policies=(policy,), discounts=(args.discount,),
+                          exposures=(args.exposure,), clips=DEFAULT_CLIPS, ndcg_rule=args.ndcg_rule))
+    res = clip_tuning(logs, reward=args.reward, policy=policy, discount=args.discount, exposure=args.exposure,
+                      clips=DEFAULT_CLIPS, level=args.level, moments=m)
+    effect = mean_offline_effect(m, reward=args.reward, policy=policy, discount=args.discount,
+                                 exposure=args.exposure, level=args.level)
+    rec = recommend_clip(res, effect=effect)
+    print(f"offeval estimate: --clip auto: {rec.reason}", file=sys.stderr)
+    return rec.clip
 
 
 def _run_dcg(args, logs, clip, by, metric) -> int:
