@@ -75,7 +75,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     # Estimator lab
     "lab_preset": Control("str", "quick", ("quick", "full")),
     "lab_lam": Control("str", "recall", ("recall", "dcg")),
-    "lab_prop": Control("str", "popularity", ("popularity", "true")),
+    "lab_prop": Control("str", "true", ("true", "popularity")),
     "lab_k": Control("int", None, lo=1, hi=10_000),
     # Decisions
     "dec_est": Control("str"),

@@ -277,6 +277,16 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines + ([line] if line else [])
 
 
+_SENTENCE_END = re.compile(r"(?<=[.)])\s+(?=[A-Z])")
+
+
+def headline(text: str) -> tuple[str, str]:
+    """The first sentence of a takeaway and the rest (``"Of 18 settings, … m = ∞). Fig. 1 findings: …"`` →
+    the part before ``Fig. 1``); decimals such as ``0.154`` never split."""
+    parts = _SENTENCE_END.split(text, maxsplit=1)
+    return (parts[0], parts[1] if len(parts) > 1 else "")
+
+
 def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None, select: bool = False):
     """A chart with its takeaway above and PNG / SVG / HTML export buttons below; with ``select`` the chart
     reports clicked points (the selection event is returned). Exports carry the title, the takeaway, the
@@ -285,11 +295,14 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
 
     c = st.session_state.get(CTX_KEY)
     present = bool(c and c.present)
-    if take:
-        takeaway(take)
+    head, rest = (take, "") if not (take and present) else headline(take)
+    if head:
+        takeaway(head)  # presenting: the headline sentence above the chart, the rest below it (chart above the fold)
     shown = _style(sanitize_figure(fig), present)  # names from the data show as text, not markup
     sel = {"on_select": "rerun", "selection_mode": "points"} if select else {}
     event = st.plotly_chart(shown, key=f"chart_{key}", config={"displaylogo": False}, theme="streamlit", **sel)
+    if rest:
+        st.markdown(escape_markdown(rest))
     stem = file_stem(name, export_settings(c))
     row = st.container(horizontal=True, gap="small")
 

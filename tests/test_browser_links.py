@@ -132,17 +132,19 @@ COUNTS_JS = """() => [document.querySelectorAll('[data-testid=stPlotlyChart]').l
 
 
 def figures(pg) -> list[dict]:
-    """The figure JSON of every chart on the page, once every chart element has drawn its figure."""
-    deadline = time.monotonic() + 60
+    """The figure JSON of every chart on the page, once at least one chart element is there (every page these
+    tests open draws one; a page still computing after its first rerun has none yet) and every chart element
+    has drawn its figure."""
+    deadline = time.monotonic() + 120
     last = None
     while time.monotonic() < deadline:
         elements, drawn = pg.evaluate(COUNTS_JS)
-        now = [json.loads(x) for x in pg.evaluate(FIGURES_JS)] if elements == drawn else None
+        now = [json.loads(x) for x in pg.evaluate(FIGURES_JS)] if elements == drawn and elements > 0 else None
         if now is not None and now == last:
             return now
         last = now
         time.sleep(0.5)
-    raise AssertionError("the charts were not drawn within 60 s")
+    raise AssertionError("the charts were not drawn within 120 s")
 
 
 def copied_link(pg) -> str:

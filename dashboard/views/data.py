@@ -194,7 +194,7 @@ if ss.get("w_source") not in SOURCES or ss.get("_source_for") != ss.get("w_datas
 ss["_source_for"] = ss.get("w_dataset")
 source = st.segmented_control("Source", list(SOURCES), key="w_source", format_func=SOURCES.get, required=True)
 if source == "demo":
-    st.markdown("Six simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
+    st.markdown("Twenty simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
                 "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
                 "plus the exact ground truth. Written by `make data`.")
     st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",), type="primary",
