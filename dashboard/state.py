@@ -56,7 +56,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     "sens_metrics": Control("list", ("dcg", "ndcg")),
     "sens_sel": Control("str", "significant", ("significant", "all")),
     "sens_alpha": Control("float", 0.001, (0.05, 0.01, 0.001, 0.0001)),
-    "sens_all": Control("bool", False),
+    "sens_all": Control("bool", True),  # Fig. 1 pools its reward signals
     # Correlation
     "corr_row": Control("str"),
     # DCG vs nDCG
