@@ -16,6 +16,7 @@ from dashboard.state import (
     parse_query_params,
     to_query_params,
 )
+from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount, register_table, restrict_table_files
 from offeval_core.errors import OffevalError
 from offeval_core.inputs import data_files
@@ -307,7 +308,7 @@ def render(page_url_path: str = "") -> ui.Context:
         box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
                           help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
     if ss.get("w_level") not in LEVELS:
-        ss["w_level"] = 0.99
+        ss["w_level"] = LEVEL
     if "level" in uses:
         box.select_slider("Confidence level", LEVELS, key="w_level",
                           format_func=lambda x: f"{x:.1%}".replace(".0%", " %"))

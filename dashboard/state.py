@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
 
 DATASETS = ("demo", "sim", "upload", "file")  # file: the logs the server was started on (offeval dashboard FILE)
@@ -55,7 +56,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     # Sensitivity
     "sens_metrics": Control("list", ("dcg", "ndcg")),
     "sens_sel": Control("str", "significant", ("significant", "all")),
-    "sens_alpha": Control("float", 0.001, (0.05, 0.01, 0.001, 0.0001)),
+    "sens_alpha": Control("float", ONLINE_ALPHA, (0.05, 0.01, 0.001, 0.0001)),
     "sens_all": Control("bool", True),  # Fig. 1 pools its reward signals
     # Correlation
     "corr_row": Control("str"),
@@ -141,7 +142,7 @@ class Settings:
     discount: str = "pbm"
     exposure: str = "pbm"
     clip: float = math.inf
-    level: float = 0.99
+    level: float = LEVEL
     present: bool = False
     method: str = "pearson"
     estimators: tuple[str, ...] = ()

@@ -36,6 +36,7 @@ from offeval_core.analyses import (
     table1_example,
 )
 from offeval_core.analyses._common import Variant, clip_text
+from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
@@ -55,9 +56,9 @@ class ReportSettings:
     discount: str = "pbm"
     clips: tuple[float, ...] = DEFAULT_CLIPS
     policy: str = "treatment"
-    sensitivity_level: float = 0.99
-    online_alpha: float = 0.001
-    decision_level: float = 0.95
+    sensitivity_level: float = LEVEL
+    online_alpha: float = ONLINE_ALPHA
+    decision_level: float = LEVEL
     q_clip: float = math.inf
     n_boot: int = 500
     seed: int = 0
@@ -118,8 +119,8 @@ border-bottom:1px solid #ddd;text-align:right} .tbl th{border-bottom:2px solid #
 
 
 def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
-                 clips: Sequence[float] = DEFAULT_CLIPS, policy: str = "treatment", sensitivity_level: float = 0.99,
-                 online_alpha: float = 0.001, decision_level: float = 0.95, q_clip: float = math.inf,
+                 clips: Sequence[float] = DEFAULT_CLIPS, policy: str = "treatment", sensitivity_level: float = LEVEL,
+                 online_alpha: float = ONLINE_ALPHA, decision_level: float = LEVEL, q_clip: float = math.inf,
                  n_boot: int = 500, seed: int = 0, heldout: bool = False, heldout_grid: str = "small",
                  heldout_k: int = 100, heldout_cache_dir=None,
                  progress: Callable[[str], None] | None = None, moments_meta: dict | None = None) -> str:

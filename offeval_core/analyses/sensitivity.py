@@ -21,6 +21,7 @@ import pandas as pd
 from offeval_core import stats
 from offeval_core.analyses._common import check_moments, check_policy_in, check_rewards, clip_text, pct
 from offeval_core.charts import sensitivity_figure
+from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import Moments
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, online_results, select_clips
 from offeval_core.validation import check_choice, check_level
@@ -93,7 +94,7 @@ def _select_settings(online: pd.DataFrame, settings, online_alpha: float) -> tup
 
 
 def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequence[str] = ("dcg", "ndcg"),
-                discount: str = "pbm", exposure: str = "pbm", level: float = 0.99, online_alpha: float = 0.001,
+                discount: str = "pbm", exposure: str = "pbm", level: float = LEVEL, online_alpha: float = ONLINE_ALPHA,
                 settings="significant", rewards: Sequence[str] | None = None) -> SensitivityResult:
     """TPR, mean p-value and sign agreement of offline metrics vs the clip value m (KDD'24 Sec. 6.2).
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import importance as imp
+from offeval_core.defaults import LEVEL
 from offeval_core.engine import Grid, reduce
 from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
 from offeval_core.logs import LOGGING_POLICY, parse_mapping, read_logs, read_table
@@ -62,7 +63,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--ndcg-rule", default="zero", choices=["zero", "drop"],
                    help="sessions with iDCG = 0 count 0 (zero, default) or are dropped (drop)")
-    p.add_argument("--level", type=float, default=0.99, help="confidence level (default 0.99)")
+    p.add_argument("--level", type=float, default=LEVEL, help=f"confidence level (default {LEVEL:g})")
     p.add_argument("--by", default="", help="group by these keys, e.g. day,experiment_id (default: all data)")
     p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
 from offeval_core.logs import parse_mapping, read_logs
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
@@ -36,8 +37,8 @@ def register(sub) -> None:
                                                     "and decision boxes (default inf)")
     p.add_argument("--policy", default=None, help="target policy of the A/B tests (default: 'treatment' when the "
                                                   "data has it, else its first target policy)")
-    p.add_argument("--level", type=float, default=0.99, help="CI level of the sensitivity analysis (0.99)")
-    p.add_argument("--online-alpha", type=float, default=0.001,
+    p.add_argument("--level", type=float, default=LEVEL, help=f"CI level of the sensitivity analysis ({LEVEL:g})")
+    p.add_argument("--online-alpha", type=float, default=ONLINE_ALPHA,
                    help="online significance threshold, Welch two-sided p (default 0.001)")
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
