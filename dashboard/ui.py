@@ -361,6 +361,35 @@ DEFAULT_UNITS = ("effects and estimates per session (mean over sessions of the p
                  "shares in [0, 1]; clip = m (inf = unclipped); p-values one-sided unless named two-sided")
 
 
+def _number_text(v, fmt) -> str:
+    """A number as its column's format shows it (``%.4g``, ``percent``), missing as “undefined”."""
+    if pd.isna(v):
+        return "undefined"
+    if fmt == "percent":
+        return f"{float(v):.1%}"
+    if isinstance(fmt, str) and fmt.startswith("%"):
+        try:
+            return fmt % v
+        except (TypeError, ValueError):
+            pass
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _undefined_as_text(df: pd.DataFrame, column_config: dict | None) -> tuple[pd.DataFrame, dict | None]:
+    """A number column with missing cells is shown as text in its own format, with “undefined” in those cells
+    (a formatted number column would show them as ``None``)."""
+    if not column_config:
+        return df, column_config
+    cfg = dict(column_config)
+    for col, conf in column_config.items():
+        tc = conf.get("type_config") or {} if isinstance(conf, dict) else {}
+        if col not in df.columns or tc.get("type") != "number" or not df[col].isna().any():
+            continue
+        df[col] = [_number_text(v, tc.get("format")) for v in df[col]]
+        cfg[col] = {**st.column_config.TextColumn(conf.get("label"), help=conf.get("help")), "_undefined": True}
+    return df, cfg
+
+
 def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = None, height: int | None = None,
                column_config: dict | None = None, units: str | None = None) -> None:
     """A table with a CSV download of exactly what is shown; folded behind a checkbox in presentation mode."""
@@ -372,7 +401,11 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
     if "clip" in shown.columns:
         shown["clip"] = [("∞" if math.isinf(x) else f"{x:g}") if isinstance(x, float) else x
                          for x in shown["clip"]]
+    shown, column_config = _undefined_as_text(shown, column_config)
     shown, undefined = readable(shown, skip=set(column_config or ()))
+    undefined += [col for col, conf in (column_config or {}).items() if conf.get("_undefined")]
+    column_config = {col: {k: v for k, v in conf.items() if k != "_undefined"}
+                     for col, conf in (column_config or {}).items()} or None
     kwargs = {"height": height} if height else {}
     st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
     if undefined:

@@ -22,3 +22,9 @@ def test_which_estimator_page_on_a_cascade_world():
     assert metric(at, "Verdict: don't") == str(dont) and dont == 2
     assert any("Lowest RMSE" in t for t in takes)
     assert not at.error
+    # estimator rows have no CI: those cells read "undefined" (with the caption saying why), never None
+    table = next(df.value for df in at.dataframe if "CI low" in df.value.columns)
+    est_rows = table[table["row"].str.startswith("estimator")]
+    assert len(est_rows) and set(est_rows["CI low"]) == {"undefined"}
+    assert all(isinstance(v, str) and v != "None" for v in table["CI low"])
+    assert any("“undefined” in" in c.value and "CI low" in c.value for c in at.caption)
