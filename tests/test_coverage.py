@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from coverage_study import LEVEL, ndcg_truth, study, summary
 
-UNBIASED = ("DCG value (m = ∞)", "DCG effect (m = ∞)", "nDCG effect (m = ∞)", "IS")
+UNBIASED = ("DCG value (m = ∞)", "DCG effect (m = ∞)", "nDCG effect (m = ∞)", "IS", "SNIPS")  # SNIPS = IS uncapped
 
 
 @pytest.fixture(scope="module")
