@@ -349,6 +349,29 @@ def mark_ready(*key) -> None:
     _READY.add(tuple(key))
 
 
+# ------------------------------------------------------------------------------------------ diagnosis
+@st.cache_data(show_spinner=False, max_entries=8)
+def diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float = 0.05):
+    """The assumption tests and estimator verdicts of ``offeval diagnose`` on a dataset (the Which-estimator
+    page and the Method checklist share it)."""
+    from offeval_core.diagnose import diagnose
+
+    return diagnose(load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
+                    categories=simulated_topics(key))
+
+
+def simulated_topics(key: str):
+    """For a simulated world, the simulator's item topics serve as the category table of the
+    reward-interaction test (uploaded logs and the demo have none)."""
+    if not key.startswith("sim:"):
+        return None
+    from offeval_core.diagnose_validation import item_topics
+    from offeval_core.simulate import preset_config
+
+    spec = parse_sim_spec(key[len("sim:"):])
+    return item_topics(preset_config(spec["preset"], **spec["overrides"]), spec["seed"])
+
+
 # -------------------------------------------------------------------------------------------- moments
 
 

@@ -272,3 +272,24 @@ def test_method_page_ticks_nothing_it_has_not_tested_and_cites_fully():
     assert text.count("assumed, not checked") == 5
     assert "doi.org/10.1145/3637528.3671687" in text and "doi.org/10.1145/3159652.3159687" in text
     assert "Olivier Jeunen, Ivan Potapov, Aleksei Ustimenko" in text
+
+
+def test_method_page_ticks_an_assumption_only_after_testing_it_on_the_logs(logs):
+    from offeval_core.diagnose import diagnose
+
+    at = app("method")
+    at.button(key="w_method_diagnose").click().run()
+    assert not at.exception and not at.error
+    ctx = at.session_state["_offeval_ctx"]
+    d = diagnose(logs, reward=ctx.reward, policy=ctx.policy, discount="pbm", alpha=0.05)
+    text = " ".join(m.value for m in at.markdown)
+    # 1 (independent sessions) and 4 (examination hypothesis) have no test on logs; 2, 3 and 5 now carry the result
+    assert text.count("assumed, not checked") == 2
+    expected = {"2": ("cascade", "context-dependent position bias"), "3": ("reward interaction",), "5": ("support",)}
+    for number, names in expected.items():
+        block = next(m.value for m in at.markdown if m.value.startswith(f"#### {number} ·"))
+        rejected = any(d.check(n).fires for n in names)
+        assert ("rejected on these logs" in block) == rejected, block
+        assert ("checked: no evidence against it" in block) == (not rejected), block
+        if not rejected:
+            assert all(f"{n} p = {d.check(n).p_value:.2g}" in block for n in names), block

@@ -61,14 +61,45 @@ HOW_TO_CHECK = {
     "5": "the share of the target policy's exposure on ranks the logging policy never reached (0 under full "
          "support)",
 }
-st.caption("An assumption shows a green tick only when a test on the loaded data supports it. None of the five "
-           "is tested on the loaded logs yet, so each reads “assumed, not checked”, with what would check it; "
-           "a simulated world built with a switch that breaks one says so.")
+# the tests of `offeval diagnose` (docs/diagnose.md) that bear on each assumption; 1 and 4 have none on logs
+TESTED_BY = {"2": ("cascade", "context-dependent position bias"), "3": ("reward interaction",), "5": ("support",)}
+diag = None
+if logs is not None and c.reward:
+    policy = c.policy if c.policy in (c.dataset.policies or ()) else None
+    ready = data.is_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05)
+    if ready or st.button("Test the assumptions on these logs (a few seconds, once per dataset)",
+                          key="w_method_diagnose"):
+        with ui.guarded("Assumption tests"):
+            diag = ui.with_progress("Testing the assumptions on the logs…", ready,
+                                    lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, 0.05))
+            data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05)
+st.caption("An assumption shows a tick only when a test on the loaded data (the Which estimator? page, α = 0.05, "
+           f"reward {ui.md_escape(c.reward or '—')}) finds no evidence against it, and a cross when the test "
+           "rejects it; an assumption without a test on logs reads “assumed, not checked”, with what would check "
+           "it. A simulated world built with a switch that breaks one says so.")
+
+
+def _tested(number: str) -> str | None:
+    """The status line from the diagnosis, or None when no test applies (or none was run)."""
+    if diag is None or number not in TESTED_BY:
+        return None
+    tests = [diag.check(name) for name in TESTED_BY[number]]
+    if not all(t.identified for t in tests):
+        return None
+    fired = [t for t in tests if t.fires]
+    if fired:
+        return (":material/cancel: **rejected on these logs** — "
+                + "; ".join(f"{t.name}: {ui.md_escape(t.finding)}" for t in fired))
+    return (":material/check_circle: **checked: no evidence against it on these logs** — "
+            + "; ".join(f"{t.name} p = {t.p_value:.2g}" for t in tests))
+
+
 for title, what, meaning, is_broken in checks:
     status = (":material/cancel: **broken in this simulated world**" if is_broken is True and broken else
-              ":material/warning: **check: the logs show a sign of trouble**" if is_broken else
-              ":material/radio_button_unchecked: **assumed, not checked** — would be checked by "
-              + HOW_TO_CHECK[title[0]])
+              _tested(title[0]) or
+              (":material/warning: **check: the logs show a sign of trouble**" if is_broken else
+               ":material/radio_button_unchecked: **assumed, not checked** — would be checked by "
+               + HOW_TO_CHECK[title[0]]))
     with st.container(border=True):
         st.markdown(f"#### {title}  \n{status}")
         st.markdown(what)

@@ -9,27 +9,8 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.diagnose import diagnose
 from offeval_core.slate import SlateConfig, build_world
 from offeval_core.slate.experiment import error_chart, replicate, summarize
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float):
-    return diagnose(data.load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
-                    categories=_simulated_topics(key))
-
-
-def _simulated_topics(key: str):
-    """For a simulated world, the simulator's item topics serve as the category table of the
-    reward-interaction test (uploaded logs and the demo have none)."""
-    if not key.startswith("sim:"):
-        return None
-    from offeval_core.diagnose_validation import item_topics
-    from offeval_core.simulate import preset_config
-
-    spec = data.parse_sim_spec(key[len("sim:"):])
-    return item_topics(preset_config(spec["preset"], **spec["overrides"]), spec["seed"])
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -55,8 +36,10 @@ with ui.controls():
 
 with ui.guarded("Which estimator?"):
     policy = c.policy if c.policy in (c.dataset.policies or ()) else None
-    d = ui.with_progress("Testing the assumptions on the logs…", False,
-                         lambda: _diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
+    d = ui.with_progress("Testing the assumptions on the logs…", data.is_ready("diagnosis", c.key, c.reward,
+                                                                                policy, c.settings.discount, alpha),
+                         lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
+    data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, alpha)
     fired = [ch for ch in d.checks if ch.fires]
     verdicts = {v: [e.label.split(" (")[0] for e in d.estimators if e.verdict == v]
                 for v in ("trust", "caution", "don't")}
