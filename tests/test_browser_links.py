@@ -7,26 +7,20 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import pytest
+from browser_support import CHROMIUM, ROOT, free_port, launched_chromium, serving
 
 from tests.user_names import MAP, user_named
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 playwright = pytest.importorskip("playwright.sync_api")
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOAD = 240_000
 VIEWPORT = {"width": 1280, "height": 1400}
 
@@ -39,12 +33,6 @@ VIEWS = {
     "decisions": "?dec_rel=1&estimators=dcg:1,ndcg:inf&dec_est=nDCG+(pbm,+Q̂)&level=0.95",
     "clip-tuning": "?clip_rule=mse&clip=16&policy=cand_02&discount=log2",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -63,38 +51,18 @@ def user_csv(tmp_path_factory):
 def server(user_csv):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "offeval_core.cli", "dashboard", str(user_csv), "--map", MAP, "--port", str(port)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the dashboard did not become healthy within 90 s")
-            time.sleep(0.3)
+    with serving(cmd, port=port, env=env, wait=90):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
 def chromium():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with launched_chromium(playwright) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture

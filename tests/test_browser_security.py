@@ -13,30 +13,19 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import CHROMIUM, free_port, launched_chromium, serving
 from security_support import SECRET, moments_file, small_logs
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 playwright = pytest.importorskip("playwright.sync_api")
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOAD = 300_000
 MARKUP = "**bold**<img src=x id=injected>"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _memory(pid: int) -> dict[str, int]:
@@ -55,40 +44,20 @@ def server(tmp_path_factory):
         pytest.skip(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
     datadir = tmp_path_factory.mktemp("served_data")
     moments_file(datadir, "team.parquet")
-    port = _free_port()
+    port = free_port()
     # only the port is given: address, usage stats, error details and upload size come from .streamlit/config.toml
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port", str(port)]
     env = {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}
     env.update(OFFEVAL_DATA_DIR=str(datadir), OFFEVAL_SERVER_MARKER=SECRET)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the streamlit server did not become healthy within 60 s")
-            time.sleep(0.3)
+    with serving(cmd, port=port, env=env, wait=60) as proc:
         yield {"url": url, "pid": proc.pid, "port": port}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
 def chromium():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with launched_chromium(playwright) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
