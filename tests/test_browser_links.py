@@ -77,9 +77,9 @@ def settle(pg, *, timeout: float = LOAD) -> None:
     pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
     time.sleep(0.3)
     pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
-    charts = pg.get_by_test_id("stPlotlyChart")
-    for i in range(charts.count()):
-        charts.nth(i).locator(".main-svg").first.wait_for(timeout=60_000)
+    # every chart present has drawn (polled in the page: a chart of the previous view may vanish meanwhile)
+    pg.wait_for_function("() => Array.from(document.querySelectorAll('[data-testid=stPlotlyChart]'))"
+                         ".every(el => el.querySelector('.main-svg'))", timeout=60_000)
 
 
 def open_page(pg, url: str) -> None:
