@@ -53,3 +53,17 @@ def metric(at: AppTest, label: str) -> str:
     found = [m.value for m in at.metric if m.label == label]
     assert found, f"no metric {label!r}; metrics: {[m.label for m in at.metric]}"
     return found[0]
+
+
+def upload(at: AppTest, frame, name: str) -> AppTest:
+    """Simulate an upload: the bytes go through the same cached temp-dir reader the widget callback uses."""
+    from dashboard import data
+
+    payload = frame if isinstance(frame, bytes) else frame.to_csv(index=False).encode()
+    sha = data.content_key(payload)
+    data.upload_raw(sha, name, payload)
+    at.session_state["upload_info"] = {"sha": sha, "name": name, "mapping": {}}
+    at.run()
+    at.selectbox(key="w_dataset").set_value("upload").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from dashboard_support import environment, metric, open_page, write_small_world
+from dashboard_support import environment, metric, open_page, upload, write_small_world
 from streamlit.testing.v1 import AppTest
 
 from offeval_core.analyses import dcg_vs_ndcg
@@ -196,24 +196,10 @@ def test_bad_url_values_are_reported_not_raised():
     assert "clip" in text and "level" in text and "dataset" in text
 
 
-def _upload(at: AppTest, frame: pd.DataFrame | bytes, name: str) -> AppTest:
-    """Simulate an upload: the bytes go through the same cached temp-dir reader the widget callback uses."""
-    from dashboard import data
-
-    payload = frame if isinstance(frame, bytes) else frame.to_csv(index=False).encode()
-    sha = data.content_key(payload)
-    data.upload_raw(sha, name, payload)
-    at.session_state["upload_info"] = {"sha": sha, "name": name, "mapping": {}}
-    at.run()
-    at.selectbox(key="w_dataset").set_value("upload").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def test_malformed_upload_shows_the_specific_error():
     at = app()
     bad = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, "two", 1], "click": [0, 1, 0]})
-    _upload(at, bad, "bad.csv")
+    upload(at, bad, "bad.csv")
     text = " ".join(errors(at))
     assert "column 'rank' must hold positive integers" in text
     assert "'two'" in text
@@ -225,7 +211,7 @@ def test_malformed_upload_shows_the_specific_error():
 def test_column_mapping_form_fixes_other_names(logs):
     at = app()
     frame = pd.DataFrame({"visit": [1, 1, 2, 2], "pos": [1, 2, 1, 2], "click": [0, 1, 1, 0]})
-    _upload(at, frame, "renamed.csv")
+    upload(at, frame, "renamed.csv")
     assert any("missing required column 'session_id'" in e for e in errors(at))
     at.selectbox(key="w_map_session_id").set_value("visit")
     at.selectbox(key="w_map_rank").set_value("pos")
@@ -238,7 +224,7 @@ def test_reward_without_positives_and_single_day_are_explained(logs):
     frame = logs.frame[logs.frame["day"] == logs.frame["day"].min()].drop(columns=["session"]).copy()
     frame["never"] = 0.0
     at = app()
-    _upload(at, frame, "one_day.csv")
+    upload(at, frame, "one_day.csv")
     at.switch_page("views/correlation.py").run()
     assert any("needs at least 3" in e for e in errors(at))
     at.selectbox(key="w_reward").set_value("never").run()
@@ -248,7 +234,7 @@ def test_reward_without_positives_and_single_day_are_explained(logs):
 def test_single_experiment_warns_on_decisions(logs):
     frame = logs.frame[logs.frame["experiment_id"] == "exp01"].drop(columns=["session"])
     at = app()
-    _upload(at, frame, "one_test.csv")
+    upload(at, frame, "one_test.csv")
     at.switch_page("views/decisions.py").run()
     assert any("single experiment" in w.value for w in at.warning)
     assert np.isfinite(float(metric(at, "Offline uplift").split()[0]))

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from dashboard_support import environment, open_page, write_small_world
+from dashboard_support import environment, open_page, upload, write_small_world
 from security_support import SECRET, moments_file
 from streamlit.testing.v1 import AppTest
-
-from dashboard import data
 
 
 @pytest.fixture(scope="module")
@@ -69,16 +67,6 @@ def test_a_moments_file_of_the_data_directory_opens_by_name(world):
     assert "Moments file" in texts(at)
 
 
-def _upload(at: AppTest, payload: bytes, name: str) -> AppTest:
-    sha = data.content_key(payload)
-    data.upload_raw(sha, name, payload)
-    at.session_state["upload_info"] = {"sha": sha, "name": name, "mapping": {}}
-    at.run()
-    at.selectbox(key="w_dataset").set_value("upload").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 MARKUP = "**bold**<img src=x onerror=alert(1)>[link](http://example.com)"
 
 
@@ -86,7 +74,7 @@ def test_markup_in_uploaded_names_is_escaped_and_kept_out_of_the_link(world):
     frame = pd.DataFrame({"session_id": ["001", "1", "1"], "rank": [1, 1, 2], MARKUP: [1, 0, 1],
                           "rank__" + "<b>evil</b>": [1, 2, 1], "<i>note</i>": ["=HYPERLINK(x)", "a", "b"]})
     at = open_page(None)
-    _upload(at, frame.to_csv(index=False).encode(), "up.csv")
+    upload(at, frame.to_csv(index=False).encode(), "up.csv")
     assert at.session_state["w_reward"] == MARKUP
     assert at.session_state["w_policy"] == "<b>evil</b>"
     # names are never in the shareable link of an uploaded file
