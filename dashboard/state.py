@@ -15,26 +15,11 @@ from dataclasses import dataclass, field
 
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
+from offeval_core.validation import format_clip, parse_clip
 
 DATASETS = ("demo", "sim", "upload", "file")  # file: the logs the server was started on (offeval dashboard FILE)
 LEVELS = (0.8, 0.9, 0.95, 0.99, 0.999)
 CORRELATION_METHODS = ("pearson", "kendall", "spearman")
-
-
-def clip_to_text(m: float) -> str:
-    """``inf`` for m = ∞, else the number without trailing zeros: ``64``."""
-    return "inf" if math.isinf(m) else f"{m:g}"
-
-
-def clip_from_text(text: str) -> float:
-    """Inverse of :func:`clip_to_text`; raises ValueError for anything that is not a number ≥ 1 or inf."""
-    t = str(text).strip().lower()
-    if t in {"inf", "infinity", "∞"}:
-        return math.inf
-    value = float(t)
-    if not value >= 1:
-        raise ValueError(f"clip must be ≥ 1, got {text!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -193,7 +178,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
     >>> s.reward, s.clip, s.level, s.present
     ('like', 64.0, 0.95, True)
     >>> parse_query_params({"clip": "0.5"}).problems   # m < 1 is not a clip value: ignored, said so
-    ("ignored clip='0.5': clip must be ≥ 1, got '0.5'",)
+    ("ignored clip='0.5': clip must be a number ≥ 1 or inf",)
     """
     values: dict = {}
     controls: dict = {}
@@ -219,10 +204,9 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
             values[name] = raw or None
         elif name == "clip":
             try:
-                values["clip"] = clip_from_text(raw)
-            except ValueError as exc:
-                msg = str(exc) if "≥ 1" in str(exc) else "clip must be a number ≥ 1 or inf"
-                bad(name, raw, msg)
+                values["clip"] = parse_clip(raw)
+            except ValueError:  # the clip codec's SpecError; the raw text is quoted once, by bad()
+                bad(name, raw, "clip must be a number ≥ 1 or inf")
         elif name == "level":
             try:
                 level = float(raw)
@@ -285,7 +269,7 @@ def to_query_params(settings: Settings, page_defaults: Mapping[str, object] | No
         if f.name == "dataset" and value == "moments":
             continue  # implied by the moments parameter
         if f.name == "clip":
-            out["clip"] = clip_to_text(value)
+            out["clip"] = format_clip(value)
         elif f.name == "present":
             out["present"] = "1" if value else "0"
         elif f.name == "level":

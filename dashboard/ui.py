@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from dashboard import data
 from dashboard.state import Settings
 from offeval_core import errors
 from offeval_core.errors import OffevalError
+from offeval_core.formatting import clip_text
 from offeval_core.logs import LogValidationError
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
 
@@ -325,12 +325,6 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
     return event
 
 
-def _fmt_value(v):
-    if isinstance(v, float) and math.isinf(v):
-        return "∞"
-    return v
-
-
 def readable(df: pd.DataFrame, *, skip=()) -> tuple[pd.DataFrame, list[str]]:
     """The table as shown: p-value columns as ``< 1e-6`` / ``3.2e-12``, missing values as “undefined” (never
     ``None``), counts with thousands separators; returns the columns that hold undefined cells."""
@@ -399,8 +393,7 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
         return
     shown = df.copy()
     if "clip" in shown.columns:
-        shown["clip"] = [("∞" if math.isinf(x) else f"{x:g}") if isinstance(x, float) else x
-                         for x in shown["clip"]]
+        shown["clip"] = [clip_text(x) if isinstance(x, float) else x for x in shown["clip"]]
     shown, column_config = _undefined_as_text(shown, column_config)
     shown, undefined = readable(shown, skip=set(column_config or ()))
     undefined += [col for col, conf in (column_config or {}).items() if conf.get("_undefined")]
@@ -529,5 +522,4 @@ def md_escape(text) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
-def clip_label(m: float) -> str:
-    return "∞" if math.isinf(m) else f"{m:g}"
+clip_label = clip_text  # the display form of a clip value (offeval_core.formatting)

@@ -35,7 +35,8 @@ from offeval_core.analyses import (
     sensitivity,
     table1_example,
 )
-from offeval_core.analyses._common import Variant, clip_text
+from offeval_core.analyses._common import clip_text
+from offeval_core.analyses.plan import PlannedReduce, decision_estimators, plan_moments, report_variants
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
@@ -172,15 +173,14 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     step(STEPS[1])
     moments = None
     if has_target:
-        main = reduce(logs, Grid(rewards=rewards, policies=(policy,), discounts=(discount,), exposures=(discount,),
-                                 clips=clips))
-        step(STEPS[2])
-        if discount != "log2":
-            extra = reduce(logs, Grid(rewards=rewards, policies=(policy,), discounts=("log2",),
-                                      exposures=("log2",), clips=(1.0, q_clip)))
-            moments = merge_moments(main, extra)
-        else:
-            moments = main
+        parts = []
+        for i, planned in enumerate(plan_moments(report_variants(discount, clips, q_clip))):
+            if i == 1:
+                step(STEPS[2])
+            parts.append(_reduce_planned(logs, planned, rewards=rewards, policy=policy))
+        if len(parts) == 1:
+            step(STEPS[2])
+        moments = parts[0] if len(parts) == 1 else merge_moments(*parts)
     else:
         step(STEPS[2])
         st.notes.append(f"the logs have no column rank__{policy}: the analyses that need the target policy "
@@ -190,6 +190,17 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
               heldout_cache_dir=heldout_cache_dir)
     step(STEPS[9])
     return _page(doc, logs.source, st)
+
+
+def _reduce_planned(logs: Logs, planned: PlannedReduce, *, rewards, policy: str) -> Moments:
+    """The moments of one planned reduce (:func:`offeval_core.analyses.plan.plan_moments`) for the target."""
+    if planned.family == "importance":
+        from offeval_core.importance import reduce_importance
+
+        return reduce_importance(logs, rewards=rewards, policies=(policy,), clips=planned.clips,
+                                 discount=planned.discount, exposure=planned.exposure, weights="exposure")
+    return reduce(logs, Grid(rewards=rewards, policies=(policy,), discounts=(planned.discount,),
+                             exposures=(planned.exposure,), clips=planned.clips))
 
 
 def _check_heldout(heldout, heldout_grid, heldout_k) -> None:
@@ -341,9 +352,7 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
     step(STEPS[6])
     doc.h2("decisions", "4 · Offline vs online decisions per A/B test (Gilotte Fig. 4, Table 3)")
     if ab:
-        ests = [Variant("dcg", discount, discount, 1.0), Variant("dcg", discount, discount, q_clip),
-                Variant("ndcg", discount, discount, q_clip), Variant("dcg", "log2", "log2", q_clip)]
-        ests = _available(moments, list(dict.fromkeys(ests)), logs)
+        ests = _available(moments, list(decision_estimators(discount, q_clip)), logs)
         dec = decision_boxes(moments, estimators=ests, policy=policy, level=decision_level, relative=True)
         doc.p(dec.takeaway, "takeaway")
         for label in dec.estimators:

@@ -79,3 +79,33 @@ def test_dashboard_hints_are_chosen_by_the_error_type():
     # a typed error gets its type's hint even when its text would match another pattern
     _, fix = explain(UnreadableInput("duplicates in the discount column"))
     assert fix == "Upload a comma-separated CSV with a header row, or a Parquet file."
+
+
+def test_the_dashboard_and_the_report_plan_moments_with_one_planner():
+    """Which reduces an analysis needs is decided once (analyses.plan); both front ends call it."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from offeval_core.analyses import Variant
+    from offeval_core.analyses.plan import PlannedReduce, decision_estimators, plan_moments, report_variants
+
+    plan = plan_moments([Variant("dcg", "pbm", "pbm", 8.0), Variant("ncis", "log2", "log2", 4.0),
+                         Variant("ndcg", "pbm", "pbm", 1.0), Variant("snips", "log2", "log2", math.inf)])
+    assert plan == (PlannedReduce("dcg", "pbm", "pbm", (1.0, 8.0)),
+                    PlannedReduce("importance", "log2", "log2", (4.0, math.inf)))
+    # the report's decision estimators on log2 collapse to three distinct variants
+    assert len(decision_estimators("log2", 16.0)) == 3
+    # the report reduces exactly the planned (D, D0) pairs with the union of their clips
+    assert [(p.discount, p.clips) for p in plan_moments(report_variants("pbm", (1.0, 4.0), 16.0))] == [
+        ("pbm", (1.0, 4.0, 16.0)), ("log2", (1.0, 16.0))]
+    root = Path(__file__).resolve().parents[1]
+    from dashboard.data import analyses as dash_analyses
+    from offeval_core import report
+
+    assert "plan_moments(" in inspect.getsource(dash_analyses) and "plan_moments(" in inspect.getsource(report)
+    # each of these is defined exactly once in the code base
+    sources = [p for d in ("offeval_core", "dashboard") for p in (root / d).rglob("*.py")]
+    for name in ("estimator_family", "plan_moments", "format_clip", "parse_clip", "clip_text", "subset"):
+        defs = [p for p in sources if re.search(rf"^def {name}\(", p.read_text(), flags=re.M)]
+        assert len(defs) == 1, (name, defs)

@@ -417,7 +417,7 @@ CASES = [
         errors.LimitExceeded, "larger than 1,048,576 bytes"),
     lib("upload-table-secret", lambda f: register_table(f["secret.csv"].read_bytes(), name="s.csv"),
         errors.InputError, "must have the columns 'rank' and 'probability'"),
-    lib("url-clip", lambda f: _url_problem({"clip": "0.5"}), ValueError, "ignored clip='0.5': clip must be ≥ 1"),
+    lib("url-clip", lambda f: _url_problem({"clip": "0.5"}), ValueError, "ignored clip='0.5': clip must be a number ≥ 1 or inf"),
     lib("url-clip-text", lambda f: _url_problem({"clip": "=1+1"}), ValueError, "clip must be a number ≥ 1 or inf"),
     lib("url-level", lambda f: _url_problem({"level": "2"}), ValueError, "level must be strictly between 0 and 1"),
     lib("url-level-text", lambda f: _url_problem({"level": "high"}), ValueError, "level must be a number between 0 and 1"),

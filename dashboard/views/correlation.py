@@ -12,6 +12,7 @@ from offeval_core.analyses import Variant, correlation_figure, correlation_serie
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.logs import LOGGING_POLICY
+from offeval_core.validation import format_clip, parse_clip
 
 c = ui.ctx()
 ss = st.session_state
@@ -37,13 +38,12 @@ s = c.settings
 
 
 def _to_text(v: Variant) -> str:
-    return f"{v.metric}:{v.discount}:{ui.clip_label(v.clip).replace('∞', 'inf')}"
+    return f"{v.metric}:{v.discount}:{format_clip(v.clip)}"
 
 
 def _from_text(t: str) -> Variant:
     metric, model, clip = t.rsplit(":", 2)
-    m = math.inf if clip == "inf" else float(clip)
-    return Variant(metric, model, model, m)
+    return Variant(metric, model, model, parse_clip(clip))
 
 
 models = list(dict.fromkeys(["log2", "pbm", s.discount]))

@@ -14,6 +14,7 @@ from offeval_core.analyses import variant_label as vlabel
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
+from offeval_core.validation import format_clip, parse_clip
 
 c = ui.ctx()
 ss = st.session_state
@@ -37,12 +38,12 @@ if c.dataset.is_moments:  # the importance-sampling family has its own reduce ov
 
 
 def _to_text(name: str, clip: float) -> str:
-    return f"{name}:{'inf' if math.isinf(clip) else f'{clip:g}'}"
+    return f"{name}:{format_clip(clip)}"
 
 
 def _from_text(t: str) -> tuple[str, float]:
     name, clip = t.rsplit(":", 1)
-    return name, (math.inf if clip == "inf" else float(clip))
+    return name, parse_clip(clip)
 
 
 clips = list(dict.fromkeys([1.0, s.clip, math.inf]))

@@ -1,23 +1,17 @@
-"""Cached data loading for the dashboard: the bundled demo, uploads (temp dir only), simulated worlds,
-and the moments (the one heavy reduce) plus every analysis result, keyed by short strings.
+"""Datasets of the dashboard: the bundled demo, uploads (temp dir only), simulated worlds, moments files,
+and the moments (the one heavy reduce) of each, keyed by short strings.
 
 Heavy objects (validated logs, moments) are cached with ``st.cache_resource``: one shared, read-only copy
-instead of a pickled copy per rerun, which keeps a widget change well under a second. Small analysis results
-use ``st.cache_data``. Every cache key is a dataset key string (``demo``, ``sim:<spec>``,
-``upload:<sha>|<mapping>``) plus the settings the result depends on, so no large object is ever hashed.
-Streamlit-free helpers (``sim_spec``, ``parse_sim_spec``) are importable without a running app.
-
-A dataset can also be a moments file (``offeval reduce LOGS --out FILE``; keys ``mfile:<path>`` and
-``mupload:<sha>|<name>``): every view that needs only moments reads them from the file (restricted to the
-variants it holds); a view that needs rows (bootstraps, weight diagnostics, the learnt curve) raises
-:class:`NeedsRawLogs`, which the pages show as a notice.
+instead of a pickled copy per rerun. Every cache key is a dataset key string (``demo:<dir>``, ``sim:<spec>``,
+``upload:<sha>|<name>|<mapping>``, ``mfile:<name>``, ``mupload:<sha>|<name>``, ``served:…``) plus the
+settings the result depends on, so no large object is ever hashed. A moments file serves every view that
+needs only moments; a view that needs rows raises :class:`~offeval_core.errors.NeedsRawLogs`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -27,13 +21,21 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-import offeval_core.importance  # noqa: F401 - registers the importance-sampling family in ESTIMATORS
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
+from offeval_core.errors import NeedsRawLogs
+from offeval_core.estimators import subset
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 
-REPO = Path(__file__).resolve().parents[1]
+__all__ = [
+    "DEMO_SEED", "REPO", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
+    "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "load", "load_demo",
+    "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
+    "needs_raw_logs_text", "parse_sim_spec", "sim_spec", "upload_key", "upload_moments", "upload_raw",
+]
+
+REPO = Path(__file__).resolve().parents[2]
 DEMO_SEED = 0  # the seed of `make data`
 SIM_PRESETS = ("small", "demo")
 SIM_SWITCHES = ("cascade", "reward_interactions", "contextual_position_bias")
@@ -43,10 +45,6 @@ _READY: set[tuple] = set()  # keys whose heavy work is already cached in this pr
 def demo_dir() -> Path:
     """Where the bundled demo lives: ``$OFFEVAL_DEMO_DIR`` or ``<repo>/data``."""
     return Path(os.environ.get("OFFEVAL_DEMO_DIR", REPO / "data"))
-
-
-class NeedsRawLogs(LookupError):
-    """A view needs the raw logs but the dataset is a moments file (shown as a notice, not an error)."""
 
 
 def needs_raw_logs_text(what: str) -> str:
@@ -349,29 +347,6 @@ def mark_ready(*key) -> None:
     _READY.add(tuple(key))
 
 
-# ------------------------------------------------------------------------------------------ diagnosis
-@st.cache_data(show_spinner=False, max_entries=8)
-def diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float = 0.05):
-    """The assumption tests and estimator verdicts of ``offeval diagnose`` on a dataset (the Which-estimator
-    page and the Method checklist share it)."""
-    from offeval_core.diagnose import diagnose
-
-    return diagnose(load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
-                    categories=simulated_topics(key))
-
-
-def simulated_topics(key: str):
-    """For a simulated world, the simulator's item topics serve as the category table of the
-    reward-interaction test (uploaded logs and the demo have none)."""
-    if not key.startswith("sim:"):
-        return None
-    from offeval_core.diagnose_validation import item_topics
-    from offeval_core.simulate import preset_config
-
-    spec = parse_sim_spec(key[len("sim:"):])
-    return item_topics(preset_config(spec["preset"], **spec["overrides"]), spec["seed"])
-
-
 # -------------------------------------------------------------------------------------------- moments
 
 
@@ -398,13 +373,7 @@ def file_moments_subset(m: Moments, reward: str, discount: str, exposure: str) -
             raise NeedsRawLogs(needs_raw_logs_text(
                 f"The {what} {value!r} is not in the moments file (it holds {', '.join(map(str, options))}); "
                 "choose one of those in the sidebar. Any other variant"))
-    off = m.offline
-    keep = (off["reward"] == reward) & (off["discount"] == discount) & (off["exposure"] == exposure)
-    grid = Grid(rewards=(reward,), policies=g.policies, discounts=(discount,), exposures=(exposure,),
-                clips=g.clips, ndcg_rule=g.ndcg_rule)
-    return Moments(offline=off[keep].reset_index(drop=True),
-                   online=m.online[m.online["reward"] == reward].reset_index(drop=True), grid=grid,
-                   discount_labels=m.discount_labels, source=m.source)
+    return subset(m, rewards=(reward,), discounts=(discount,), exposures=(exposure,))
 
 
 def moments_many(key: str, pairs: Sequence[tuple[str, str, str]]) -> Moments:
@@ -413,20 +382,6 @@ def moments_many(key: str, pairs: Sequence[tuple[str, str, str]]) -> Moments:
 
     parts = [moments(key, r, d, e) for r, d, e in dict.fromkeys(pairs)]
     return parts[0] if len(parts) == 1 else merge_moments(*parts)
-
-
-# ------------------------------------------------------------------------------------------ analyses
-
-
-def _clip(m) -> float:
-    return math.inf if m in ("inf", math.inf) else float(m)
-
-
-def estimator_family(name: str) -> str:
-    """``dcg`` for estimators read from the DCG reduce, ``importance`` for the IS family (own reduce)."""
-    from offeval_core.estimators import ESTIMATORS
-
-    return getattr(ESTIMATORS[name], "family", "dcg") or "dcg"
 
 
 @st.cache_resource(show_spinner=False, max_entries=12)
@@ -442,216 +397,3 @@ def importance_moments(key: str, reward: str, policy: str, discount: str, exposu
                             discount=discount, exposure=exposure, weights="exposure")
     mark_ready("importance", key, reward, policy, discount, exposure)
     return out
-
-
-def decision_moments(key: str, reward: str, policy: str, estimators: Sequence[tuple]) -> Moments:
-    """DCG-family moments for every (D, D0) the chosen estimators need, plus IS-family moments if any."""
-    from offeval_core.analyses import merge_moments
-
-    dcg_pairs = [(reward, e[1], e[2]) for e in estimators if estimator_family(e[0]) != "importance"]
-    imp_pairs = [(e[1], e[2]) for e in estimators if estimator_family(e[0]) == "importance"]
-    parts = [moments(key, *p) for p in dict.fromkeys(dcg_pairs)]
-    parts += [importance_moments(key, reward, policy, d, e) for d, e in dict.fromkeys(imp_pairs)]
-    if not parts:
-        parts = [moments(key, reward, "pbm", "pbm")]
-    return parts[0] if len(parts) == 1 else merge_moments(*parts)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
-    from offeval_core.analyses import sensitivity
-
-    m = moments_many(key, [(r, discount, exposure) for r in rewards])
-    return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
-                       online_alpha=online_alpha, settings=selection, rewards=rewards)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str):
-    from offeval_core.analyses import Variant, offline_online_correlation
-
-    m = moments_many(key, [(reward, v[1], v[2]) for v in variants])
-    return offline_online_correlation(m, variants=[Variant(*v) for v in variants], method=method,
-                                      rewards=(reward,))
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str,
-                     clip: float, level: float, n_boot: int):
-    from offeval_core.analyses import dcg_vs_ndcg
-
-    if load(key).is_moments:
-        raise NeedsRawLogs(needs_raw_logs_text("The DCG vs nDCG bootstrap over sessions"))
-    return dcg_vs_ndcg(load(key).logs, reward=reward, policies=policies, discount=discount, exposure=exposure,
-                       clip=clip, n_boot=n_boot, rng=0, level=level)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple, ...], level: float,
-                    relative: bool):
-    from offeval_core.analyses import Variant, decision_boxes
-
-    m = decision_moments(key, reward, policy, estimators)
-    return decision_boxes(m, estimators=[Variant(*e) for e in estimators], policy=policy, level=level,
-                          relative=relative, rewards=(reward,))
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposure: str, level: float,
-                       rule: str):
-    from offeval_core.analyses import clip_tuning
-
-    if load(key).is_moments:
-        raise NeedsRawLogs(needs_raw_logs_text("The clip-tuning chart (bias bound, ESS and clipped share come "
-                                               "from the per-row weights)"))
-    m = moments(key, reward, discount, exposure)
-    return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
-                       clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def estimates_at(key: str, reward: str, policy: str | None, discount: str, exposure: str, clip: float,
-                 level: float, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Per experiment and metric: logging and target estimates, the paired effect and the online effect
-    at one clip value, read from the cached moments (``estimators.summarize_groups``)."""
-    from offeval_core.estimators import summarize_groups
-
-    full = moments(key, reward, discount, exposure)
-    off = full.offline
-    keep = (off["clip"] == clip) & off["policy"].isin(["logging", policy or "logging"])
-    # the same moments restricted to one clip value and two policies: every lookup below is then cheap
-    grid = Grid(rewards=full.grid.rewards, policies=(policy,) if policy else (), discounts=full.grid.discounts,
-                exposures=full.grid.exposures, clips=(clip,), ndcg_rule=full.grid.ndcg_rule)
-    m = Moments(offline=off[keep], online=full.online, grid=grid, discount_labels=full.discount_labels,
-                source=full.source)
-    rows = []
-    for metric in metrics:
-        for g in summarize_groups(m, reward=reward, policy=policy, metric=metric, discount=discount,
-                                  exposure=exposure, clip=clip, by=("experiment_id",), level=level):
-            rec = {"experiment_id": g.keys["experiment_id"], "metric": metric,
-                   "logging": g.logging.value}
-            if g.target is not None:
-                rec |= {"target": g.target.value, "effect": g.effect.value, "effect_low": g.effect.ci.low,
-                        "effect_high": g.effect.ci.high, "p_one_sided": g.effect.p_value}
-            if g.online is not None and g.online.effect is not None:
-                rec |= {"online_effect": g.online.effect.value, "online_p": g.online.p_two_sided}
-            rows.append(rec)
-    return pd.DataFrame(rows)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
-    """The clip-tuning figure of :func:`clip_tuning_result` (cached: each call returns a fresh copy)."""
-    from offeval_core.analyses import clip_tuning_figure
-
-    return clip_tuning_figure(clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
-    from offeval_core.analyses import sensitivity_figure
-
-    return sensitivity_figure(sensitivity_result(key, rewards, discount, exposure, policy, metrics, level,
-                                                 online_alpha, selection))
-
-
-# -------------------------------------------------------------------------------------------- held-out
-
-#: Cut-offs, seeds and strata of the estimator lab's settings: ``quick`` (the default, ~10 s cold) and
-#: ``full`` (the library defaults: 5 seeds, K = 5…100, 7 strata counts; ~50 s cold).
-LAB_PRESETS = {
-    "quick": {"seeds": (0, 1), "ks": (10, 20, 50, 100), "strata_grid": (1, 2, 5, 10, 20)},
-    "full": {"seeds": (0, 1, 2, 3, 4), "ks": (5, 10, 20, 50, 100), "strata_grid": (1, 2, 3, 5, 10, 20, 50)},
-}
-
-
-def zoo_cache_dir() -> Path:
-    """Where the trained zoo is saved between server runs: ``$OFFEVAL_CACHE_DIR/zoo`` or the temp dir."""
-    base = os.environ.get("OFFEVAL_CACHE_DIR") or Path(tempfile.gettempdir()) / "offeval-cache"
-    return Path(base) / "zoo"
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def zoo_agreement_result(grid: str, k: int, gain: str, n_boot: int, level: float, seed: int = 0):
-    """KDD'24 App. A on the simulated model zoo (``heldout.zoo_agreement``; the zoo is also saved on disk)."""
-    from offeval_core.heldout.analyses import zoo_agreement
-
-    out = zoo_agreement(k=k, gain_kind=gain, grid=grid, n_boot=n_boot, level=level, seed=seed,
-                        cache_dir=zoo_cache_dir())
-    mark_ready("zoo", grid, k, gain, n_boot, level, seed)
-    return out
-
-
-@st.cache_resource(show_spinner=False, max_entries=1)
-def assumption_contrast_result():
-    """Assumption holds vs broken on small simulated worlds (``analyses.assumptions``), seeds 0 and 1."""
-    from offeval_core.analyses.assumptions import assumption_contrast
-
-    out = assumption_contrast(seeds=(0, 1))
-    mark_ready("assumption_contrast")
-    return out
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def estimator_lab_result(preset: str, lam: str, propensity: str):
-    """The GS estimator lab (``heldout.estimator_lab``) with the seeds / cut-offs of ``LAB_PRESETS[preset]``."""
-    from offeval_core.heldout.analyses import estimator_lab
-
-    if preset not in LAB_PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(map(repr, LAB_PRESETS))}; got {preset!r}")
-    out = estimator_lab(lam=lam, propensity=propensity, **LAB_PRESETS[preset])
-    mark_ready("lab", preset, lam, propensity)
-    return out
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def heldout_bytes(sha: str, name: str, _data: bytes | None = None) -> bytes:
-    """Keep an uploaded qrels / run file in the server's memory (keyed by its content hash)."""
-    if _data is None:
-        raise LookupError(f"the uploaded file {name} is no longer in memory; upload it again")
-    return bytes(_data)
-
-
-def _read_heldout(sha: str, name: str, reader):
-    """Parse an upload with the core's reader from a private temporary directory deleted at once; the
-    temporary path is replaced by the uploaded file's name in error messages."""
-    raw = heldout_bytes(sha, name)
-    safe = Path(name).name or "upload.txt"
-    with tempfile.TemporaryDirectory(prefix="offeval-heldout-") as tmp:
-        path = Path(tmp) / safe
-        path.write_bytes(raw)
-        try:
-            return reader(path)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise ValueError(str(exc).replace(str(path), safe)) from None
-        except Exception as exc:  # pyarrow / parser errors on a file that is not what its name says
-            raise ValueError(f"{safe}: cannot read the file ({type(exc).__name__}: {exc})") from None
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def heldout_qrels(sha: str, name: str):
-    """Qrels read from an upload (TREC ``qid iter doc rel``, CSV or Parquet; ``heldout.read_qrels``)."""
-    from offeval_core.heldout.io import read_qrels
-
-    return _read_heldout(sha, name, read_qrels)
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def heldout_runs(sha: str, name: str) -> list:
-    """Every run in an upload (TREC ``qid Q0 doc rank score tag``, CSV or Parquet; ``heldout.read_runs``)."""
-    from offeval_core.heldout.io import read_runs
-
-    return _read_heldout(sha, name, read_runs)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def runs_agreement_result(qrels: tuple[str, str], runs: tuple[tuple[str, str], ...], k: int, gain: str,
-                          n_boot: int, level: float, seed: int = 0):
-    """DCG@k vs nDCG@k over the uploaded runs on the uploaded qrels (``heldout.runs_agreement``)."""
-    from offeval_core.heldout.analyses import runs_agreement
-
-    q = heldout_qrels(*qrels)
-    all_runs = [r for sha, name in runs for r in heldout_runs(sha, name)]
-    return runs_agreement(q, all_runs, k=k, gain_kind=gain, n_boot=n_boot, level=level, seed=seed)

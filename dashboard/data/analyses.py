@@ -1,0 +1,165 @@
+"""Cached analysis results of the dashboard: each a thin cached call of an :mod:`offeval_core.analyses`
+function on the cached moments of :mod:`dashboard.data.datasets`, keyed by the dataset key and settings.
+Which moments each analysis needs comes from the core's planner (:func:`offeval_core.analyses.plan.plan_moments`),
+the same one the report uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from offeval_core.analyses.plan import estimator_family, plan_moments
+from offeval_core.engine import DEFAULT_CLIPS, Moments
+from offeval_core.errors import NeedsRawLogs
+from offeval_core.estimators import subset
+
+from dashboard.data.datasets import (
+    importance_moments,
+    load,
+    moments,
+    moments_many,
+    needs_raw_logs_text,
+    parse_sim_spec,
+)
+
+__all__ = [
+    "agreement_result", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
+    "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart",
+    "sensitivity_result", "simulated_topics",
+]
+
+
+# ------------------------------------------------------------------------------------------ diagnosis
+@st.cache_data(show_spinner=False, max_entries=8)
+def diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float = 0.05):
+    """The assumption tests and estimator verdicts of ``offeval diagnose`` on a dataset (the Which-estimator
+    page and the Method checklist share it)."""
+    from offeval_core.diagnose import diagnose
+
+    return diagnose(load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
+                    categories=simulated_topics(key))
+
+
+def simulated_topics(key: str):
+    """For a simulated world, the simulator's item topics serve as the category table of the
+    reward-interaction test (uploaded logs and the demo have none)."""
+    if not key.startswith("sim:"):
+        return None
+    from offeval_core.diagnose_validation import item_topics
+    from offeval_core.simulate import preset_config
+
+    spec = parse_sim_spec(key[len("sim:"):])
+    return item_topics(preset_config(spec["preset"], **spec["overrides"]), spec["seed"])
+
+
+# ------------------------------------------------------------------------------------------ analyses
+
+
+def planned_moments(key: str, reward: str, policy: str | None, variants: Sequence[tuple]) -> Moments:
+    """The moments of ``variants`` (``(metric, D, D0, clip)`` tuples) for one reward: each reduce the
+    core's planner names (:func:`~offeval_core.analyses.plan.plan_moments`) fetched from its cache over the
+    whole clip grid, merged. The importance-sampling family is reduced per target ``policy``."""
+    from offeval_core.analyses import merge_moments
+
+    parts = [importance_moments(key, reward, policy, p.discount, p.exposure) if p.family == "importance"
+             else moments(key, reward, p.discount, p.exposure) for p in plan_moments(variants)]
+    if not parts:
+        parts = [moments(key, reward, "pbm", "pbm")]
+    return parts[0] if len(parts) == 1 else merge_moments(*parts)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+    from offeval_core.analyses import sensitivity
+
+    m = moments_many(key, [(r, discount, exposure) for r in rewards])
+    return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
+                       online_alpha=online_alpha, settings=selection, rewards=rewards)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str):
+    from offeval_core.analyses import Variant, offline_online_correlation
+
+    m = planned_moments(key, reward, None, variants)
+    return offline_online_correlation(m, variants=[Variant(*v) for v in variants], method=method,
+                                      rewards=(reward,))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str,
+                     clip: float, level: float, n_boot: int):
+    from offeval_core.analyses import dcg_vs_ndcg
+
+    if load(key).is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The DCG vs nDCG bootstrap over sessions"))
+    return dcg_vs_ndcg(load(key).logs, reward=reward, policies=policies, discount=discount, exposure=exposure,
+                       clip=clip, n_boot=n_boot, rng=0, level=level)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple, ...], level: float,
+                    relative: bool):
+    from offeval_core.analyses import Variant, decision_boxes
+
+    m = planned_moments(key, reward, policy, estimators)
+    return decision_boxes(m, estimators=[Variant(*e) for e in estimators], policy=policy, level=level,
+                          relative=relative, rewards=(reward,))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposure: str, level: float,
+                       rule: str):
+    from offeval_core.analyses import clip_tuning
+
+    if load(key).is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The clip-tuning chart (bias bound, ESS and clipped share come "
+                                               "from the per-row weights)"))
+    m = moments(key, reward, discount, exposure)
+    return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
+                       clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def estimates_at(key: str, reward: str, policy: str | None, discount: str, exposure: str, clip: float,
+                 level: float, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Per experiment and metric: logging and target estimates, the paired effect and the online effect
+    at one clip value, read from the cached moments (``estimators.summarize_groups``)."""
+    from offeval_core.estimators import summarize_groups
+
+    # the cached moments restricted to one clip value and two policies: every lookup below is then cheap
+    m = subset(moments(key, reward, discount, exposure), policies=(policy,) if policy else (), clips=(clip,))
+    rows = []
+    for metric in metrics:
+        for g in summarize_groups(m, reward=reward, policy=policy, metric=metric, discount=discount,
+                                  exposure=exposure, clip=clip, by=("experiment_id",), level=level):
+            rec = {"experiment_id": g.keys["experiment_id"], "metric": metric,
+                   "logging": g.logging.value}
+            if g.target is not None:
+                rec |= {"target": g.target.value, "effect": g.effect.value, "effect_low": g.effect.ci.low,
+                        "effect_high": g.effect.ci.high, "p_one_sided": g.effect.p_value}
+            if g.online is not None and g.online.effect is not None:
+                rec |= {"online_effect": g.online.effect.value, "online_p": g.online.p_two_sided}
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    """The clip-tuning figure of :func:`clip_tuning_result` (cached: each call returns a fresh copy)."""
+    from offeval_core.analyses import clip_tuning_figure
+
+    return clip_tuning_figure(clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+    from offeval_core.analyses import sensitivity_figure
+
+    return sensitivity_figure(sensitivity_result(key, rewards, discount, exposure, policy, metrics, level,
+                                                 online_alpha, selection))

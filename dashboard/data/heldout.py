@@ -1,0 +1,117 @@
+"""Cached held-out results of the dashboard: the simulated model zoo (KDD'24 App. A), the GS estimator lab,
+the assumption contrast, and uploaded qrels / runs (read through a private temporary directory)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.data.datasets import mark_ready
+
+__all__ = [
+    "LAB_PRESETS", "assumption_contrast_result", "estimator_lab_result", "heldout_bytes", "heldout_qrels",
+    "heldout_runs", "runs_agreement_result", "zoo_agreement_result", "zoo_cache_dir",
+]
+
+
+# -------------------------------------------------------------------------------------------- held-out
+
+#: Cut-offs, seeds and strata of the estimator lab's settings: ``quick`` (the default, ~10 s cold) and
+#: ``full`` (the library defaults: 5 seeds, K = 5…100, 7 strata counts; ~50 s cold).
+LAB_PRESETS = {
+    "quick": {"seeds": (0, 1), "ks": (10, 20, 50, 100), "strata_grid": (1, 2, 5, 10, 20)},
+    "full": {"seeds": (0, 1, 2, 3, 4), "ks": (5, 10, 20, 50, 100), "strata_grid": (1, 2, 3, 5, 10, 20, 50)},
+}
+
+
+def zoo_cache_dir() -> Path:
+    """Where the trained zoo is saved between server runs: ``$OFFEVAL_CACHE_DIR/zoo`` or the temp dir."""
+    base = os.environ.get("OFFEVAL_CACHE_DIR") or Path(tempfile.gettempdir()) / "offeval-cache"
+    return Path(base) / "zoo"
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def zoo_agreement_result(grid: str, k: int, gain: str, n_boot: int, level: float, seed: int = 0):
+    """KDD'24 App. A on the simulated model zoo (``heldout.zoo_agreement``; the zoo is also saved on disk)."""
+    from offeval_core.heldout.analyses import zoo_agreement
+
+    out = zoo_agreement(k=k, gain_kind=gain, grid=grid, n_boot=n_boot, level=level, seed=seed,
+                        cache_dir=zoo_cache_dir())
+    mark_ready("zoo", grid, k, gain, n_boot, level, seed)
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def assumption_contrast_result():
+    """Assumption holds vs broken on small simulated worlds (``analyses.assumptions``), seeds 0 and 1."""
+    from offeval_core.analyses.assumptions import assumption_contrast
+
+    out = assumption_contrast(seeds=(0, 1))
+    mark_ready("assumption_contrast")
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def estimator_lab_result(preset: str, lam: str, propensity: str):
+    """The GS estimator lab (``heldout.estimator_lab``) with the seeds / cut-offs of ``LAB_PRESETS[preset]``."""
+    from offeval_core.heldout.analyses import estimator_lab
+
+    if preset not in LAB_PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(map(repr, LAB_PRESETS))}; got {preset!r}")
+    out = estimator_lab(lam=lam, propensity=propensity, **LAB_PRESETS[preset])
+    mark_ready("lab", preset, lam, propensity)
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def heldout_bytes(sha: str, name: str, _data: bytes | None = None) -> bytes:
+    """Keep an uploaded qrels / run file in the server's memory (keyed by its content hash)."""
+    if _data is None:
+        raise LookupError(f"the uploaded file {name} is no longer in memory; upload it again")
+    return bytes(_data)
+
+
+def _read_heldout(sha: str, name: str, reader):
+    """Parse an upload with the core's reader from a private temporary directory deleted at once; the
+    temporary path is replaced by the uploaded file's name in error messages."""
+    raw = heldout_bytes(sha, name)
+    safe = Path(name).name or "upload.txt"
+    with tempfile.TemporaryDirectory(prefix="offeval-heldout-") as tmp:
+        path = Path(tmp) / safe
+        path.write_bytes(raw)
+        try:
+            return reader(path)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(str(exc).replace(str(path), safe)) from None
+        except Exception as exc:  # pyarrow / parser errors on a file that is not what its name says
+            raise ValueError(f"{safe}: cannot read the file ({type(exc).__name__}: {exc})") from None
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def heldout_qrels(sha: str, name: str):
+    """Qrels read from an upload (TREC ``qid iter doc rel``, CSV or Parquet; ``heldout.read_qrels``)."""
+    from offeval_core.heldout.io import read_qrels
+
+    return _read_heldout(sha, name, read_qrels)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def heldout_runs(sha: str, name: str) -> list:
+    """Every run in an upload (TREC ``qid Q0 doc rank score tag``, CSV or Parquet; ``heldout.read_runs``)."""
+    from offeval_core.heldout.io import read_runs
+
+    return _read_heldout(sha, name, read_runs)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def runs_agreement_result(qrels: tuple[str, str], runs: tuple[tuple[str, str], ...], k: int, gain: str,
+                          n_boot: int, level: float, seed: int = 0):
+    """DCG@k vs nDCG@k over the uploaded runs on the uploaded qrels (``heldout.runs_agreement``)."""
+    from offeval_core.heldout.analyses import runs_agreement
+
+    q = heldout_qrels(*qrels)
+    all_runs = [r for sha, name in runs for r in heldout_runs(sha, name)]
+    return runs_agreement(q, all_runs, k=k, gain_kind=gain, n_boot=n_boot, level=level, seed=seed)
