@@ -72,7 +72,6 @@ def ctx() -> Context:
 _FIXES = (
     (r"no reward column|reward column .* must be", "Reward columns (e.g. click) must hold finite numbers ≥ 0."),
     (r"column 'rank' must hold", "Ranks are 1-based positions: 1 = top of the feed, no 0, no text."),
-    (r"missing required column", "Map your column names to the schema with the column-mapping form below."),
     (r"duplicates", "Each (session_id, rank) pair must appear once: remove repeated rows or fix the ranks."),
     (r"must be 'control' or 'treatment'", "Rename the arm values to 'control' / 'treatment'."),
     (r"cannot read the file|unsupported file type|file is empty",
@@ -101,24 +100,12 @@ def explain(exc: BaseException) -> tuple[str, str]:
     # the exception's type decides first; the text patterns only refine untyped errors and the logs'
     # problem lines (which are not typed one by one)
     typed = [f for kind, f in _FIXES_BY_TYPE if isinstance(exc, kind)]
-    fixes = typed or [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
+    if getattr(exc, "unmapped", ()):  # required columns missing: the browser maps them in the form
+        names = " and ".join(f"'{c}'" for c in exc.unmapped)
+        typed.append(f"Pick your file's column for {names} in the column-mapping form below.")
+    by_text = [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
+    fixes = [*typed, *by_text] if isinstance(exc, LogValidationError) else (typed or by_text)
     return what, " ".join(dict.fromkeys(fixes))
-
-
-_CLI_HINTS = (
-    (re.compile(r"; if your logs call it differently, map it, e\.g\. --map (\S+)=<your column>"),
-     r"; if your file calls it differently, pick that column for \1 in the column-mapping form below"),
-    (re.compile(r"--map entries"), "mapping entries"),
-    (re.compile(r"\(rank__<policy>=<column>, or a pattern such as rank__\*=<prefix>\*\)"),
-     "(enter their pattern, e.g. pos_*, under Policy columns in the column-mapping form)"),
-)
-
-
-def browser_text(text: str) -> str:
-    """A core message with its command-line hints (``--map …``) said the way the browser does it."""
-    for rx, repl in _CLI_HINTS:
-        text = rx.sub(repl, text)
-    return text
 
 
 _FIXES_BY_TYPE = (
@@ -136,10 +123,10 @@ def show_error(exc: BaseException, *, context: str = "") -> None:
     """``st.error`` with what is wrong (names from the data escaped, so they show as text) and how to fix it;
     never a traceback."""
     what, fix = explain(exc)
-    what = escape_markdown(browser_text(what))
+    what = escape_markdown(what)
     lines = [f"**{context}:** {what}" if context else what]
     if isinstance(exc, LogValidationError):
-        lines += [f"- {escape_markdown(browser_text(p))}" for p in exc.problems]
+        lines += [f"- {escape_markdown(p)}" for p in exc.problems]
     if fix:
         lines.append(f"\n**How to fix:** {fix}")
     st.error("\n".join(lines), icon=":material/error:")

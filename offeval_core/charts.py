@@ -18,6 +18,14 @@ from plotly.subplots import make_subplots
 
 from offeval_core.validation import format_clip
 
+__all__ = [
+    "DECISION_CAPTION", "DECISION_COLOURS", "DECISION_COLOUR_NAMES", "DECISION_DASH", "DECISION_LABELS", "FONT",
+    "INF_GAP", "METRIC_COLOURS", "METRIC_LABELS", "OKABE_ITO", "agreement_figure", "clip_positions",
+    "clip_tuning_figure", "correlation_figure", "correlation_series_figure", "decision_figure",
+    "pbm_curve_figure", "sensitivity_figure",
+]
+
+
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 """Okabe & Ito's colour-blind-safe palette: blue, vermillion, green, purple, orange, sky, yellow, black."""
 METRIC_COLOURS = {"dcg": "#0072B2", "ndcg": "#D55E00", "pndcg": "#009E73"}

@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (OffevalError, ValueError, TypeError, FileNotFoundError) as exc:
         print(f"offeval {args.command}: error: {exc}", file=sys.stderr)
+        if getattr(exc, "unmapped", ()):  # LogValidationError: say how this interface maps columns
+            example = ",".join(f"{c}=<your column>" for c in exc.unmapped)
+            print(f"offeval {args.command}: hint: map your column names with --map '{example}' (patterns such "
+                  "as rank__*=<prefix>* map several target-policy columns at once)", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"offeval {args.command}: error: out of memory; the input is too large for this machine (lower "

@@ -43,6 +43,12 @@ from offeval_core.multiple import holm
 from offeval_core.results import json_number
 from offeval_core.verdicts import EstimatorCheck, ranking_estimators, slate_estimators
 
+__all__ = [
+    "CHECKS", "RANK_CAP", "VERDICTS", "AssumptionCheck", "Diagnosis", "check_cascade",
+    "check_context_position_bias", "check_interaction", "check_support", "diagnose",
+]
+
+
 CHECKS = ("cascade", "reward interaction", "context-dependent position bias", "support")
 VERDICTS = ("trust", "caution", "don't")
 RANK_CAP = 30

@@ -15,6 +15,11 @@ from offeval_core import simulate as sim
 from offeval_core.diagnose import CHECKS, diagnose
 from offeval_core.logs import read_logs
 
+__all__ = [
+    "SMALL", "SWITCHES", "detection_rates", "item_topics", "run_world",
+]
+
+
 SWITCHES = {"none": {}, "cascade": {"cascade": True}, "reward interaction": {"reward_interactions": True},
             "context-dependent position bias": {"contextual_position_bias": True}, "support": {"support_depth": 8}}
 SMALL = {"sessions_per_arm_day": 1000}

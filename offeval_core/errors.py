@@ -88,10 +88,13 @@ class UnknownName(InputError, KeyError):
 
 
 class LogValidationError(InputError):
-    """Ranking logs that do not follow the schema; ``problems`` lists every specific problem found."""
+    """Ranking logs that do not follow the schema; ``problems`` lists every specific problem found and
+    ``unmapped`` the required schema columns that are missing (a mapping from the user's names would fix them)."""
 
-    def __init__(self, source: str, problems: Sequence[str]):
+    def __init__(self, source: str, problems: Sequence[str], *, unmapped: Sequence[str] = ()):
         self.problems = list(problems)
+        self.unmapped = tuple(unmapped)
+        """Schema columns the logs lack that a column mapping could supply (each interface says how)."""
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{source}: {len(self.problems)} problem(s) in the logs:\n{lines}", source=source)
 

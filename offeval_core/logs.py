@@ -31,6 +31,13 @@ from offeval_core.errors import (
 from offeval_core.inputs import file_kind, open_regular, read_csv_limited, read_parquet_limited
 from offeval_core.limits import Limits
 
+__all__ = [
+    "ARMS", "ID_COLUMNS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_SHOWN", "OPTIONAL",
+    "POLICY_PREFIX", "REQUIRED", "SESSION_KEYS", "TARGET_CONDITIONAL_PREFIX", "TARGET_PROPENSITY_PREFIX",
+    "LogSummary", "Logs", "read_logs", "read_table", "summarize",
+]
+
+
 POLICY_PREFIX = "rank__"
 TARGET_PROPENSITY_PREFIX = "target_propensity__"
 TARGET_CONDITIONAL_PREFIX = "target_conditional_propensity__"
@@ -113,12 +120,6 @@ class Logs:
 
 
 # --------------------------------------------------------------------------------------------- reading
-
-
-def parse_mapping(text: str | None) -> dict[str, str]:
-    """Parse ``"session_id=visit,rank=pos"`` into ``{"session_id": "visit", "rank": "pos"}`` (patterns such as
-    ``rank__*=pos_*`` too: see :func:`offeval_core.mapping.parse_mapping`)."""
-    return column_mapping.parse_mapping(text)
 
 
 ID_COLUMNS = ("session_id", "item_id", "experiment_id", "segment", "arm")
@@ -296,10 +297,11 @@ class _Check:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     columns: dict[str, str] = field(default_factory=dict)  # schema name → the user's column
+    unmapped: list[str] = field(default_factory=list)  # required schema columns the logs lack
 
     def stop_if_problems(self) -> None:
         if self.problems:
-            raise LogValidationError(self.label, self.problems)
+            raise LogValidationError(self.label, self.problems, unmapped=self.unmapped)
 
 
 def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
@@ -352,10 +354,11 @@ def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> p
 def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str], list[str], list[str]]:
     """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
     missing = [c for c in REQUIRED if c not in df.columns]
+    chk.unmapped.extend(missing)
     for c in missing:
         chk.problems.append(
             f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
-            f"if your logs call it differently, map it, e.g. --map {c}=<your column>"
+            f"if your logs call it differently, map your column to '{c}'"
         )
     policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
     propensity_cols = [c for c in df.columns if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]

@@ -24,6 +24,12 @@ import pandas as pd
 
 from offeval_core.errors import SpecError
 
+__all__ = [
+    "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "describe", "expand_mapping", "guess_mapping", "is_pattern",
+    "parse_mapping", "rank_like_note", "rank_like_rewards", "resolve",
+]
+
+
 SCHEMA_FIELDS = ("session_id", "rank", "item_id", "day", "experiment_id", "arm", "segment",
                  "logging_propensity")
 PATTERN_PREFIXES = ("rank__", "target_propensity__")
@@ -217,8 +223,8 @@ def rank_like_note(columns: Sequence[str]) -> str:
     """The warning for :func:`rank_like_rewards`'s columns: what they look like and how to map them."""
     cols = ", ".join(f"'{c}'" for c in columns)
     return (f"reward column(s) {cols} look like ranks (whole numbers from 1 on every row, never 0), not "
-            "rewards: if they are the ranks a target policy would give, map them as policies "
-            "(rank__<policy>=<column>, or a pattern such as rank__*=<prefix>*)")
+            "rewards: if they are the ranks a target policy would give, map them as target policies "
+            "(one policy per column, or one pattern for all columns sharing a prefix)")
 
 
 def describe(mapping: Mapping[str, str]) -> str:

@@ -27,6 +27,11 @@ from offeval_core.limits import Limits
 from offeval_core.safe_io import atomic_write, check_output
 from offeval_core.validation import clip_value, parse_clip
 
+__all__ = [
+    "FORMAT", "META_KEY", "is_moments_file", "read_metadata", "read_moments", "write_moments",
+]
+
+
 META_KEY = b"offeval"
 FORMAT = "offeval-moments/1"
 _ONLINE_COLUMNS = ("n", "sum", "sumsq")

@@ -45,6 +45,11 @@ from offeval_core.logs import LOGGING_POLICY, Logs, summarize
 from offeval_core.sanitize import sanitize_figure
 from offeval_core.validation import check_choice, check_clips, check_level
 
+__all__ = [
+    "CSS", "STEPS", "ReportSettings", "build_report", "write_report",
+]
+
+
 STEPS = ("data summary", "moments (main discount)", "moments (log2)", "sensitivity", "correlation",
          "DCG vs nDCG", "decision boxes", "clip tuning", "held-out zoo (App. A)", "writing HTML")
 

@@ -14,6 +14,12 @@ from offeval_core.discounts import parse_discount
 from offeval_core.logs import POLICY_PREFIX, Logs
 from offeval_core.results import json_number
 
+__all__ = [
+    "RANKING_NEEDS", "SLATE_NEEDS", "SUPPORT_MATERIAL", "EstimatorCheck", "ranking_estimators",
+    "slate_estimators", "verdict",
+]
+
+
 ESS_DONT, ESS_CAUTION, SHARE_CAUTION, CLIP_CAUTION = 0.01, 0.10, 0.05, 1.0
 SUPPORT_MATERIAL = 0.05   # a support shortfall below 5 % of the target's exposure is a caution, not a "don't"
 

@@ -42,7 +42,7 @@ def test_form_guesses_previews_and_applies_policies_by_pattern(world):
     at = _upload(open_page(), frame, "mine.csv")
     # without a mapping the file is not valid; the message speaks of the form, not of --map
     text = " ".join(e.value for e in at.error)
-    assert "pick that column for session_id in the column-mapping form below" in text
+    assert "Pick your file's column for 'session_id' and 'rank' in the column-mapping form below" in text
     assert "--map" not in text
     # the form is pre-filled with guesses, the pattern included
     assert at.selectbox(key="w_map_session_id").value == "visit"

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from offeval_core.cli import main
-from offeval_core.logs import LogValidationError, parse_mapping, read_logs, summarize
+from offeval_core.logs import LogValidationError, read_logs, summarize
+from offeval_core.mapping import parse_mapping
 
 GOOD = pd.DataFrame({
     "session_id": ["b", "b", "a", "a", "a"],
@@ -58,7 +59,7 @@ def df(**cols):
 BAD = [
     (df().rename(columns={"rank": "pos"}),
      "missing required column 'rank' (columns found: session_id, pos, click); if your logs call it "
-     "differently, map it, e.g. --map rank=<your column>"),
+     "differently, map your column to 'rank'"),
     (df(session_id=["a", "a", "a"], rank=[1, 1, 2]),
      "each (session_id, rank) must appear once, found duplicates: session 'a' rank 1 (data rows 1 and 2)"),
     (df(rank=[1, 0, -3]), "column 'rank' must hold positive integers (1 = top position); found 0, -3 at data rows 2, 3"),

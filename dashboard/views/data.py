@@ -286,7 +286,7 @@ if ds.note:
 st.success("The logs follow the schema: no missing columns, duplicate (session, rank) pairs, bad ranks, "
            "NaN rewards or unknown arms.", icon=":material/check_circle:")
 for note in s.notes:
-    st.info(escape_markdown(ui.browser_text(note)), icon=":material/info:")
+    st.info(escape_markdown(note), icon=":material/info:")
 
 m = st.columns(6)
 m[0].metric("Sessions", f"{s.sessions:,}")

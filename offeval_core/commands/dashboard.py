@@ -15,6 +15,10 @@ from pathlib import Path
 from offeval_core.errors import LogValidationError
 from offeval_core.mapping import parse_mapping
 
+__all__ = [
+    "app_path", "check", "register", "run",
+]
+
 
 def register(sub) -> None:
     p = sub.add_parser("dashboard", help="serve the dashboard on your logs (or a moments file)",

@@ -9,7 +9,12 @@ import math
 import pandas as pd
 
 from offeval_core.diagnose import diagnose
-from offeval_core.logs import parse_mapping, read_logs, read_table
+from offeval_core.logs import read_logs, read_table
+from offeval_core.mapping import parse_mapping
+
+__all__ = [
+    "default_reward", "register", "run",
+]
 
 
 def register(sub) -> None:

@@ -14,7 +14,8 @@ from offeval_core import importance as imp
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Grid, reduce
 from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
-from offeval_core.logs import LOGGING_POLICY, parse_mapping, read_logs, read_table
+from offeval_core.logs import LOGGING_POLICY, read_logs, read_table
+from offeval_core.mapping import parse_mapping
 from offeval_core.results import json_number
 from offeval_core.slate import cli as slate_cli
 from offeval_core.validation import check_level, clip_value, parse_clip

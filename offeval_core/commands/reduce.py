@@ -12,7 +12,7 @@ import time
 from offeval_core.engine import DEFAULT_CLIPS, Grid, connect, connect_spark, reduce, source_from_files
 from offeval_core.errors import UnreadableInput
 from offeval_core.inputs import file_kind, open_regular
-from offeval_core.logs import parse_mapping
+from offeval_core.mapping import parse_mapping
 from offeval_core.moments_io import write_moments
 from offeval_core.safe_io import check_output
 from offeval_core.validation import clip_value, parse_clip

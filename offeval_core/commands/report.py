@@ -6,7 +6,8 @@ import sys
 
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
-from offeval_core.logs import parse_mapping, read_logs
+from offeval_core.logs import read_logs
+from offeval_core.mapping import parse_mapping
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.report import STEPS, write_report
 from offeval_core.safe_io import check_output

@@ -6,7 +6,8 @@ import json
 import sys
 
 from offeval_core.errors import InputError
-from offeval_core.logs import LogValidationError, parse_mapping, read_logs, summarize
+from offeval_core.logs import LogValidationError, read_logs, summarize
+from offeval_core.mapping import parse_mapping
 
 __all__ = ["register", "run"]
 

@@ -11,6 +11,13 @@ import plotly.graph_objects as go
 from offeval_core.heldout.analyses import EstimatorLab, MetricAgreement
 from offeval_core.heldout.metrics import RunEvaluation
 
+__all__ = [
+    "ESTIMATOR_COLORS", "ESTIMATOR_LABELS", "ESTIMATOR_ORDER", "REFERENCE_COLOR", "TITLE_WRAP",
+    "agreement_scatter", "heldout_metrics_chart", "lab_bias_chart", "lab_estimates_chart", "lab_tau_chart",
+    "tau_vs_strata_chart",
+]
+
+
 ESTIMATOR_LABELS = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS (true P, n_u)"}
 #: display order of the estimators in every lab chart (unknown names follow in order of appearance)
 ESTIMATOR_ORDER = ("naive", "snips", "gs", "ips")

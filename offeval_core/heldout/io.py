@@ -26,6 +26,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+__all__ = [
+    "FORMATS", "ITEM_ALIASES", "REL_ALIASES", "RUN_NAME_ALIASES", "USER_ALIASES", "Qrels", "Run",
+    "qrels_from_frame", "read_qrels", "read_run", "read_runs", "run_from_frame",
+]
+
+
 USER_ALIASES = ("user", "user_id", "qid", "query", "query_id")
 ITEM_ALIASES = ("item", "item_id", "doc", "docno", "doc_id")
 REL_ALIASES = ("relevance", "rel", "label")

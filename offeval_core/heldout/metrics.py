@@ -35,6 +35,13 @@ from offeval_core.results import Estimate, json_number
 from offeval_core.stats import mean_estimate
 from offeval_core.validation import check_choice, check_level
 
+__all__ = [
+    "GAINS", "METRIC_KINDS", "MISSING_IN_QRELS", "MISSING_IN_RUN", "REASON_NOT_IN_QRELS", "REASON_NOT_IN_RUN",
+    "REASON_NO_RELEVANT", "MetricSpec", "RunEvaluation", "dcg_at_k", "evaluate_run", "gain", "ideal_dcg_at_k",
+    "log2_discount", "ndcg_at_k", "parse_metric", "per_user_metrics", "resolve_users", "topn_metrics",
+]
+
+
 GAINS = ("linear", "exponential")
 METRIC_KINDS = ("dcg", "ndcg", "recall", "adg")
 MISSING_IN_RUN = ("error", "zero", "skip")

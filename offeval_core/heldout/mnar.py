@@ -31,6 +31,12 @@ from offeval_core.results import Estimate
 from offeval_core.stats import mean_estimate
 from offeval_core.validation import check_choice, check_level
 
+__all__ = [
+    "ESTIMATORS", "BoundTerms", "MnarEstimate", "estimator_weights", "mnar_estimate", "popularity_propensities",
+    "popularity_strata", "theorem41_terms",
+]
+
+
 ESTIMATORS = ("naive", "stratified", "ips", "snips", "gs")
 
 

@@ -26,6 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = [
+    "Split", "World", "simulate_world", "split_world",
+]
+
 
 @dataclass(frozen=True, eq=False)
 class World:

@@ -37,6 +37,11 @@ from scipy import sparse
 
 from offeval_core.heldout.world import Split, simulate_world, split_world
 
+__all__ = [
+    "CACHE_VERSION", "GRIDS", "SCORE_DECIMALS", "Zoo", "cached_zoo", "model_grid", "train_zoo",
+]
+
+
 GRIDS = ("default", "small", "paper")
 #: Scores are rounded to this many decimals (and then stored as float32) before ranking, so values that are
 #: zero in exact arithmetic but carry float round-off (EASE via an eigendecomposition, float32 products) tie

@@ -25,6 +25,11 @@ from offeval_core.slate.estimators import LABELS, plain_kernel
 from offeval_core.slate.schema import SlateData
 from offeval_core.slate.weights import slate_weights
 
+__all__ = [
+    "CANDIDATES", "AdaptiveChoice", "adaptive_values", "candidate_values", "choose",
+]
+
+
 CANDIDATES = ("iips", "rips", "sips")
 
 

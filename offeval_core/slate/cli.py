@@ -10,6 +10,11 @@ import numpy as np
 from offeval_core.slate.estimators import ASSUMPTION, ESTIMATORS, LABELS, estimate
 from offeval_core.slate.schema import from_logs
 
+__all__ = [
+    "SLATE_ESTIMATORS", "add_arguments", "run",
+]
+
+
 SLATE_ESTIMATORS = ESTIMATORS
 
 

@@ -29,6 +29,11 @@ import numpy as np
 from offeval_core.slate.schema import SlateData, require
 from offeval_core.slate.weights import conditional_ratio, previous_weight, segment_cumprod
 
+__all__ = [
+    "MODELS", "cascade_dr_values", "cross_fitted_model", "fit_rates",
+]
+
+
 MODELS = ("slot", "item-slot")
 
 

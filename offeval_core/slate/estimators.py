@@ -33,6 +33,13 @@ from offeval_core.slate.schema import SlateData
 from offeval_core.slate.weights import slate_weights
 from offeval_core.validation import check_level
 
+__all__ = [
+    "ASSUMPTION", "ESTIMATORS", "LABELS", "NORMALISED", "PLAIN", "SlateEstimate", "WeightDiagnostics",
+    "diagnostics", "effect_from_influence", "estimate", "estimate_from_influence", "nan_estimate",
+    "normalised_kernel", "plain_kernel", "slot_discount", "weights_for",
+]
+
+
 PLAIN = ("iips", "rips", "sips")
 NORMALISED = ("sniips", "snrips", "snsips")
 ESTIMATORS = (*PLAIN, *NORMALISED, "cascade-dr", "aips")

@@ -12,6 +12,11 @@ import pandas as pd
 from offeval_core.slate.estimators import LABELS, estimate
 from offeval_core.slate.simulator import SlateWorld, sample
 
+__all__ = [
+    "DEFAULT", "error_chart", "replicate", "summarize",
+]
+
+
 DEFAULT = ("iips", "rips", "sips", "sniips", "snrips", "snsips", "cascade-dr", "aips")
 
 

@@ -21,6 +21,11 @@ import pandas as pd
 from offeval_core.errors import InputError, UnknownName
 from offeval_core.logs import TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 
+__all__ = [
+    "LOGGING_CONDITIONAL", "LOGGING_MARGINAL", "SlateData", "from_arrays", "from_logs", "require",
+]
+
+
 LOGGING_MARGINAL = "logging_propensity"
 LOGGING_CONDITIONAL = "logging_conditional_propensity"
 

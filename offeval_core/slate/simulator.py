@@ -28,6 +28,11 @@ import pandas as pd
 
 from offeval_core.slate.schema import SlateData, from_arrays
 
+__all__ = [
+    "BEHAVIOURS", "SlateConfig", "SlateSample", "SlateWorld", "build_world", "sample",
+]
+
+
 BEHAVIOURS = ("independent", "cascade", "standard")
 
 

@@ -18,6 +18,11 @@ import numpy as np
 
 from offeval_core.slate.schema import SlateData, require
 
+__all__ = [
+    "KINDS", "conditional_ratio", "previous_weight", "segment_cumprod", "session_last", "slate_weights",
+]
+
+
 KINDS = ("iips", "rips", "sips")
 
 
