@@ -7,116 +7,51 @@ numeric reward column; optional ``item_id``, ``day``, ``experiment_id``, ``arm``
 estimators ``logging_conditional_propensity`` and ``target_conditional_propensity__<policy>`` (item at
 this slot given the items above). A column mapping lets users keep their own
 names (``{"session_id": "visit", "rank": "pos"}``).
+
+The schema's names and :class:`Logs` are defined in :mod:`offeval_core.log_schema`, the validation phases
+in :mod:`offeval_core.log_checks`; this module reads, validates and summarises, and re-exports them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from offeval_core import mapping as column_mapping
 from offeval_core.errors import (
     LimitExceeded,
     LogsOverLimit,
     LogValidationError,
     MissingInput,
-    UnknownName,
     UnreadableInput,
     UnreadableLogs,
 )
 from offeval_core.inputs import file_kind, open_regular, read_csv_limited, read_parquet_limited
 from offeval_core.limits import Limits
+from offeval_core.log_checks import _problem, validate
+from offeval_core.log_schema import (
+    ARMS,
+    KNOWN,
+    LOGGING_POLICY,
+    LOGGING_PROPENSITIES,
+    MAX_SHOWN,
+    OPTIONAL,
+    POLICY_PREFIX,
+    REQUIRED,
+    SESSION_KEYS,
+    TARGET_CONDITIONAL_PREFIX,
+    TARGET_PROPENSITY_PREFIX,
+    Logs,
+)
 
 __all__ = [
     "ARMS", "ID_COLUMNS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_SHOWN", "OPTIONAL",
     "POLICY_PREFIX", "REQUIRED", "SESSION_KEYS", "TARGET_CONDITIONAL_PREFIX", "TARGET_PROPENSITY_PREFIX",
-    "LogSummary", "Logs", "read_logs", "read_table", "summarize",
+    "LogSummary", "LogValidationError", "Logs", "read_logs", "read_table", "summarize",
 ]
-
-
-POLICY_PREFIX = "rank__"
-TARGET_PROPENSITY_PREFIX = "target_propensity__"
-TARGET_CONDITIONAL_PREFIX = "target_conditional_propensity__"
-LOGGING_PROPENSITIES = ("logging_propensity", "logging_conditional_propensity")
-LOGGING_POLICY = "logging"
-REQUIRED = ("session_id", "rank")
-SESSION_KEYS = ("experiment_id", "day", "arm")
-OPTIONAL = ("item_id", "day", "experiment_id", "arm", "segment", *LOGGING_PROPENSITIES)
-KNOWN = REQUIRED + OPTIONAL
-ARMS = ("control", "treatment")
-MAX_SHOWN = 5
-
-
-@dataclass(frozen=True, eq=False)
-class Logs:
-    """Validated ranking logs, sorted by session and rank.
-
-    ``frame`` has the schema's column names; ``session`` is a dense int64 code (0..n_sessions-1) in
-    the order of the original ``session_id`` values; rewards are float64; ``rank`` and ``rank__*`` are
-    int32 (a missing target rank, i.e. the target would not show the item, is -1).
-    """
-
-    frame: pd.DataFrame
-    rewards: tuple[str, ...]
-    policies: tuple[str, ...]
-    source: str = "<DataFrame>"
-    notes: tuple[str, ...] = ()
-    sessions: pd.DataFrame = field(repr=False, default=None)
-    columns: Mapping[str, str] = field(repr=False, default_factory=dict)  # schema name → the user's column
-
-    def user_name(self, name: str) -> str:
-        """The user's name of a schema column (the name itself when it was not mapped)."""
-        return self.columns.get(name, name)
-
-    def schema_name(self, user: str) -> str:
-        """The schema name of one of the user's columns (the name itself when it was not mapped)."""
-        return next((k for k, v in self.columns.items() if v == user), user)
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.frame)
-
-    @property
-    def n_sessions(self) -> int:
-        return len(self.sessions)
-
-    @property
-    def max_rank(self) -> int:
-        """Largest rank in the logged ranks and every target policy's ranks."""
-        cols = ["rank", *(POLICY_PREFIX + p for p in self.policies)]
-        return int(max(self.frame[c].max() for c in cols))
-
-    @property
-    def has_arms(self) -> bool:
-        return bool((self.sessions["arm"] == "treatment").any())
-
-    @property
-    def propensity_policies(self) -> tuple[str, ...]:
-        return tuple(
-            c[len(TARGET_PROPENSITY_PREFIX):] for c in self.frame.columns if c.startswith(TARGET_PROPENSITY_PREFIX)
-        )
-
-    def check_reward(self, reward: str) -> str:
-        if reward not in self.rewards:
-            raise UnknownName(
-                f"unknown reward {reward!r}; the logs {self.source} have reward columns: {', '.join(self.rewards)}"
-            )
-        return reward
-
-    def check_policy(self, policy: str | None) -> str | None:
-        if policy is None or policy == LOGGING_POLICY:
-            return None
-        if policy not in self.policies:
-            known = ", ".join(self.policies) or "none"
-            raise UnknownName(
-                f"unknown policy {policy!r}: the logs {self.source} have no column "
-                f"'{POLICY_PREFIX}{policy}' (policies found: {known})"
-            )
-        return policy
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -162,11 +97,6 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
         raise UnreadableLogs(label, [_problem(exc, label)]) from None
 
 
-def _problem(exc: Exception, label: str) -> str:
-    text = str(exc)
-    return text[len(label) + 2:] if text.startswith(label + ": ") else text
-
-
 def read_logs(
     source: str | Path | pd.DataFrame,
     *,
@@ -201,401 +131,7 @@ def read_logs(
         raw = read_table(source, limits=limits, columns=columns, name=label)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return _validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess)
-
-
-def _rows(index: np.ndarray) -> str:
-    """Format 0-based positions as 1-based data-row numbers, at most MAX_SHOWN of them."""
-    shown = ", ".join(str(int(i) + 1) for i in index[:MAX_SHOWN])
-    more = f" and {len(index) - MAX_SHOWN} more" if len(index) > MAX_SHOWN else ""
-    return f"data row{'s' if len(index) > 1 else ''} {shown}{more}"
-
-
-def _show(v) -> str:
-    if isinstance(v, np.generic):
-        v = v.item()
-    return repr(v) if isinstance(v, str) else str(v)
-
-
-def _values(series: pd.Series, index: np.ndarray) -> str:
-    return ", ".join(_show(v) for v in series.iloc[index[:MAX_SHOWN]].tolist())
-
-
-def _normalise_day(day: pd.Series) -> pd.Series:
-    """Days as given when numeric or dates; text that parses as dates becomes dates, other text stays text."""
-    if pd.api.types.is_datetime64_any_dtype(day):
-        return day.dt.date
-    if pd.api.types.is_numeric_dtype(day):
-        return day
-    values = day.to_numpy(dtype=object)
-    if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values[:1000]):
-        numeric = pd.to_numeric(day, errors="coerce")
-        if numeric.notna().all():
-            return numeric.astype(np.int64)
-    if all(isinstance(v, str) for v in values[:1000]):
-        try:
-            return pd.to_datetime(day, format="ISO8601").dt.date
-        except (ValueError, TypeError):
-            return day.astype(str)
-    return day
-
-
-def _looks_numeric(col: pd.Series) -> bool:
-    """A reward candidate: a numeric/bool column, or a text column whose values are mostly numbers
-    (so a stray 'yes' in a click column is reported instead of the column being silently ignored)."""
-    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
-        return True
-    present = col.dropna()
-    if present.empty:
-        return False
-    return bool(pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5)
-
-
-def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool,
-                    ceiling: int = np.iinfo(np.int32).max) -> np.ndarray | None:
-    """Check a column holds positive integers; return int32 values (missing → -1) or None on error."""
-    numeric = pd.to_numeric(raw, errors="coerce")
-    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & raw.notna().to_numpy())
-    if len(non_numeric):
-        problems.append(
-            f"column '{col}' must hold positive integers; found non-numbers "
-            f"{_values(raw, non_numeric)} at {_rows(non_numeric)}"
-        )
-        return None
-    values = numeric.to_numpy(dtype=float, na_value=np.nan)
-    missing = np.isnan(values)
-    if missing.any() and not allow_missing:
-        idx = np.flatnonzero(missing)
-        problems.append(f"column '{col}' must hold positive integers; found empty values at {_rows(idx)}")
-        return None
-    present = ~missing
-    bad = np.flatnonzero(present & ((values < 1) | (values != np.floor(values)) | ~np.isfinite(values)))
-    if len(bad):
-        problems.append(
-            f"column '{col}' must hold positive integers (1 = top position); found "
-            f"{_values(raw, bad)} at {_rows(bad)}"
-        )
-        return None
-    ceiling = min(int(ceiling), np.iinfo(np.int32).max)
-    if present.any() and np.nanmax(values) > ceiling:
-        big = np.flatnonzero(present & (values > ceiling))
-        problems.append(
-            f"column '{col}' has ranks above the rank ceiling {ceiling:,} (OFFEVAL_MAX_RANK / --max-rank); "
-            f"found {_values(raw, big)} at {_rows(big)}"
-        )
-        return None
-    out = np.where(missing, -1, values).astype(np.int32)
-    return out
-
-
-@dataclass
-class _Check:
-    """State passed along the validation phases: the problems and notes found so far."""
-
-    label: str
-    limits: Limits
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    columns: dict[str, str] = field(default_factory=dict)  # schema name → the user's column
-    unmapped: list[str] = field(default_factory=list)  # required schema columns the logs lack
-
-    def stop_if_problems(self) -> None:
-        if self.problems:
-            raise LogValidationError(self.label, self.problems, unmapped=self.unmapped)
-
-
-def _validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
-              limits: Limits | None = None, guess: bool = False) -> Logs:
-    """Validation as a pipeline of phases; each collects every problem it finds, and the first phase
-    with problems stops the pipeline with one LogValidationError listing them."""
-    chk = _Check(label=label, limits=limits or Limits.from_env())
-    _check_shape(raw, chk)
-    try:  # patterns (rank__*=pos_*) and, on request, guesses for common names
-        columns, guessed = column_mapping.resolve(raw, columns, guess=guess)
-    except ValueError as exc:
-        raise LogValidationError(label, [str(exc)]) from None
-    chk.notes.extend(guessed)
-    chk.columns = dict(columns)
-    df = _apply_mapping(raw, columns, chk)
-    reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, chk)
-    if rewards is None and (ranky := column_mapping.rank_like_rewards(df, reward_cols)):
-        chk.notes.append(column_mapping.rank_like_note([columns.get(c, c) for c in ranky]))
-    values = _check_values(df, reward_cols, policy_cols, propensity_cols, chk)
-    return _assemble(df, reward_cols, values, chk)
-
-
-def _check_shape(raw: pd.DataFrame, chk: _Check) -> None:
-    if len(raw.columns) == 0 or len(raw) == 0:
-        raise LogValidationError(chk.label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
-
-
-def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> pd.DataFrame:
-    present = set(raw.columns)
-    for key, user in columns.items():
-        if user not in present:
-            chk.problems.append(
-                f"column mapping {key}={user}: the logs have no column '{user}' "
-                f"(columns found: {', '.join(map(str, raw.columns))})"
-            )
-    chk.stop_if_problems()
-    rename = {user: key for key, user in columns.items()}
-    df = raw.rename(columns=rename)
-    names = [str(c) for c in df.columns]
-    df.columns = names
-    seen: dict[str, int] = {}
-    for c in names:
-        seen[c] = seen.get(c, 0) + 1
-    dupes = sorted(c for c, k in seen.items() if k > 1)
-    if dupes:
-        raise LogValidationError(chk.label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
-    return df
-
-
-def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str], list[str], list[str]]:
-    """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
-    missing = [c for c in REQUIRED if c not in df.columns]
-    chk.unmapped.extend(missing)
-    for c in missing:
-        chk.problems.append(
-            f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
-            f"if your logs call it differently, map your column to '{c}'"
-        )
-    policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
-    propensity_cols = [c for c in df.columns if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
-    special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
-
-    if rewards is None:
-        reward_cols = [c for c in df.columns if c not in special and _looks_numeric(df[c])]
-        chosen = set(reward_cols)
-        ignored = [c for c in df.columns if c not in special and c not in chosen]
-        if ignored:
-            chk.notes.append(f"non-numeric column(s) ignored (not rewards): {', '.join(ignored)}")
-        if not reward_cols and not missing:
-            chk.problems.append(
-                "no reward column: expected at least one numeric column besides the schema columns "
-                f"(columns found: {', '.join(df.columns)})"
-            )
-    else:
-        if isinstance(rewards, str):
-            rewards = [rewards]
-        reward_cols = list(rewards)
-        for r in reward_cols:
-            if r not in df.columns:
-                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
-            elif r in special:
-                chk.problems.append(f"'{r}' is a schema column and cannot be used as a reward")
-        if not reward_cols:
-            chk.problems.append("rewards must name at least one reward column, got an empty list")
-    chk.stop_if_problems()
-    return reward_cols, policy_cols, propensity_cols
-
-
-@dataclass
-class _Values:
-    ranks: np.ndarray
-    rewards: dict[str, np.ndarray]
-    policy_ranks: dict[str, np.ndarray]
-    props: dict[str, np.ndarray]
-    arm: np.ndarray | None
-
-
-def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) -> _Values:
-    """Row-level checks of every used column: ids present, ranks positive integers under the ceiling,
-    rewards finite and non-negative, probabilities in range, arms known."""
-    problems = chk.problems
-    sid_missing = np.flatnonzero(df["session_id"].isna().to_numpy())
-    if len(sid_missing):
-        problems.append(f"column 'session_id' must not be empty; found empty values at {_rows(sid_missing)}")
-    ranks = _integer_column(df["rank"], "rank", problems, allow_missing=False, ceiling=chk.limits.max_rank)
-    rewards = {}
-    for r in reward_cols:
-        values = _reward_column(df[r], r, problems)
-        if values is not None:
-            rewards[r] = values
-
-    policy_ranks = {}
-    for c in policy_cols:
-        if c == POLICY_PREFIX:
-            problems.append(f"column '{c}' has no policy name after the '{POLICY_PREFIX}' prefix")
-            continue
-        vals = _integer_column(df[c], c, problems, allow_missing=True, ceiling=chk.limits.max_rank)
-        if vals is not None:
-            policy_ranks[c] = vals
-    if POLICY_PREFIX + LOGGING_POLICY in policy_cols:
-        problems.append(
-            f"column '{POLICY_PREFIX}{LOGGING_POLICY}' is reserved: '{LOGGING_POLICY}' names the logged ranks"
-        )
-
-    props = {}
-    for c in [c for c in LOGGING_PROPENSITIES if c in df.columns] + propensity_cols:
-        numeric = pd.to_numeric(df[c], errors="coerce")
-        values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.flatnonzero(~((values > 0) & (values <= 1)))
-        if c in LOGGING_PROPENSITIES and len(bad):
-            problems.append(
-                f"column '{c}' must hold probabilities in (0, 1]; found {_values(df[c], bad)} at {_rows(bad)}"
-            )
-            continue
-        bad_t = np.flatnonzero(~((values >= 0) & (values <= 1)))
-        if c not in LOGGING_PROPENSITIES and len(bad_t):
-            problems.append(
-                f"column '{c}' must hold probabilities in [0, 1]; found {_values(df[c], bad_t)} at {_rows(bad_t)}"
-            )
-            continue
-        props[c] = values
-
-    arm = None
-    if "arm" in df.columns:
-        arm_vals = df["arm"].astype("string").str.strip().str.lower()
-        bad = np.flatnonzero(~arm_vals.isin(ARMS).fillna(False).to_numpy())
-        if len(bad):
-            problems.append(
-                f"column 'arm' must be 'control' or 'treatment'; found {_values(df['arm'], bad)} at {_rows(bad)}"
-            )
-        else:
-            arm = arm_vals.to_numpy(dtype=object)
-    chk.stop_if_problems()
-    return _Values(ranks=ranks, rewards=rewards, policy_ranks=policy_ranks, props=props, arm=arm)
-
-
-def _reward_column(col: pd.Series, r: str, problems: list[str]) -> np.ndarray | None:
-    if pd.api.types.is_bool_dtype(col):
-        col = col.astype(np.float64)
-    numeric = pd.to_numeric(col, errors="coerce")
-    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
-    if len(non_numeric):
-        problems.append(
-            f"reward column '{r}' must be numeric; found {_values(col, non_numeric)} at {_rows(non_numeric)}"
-        )
-        return None
-    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if len(bad):
-        problems.append(
-            f"reward column '{r}' must hold finite numbers (no NaN, empty or inf); found "
-            f"{_values(numeric, bad)} at {_rows(bad)}"
-        )
-        return None
-    neg = np.flatnonzero(values < 0)
-    if len(neg):
-        problems.append(
-            f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); found "
-            f"{_values(numeric, neg)} at {_rows(neg)}"
-        )
-        return None
-    return values
-
-
-def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check) -> Logs:
-    """Sort by session and rank, check duplicates and session-level keys, build the frame and sessions."""
-    problems, notes = chk.problems, chk.notes
-    n = len(df)
-    ranks = v.ranks
-    codes, uniques = pd.factorize(df["session_id"], sort=True)
-    session = codes.astype(np.int64)
-    order = np.lexsort((ranks, session))
-    session_sorted = session[order]
-    ranks_sorted = ranks[order]
-    dup = np.flatnonzero((session_sorted[1:] == session_sorted[:-1]) & (ranks_sorted[1:] == ranks_sorted[:-1]))
-    if len(dup):
-        examples = []
-        for k in dup[:MAX_SHOWN]:
-            a, b = sorted((int(order[k]) + 1, int(order[k + 1]) + 1))
-            examples.append(
-                f"session {_show(uniques[session_sorted[k]])} rank {int(ranks_sorted[k])} (data rows {a} and {b})"
-            )
-        more = f" and {len(dup) - MAX_SHOWN} more" if len(dup) > MAX_SHOWN else ""
-        problems.append(
-            "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more
-        )
-
-    starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
-    uniques = np.asarray(uniques)
-    cols: dict[str, object] = {"session": session_sorted, "session_id": uniques[session_sorted],
-                               "rank": ranks_sorted}
-    if "item_id" in df.columns:
-        cols["item_id"] = df["item_id"].take(order).to_numpy()
-    for r in reward_cols:
-        cols[r] = v.rewards[r][order]
-    for c, vals in v.policy_ranks.items():
-        cols[c] = vals[order]
-    for c, vals in v.props.items():
-        cols[c] = vals[order]
-
-    # session-level keys, worked on as integer codes (fast on tens of millions of rows)
-    defaults = {"experiment_id": "all", "day": 1, "arm": "control", "segment": "all"}
-    keys: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for key, default in defaults.items():
-        if key == "arm" and v.arm is not None:
-            codes_k, cats = pd.factorize(v.arm, sort=True)
-        elif key in df.columns:
-            codes_k, cats = pd.factorize(df[key], sort=True)
-            col_missing = np.flatnonzero(codes_k < 0)
-            if len(col_missing):
-                problems.append(f"column '{key}' must not be empty; found empty values at {_rows(col_missing)}")
-                continue
-        else:
-            codes_k, cats = np.zeros(n, dtype=np.int64), np.array([default], dtype=object)
-            notes.append(f"no '{key}' column: every row is treated as {key} = {default!r}")
-        codes_sorted = np.asarray(codes_k, dtype=np.int64)[order]
-        cats = np.asarray(cats, dtype=object)
-        lo = np.minimum.reduceat(codes_sorted, starts)
-        hi = np.maximum.reduceat(codes_sorted, starts)
-        mixed = np.flatnonzero(lo != hi)
-        if len(mixed):
-            first_row = starts[mixed[0]]
-            stop = starts[mixed[0] + 1] if mixed[0] + 1 < len(starts) else n
-            k = first_row + int(np.flatnonzero(codes_sorted[first_row:stop] != codes_sorted[first_row])[0])
-            problems.append(
-                f"column '{key}' must be the same on every row of a session; session "
-                f"{_show(cols['session_id'][k])} has {_show(cats[codes_sorted[first_row]])} and "
-                f"{_show(cats[codes_sorted[k]])} (data row {int(order[k]) + 1})"
-            )
-            continue
-        keys[key] = (codes_sorted, cats)
-    chk.stop_if_problems()
-
-    session_keys = {}
-    for key, (codes_sorted, cats) in keys.items():
-        if key == "day":
-            values = np.asarray(_normalise_day(pd.Series(cats)))
-            cols[key] = values[codes_sorted]
-            session_keys[key] = values[codes_sorted[starts]]
-        else:
-            labels = pd.Index([str(c) for c in cats])
-            if labels.has_duplicates:  # e.g. 1 and "1": fall back to the text values
-                column = pd.Categorical(labels.to_numpy()[codes_sorted])
-            else:
-                order_cats = np.argsort(labels.to_numpy())
-                rank_of = np.empty_like(order_cats)
-                rank_of[order_cats] = np.arange(len(order_cats))
-                column = pd.Categorical.from_codes(rank_of[codes_sorted], labels[order_cats])
-            cols[key] = column
-            session_keys[key] = column[starts]
-    frame = pd.DataFrame(cols)
-
-    counts = np.diff(np.r_[starts, len(session_sorted)])
-    lengths = np.maximum.reduceat(ranks_sorted, starts)
-    sessions = pd.DataFrame({
-        "session": session_sorted[starts],
-        "session_id": uniques[session_sorted[starts]],
-        "experiment_id": session_keys["experiment_id"],
-        "day": session_keys["day"],
-        "arm": session_keys["arm"],
-        "segment": session_keys["segment"],
-        "length": lengths.astype(np.int32),
-        "n_rows": counts.astype(np.int32),
-    })
-    gaps = int((sessions["length"] != sessions["n_rows"]).sum())
-    if gaps:
-        notes.append(
-            f"{gaps} session(s) have gaps in their ranks (rows are not ranks 1..t); fine for bandit-style "
-            "logs with propensities, but the learnt position-bias model assumes every rank up to the "
-            "session's last one was viewed"
-        )
-    policies = tuple(c[len(POLICY_PREFIX):] for c in v.policy_ranks)
-    return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=chk.label,
-                notes=tuple(notes), sessions=sessions, columns=chk.columns)
+    return validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess)
 
 
 # --------------------------------------------------------------------------------------------- summary
@@ -669,4 +205,3 @@ def summarize(logs: Logs) -> LogSummary:
         mean_length=float(s["length"].mean()),
         notes=logs.notes,
     )
-
