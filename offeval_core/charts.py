@@ -184,7 +184,8 @@ def correlation_series_figure(series: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text=f"{meta.get('reward', 'reward')} per session (online and DCG-type offline)",
                      secondary_y=False)
     if any(_normalised(v) for v in variants):
-        fig.update_yaxes(title_text="normalised offline metric (0–1)", secondary_y=True, showgrid=False)
+        fig.update_yaxes(title_text="normalised offline metric (0–1)", secondary_y=True, showgrid=False,
+                         tickmode="auto", nticks=6, tickformat=".3~g")  # own round ticks, not the left grid's
     fig.update_xaxes(title_text="day")
     title = (f"Online vs offline by day — {meta.get('experiment_id', '')}, {meta.get('reward', '')}, "
              f"{meta.get('policy_label', meta.get('policy', ''))}")

@@ -130,3 +130,25 @@ def test_pooled_correlation_over_experiment_days_matches_numpy_and_is_in_the_tak
     assert "Pooled over the target policy's experiment-days" in result.takeaway
     like = pooled[pooled["reward"] == "like"].set_index("variant")["r"]
     assert f"{like.loc[result.labels[3]]:.2f}" in result.takeaway
+
+
+def test_drill_down_takeaway_names_the_closest_variant_and_the_identities(result):
+    """The drill-down sentence is computed from the row's cells: best and worst non-identity r, identities
+    named (≡) and never ranked."""
+    t = result.table
+    exp, reward = t["experiment_id"].iloc[0], t["reward"].iloc[0]
+    for policy in ("logging", "treatment"):
+        row = t[(t["experiment_id"] == exp) & (t["reward"] == reward) & (t["policy"] == policy)]
+        ranked = row[~row["identity"]].dropna(subset=["r"]).sort_values("r", ascending=False)
+        text = result.series_takeaway(exp, reward, policy)
+        n_days = len(result.series(exp, reward, policy))
+        assert text.startswith(f"{exp} · {reward} · {'R₀ (logging)' if policy == 'logging' else 'Rₜ (treatment)'}, "
+                               f"{n_days} days: ")
+        if len(ranked):
+            best = ranked.iloc[0]
+            assert f"{best['variant']} follows the online reward most closely (Pearson r = {best['r']:.2f})" in text
+        identities = row[row["identity"]]["variant"].tolist()
+        assert ("≡ identity" in text) == bool(identities) == (policy == "logging")
+        if identities:
+            assert text.endswith(f"{' and '.join(identities)} {'equals' if len(identities) == 1 else 'equal'} the "
+                                 "online control by construction (≡ identity, r = 1): not evidence, not ranked.")

@@ -11,7 +11,6 @@ from dashboard import data, ui
 from offeval_core.analyses import Variant, correlation_figure, correlation_series_figure, default_variants
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.estimators import ESTIMATORS
-from offeval_core.logs import LOGGING_POLICY
 from offeval_core.validation import format_clip, parse_clip
 
 c = ui.ctx()
@@ -107,8 +106,6 @@ with ui.guarded("Correlation"):
     exp, reward, policy = labels[row]
     ss["w_experiment"] = str(exp)
     series = res.series(exp, reward, policy)
-    r_text = ", ".join(f"{k}: {v:.2f}" for k, v in series.attrs.get("r", {}).items() if not math.isnan(v))
     ui.show_figure(correlation_series_figure(series), key="correlation_series", name=f"series_{exp}_{reward}",
-                   take=f"{exp}, {reward}, {'R₀ (logging)' if policy == LOGGING_POLICY else 'Rₜ (treatment)'}: "
-                        f"{method} correlation across {len(series)} days — {r_text or 'not computable'}.")
+                   take=res.series_takeaway(exp, reward, policy))
     ui.show_table(series, key="correlation_series_table", name=f"series_{exp}_{reward}_{policy}")

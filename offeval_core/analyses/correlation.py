@@ -145,8 +145,43 @@ class CorrelationResult:
                        & (self.table["reward"] == reward) & (self.table["policy"] == pol)]
         out.attrs = {"experiment_id": experiment_id, "reward": reward, "policy": pol,
                      "policy_label": POLICY_LABELS.get(pol, pol), "method": self.method,
-                     "r": dict(zip(t["variant"], t["r"].astype(float), strict=True))}
+                     "r": dict(zip(t["variant"], t["r"].astype(float), strict=True)),
+                     "identity": [v for v, same in zip(t["variant"], t["identity"], strict=True) if same]}
         return out
+
+    def series_takeaway(self, experiment_id, reward: str, policy: str) -> str:
+        """One sentence on a drill-down row: the variant whose daily estimates follow the online reward most
+        and least closely (by this result's correlation), identities named as such, never ranked.
+
+        >>> from offeval_core.analyses import Variant
+        >>> t = pd.DataFrame({"experiment_id": ["e"] * 2, "reward": ["click"] * 2, "policy": ["treatment"] * 2,
+        ...                   "variant": ["A", "B"], "r": [0.9, 0.4], "identity": [False, False]})
+        >>> d = pd.DataFrame({"experiment_id": ["e"] * 8, "reward": ["click"] * 8, "policy": ["treatment"] * 8,
+        ...                   "day": [1, 2, 3, 4] * 2, "variant": ["A"] * 4 + ["B"] * 4, "online": [1, 2, 3, 4] * 2,
+        ...                   "offline": [1, 2, 3, 5, 2, 1, 3, 4]})
+        >>> res = CorrelationResult(table=t, daily=d, variants=(), method="pearson", warnings=(), takeaway="",
+        ...                         labels=("A", "B"))
+        >>> res.series_takeaway("e", "click", "treatment")
+        'e · click · Rₜ (treatment), 4 days: A follows the online reward most closely (Pearson r = 0.90), B least (r = 0.40).'
+        """
+        s = self.series(experiment_id, reward, policy)
+        meta = s.attrs
+        label = f"{meta['policy_label']} ({meta['policy']})"
+        head = f"{experiment_id} · {reward} · {label}, {len(s)} days: "
+        same = list(meta["identity"])
+        ranked = {v: r for v, r in meta["r"].items() if v not in same and not math.isnan(r)}
+        name = self.method.capitalize()
+        if not ranked:
+            text = head + f"no {name} correlation is computable (fewer than {MIN_DAYS} days or a constant series)."
+        else:
+            order = sorted(ranked, key=ranked.get, reverse=True)
+            best, worst = order[0], order[-1]
+            text = head + f"{best} follows the online reward most closely ({name} r = {ranked[best]:.2f})"
+            text += (f", {worst} least (r = {ranked[worst]:.2f})." if worst != best else ".")
+        if same:
+            text += (f" {' and '.join(same)} {'equals' if len(same) == 1 else 'equal'} the online control by "
+                     "construction (≡ identity, r = 1): not evidence, not ranked.")
+        return text
 
 
 def _policy_name(policy: str) -> str:
