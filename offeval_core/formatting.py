@@ -20,6 +20,15 @@ def clip_text(m: float) -> str:
     return format_clip(m, symbol=True)
 
 
+def needs_raw_logs(what: str) -> str:
+    """Why a section is missing on a moments file (each interface adds how to get the logs there).
+
+    >>> needs_raw_logs("Clip tuning")
+    'Clip tuning needs the raw logs: the input is a moments file, which holds only per-group sums.'
+    """
+    return f"{what} needs the raw logs: the input is a moments file, which holds only per-group sums."
+
+
 def format_p(p: float | None, *, floor: float = P_FLOOR) -> str:
     """A p-value: 3 significant digits, scientific below 0.001, ``< 1e-6`` below the floor; ``undefined``
     for NaN / None (no variance, no data).

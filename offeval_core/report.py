@@ -41,6 +41,7 @@ from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
+from offeval_core.formatting import needs_raw_logs
 from offeval_core.logs import LOGGING_POLICY, Logs, summarize
 from offeval_core.sanitize import sanitize_figure
 from offeval_core.validation import check_choice, check_clips, check_level
@@ -275,11 +276,11 @@ def _moments_data_section(doc: _Html, m: Moments, meta: dict) -> None:
               f"clip grid: {', '.join(clip_text(c) for c in g.clips)}"]
     lines += [f"{k}: {v}" for k, v in (meta.get("settings") or {}).items() if v is not None]
     doc.raw("<pre>" + html.escape("\n".join(lines)) + "</pre>")
-    doc.note(_NEEDS_LOGS.format(what="The learnt position-bias curve (session survival per rank)"))
+    doc.note(_needs_logs("The learnt position-bias curve (session survival per rank)"))
 
 
-_NEEDS_LOGS = ("{what} needs the raw logs: the input is a moments file, which holds only per-group sums. "
-               "Run `offeval report LOGS` on the logs themselves for this section.")
+def _needs_logs(what: str) -> str:
+    return needs_raw_logs(what) + " Run `offeval report LOGS` on the logs themselves for this section."
 
 
 def _available(moments: Moments, variants, logs: Logs | None) -> list:
@@ -335,7 +336,7 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
     step(STEPS[5])
     doc.h2("dcg-ndcg", "3 · DCG vs nDCG over candidate policies (KDD'24 App. A, Fig. 2)")
     if logs is None:
-        doc.note(_NEEDS_LOGS.format(what="DCG vs nDCG over the logged policies (per-session values and a bootstrap "
+        doc.note(_needs_logs("DCG vs nDCG over the logged policies (per-session values and a bootstrap "
                                          "over sessions)"))
     elif len(logs.policies) >= 2:
         agr = dcg_vs_ndcg(logs, reward=rewards[0], discount=discount, exposure=discount, clip=q_clip,
@@ -371,7 +372,7 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
     step(STEPS[7])
     doc.h2("clip-tuning", "5 · Bias and variance vs the clip value (Gilotte Fig. 2)")
     if logs is None:
-        doc.note(_NEEDS_LOGS.format(what="Clip tuning (the bias bound, ESS and clipped share read per-row weights)"))
+        doc.note(_needs_logs("Clip tuning (the bias bound, ESS and clipped share read per-row weights)"))
     elif has_target:
         ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=discount, exposure=discount,
                          clips=clips, moments=moments, level=sensitivity_level)

@@ -24,6 +24,7 @@ import streamlit as st
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
 from offeval_core.errors import NeedsRawLogs
 from offeval_core.estimators import subset
+from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
@@ -49,8 +50,8 @@ def demo_dir() -> Path:
 
 def needs_raw_logs_text(what: str) -> str:
     """The notice for a view that a moments file cannot support: what needs the logs and how to get it."""
-    return (f"{what} needs the raw logs: a moments file holds only per-group sums. To see it, load the logs "
-            "themselves on the Data page, or run `offeval report LOGS` on them.")
+    return needs_raw_logs(what) + (" To see it, load the logs themselves on the Data page, or run "
+                                   "`offeval report LOGS` on them.")
 
 
 @dataclass(frozen=True, eq=False)
