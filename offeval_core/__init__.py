@@ -61,6 +61,12 @@ _export("offeval_core.moments_io", "read_moments", "write_moments")
 _export("offeval_core.errors", "OffevalError", "InputError", "SpecError", "UnknownName", "LogValidationError",
         "EstimatorWarning")
 _export("offeval_core.validation", "parse_clip", "format_clip")
+_export("offeval_core.slate", "SlateData", "SlateEstimate", "SlateConfig", "SlateWorld", estimate_slate="estimate",
+        slate_from_logs="from_logs", slate_from_arrays="from_arrays", build_slate_world="build_world",
+        sample_slates="sample", SLATE_ESTIMATORS="ESTIMATORS")
+_export("offeval_core.diagnose", "check_cascade", "check_interaction", "check_context_position_bias", "check_support",
+        diagnose_logs="diagnose")
+_export("offeval_core.analyses.plan", "plan_moments", "PlannedReduce")
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
