@@ -10,12 +10,12 @@ The front door for notebooks — ``import offeval_core as oe`` gives::
 
 Names are loaded on first use (``import offeval_core`` stays cheap and never imports streamlit). The
 modules stay importable as before (``offeval_core.estimators``, ``offeval_core.importance``, …); where
-two modules use one name for different things the front door gives each its own name:
-``session_values`` is the per-session DCG table of :mod:`offeval_core.estimators` (the importance sums are
-``importance_session_sums``), ``ESTIMATORS`` is the registry of moment estimators (the GS estimators of
-:mod:`offeval_core.heldout.mnar` are ``MNAR_ESTIMATORS``), ``read_logs`` reads logs (a simulated world's
-written logs are read by ``read_world_logs``) and ``survival_curve`` is the learnt viewing curve of
-:mod:`offeval_core.discounts` (the simulator's true curve is ``simulated_survival_curve``). No exported name
+a module's name would be ambiguous at the front door it gets a longer one: ``session_values`` is the
+per-session DCG table of :mod:`offeval_core.estimators` (the importance sums are ``importance_session_sums``),
+``ESTIMATORS`` is the registry of moment estimators (the GS estimators are ``MNAR_ESTIMATORS``, the slate
+estimators ``SLATE_ESTIMATORS``), ``read_logs`` reads logs (a simulated world's written logs are read by
+``read_world_logs``) and ``survival_curve`` is the learnt viewing curve of :mod:`offeval_core.discounts` (the
+simulator's true curve is ``true_survival``). No exported name
 is also the name of a submodule (importing ``offeval_core.simulate`` would shadow it), so the simulator is
 ``simulate_feed``.
 
@@ -51,19 +51,20 @@ _export("offeval_core.analyses", "sensitivity", "offline_online_correlation", "d
         "clip_tuning", "merge_moments", "table1_example", "Variant", "SensitivityResult", "CorrelationResult",
         "AgreementResult", "DecisionResult", "ClipTuningResult")
 _export("offeval_core.heldout", "read_qrels", "read_run", "evaluate_run", "Qrels", "Run", "RunEvaluation")
-_export("offeval_core.heldout.mnar", "mnar_estimate", "theorem41_terms", MNAR_ESTIMATORS="ESTIMATORS")
+_export("offeval_core.heldout.mnar", "mnar_estimate", "theorem41_terms", "MNAR_ESTIMATORS")
 _export("offeval_core.heldout.analyses", "estimator_lab", "zoo_agreement", "runs_agreement")
 _export("offeval_core.results", "Estimate", "Effect", "ConfidenceInterval")
 _export("offeval_core.discounts", "parse_discount", "learn_pbm", "survival_curve")
-_export("offeval_core.simulate", "preset_config", "SimulationConfig", simulate_feed="simulate",
-        read_world_logs="read_logs", simulated_survival_curve="survival_curve")
+_export("offeval_core.simulate", "preset_config", "SimulationConfig", "read_world_logs", "true_survival",
+        simulate_feed="simulate")
 _export("offeval_core.moments_io", "read_moments", "write_moments")
 _export("offeval_core.errors", "OffevalError", "InputError", "SpecError", "UnknownName", "LogValidationError",
         "EstimatorWarning")
 _export("offeval_core.validation", "parse_clip", "format_clip")
-_export("offeval_core.slate", "SlateData", "SlateEstimate", "SlateConfig", "SlateWorld", estimate_slate="estimate",
+_export("offeval_core.slate", "SlateData", "SlateEstimate", "SlateConfig", "SlateWorld", "SLATE_ESTIMATORS",
+        estimate_slate="estimate",
         slate_from_logs="from_logs", slate_from_arrays="from_arrays", build_slate_world="build_world",
-        sample_slates="sample", SLATE_ESTIMATORS="ESTIMATORS")
+        sample_slates="sample")
 _export("offeval_core.diagnose", "check_cascade", "check_interaction", "check_context_position_bias", "check_support",
         diagnose_logs="diagnose")
 _export("offeval_core.analyses.plan", "plan_moments", "PlannedReduce")

@@ -50,7 +50,7 @@ __all__ = [
     "iter_blocks",
     "preset_config",
     "simulate",
-    "survival_curve",
+    "true_survival",
     "write_world",
 ]
 
@@ -267,14 +267,14 @@ def preset_config(name: str, **overrides) -> SimulationConfig:
     return SimulationConfig(**{**PRESETS[name], **overrides})
 
 
-def survival_curve(config: SimulationConfig, *, segment: str = "guest", depth: float = 1.0) -> np.ndarray:
+def true_survival(config: SimulationConfig, *, segment: str = "guest", depth: float = 1.0) -> np.ndarray:
     """The true viewing curve S(r) = P(L ≥ r) = P(V = 1 | R = r) for r = 1..K (Asm. 2, Eq. 4).
 
     With ``contextual_position_bias`` registered users scroll deeper (scale or mean length multiplied by
     ``registered_depth_factor``); with ``support_depth`` = d, S(r) = 0 beyond d.
 
     >>> cfg = preset_config("small", survival="exponential", survival_p=0.5)
-    >>> survival_curve(cfg)[:3].tolist()   # p^(r-1) for r = 1, 2, 3
+    >>> true_survival(cfg)[:3].tolist()   # p^(r-1) for r = 1, 2, 3
     [1.0, 0.5, 0.25]
     """
     k = config.n_candidates
@@ -461,8 +461,8 @@ def _block(config: SimulationConfig, world: _World, seed: int, day: int, experim
         ranks.append(rk)
 
     # viewing curves per session (segment-dependent only with the contextual switch)
-    s_guest = survival_curve(config, segment="guest", depth=float(world.depth[day]))
-    s_reg = survival_curve(config, segment="registered", depth=float(world.depth[day]))
+    s_guest = true_survival(config, segment="guest", depth=float(world.depth[day]))
+    s_reg = true_survival(config, segment="registered", depth=float(world.depth[day]))
     s_rows = np.where(registered[:, None], s_reg[None, :], s_guest[None, :])
     h_rows = np.where(registered[:, None], _hazard(s_reg)[None, :], _hazard(s_guest)[None, :])
 
@@ -666,7 +666,7 @@ def write_world(config: SimulationConfig, out: str | os.PathLike, *, seed: int, 
             "seconds": time.perf_counter() - t0}
 
 
-def read_logs(out: str | os.PathLike) -> pd.DataFrame:
+def read_world_logs(out: str | os.PathLike) -> pd.DataFrame:
     """Read the logs written by :func:`write_world` (single file or day files), in written order."""
     out = Path(out)
     if (out / "logs.parquet").exists():

@@ -18,9 +18,9 @@ from offeval_core.simulate import (
     SimulationConfig,
     day_drift,
     preset_config,
-    read_logs,
+    read_world_logs,
     simulate,
-    survival_curve,
+    true_survival,
     write_world,
 )
 
@@ -135,7 +135,7 @@ def test_support_depth_truncates_sessions():
     cfg = preset_config("small", support_depth=5)
     logs = simulate(cfg, seed=2).logs
     assert logs["rank"].max() == 5
-    assert survival_curve(cfg)[5:].sum() == 0.0
+    assert true_survival(cfg)[5:].sum() == 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def mc():
 
 def test_empirical_survival_matches_configured_curve(mc):
     lengths = _session_sums(mc.logs, "like")["length"].to_numpy()
-    s = survival_curve(mc.config)
+    s = true_survival(mc.config)
     n = len(lengths)
     for r in range(1, 11):
         emp = (lengths >= r).mean()
@@ -184,7 +184,7 @@ def test_true_effect_is_positive_for_a_positive_treatment(mc):
 
 def test_unbiased_dcg_with_true_propensities_recovers_target_value(mc):
     """Eq. 9 (KDD'24): mean Σ c_i · S(R_t(i)) / S(R_0(i)) over control logs estimates the target's value."""
-    s = survival_curve(mc.config)
+    s = true_survival(mc.config)
     ctrl = mc.logs[mc.logs["arm"] == "control"]
     ratio = s[ctrl["rank__treatment"].to_numpy() - 1] / s[ctrl["rank"].to_numpy() - 1]
     per = (ctrl["like"].to_numpy() * ratio)
@@ -199,7 +199,7 @@ def test_unbiased_dcg_with_true_propensities_recovers_target_value(mc):
 def test_cascade_stops_earlier_and_ground_truth_stays_exact():
     w = _mc_world(11, cascade=True, cascade_strength=0.6)
     sums = _session_sums(w.logs, "watch_complete")
-    s = survival_curve(w.config)
+    s = true_survival(w.config)
     lengths = sums["length"].to_numpy()
     # viewing falls below the reward-free curve (rewards make users leave)
     assert (lengths >= 4).mean() < s[3] - 0.03
@@ -235,7 +235,7 @@ def test_switches_keep_the_ground_truth_exact(switch):
 
 def test_contextual_position_bias_makes_registered_scroll_deeper():
     cfg = preset_config("small", contextual_position_bias=True)
-    assert (survival_curve(cfg, segment="registered")[1:] > survival_curve(cfg, segment="guest")[1:]).all()
+    assert (true_survival(cfg, segment="registered")[1:] > true_survival(cfg, segment="guest")[1:]).all()
     logs = simulate(cfg, seed=4).logs
     length = logs.groupby("session_id").agg(seg=("segment", "first"), n=("rank", "size"))
     means = length.groupby("seg")["n"].mean()
@@ -255,7 +255,7 @@ def test_depth_drift_scales_each_days_survival_curve(deep):
     sums = _session_sums(deep.logs, "like")
     for day, factor in zip(drift["day"], drift["depth"], strict=True):
         lengths = sums.loc[sums["day"] == day, "length"].to_numpy()
-        s = survival_curve(deep.config, depth=float(factor))
+        s = true_survival(deep.config, depth=float(factor))
         for r in (2, 4, 8):
             se = math.sqrt(s[r - 1] * (1 - s[r - 1]) / len(lengths))
             assert abs((lengths >= r).mean() - s[r - 1]) < 4 * se + 1e-9, (day, r)
@@ -293,7 +293,7 @@ def test_day_partitioned_files_hold_the_same_content(tmp_path, small):
     files = sorted((tmp_path / "logs").glob("day-*.parquet"))
     assert [f.name for f in files] == ["day-2026-03-02.parquet", "day-2026-03-03.parquet",
                                        "day-2026-03-04.parquet"]
-    pd.testing.assert_frame_equal(read_logs(tmp_path), small.logs)
+    pd.testing.assert_frame_equal(read_world_logs(tmp_path), small.logs)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "ground_truth.parquet"), small.ground_truth)
 
 
@@ -377,8 +377,8 @@ def test_powerlaw_survival_and_fresh_drift():
     """The power-law viewing curve S(r) = (1 + (r − 1)/s)^(−α) and the day-level appeal of fresh items."""
     cfg = preset_config("small", survival="powerlaw", survival_scale=2.0, survival_tail=1.5)
     r = np.arange(1, cfg.n_candidates + 1)
-    np.testing.assert_allclose(survival_curve(cfg), (1 + (r - 1) / 2.0) ** -1.5, rtol=1e-15)
-    assert survival_curve(cfg)[2] == pytest.approx(2.0 ** -1.5)      # rank 3: (1 + 2/2)^-1.5
+    np.testing.assert_allclose(true_survival(cfg), (1 + (r - 1) / 2.0) ** -1.5, rtol=1e-15)
+    assert true_survival(cfg)[2] == pytest.approx(2.0 ** -1.5)      # rank 3: (1 + 2/2)^-1.5
     drift = day_drift(preset_config("small", fresh_drift=0.5, n_days=5), seed=0)["fresh_appeal"]
     assert drift.mean() == pytest.approx(0.0, abs=1e-12) and drift.std(ddof=0) == pytest.approx(0.5)
     boosted = day_drift(preset_config("small", fresh_boost=1.0), seed=0)["fresh_appeal"]

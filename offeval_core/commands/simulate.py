@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, survival_curve, write_world
+from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, true_survival, write_world
 
 __all__ = ["NCIS_PRESET", "register", "run"]
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.impressions is not None:
         if args.impressions < 1:
             raise ValueError(f"--impressions must be a positive integer, got {args.impressions!r}")
-        mean_len = float(survival_curve(config).sum())
+        mean_len = float(true_survival(config).sum())
         groups = config.n_experiments * config.n_days * 2
         per_group = max(1, round(args.impressions / mean_len / groups))
         config = preset_config(args.preset, **overrides, sessions_per_arm_day=per_group)

@@ -32,12 +32,12 @@ from offeval_core.stats import mean_estimate
 from offeval_core.validation import check_choice, check_level
 
 __all__ = [
-    "ESTIMATORS", "BoundTerms", "MnarEstimate", "estimator_weights", "mnar_estimate", "popularity_propensities",
+    "MNAR_ESTIMATORS", "BoundTerms", "MnarEstimate", "estimator_weights", "mnar_estimate", "popularity_propensities",
     "popularity_strata", "theorem41_terms",
 ]
 
 
-ESTIMATORS = ("naive", "stratified", "ips", "snips", "gs")
+MNAR_ESTIMATORS = ("naive", "stratified", "ips", "snips", "gs")
 
 
 def popularity_propensities(popularity, *, gamma: float = 2.0) -> np.ndarray:
@@ -122,7 +122,7 @@ def estimator_weights(user, propensity, *, estimator: str, strata=None, n_releva
 
     Returns ``(w, d)``; ``d`` has one entry per user code (NaN for users without observed pairs).
     """
-    check_choice(estimator, ESTIMATORS, name="estimator")
+    check_choice(estimator, MNAR_ESTIMATORS, name="estimator")
     u, n_users = _codes(user)
     p = np.asarray(propensity, dtype=float)
     n_obs = np.bincount(u, minlength=n_users).astype(float)
@@ -195,7 +195,7 @@ def mnar_estimate(
     [0.5, 0.3333, 0.5]
     """
     check_level(level)
-    check_choice(estimator, ESTIMATORS, name="estimator")
+    check_choice(estimator, MNAR_ESTIMATORS, name="estimator")
     u, n_users, lam_v, p, s = _check_rows(user, lam, propensity, strata)
     if u.size == 0:
         raise ValueError("no observed pairs: user, lam and propensity are empty")

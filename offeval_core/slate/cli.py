@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from offeval_core.slate.estimators import ASSUMPTION, ESTIMATORS, LABELS, estimate
+from offeval_core.slate.estimators import ASSUMPTION, LABELS, SLATE_ESTIMATORS, estimate
 from offeval_core.slate.schema import from_logs
 
 __all__ = [
@@ -15,7 +15,6 @@ __all__ = [
 ]
 
 
-SLATE_ESTIMATORS = ESTIMATORS
 
 
 def add_arguments(p) -> None:

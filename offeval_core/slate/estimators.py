@@ -34,15 +34,28 @@ from offeval_core.slate.weights import slate_weights
 from offeval_core.validation import check_level
 
 __all__ = [
-    "ASSUMPTION", "ESTIMATORS", "LABELS", "NORMALISED", "PLAIN", "SlateEstimate", "WeightDiagnostics",
-    "diagnostics", "effect_from_influence", "estimate", "estimate_from_influence", "nan_estimate",
-    "normalised_kernel", "plain_kernel", "slot_discount", "weights_for",
+    "ASSUMPTION",
+    "LABELS",
+    "NORMALISED",
+    "PLAIN",
+    "SLATE_ESTIMATORS",
+    "SlateEstimate",
+    "WeightDiagnostics",
+    "diagnostics",
+    "effect_from_influence",
+    "estimate",
+    "estimate_from_influence",
+    "nan_estimate",
+    "normalised_kernel",
+    "plain_kernel",
+    "slot_discount",
+    "weights_for",
 ]
 
 
 PLAIN = ("iips", "rips", "sips")
 NORMALISED = ("sniips", "snrips", "snsips")
-ESTIMATORS = (*PLAIN, *NORMALISED, "cascade-dr", "aips")
+SLATE_ESTIMATORS = (*PLAIN, *NORMALISED, "cascade-dr", "aips")
 LABELS = {"iips": "IIPS", "rips": "RIPS", "sips": "SIPS", "sniips": "SNIIPS", "snrips": "SNRIPS",
           "snsips": "SNSIPS", "cascade-dr": "Cascade-DR", "aips": "Adaptive IPS"}
 ASSUMPTION = {"iips": "independence (reward at a slot depends on its item only)",
@@ -201,8 +214,8 @@ def estimate(data: SlateData, *, estimator: str = "iips", level: float = 0.95, s
     1.5
     """
     check_level(level)
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"unknown slate estimator {estimator!r}; expected one of {', '.join(ESTIMATORS)}")
+    if estimator not in SLATE_ESTIMATORS:
+        raise ValueError(f"unknown slate estimator {estimator!r}; expected one of {', '.join(SLATE_ESTIMATORS)}")
     lam = slot_discount(slot_weights, data.n_slots)
     logged = plain_kernel(data, np.ones(data.n_rows), lam)
     log_value = float(logged.mean())
