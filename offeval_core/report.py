@@ -20,9 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
-import plotly.offline
 
 from offeval_core import charts
 from offeval_core.analyses import (
@@ -43,11 +40,11 @@ from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.logs import LOGGING_POLICY, Logs, summarize
-from offeval_core.sanitize import sanitize_figure
+from offeval_core.report_html import HtmlDocument, fmt_table
 from offeval_core.validation import check_choice, check_clips, check_level
 
 __all__ = [
-    "CSS", "STEPS", "ReportSettings", "build_report", "write_report",
+    "STEPS", "ReportSettings", "build_report", "write_report",
 ]
 
 
@@ -74,55 +71,6 @@ class ReportSettings:
     heldout_k: int = 100
     notes: list[str] = field(default_factory=list)
     input_kind: str = "logs"
-
-
-def _fmt_table(df: pd.DataFrame, *, pct_cols=(), digits: int = 4) -> str:
-    out = df.copy()
-    for c in out.columns:
-        if c == "clip" or c.endswith("_clip"):
-            out[c] = [clip_text(float(v)) if pd.notna(v) else "–" for v in out[c]]
-        elif c in pct_cols:
-            out[c] = [f"{100 * v:.1f} %" if pd.notna(v) else "–" for v in out[c]]
-        elif pd.api.types.is_float_dtype(out[c]):
-            out[c] = [("–" if pd.isna(v) else f"{v:.{digits}g}") for v in out[c]]
-    return out.to_html(index=False, classes="tbl", border=0, escape=True, na_rep="–")
-
-
-class _Html:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.n_figures = 0
-
-    def h2(self, anchor: str, text: str) -> None:
-        self.parts.append(f'<h2 id="{anchor}">{html.escape(text)}</h2>')
-
-    def p(self, text: str, cls: str = "") -> None:
-        c = f' class="{cls}"' if cls else ""
-        self.parts.append(f"<p{c}>{html.escape(text)}</p>")
-
-    def raw(self, text: str) -> None:
-        self.parts.append(text)
-
-    def fig(self, fig: go.Figure) -> None:
-        self.n_figures += 1
-        sanitize_figure(fig)  # names from the data show as text in titles, legends and hover labels
-        self.parts.append('<div class="fig">' + fig.to_html(
-            full_html=False, include_plotlyjs=False, div_id=f"fig{self.n_figures}",
-            config={"displaylogo": False, "responsive": True}) + "</div>")
-
-    def note(self, text: str) -> None:
-        self.p(text, "note")
-
-
-CSS = """
-body{font:14px/1.45 Inter,Helvetica,Arial,sans-serif;margin:0 auto;max-width:1180px;padding:16px 28px;color:#222}
-h1{font-size:24px;margin-bottom:4px} h2{margin-top:36px;border-bottom:2px solid #0072B2;padding-bottom:4px}
-nav a{margin-right:14px} .note{background:#fff4e0;border-left:4px solid #E69F00;padding:6px 10px}
-.takeaway{background:#e8f3fa;border-left:4px solid #0072B2;padding:6px 10px;font-weight:600}
-.tbl{border-collapse:collapse;font-size:12.5px;margin:8px 0} .tbl td,.tbl th{padding:3px 8px;
-border-bottom:1px solid #ddd;text-align:right} .tbl th{border-bottom:2px solid #333}
-.fig{margin:10px 0} details{margin:8px 0} code{background:#f3f3f3;padding:0 3px}
-"""
 
 
 def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
@@ -170,7 +118,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
                         heldout_grid=heldout_grid, heldout_k=heldout_k)
     has_target = policy in logs.policies
     ab = has_target and logs.has_arms
-    doc = _Html()
+    doc = HtmlDocument()
 
     step(STEPS[0])
     summary = summarize(logs)
@@ -250,7 +198,7 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
     if not has_target:
         st.notes.append(f"the moments file has no target policy {policy!r} (it holds {', '.join(g.policies)}): "
                         "the analyses that need it are skipped")
-    doc = _Html()
+    doc = HtmlDocument()
     step(STEPS[0])
     _moments_data_section(doc, moments, meta)
     step(STEPS[1])
@@ -262,7 +210,7 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
     return _page(doc, f"moments file (offeval reduce) of {source}", st)
 
 
-def _moments_data_section(doc: _Html, m: Moments, meta: dict) -> None:
+def _moments_data_section(doc: HtmlDocument, m: Moments, meta: dict) -> None:
     doc.h2("data", "Data")
     on = m.online
     first = on[on["reward"] == on["reward"].iloc[0]] if len(on) else on
@@ -291,7 +239,7 @@ def _available(moments: Moments, variants, logs: Logs | None) -> list:
     return [v for v in variants if v.discount in g.discounts and v.exposure in g.exposures and v.clip in g.clips]
 
 
-def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: Logs | None, ab: bool,
+def _analyses(doc: HtmlDocument, st: ReportSettings, *, moments: Moments | None, logs: Logs | None, ab: bool,
               has_target: bool, step: Callable[[str], None], heldout_cache_dir) -> None:
     """Sections 1-6; ``logs`` None (a moments file) replaces those that need rows by a notice."""
     rewards, discount, policy, clips, q_clip = st.rewards, st.discount, st.policy, st.clips, st.q_clip
@@ -309,9 +257,9 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
                               level=sensitivity_level, online_alpha=online_alpha, settings="all")
         doc.p(res.takeaway, "takeaway")
         doc.fig(charts.sensitivity_figure(res))
-        doc.raw(_fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
+        doc.raw(fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
         doc.raw("<details><summary>Settings used (online outcome per experiment, day, reward)</summary>"
-                + _fmt_table(res.settings) + "</details>")
+                + fmt_table(res.settings) + "</details>")
     else:
         doc.note("Needs an A/B test: control and treatment arms and a rank__treatment column.")
 
@@ -345,14 +293,14 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
         doc.p(f"Tie rule: a pair tied under either metric is never inverted but counts in the n(n−1)/2 pairs. "
               f"Reward {rewards[0]}, {agr.n_sessions:,} control sessions, sessions with iDCG = 0 count nDCG = 0.")
         doc.fig(charts.agreement_figure(agr))
-        doc.raw(_fmt_table(agr.points))
+        doc.raw(fmt_table(agr.points))
         if len(agr.inverted_pairs):
-            doc.raw("<details><summary>Inverted pairs</summary>" + _fmt_table(agr.inverted_pairs) + "</details>")
+            doc.raw("<details><summary>Inverted pairs</summary>" + fmt_table(agr.inverted_pairs) + "</details>")
     else:
         doc.note("Needs at least two candidate policies (rank__* columns).")
     t1 = table1_example()
     doc.raw("<h3>Table 1 of KDD'24, recomputed</h3>")
-    doc.raw(_fmt_table(t1.table, digits=3))
+    doc.raw(fmt_table(t1.table, digits=3))
     doc.p(t1.explanation)
 
     step(STEPS[6])
@@ -363,7 +311,7 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
         doc.p(dec.takeaway, "takeaway")
         for label in dec.estimators:
             doc.fig(charts.decision_figure(dec, estimator=label))
-        doc.raw(_fmt_table(dec.summary, pct_cols=("precision", "fnr", "agreement")))
+        doc.raw(fmt_table(dec.summary, pct_cols=("precision", "fnr", "agreement")))
         doc.p(f"CI size: mean relative CI width over {dec.reference}'s. Uplifts are relative to the baseline "
               f"(%), {decision_level:.0%} CIs; all days of each experiment pooled.")
     else:
@@ -382,7 +330,7 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
                                      exposure=discount, level=sensitivity_level) if moments is not None else None
         doc.p("Recommended " + recommend_clip(ct, effect=effect).reason, "takeaway")  # the dashboard's rule
         doc.fig(charts.clip_tuning_figure(ct))
-        doc.raw(_fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")))
+        doc.raw(fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")))
     else:
         doc.note(f"Needs a target policy (rank__{policy}).")
 
@@ -392,7 +340,7 @@ def _analyses(doc: _Html, st: ReportSettings, *, moments: Moments | None, logs: 
 
 
 
-def _heldout_section(doc: _Html, *, grid: str, k: int, n_boot: int, seed: int, cache_dir) -> None:
+def _heldout_section(doc: HtmlDocument, *, grid: str, k: int, n_boot: int, seed: int, cache_dir) -> None:
     """KDD'24 App. A on held-out data: DCG@k vs nDCG@k over the simulated model zoo, ours beside the paper's."""
     from offeval_core.heldout.analyses import zoo_agreement
     from offeval_core.heldout.charts import agreement_scatter
@@ -409,11 +357,11 @@ def _heldout_section(doc: _Html, *, grid: str, k: int, n_boot: int, seed: int, c
           f"truncated at k; {res.gain} gain; {grid} grid; {ci.level:.0%} user-bootstrap CI with "
           f"{max(int(n_boot), 1)} resamples, seed {seed}.")
     doc.fig(agreement_scatter(res))
-    doc.raw(_fmt_table(res.comparison(), digits=3))
-    doc.raw("<details><summary>Models</summary>" + _fmt_table(res.table()) + "</details>")
+    doc.raw(fmt_table(res.comparison(), digits=3))
+    doc.raw("<details><summary>Models</summary>" + fmt_table(res.table()) + "</details>")
 
 
-def _data_section(doc: _Html, logs: Logs, summary, discount: str) -> None:
+def _data_section(doc: HtmlDocument, logs: Logs, summary, discount: str) -> None:
     doc.h2("data", "Data")
     doc.raw("<pre>" + html.escape(summary.to_text()) + "</pre>")
     max_rank = min(logs.max_rank, 60)
@@ -425,7 +373,7 @@ def _data_section(doc: _Html, logs: Logs, summary, discount: str) -> None:
     doc.fig(charts.pbm_curve_figure(curves))
 
 
-def _page(doc: _Html, source: str, st: ReportSettings) -> str:
+def _page(doc: HtmlDocument, source: str, st: ReportSettings) -> str:
     settings = {"input": ("moments file: sections that need the raw logs (bootstraps, per-row weights) are "
                           "replaced by a notice" if st.input_kind == "moments" else "logs"),
                 "logs": source, "rewards": ", ".join(st.rewards), "target policy": st.policy,
@@ -445,11 +393,8 @@ def _page(doc: _Html, source: str, st: ReportSettings) -> str:
         ("settings", "Settings"), ("data", "Data"), ("sensitivity", "Sensitivity"), ("correlation", "Correlation"),
         ("dcg-ndcg", "DCG vs nDCG"), ("decisions", "Decisions"), ("clip-tuning", "Clip tuning"))
         + ((("heldout", "Held-out (App. A)"),) if st.heldout else ()))
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>offeval report</title>"
-            f"<style>{CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script></head>"
-            f"<body><h1>Offline evaluation report</h1><nav>{nav}</nav>"
-            f"<h2 id='settings'>Settings</h2><table class='tbl'>{rows}</table>{notes}"
-            + "".join(doc.parts) + "</body></html>")
+    return doc.page(title="Offline evaluation report", nav=nav,
+                    head=f"<h2 id='settings'>Settings</h2><table class='tbl'>{rows}</table>{notes}")
 
 
 def write_report(logs: Logs | Moments, out, **kwargs) -> dict:
