@@ -26,7 +26,7 @@ from dashboard.data.datasets import (
 )
 
 __all__ = [
-    "agreement_result", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
+    "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
     "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart",
     "sensitivity_result", "simulated_topics",
 ]
@@ -122,6 +122,18 @@ def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposu
     m = moments(key, reward, discount, exposure)
     return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
                        clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
+    ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
+    clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
+    from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
+
+    effect = mean_offline_effect(moments(key, reward, discount, exposure), reward=reward, policy=policy,
+                                 discount=discount, exposure=exposure, level=level)
+    return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)

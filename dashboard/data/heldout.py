@@ -13,7 +13,8 @@ from dashboard.data.datasets import mark_ready
 
 __all__ = [
     "LAB_PRESETS", "assumption_contrast_result", "estimator_lab_result", "heldout_bytes", "heldout_qrels",
-    "heldout_runs", "runs_agreement_result", "zoo_agreement_result", "zoo_cache_dir",
+    "heldout_runs", "runs_agreement_result", "slate_experiment_result", "table1_result", "zoo_agreement_result",
+    "zoo_cache_dir",
 ]
 
 
@@ -64,6 +65,27 @@ def estimator_lab_result(preset: str, lam: str, propensity: str):
     out = estimator_lab(lam=lam, propensity=propensity, **LAB_PRESETS[preset])
     mark_ready("lab", preset, lam, propensity)
     return out
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def slate_experiment_result(behaviour: str, n: int, reps: int):
+    """The slate estimators against the exact truth of a stochastic-slate world (``slate.experiment``):
+    ``reps`` replications of ``n`` sessions under the click ``behaviour`` (``+``-joined); (summary, truth)."""
+    from offeval_core.slate import SlateConfig, build_world
+    from offeval_core.slate.experiment import replicate, summarize
+
+    world = build_world(SlateConfig(behaviours=tuple(behaviour.split("+"))), rng=7)
+    runs = replicate(world, n_sessions=n, reps=reps, rng=11)
+    return summarize(runs, world.value()), world.value()
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def table1_result(normaliser: str):
+    """KDD'24 Table 1 recomputed (``analyses.table1_example``) and its two policies' DCG vs nDCG agreement."""
+    from offeval_core.analyses import dcg_vs_ndcg, table1_example
+
+    t1 = table1_example(normaliser=normaliser)
+    return t1, dcg_vs_ndcg(t1.session_values, n_boot=0)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

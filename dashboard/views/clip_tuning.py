@@ -9,7 +9,6 @@ import math
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses.clip_tuning import recommend_clip
 from offeval_core.charts import clip_tuning_figure
 from offeval_core.estimators import ESTIMATORS
 
@@ -57,10 +56,8 @@ with ui.guarded("Clip tuning"):
     t = res.table.set_index("clip")
     m = s.clip
     row = t.loc[m]
-    at_inf = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, ("dcg",))
-    effect = (float(at_inf["effect"].abs().mean()) if "effect" in at_inf and at_inf["effect"].notna().any()
-              else None)  # the mean size of the effect per A/B test (as analyses.mean_offline_effect)
-    recommendation = recommend_clip(res, effect=effect)  # the one rule (also the report and --clip auto)
+    # the one rule (also the report and --clip auto)
+    recommendation = data.clip_recommendation(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule)
     rec = recommendation.clip
     verdict = ("is the recommended value" if m == rec else
                f"recommended: m = {ui.clip_label(rec)}")

@@ -9,16 +9,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.slate import SlateConfig, build_world
-from offeval_core.slate.experiment import error_chart, replicate, summarize
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _slate_runs(behaviour: str, n: int, reps: int):
-    world = build_world(SlateConfig(behaviours=tuple(behaviour.split("+"))), rng=7)
-    runs = replicate(world, n_sessions=n, reps=reps, rng=11)
-    return summarize(runs, world.value()), world.value()
-
+from offeval_core.slate.experiment import error_chart
 
 CLICK_MODELS = {"independent": "position-based", "cascade": "cascade", "standard": "item-below-competes",
                 "independent+cascade": "half position-based, half cascade"}
@@ -85,7 +76,7 @@ with ui.controls("Slate world"):
 
 with ui.guarded("Slate world"):
     summary, truth = ui.with_progress(f"Running {reps} replications…", False,
-                                      lambda: _slate_runs(behaviour, n, reps))
+                                      lambda: data.slate_experiment_result(behaviour, n, reps))
     biased = summary.loc[summary["z"].abs() > 4, "label"].tolist()
     best = summary.loc[summary["rmse"].idxmin()]
     take = (f"Lowest RMSE: {best['label']} ({best['rmse']:.4f}); "
