@@ -6,15 +6,12 @@ the same one the report uses.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
-
-from offeval_core.analyses.plan import estimator_family, plan_moments
-from offeval_core.engine import DEFAULT_CLIPS, Moments
-from offeval_core.errors import NeedsRawLogs
-from offeval_core.estimators import subset
 
 from dashboard.data.datasets import (
     importance_moments,
@@ -24,9 +21,13 @@ from dashboard.data.datasets import (
     needs_raw_logs_text,
     parse_sim_spec,
 )
+from offeval_core.analyses.plan import estimator_family, plan_moments
+from offeval_core.engine import DEFAULT_CLIPS, Moments
+from offeval_core.errors import NeedsRawLogs
+from offeval_core.estimators import subset
 
 __all__ = [
-    "agreement_result", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
+    "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
     "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart",
     "sensitivity_result", "simulated_topics",
 ]
@@ -149,17 +150,56 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
-    """The clip-tuning figure of :func:`clip_tuning_result` (cached: each call returns a fresh copy)."""
-    from offeval_core.analyses import clip_tuning_figure
+def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float,
+                        rule: str):
+    """The one recommended clip value (``analyses.recommend_clip``, also the report's and ``--clip auto``'s)
+    for the clip-tuning result, given the mean size of the unclipped DCG effect per A/B test."""
+    from offeval_core.analyses.clip_tuning import recommend_clip
 
-    return clip_tuning_figure(clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
+    res = clip_tuning_result(key, reward, policy, discount, exposure, level, rule)
+    at_inf = estimates_at(key, reward, policy, discount, exposure, math.inf, level, ("dcg",))
+    effect = (float(at_inf["effect"].abs().mean()) if "effect" in at_inf and at_inf["effect"].notna().any()
+              else None)  # the mean size of the effect per A/B test (as analyses.mean_offline_effect)
+    return recommend_clip(res, effect=effect)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _clip_tuning_base(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    from offeval_core.charts import clip_tuning_figure
+
+    res = clip_tuning_result(key, reward, policy, discount, exposure, level, rule)
+    rec = clip_recommendation(key, reward, policy, discount, exposure, level, rule)
+    # the chart marks the shared recommendation (the rule's own choice is explained under it)
+    return clip_tuning_figure(dataclasses.replace(res, recommended_clip=rec.clip)), tuple(res.table["clip"])
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str,
+                      clip: float):
+    """The clip-tuning figure with the shared recommendation and the clip value ``clip`` marked. One
+    shared, read-only figure per clip value: a slider move to a value seen before costs no figure work."""
+    from offeval_core.charts import mark_clip
+
+    fig, clips = _clip_tuning_base(key, reward, policy, discount, exposure, level, rule)
+    return mark_clip(fig, clip, clips, subplots=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _sensitivity_base(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
     from offeval_core.analyses import sensitivity_figure
 
-    return sensitivity_figure(sensitivity_result(key, rewards, discount, exposure, policy, metrics, level,
-                                                 online_alpha, selection))
+    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection)
+    return sensitivity_figure(res), tuple(res.table["clip"].unique())
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, clip: float):
+    """The sensitivity figure (KDD'24 Fig. 1) with the clip value ``clip`` marked; one shared, read-only
+    figure per clip value."""
+    from offeval_core.charts import mark_clip
+
+    fig, clips = _sensitivity_base(key, rewards, discount, exposure, policy, metrics, level, online_alpha,
+                                   selection)
+    return mark_clip(fig, clip, clips, subplots=True)

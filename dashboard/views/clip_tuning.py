@@ -3,14 +3,11 @@ every estimate at the sidebar's m (Gilotte et al. WSDM'18 Sec. 4.2-4.3, Fig. 2; 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses.clip_tuning import recommend_clip
-from offeval_core.charts import clip_tuning_figure
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
@@ -57,19 +54,14 @@ with ui.guarded("Clip tuning"):
     t = res.table.set_index("clip")
     m = s.clip
     row = t.loc[m]
-    at_inf = data.estimates_at(c.key, c.reward, c.policy, s.discount, s.exposure, math.inf, s.level, ("dcg",))
-    effect = (float(at_inf["effect"].abs().mean()) if "effect" in at_inf and at_inf["effect"].notna().any()
-              else None)  # the mean size of the effect per A/B test (as analyses.mean_offline_effect)
-    recommendation = recommend_clip(res, effect=effect)  # the one rule (also the report and --clip auto)
+    recommendation = data.clip_recommendation(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule)
     rec = recommendation.clip
     verdict = ("is the recommended value" if m == rec else
                f"recommended: m = {ui.clip_label(rec)}")
     take = (f"At m = {ui.clip_label(m)} the DCG estimate of {c.policy} is {row['estimate']:.4g} ± "
             f"{row['ci_high'] - row['estimate']:.2g}, with a bias of at most {row['bias_bound']:.3g} and an "
             f"effective sample of {row['ess_share']:.0%} of the rows — {verdict}.")
-    # the chart marks the shared recommendation (the rule's own choice is explained under it)
-    chart = clip_tuning_figure(dataclasses.replace(res, recommended_clip=rec))
-    fig = ui.mark_clip(chart, m, res.table["clip"].tolist(), subplots=True)
+    fig = data.clip_tuning_chart(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule, m)
     ui.show_figure(fig, key="clip_tuning", name="clip_tuning", take=take)
 
     k = st.columns(5)
