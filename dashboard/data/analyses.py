@@ -27,9 +27,10 @@ from offeval_core.errors import NeedsRawLogs
 from offeval_core.estimators import subset
 
 __all__ = [
-    "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
-    "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart",
-    "sensitivity_result", "simulated_topics",
+    "agreement_chart", "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
+    "correlation_chart", "correlation_html", "correlation_result", "correlation_series_chart", "decision_result",
+    "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
+    "simulated_topics", "table1",
 ]
 
 
@@ -203,3 +204,51 @@ def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposur
     fig, clips = _sensitivity_base(key, rewards, discount, exposure, policy, metrics, level, online_alpha,
                                    selection)
     return mark_clip(fig, clip, clips, subplots=True)
+
+
+# ------------------------------------------------------------------------------- figures of other pages
+# One shared, read-only figure per set of arguments: a rerun or a page visit with the same settings
+# serialises the figure without building it again.
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str):
+    """KDD'24 Table 2 as a heatmap (``charts.correlation_figure``) of :func:`correlation_result`."""
+    from offeval_core.analyses import correlation_figure
+
+    return correlation_figure(correlation_result(key, reward, variants, method))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def correlation_html(key: str, reward: str, variants: tuple[tuple, ...], method: str) -> str:
+    """The Table 2 layout (``styled_html``) of :func:`correlation_result`."""
+    return correlation_result(key, reward, variants, method).styled_html()
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def correlation_series_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str, experiment,
+                             row_reward: str, policy: str):
+    """The day-by-day drill-down figure of one row of :func:`correlation_result`."""
+    from offeval_core.analyses import correlation_series_figure
+
+    res = correlation_result(key, reward, variants, method)
+    return correlation_series_figure(res.series(experiment, row_reward, policy))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def agreement_chart(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str, clip: float,
+                    level: float, n_boot: int):
+    """KDD'24 Fig. 2 (``charts.agreement_figure``) of :func:`agreement_result`."""
+    from offeval_core.analyses import agreement_figure
+
+    return agreement_figure(agreement_result(key, reward, policies, discount, exposure, clip, level, n_boot))
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def table1(normaliser: str):
+    """KDD'24 Table 1 (``analyses.table1_example``) and the agreement of its two policies over its two
+    sessions (``analyses.dcg_vs_ndcg``, no bootstrap): fixed numbers, computed once per normaliser."""
+    from offeval_core.analyses import dcg_vs_ndcg, table1_example
+
+    t1 = table1_example(normaliser=normaliser)
+    return t1, dcg_vs_ndcg(t1.session_values, n_boot=0)

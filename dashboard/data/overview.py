@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard.data.datasets import load
 
-__all__ = ["discount_problem", "learnt_pbm", "max_rank", "reward_overview"]
+__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview"]
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -41,6 +41,27 @@ def learnt_pbm(key: str):
     from offeval_core.discounts import learn_pbm
 
     return learn_pbm(load(key).logs)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def pbm_curves(key: str, p: float, ranks: int) -> dict:
+    """The learnt position-bias curve of a dataset next to 1/log₂(r+1) and p^(r−1), over the first
+    ``ranks`` ranks (at most as many as the learnt curve has): ``{label: values}``."""
+    from offeval_core.discounts import parse_discount
+
+    learnt = learnt_pbm(key)
+    n = min(ranks, len(learnt))
+    return {"learnt PBM (share of sessions reaching r)": learnt[:n],
+            "1/log₂(r+1)": parse_discount("log2").table(n),
+            f"exponential {p:g}^(r−1)": parse_discount(f"exponential:{p}").table(n)}
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def pbm_chart(key: str, p: float, ranks: int):
+    """The figure of :func:`pbm_curves` (``charts.pbm_curve_figure``); shared and read-only."""
+    from offeval_core.charts import pbm_curve_figure
+
+    return pbm_curve_figure(pbm_curves(key, p, ranks))
 
 
 def discount_problem(key: str, spec: str) -> str:

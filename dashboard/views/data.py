@@ -10,8 +10,6 @@ import streamlit as st
 
 from dashboard import data, ui
 from offeval_core import mapping as column_mapping
-from offeval_core.charts import pbm_curve_figure
-from offeval_core.discounts import parse_discount
 from offeval_core.errors import InputError
 from offeval_core.logs import KNOWN
 from offeval_core.sanitize import escape_markdown
@@ -332,17 +330,14 @@ with right:
             p = q1.slider("Exponential p", 0.5, 0.99, step=0.01, key="w_pbm_p",
                           help="Rank-biased-precision user model p^(r−1)")
             max_rank = q2.slider("Ranks shown", 5, int(max(6, top)), key="w_pbm_ranks")
-        learnt = data.learnt_pbm(ds.key)
-        n = min(max_rank, len(learnt))
-        curves = {"learnt PBM (share of sessions reaching r)": learnt[:n],
-                  "1/log₂(r+1)": parse_discount("log2").table(n),
-                  f"exponential {p:g}^(r−1)": parse_discount(f"exponential:{p}").table(n)}
+        curves = data.pbm_curves(ds.key, p, max_rank)
+        n = len(next(iter(curves.values())))
         at = min(10, n)
         vals = {k: float(v[at - 1]) for k, v in curves.items()}
         take = (f"At rank {at} the learnt curve is {vals[next(iter(vals))]:.3f}; log₂ assumes "
                 f"{vals['1/log₂(r+1)']:.3f} and {p:g}^(r−1) assumes {list(vals.values())[2]:.3f} — pick the "
                 "discount whose curve follows the learnt one.")
-        ui.show_figure(pbm_curve_figure(curves), key="pbm", name="position_bias", take=take)
+        ui.show_figure(data.pbm_chart(ds.key, p, max_rank), key="pbm", name="position_bias", take=take)
         table = pd.DataFrame({"rank": np.arange(1, n + 1), **{k: np.asarray(v) for k, v in curves.items()}})
         with st.expander("Curve values"):
             ui.show_table(table, key="pbm_table", name="position_bias_curves")

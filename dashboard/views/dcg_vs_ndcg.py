@@ -7,7 +7,6 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import agreement_figure, dcg_vs_ndcg, table1_example
 from offeval_core.heldout.charts import agreement_scatter
 
 c = ui.ctx()
@@ -55,7 +54,7 @@ def _logged() -> None:
         res = ui.with_progress("Computing per-session DCG and nDCG of every policy (first time only)…", ready,
                                lambda: data.agreement_result(*args))
         data.mark_ready("agreement", *args)
-        ui.show_figure(agreement_figure(res), key="agreement", name="dcg_vs_ndcg", take=res.takeaway)
+        ui.show_figure(data.agreement_chart(*args), key="agreement", name="dcg_vs_ndcg", take=res.takeaway)
         m = st.columns(4)
         m[0].metric("Inverted pairs", f"{res.inverted_share:.0%}", help=f"{res.agreement.n_inverted} of {res.n_pairs}")
         if res.inverted_ci is not None:
@@ -231,7 +230,7 @@ norm = st.radio("Ideal DCG used to normalise", ["paper", "top1"], horizontal=Tru
                 format_func={"paper": "Σ of all labels (as printed in the paper)",
                              "top1": "best single label (ideal top-1 list)"}.get)
 with ui.guarded("Table 1"):
-    t1 = table1_example(normaliser=norm)
+    t1, agr = data.table1(norm)
     st.markdown("**Step 1 — two contexts, two items, expected labels ρ(x, a):**")
     st.dataframe(t1.quality, key="table_t1_quality")
     st.markdown("**Step 2 — two top-1 policies: R shows a1 everywhere, R′ shows a2 everywhere:**")
@@ -239,7 +238,6 @@ with ui.guarded("Table 1"):
     st.markdown("**Step 3 — per-context and averaged metrics:**")
     ui.show_table(t1.table, key="t1_table", name="table1_example")
     ui.takeaway(t1.explanation)
-    agr = dcg_vs_ndcg(t1.session_values, n_boot=0)
     st.caption(f"As policies on two sessions: {agr.agreement.n_inverted} of {agr.n_pairs} pair inverted — "
                "per-context normalisation gives context x1 (where both items are poor) as much weight as x2, "
                "where R′ earns 2.5 times more.")
