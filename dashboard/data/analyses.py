@@ -7,7 +7,6 @@ the same one the report uses.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -30,7 +29,7 @@ __all__ = [
     "agreement_chart", "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
     "correlation_chart", "correlation_html", "correlation_result", "correlation_series_chart", "decision_result",
     "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
-    "simulated_topics", "table1",
+    "simulated_topics",
 ]
 
 
@@ -151,17 +150,15 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float,
-                        rule: str):
-    """The one recommended clip value (``analyses.recommend_clip``, also the report's and ``--clip auto``'s)
-    for the clip-tuning result, given the mean size of the unclipped DCG effect per A/B test."""
-    from offeval_core.analyses.clip_tuning import recommend_clip
+def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
+    ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
+    clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
+    from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
 
-    res = clip_tuning_result(key, reward, policy, discount, exposure, level, rule)
-    at_inf = estimates_at(key, reward, policy, discount, exposure, math.inf, level, ("dcg",))
-    effect = (float(at_inf["effect"].abs().mean()) if "effect" in at_inf and at_inf["effect"].notna().any()
-              else None)  # the mean size of the effect per A/B test (as analyses.mean_offline_effect)
-    return recommend_clip(res, effect=effect)
+    effect = mean_offline_effect(moments(key, reward, discount, exposure), reward=reward, policy=policy,
+                                 discount=discount, exposure=exposure, level=level)
+    return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -242,13 +239,3 @@ def agreement_chart(key: str, reward: str, policies: tuple[str, ...], discount: 
     from offeval_core.analyses import agreement_figure
 
     return agreement_figure(agreement_result(key, reward, policies, discount, exposure, clip, level, n_boot))
-
-
-@st.cache_resource(show_spinner=False, max_entries=2)
-def table1(normaliser: str):
-    """KDD'24 Table 1 (``analyses.table1_example``) and the agreement of its two policies over its two
-    sessions (``analyses.dcg_vs_ndcg``, no bootstrap): fixed numbers, computed once per normaliser."""
-    from offeval_core.analyses import dcg_vs_ndcg, table1_example
-
-    t1 = table1_example(normaliser=normaliser)
-    return t1, dcg_vs_ndcg(t1.session_values, n_boot=0)

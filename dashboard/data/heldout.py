@@ -13,7 +13,7 @@ from dashboard.data.datasets import mark_ready
 
 __all__ = [
     "LAB_PRESETS", "assumption_contrast_result", "estimator_lab_result", "heldout_bytes", "heldout_qrels",
-    "heldout_runs", "runs_agreement_result", "zoo_agreement_result", "zoo_cache_dir",
+    "heldout_runs", "runs_agreement_result", "table1_result", "zoo_agreement_result", "zoo_cache_dir",
 ]
 
 
@@ -64,6 +64,15 @@ def estimator_lab_result(preset: str, lam: str, propensity: str):
     out = estimator_lab(lam=lam, propensity=propensity, **LAB_PRESETS[preset])
     mark_ready("lab", preset, lam, propensity)
     return out
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def table1_result(normaliser: str):
+    """KDD'24 Table 1 recomputed (``analyses.table1_example``) and its two policies' DCG vs nDCG agreement."""
+    from offeval_core.analyses import dcg_vs_ndcg, table1_example
+
+    t1 = table1_example(normaliser=normaliser)
+    return t1, dcg_vs_ndcg(t1.session_values, n_boot=0)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -230,7 +230,7 @@ norm = st.radio("Ideal DCG used to normalise", ["paper", "top1"], horizontal=Tru
                 format_func={"paper": "Σ of all labels (as printed in the paper)",
                              "top1": "best single label (ideal top-1 list)"}.get)
 with ui.guarded("Table 1"):
-    t1, agr = data.table1(norm)
+    t1, agr = data.table1_result(norm)
     st.markdown("**Step 1 — two contexts, two items, expected labels ρ(x, a):**")
     st.dataframe(t1.quality, key="table_t1_quality")
     st.markdown("**Step 2 — two top-1 policies: R shows a1 everywhere, R′ shows a2 everywhere:**")
