@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("BROWSER_PATH", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+sys.path.insert(0, str(ROOT / "tests"))
+from browser_support import (  # noqa: E402  (the server and browser set-up the browser tests use)
+    CHROMIUM,
+    dashboard_command,
+    demo_environment,
+    free_port,
+    launched_chromium,
+    serving,
+)
+
 # url path → (navigation label, title); the Data page is the default page, at the root
 PAGES = {
     "": ("Data", "Data"),
@@ -43,35 +47,6 @@ PAGES = {
     "method": ("Method", "Method"),
 }
 TIMEOUT = 600_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    env = {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    return proc, url
-        except OSError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.terminate()
-            raise RuntimeError("the streamlit server did not become healthy within 90 s")
-        time.sleep(0.3)
 
 
 def done(pg, title: str) -> None:
@@ -140,75 +115,69 @@ def main() -> int:
     if not Path(CHROMIUM).exists():
         print(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
         return 1
-    from playwright.sync_api import sync_playwright
+    from playwright import sync_api
 
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "
           "dashboard on the bundled demo (data/logs.parquet)\n")
-    proc, base = start_server()
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            first = open_by_url(browser, f"{base}/method", "Method")
-            print(f"first open after the server started (Method page; reads, validates and prepares the demo): "
-                  f"{first:.2f} s")
-            floor = [open_by_url(browser, f"{base}/method", "Method") for _ in range(args.repeat)]
-            method = float(np.median(floor))
-            print(f"Method page by URL (the floor): {stats(floor)}\n")
-            print("| page | cold by URL | − Method | warm by URL (median) | − Method |")
-            print("|---|---|---|---|---|")
-            for path, (_, title) in PAGES.items():
-                if path == "method":
-                    continue
-                cold = open_by_url(browser, f"{base}/{path}", title)
-                warm = [open_by_url(browser, f"{base}/{path}", title) for _ in range(args.repeat)]
-                w = float(np.median(warm))
-                print(f"| {title} | {cold:.2f} s | {cold - method:+.2f} s | {w:.2f} s | {w - method:+.2f} s |")
+    port = free_port()
+    env = demo_environment() | {"PYTHONPATH": str(ROOT)}
+    base = f"http://127.0.0.1:{port}"
+    with serving(dashboard_command(port), port=port, env=env), launched_chromium(sync_api) as browser:
+        first = open_by_url(browser, f"{base}/method", "Method")
+        print(f"first open after the server started (Method page; reads, validates and prepares the demo): "
+              f"{first:.2f} s")
+        floor = [open_by_url(browser, f"{base}/method", "Method") for _ in range(args.repeat)]
+        method = float(np.median(floor))
+        print(f"Method page by URL (the floor): {stats(floor)}\n")
+        print("| page | cold by URL | − Method | warm by URL (median) | − Method |")
+        print("|---|---|---|---|---|")
+        for path, (_, title) in PAGES.items():
+            if path == "method":
+                continue
+            cold = open_by_url(browser, f"{base}/{path}", title)
+            warm = [open_by_url(browser, f"{base}/{path}", title) for _ in range(args.repeat)]
+            w = float(np.median(warm))
+            print(f"| {title} | {cold:.2f} s | {cold - method:+.2f} s | {w:.2f} s | {w - method:+.2f} s |")
 
-            ctx = browser.new_context(viewport={"width": 1280, "height": 1400})
-            pg = ctx.new_page()
-            pg.goto(f"{base}/")
-            done(pg, "Data")
-            nav = []
-            for _ in range(2):
-                for path, (label, title) in PAGES.items():
-                    link = pg.get_by_test_id("stSidebarNav").get_by_role("link", name=label, exact=True)
-                    t0 = time.perf_counter()
-                    link.click()
-                    pg.wait_for_function("(p) => location.pathname.replace(/^\\/+|\\/+$/g, '') === p", arg=path,
-                                         timeout=TIMEOUT)
-                    done(pg, title)
-                    nav.append(time.perf_counter() - t0)
-            print(f"\nin-app navigation (sidebar links, every page twice): {stats(nav)}")
-
-            for path in ("clip-tuning", "sensitivity", "decisions"):
-                title = PAGES[path][1]
-                pg.goto(f"{base}/{path}?clip=inf")
-                done(pg, title)
-                times = slider_changes(pg, args.changes)
-                print(f"clip slider → updated chart, {title}: {stats(times)}")
-
-            pg.goto(f"{base}/clip-tuning")
-            done(pg, "Clip tuning")
-            combo = []
-            for d in ("exponential:0.7", "exponential:0.6", "exponential:0.5"):
-                box = pg.get_by_test_id("stSidebar").get_by_role("combobox", name="Target discount D")
-                box.click()
-                pg.keyboard.type(d)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 1400})
+        pg = ctx.new_page()
+        pg.goto(f"{base}/")
+        done(pg, "Data")
+        nav = []
+        for _ in range(2):
+            for path, (label, title) in PAGES.items():
+                link = pg.get_by_test_id("stSidebarNav").get_by_role("link", name=label, exact=True)
                 t0 = time.perf_counter()
-                pg.keyboard.press("Enter")
-                pg.wait_for_function("(d) => new URLSearchParams(location.search).get('discount') === d",
-                                     arg=d, timeout=TIMEOUT)
-                done(pg, "Clip tuning")
-                combo.append(time.perf_counter() - t0)
-            print(f"new discount D (a reduce of all 12 policies × 14 clips) → updated Clip tuning page: {stats(combo)}")
-            ctx.close()
-            browser.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+                link.click()
+                pg.wait_for_function("(p) => location.pathname.replace(/^\\/+|\\/+$/g, '') === p", arg=path,
+                                     timeout=TIMEOUT)
+                done(pg, title)
+                nav.append(time.perf_counter() - t0)
+        print(f"\nin-app navigation (sidebar links, every page twice): {stats(nav)}")
+
+        for path in ("clip-tuning", "sensitivity", "decisions"):
+            title = PAGES[path][1]
+            pg.goto(f"{base}/{path}?clip=inf")
+            done(pg, title)
+            times = slider_changes(pg, args.changes)
+            print(f"clip slider → updated chart, {title}: {stats(times)}")
+
+        pg.goto(f"{base}/clip-tuning")
+        done(pg, "Clip tuning")
+        combo = []
+        for d in ("exponential:0.7", "exponential:0.6", "exponential:0.5"):
+            box = pg.get_by_test_id("stSidebar").get_by_role("combobox", name="Target discount D")
+            box.click()
+            pg.keyboard.type(d)
+            t0 = time.perf_counter()
+            pg.keyboard.press("Enter")
+            pg.wait_for_function("(d) => new URLSearchParams(location.search).get('discount') === d",
+                                 arg=d, timeout=TIMEOUT)
+            done(pg, "Clip tuning")
+            combo.append(time.perf_counter() - t0)
+        print(f"new discount D (a reduce of all 12 policies × 14 clips) → updated Clip tuning page: {stats(combo)}")
+        ctx.close()
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

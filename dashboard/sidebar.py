@@ -17,7 +17,7 @@ from dashboard.state import (
     to_query_params,
 )
 from offeval_core.defaults import LEVEL
-from offeval_core.discounts import parse_discount, register_table, restrict_table_files
+from offeval_core.discounts import register_table, restrict_table_files
 from offeval_core.errors import OffevalError
 from offeval_core.inputs import data_files
 from offeval_core.sanitize import escape_markdown
@@ -276,15 +276,12 @@ def render(page_url_path: str = "") -> ui.Context:
         if dataset is None:
             ss[f"_bad_{wkey}"] = False
             continue
-        try:
-            parse_discount(ss[wkey], logs=dataset.logs)
-        except (ValueError, OffevalError, FileNotFoundError) as exc:
+        problem_text = data.discount_problem(dataset.key, ss[wkey])
+        if problem_text:
             if shown:
-                box.error(f"{label}: {escape_markdown(exc)}. Using 'pbm' instead.")
-            notes.append(f"{label} {ss[wkey]!r} is not valid: {exc}")
-            ss[f"_bad_{wkey}"] = True
-        else:
-            ss[f"_bad_{wkey}"] = False
+                box.error(f"{label}: {escape_markdown(problem_text)}. Using 'pbm' instead.")
+            notes.append(f"{label} {ss[wkey]!r} is not valid: {problem_text}")
+        ss[f"_bad_{wkey}"] = bool(problem_text)
 
     if grid is None:
         with box.popover("Upload a discount table", icon=":material/upload_file:", width="stretch"):

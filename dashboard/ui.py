@@ -162,26 +162,6 @@ def with_progress(label: str, ready: bool, fn: Callable[[], object]):
     return out
 
 
-def mark_clip(fig: go.Figure, m: float, clips, *, subplots: bool = False) -> go.Figure:
-    """Draw the sidebar's clip value as a dotted vertical line on every clip axis of a chart (in place)."""
-    from offeval_core.charts import clip_positions
-
-    clips = list(clips)
-    if m not in clips:
-        return fig
-    pos, _, _ = clip_positions(clips)
-    x = float(pos[clips.index(m)])
-    axes = sorted(k for k in fig.layout.to_plotly_json() if k.startswith("xaxis")) if subplots else ["xaxis"]
-    line = {"dash": "dot", "color": "#444", "width": 1.5}
-    for ax in axes or ["xaxis"]:
-        ref = "x" + ax[5:]
-        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref=ref, yref=f"y{ax[5:]} domain", line=line)
-    fig.add_annotation(x=x, y=1.0, xref="x", yref="y domain", text=f" m = {clip_label(m)}", showarrow=False,
-                       yanchor="top", xanchor="left", font={"size": 12, "color": "#444"},
-                       bgcolor="rgba(255,255,255,0.8)")
-    return fig
-
-
 def get_moments(c: Context, reward: str | None = None, discount: str | None = None, exposure: str | None = None):
     reward = reward or c.reward
     d = discount or c.settings.discount

@@ -70,6 +70,27 @@ def clip_positions(clips) -> tuple[np.ndarray, list[float], list[str]]:
     return pos, ticks, text
 
 
+def mark_clip(fig: go.Figure, m: float, clips, *, subplots: bool = False) -> go.Figure:
+    """A copy of ``fig`` with the clip value ``m`` drawn as a dotted vertical line on every clip axis (on
+    the first only unless ``subplots``) and labelled ``m = …``; ``fig`` itself is unchanged (it may be a
+    cached figure). A value not in ``clips`` gives an unmarked copy."""
+    out = go.Figure(fig.to_dict(), _validate=False)  # a copy of an already valid figure: ~5x faster unchecked
+    clips = list(clips)
+    if m not in clips:
+        return out
+    pos, _, _ = clip_positions(clips)
+    x = float(pos[clips.index(m)])
+    axes = sorted(k for k in out.layout.to_plotly_json() if k.startswith("xaxis")) if subplots else ["xaxis"]
+    line = {"dash": "dot", "color": "#444", "width": 1.5}
+    for ax in axes or ["xaxis"]:
+        ref = "x" + ax[5:]
+        out.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref=ref, yref=f"y{ax[5:]} domain", line=line)
+    out.add_annotation(x=x, y=1.0, xref="x", yref="y domain", text=f" m = {format_clip(m, symbol=True)}",
+                       showarrow=False, yanchor="top", xanchor="left", font={"size": 12, "color": "#444"},
+                       bgcolor="rgba(255,255,255,0.8)")
+    return out
+
+
 def _clip_axis(fig, clips, *, row=None, col=None, title="clip value m (log₂ scale)"):
     _, ticks, text = clip_positions(clips)
     if len(ticks) > 8:  # label every other power of two (and ∞) so labels stay upright and legible
@@ -276,15 +297,19 @@ def _label_boxes(fig: go.Figure, boxes: pd.DataFrame, *, span: float) -> None:
     """Name every box by its A/B test at its top-left corner; labels of boxes whose corners nearly coincide
     (overlapping boxes) are stacked, so two boxes never read as one."""
     placed: list[tuple[float, float]] = []
+    labels = []
     for r in boxes.sort_values(["online_high", "offline_low"], ascending=[False, True]).itertuples(index=False):
         x, y = float(r.offline_low), float(r.online_high)
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
         near = sum(abs(x - px) < 0.04 * span and abs(y - py) < 0.04 * span for px, py in placed)
         placed.append((x, y))
-        fig.add_annotation(x=x, y=y, text=str(r.experiment_id), showarrow=False, xanchor="left", yanchor="bottom",
-                           yshift=2 + 16 * near, font={"size": 12, "color": DECISION_COLOURS[r.category]},
-                           bgcolor="rgba(255,255,255,0.75)", name=f"box {r.experiment_id}")
+        labels.append({"x": x, "y": y, "text": str(r.experiment_id), "showarrow": False, "xanchor": "left",
+                       "yanchor": "bottom", "yshift": 2 + 16 * near,
+                       "font": {"size": 12, "color": DECISION_COLOURS[r.category]},
+                       "bgcolor": "rgba(255,255,255,0.75)", "name": f"box {r.experiment_id}"})
+    # set at once: add_annotation one by one re-validates every earlier label (quadratic in the A/B tests)
+    fig.layout.annotations = (*fig.layout.annotations, *labels)
 
 
 def _alpha(hex_colour: str, a: float) -> str:

@@ -206,22 +206,28 @@ def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), lev
     """Online per-arm means and Welch's effect per group of ``by`` keys: ``{key tuple: OnlineResult}``."""
     check_level(level)
     on = moments.online[moments.online["reward"] == reward]
+    cols = ["n", "sum", "sumsq"]
+    # one grouped sum over (by…, arm), then the tests on the small table (a groupby per group costs ~1 ms each)
+    sums = on.groupby([*by, "arm"], sort=True, observed=True)[cols].sum()
+    table: dict[tuple, dict] = {}
+    for idx, values in zip(sums.index, sums.to_numpy(), strict=True):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        table.setdefault(idx[:-1], {})[idx[-1]] = values
+    if not by and not table:
+        table[()] = {}
     out = {}
-    groups = on.groupby(list(by), sort=True, observed=True) if by else [((), on)]
-    for key, part in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        arms = part.groupby("arm", observed=True)[["n", "sum", "sumsq"]].sum()
-        if "control" not in arms.index:
-            arms.loc["control"] = arms.sum() if len(arms) else 0
-        c = arms.loc["control"]
-        control = stats.mean_estimate(c["n"], c["sum"], c["sumsq"], level=level)
+    for key, arms in table.items():
+        if "control" not in arms:
+            arms["control"] = sum(arms.values()) if arms else np.zeros(3)
+        c = arms["control"]
+        control = stats.mean_estimate(c[0], c[1], c[2], level=level)
         treat = effect = None
         p2 = math.nan
-        if "treatment" in arms.index and arms.loc["treatment", "n"] > 0:
-            t = arms.loc["treatment"]
-            treat = stats.mean_estimate(t["n"], t["sum"], t["sumsq"], level=level)
-            effect = stats.welch_effect(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"], level=level)
-            p2 = stats.welch_two_sided_p(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"])
+        if "treatment" in arms and arms["treatment"][0] > 0:
+            t = arms["treatment"]
+            treat = stats.mean_estimate(t[0], t[1], t[2], level=level)
+            effect = stats.welch_effect(t[0], t[1], t[2], c[0], c[1], c[2], level=level)
+            p2 = stats.welch_two_sided_p(t[0], t[1], t[2], c[0], c[1], c[2])
         out[key] = OnlineResult(control, treat, effect, p2)
     return out
 

@@ -1,5 +1,6 @@
-"""What the browser tests share: Debian's chromium with the flags these machines need, a free loopback port,
-and a real dashboard server that is healthy before a test starts and stopped after it."""
+"""What the browser tests and the dashboard benchmark (bench/bench_dashboard.py) share: Debian's chromium
+with the flags these machines need, a free loopback port, the command and environment of a dashboard server
+on the bundled demo, and a real server that is healthy before a test starts and stopped after it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +24,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def dashboard_command(port: int) -> list[str]:
+    """``streamlit run dashboard/app.py`` headless on a loopback ``port`` (no usage stats, no file watcher)."""
+    return [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.headless", "true",
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none"]
+
+
+def demo_environment() -> dict[str, str]:
+    """This process's environment without ``OFFEVAL_DEMO_DIR``: the server always runs on the bundled demo."""
+    return {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}
 
 
 @contextlib.contextmanager

@@ -7,15 +7,20 @@ updated-chart time is printed (and recorded in docs/dashboard.md), not asserted.
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from browser_support import CHROMIUM, free_port, launched_chromium, serving
+from browser_support import (
+    CHROMIUM,
+    dashboard_command,
+    demo_environment,
+    free_port,
+    launched_chromium,
+    serving,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -30,10 +35,8 @@ def server():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    env = {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}  # always the bundled demo
+    cmd = dashboard_command(port)
+    env = demo_environment()  # always the bundled demo
     url = f"http://127.0.0.1:{port}"
     with serving(cmd, port=port, env=env, wait=60):
         yield url

@@ -1,6 +1,7 @@
 """Cached data of the dashboard, by concept: :mod:`.datasets` (loading, validation and the moments of each
-dataset), :mod:`.analyses` (analysis results on those moments) and :mod:`.heldout` (the model zoo, the
-estimator lab and uploaded qrels / runs). Pages use ``from dashboard import data`` and ``data.<name>``."""
+dataset), :mod:`.overview` (facts fixed per dataset), :mod:`.analyses` (analysis results on those moments)
+and :mod:`.heldout` (the model zoo, the estimator lab and uploaded qrels / runs). Pages use
+``from dashboard import data`` and ``data.<name>``."""
 
 from dashboard.data.analyses import *  # noqa: F403
 from dashboard.data.analyses import __all__ as _analyses_all
@@ -8,5 +9,7 @@ from dashboard.data.datasets import *  # noqa: F403
 from dashboard.data.datasets import __all__ as _datasets_all
 from dashboard.data.heldout import *  # noqa: F403
 from dashboard.data.heldout import __all__ as _heldout_all
+from dashboard.data.overview import *  # noqa: F403
+from dashboard.data.overview import __all__ as _overview_all
 
-__all__ = [*_datasets_all, *_analyses_all, *_heldout_all]
+__all__ = [*_datasets_all, *_analyses_all, *_heldout_all, *_overview_all]

@@ -6,15 +6,11 @@ the same one the report uses.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
-
-from offeval_core.analyses.plan import estimator_family, plan_moments
-from offeval_core.engine import DEFAULT_CLIPS, Moments
-from offeval_core.errors import NeedsRawLogs
-from offeval_core.estimators import subset
 
 from dashboard.data.datasets import (
     importance_moments,
@@ -24,11 +20,16 @@ from dashboard.data.datasets import (
     needs_raw_logs_text,
     parse_sim_spec,
 )
+from offeval_core.analyses.plan import estimator_family, plan_moments
+from offeval_core.engine import DEFAULT_CLIPS, Moments
+from offeval_core.errors import NeedsRawLogs
+from offeval_core.estimators import subset
 
 __all__ = [
-    "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result", "correlation_result",
-    "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart",
-    "sensitivity_result", "simulated_topics",
+    "agreement_chart", "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
+    "correlation_chart", "correlation_html", "correlation_result", "correlation_series_chart", "decision_result",
+    "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
+    "simulated_topics",
 ]
 
 
@@ -161,17 +162,92 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
-    """The clip-tuning figure of :func:`clip_tuning_result` (cached: each call returns a fresh copy)."""
-    from offeval_core.analyses import clip_tuning_figure
+def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
+    ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
+    clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
+    from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
 
-    return clip_tuning_figure(clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
+    effect = mean_offline_effect(moments(key, reward, discount, exposure), reward=reward, policy=policy,
+                                 discount=discount, exposure=exposure, level=level)
+    return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _clip_tuning_base(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
+    from offeval_core.charts import clip_tuning_figure
+
+    res = clip_tuning_result(key, reward, policy, discount, exposure, level, rule)
+    rec = clip_recommendation(key, reward, policy, discount, exposure, level, rule)
+    # the chart marks the shared recommendation (the rule's own choice is explained under it)
+    return clip_tuning_figure(dataclasses.replace(res, recommended_clip=rec.clip)), tuple(res.table["clip"])
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str,
+                      clip: float):
+    """The clip-tuning figure with the shared recommendation and the clip value ``clip`` marked. One
+    shared, read-only figure per clip value: a slider move to a value seen before costs no figure work."""
+    from offeval_core.charts import mark_clip
+
+    fig, clips = _clip_tuning_base(key, reward, policy, discount, exposure, level, rule)
+    return mark_clip(fig, clip, clips, subplots=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _sensitivity_base(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
     from offeval_core.analyses import sensitivity_figure
 
-    return sensitivity_figure(sensitivity_result(key, rewards, discount, exposure, policy, metrics, level,
-                                                 online_alpha, selection))
+    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection)
+    return sensitivity_figure(res), tuple(res.table["clip"].unique())
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, clip: float):
+    """The sensitivity figure (KDD'24 Fig. 1) with the clip value ``clip`` marked; one shared, read-only
+    figure per clip value."""
+    from offeval_core.charts import mark_clip
+
+    fig, clips = _sensitivity_base(key, rewards, discount, exposure, policy, metrics, level, online_alpha,
+                                   selection)
+    return mark_clip(fig, clip, clips, subplots=True)
+
+
+# ------------------------------------------------------------------------------- figures of other pages
+# One shared, read-only figure per set of arguments: a rerun or a page visit with the same settings
+# serialises the figure without building it again.
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str):
+    """KDD'24 Table 2 as a heatmap (``charts.correlation_figure``) of :func:`correlation_result`."""
+    from offeval_core.analyses import correlation_figure
+
+    return correlation_figure(correlation_result(key, reward, variants, method))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def correlation_html(key: str, reward: str, variants: tuple[tuple, ...], method: str) -> str:
+    """The Table 2 layout (``styled_html``) of :func:`correlation_result`."""
+    return correlation_result(key, reward, variants, method).styled_html()
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def correlation_series_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str, experiment,
+                             row_reward: str, policy: str):
+    """The day-by-day drill-down figure of one row of :func:`correlation_result`."""
+    from offeval_core.analyses import correlation_series_figure
+
+    res = correlation_result(key, reward, variants, method)
+    return correlation_series_figure(res.series(experiment, row_reward, policy))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def agreement_chart(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str, clip: float,
+                    level: float, n_boot: int):
+    """KDD'24 Fig. 2 (``charts.agreement_figure``) of :func:`agreement_result`."""
+    from offeval_core.analyses import agreement_figure
+
+    return agreement_figure(agreement_result(key, reward, policies, discount, exposure, clip, level, n_boot))

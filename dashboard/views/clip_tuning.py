@@ -3,13 +3,11 @@ every estimate at the sidebar's m (Gilotte et al. WSDM'18 Sec. 4.2-4.3, Fig. 2; 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.charts import clip_tuning_figure
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
@@ -56,7 +54,6 @@ with ui.guarded("Clip tuning"):
     t = res.table.set_index("clip")
     m = s.clip
     row = t.loc[m]
-    # the one rule (also the report and --clip auto)
     recommendation = data.clip_recommendation(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule)
     rec = recommendation.clip
     verdict = ("is the recommended value" if m == rec else
@@ -64,9 +61,7 @@ with ui.guarded("Clip tuning"):
     take = (f"At m = {ui.clip_label(m)} the DCG estimate of {c.policy} is {row['estimate']:.4g} ± "
             f"{row['ci_high'] - row['estimate']:.2g}, with a bias of at most {row['bias_bound']:.3g} and an "
             f"effective sample of {row['ess_share']:.0%} of the rows — {verdict}.")
-    # the chart marks the shared recommendation (the rule's own choice is explained under it)
-    chart = clip_tuning_figure(dataclasses.replace(res, recommended_clip=rec))
-    fig = ui.mark_clip(chart, m, res.table["clip"].tolist(), subplots=True)
+    fig = data.clip_tuning_chart(c.key, c.reward, c.policy, s.discount, s.exposure, s.level, rule, m)
     ui.show_figure(fig, key="clip_tuning", name="clip_tuning", take=take)
 
     k = st.columns(5)

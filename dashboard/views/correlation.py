@@ -8,7 +8,7 @@ import math
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import Variant, correlation_figure, correlation_series_figure, default_variants
+from offeval_core.analyses import Variant, default_variants
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.validation import format_clip, parse_clip
@@ -83,15 +83,17 @@ with ui.guarded("Correlation"):
     for w in res.warnings:
         st.warning(w, icon=":material/warning:")
     if c.present:  # the chart first; the Table 2 layout folded
-        ui.show_figure(correlation_figure(res), key="correlation", name="correlation", take=res.takeaway)
+        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method), key="correlation",
+                       name="correlation", take=res.takeaway)
         if st.checkbox("Show the Table 2 layout", key="show_corr_html"):
-            st.html(res.styled_html())
+            st.html(data.correlation_html(c.key, c.reward, variants, method))
     else:
         ui.takeaway(res.takeaway)
-        st.html(res.styled_html())
+        st.html(data.correlation_html(c.key, c.reward, variants, method))
         with st.expander("Tidy table (one row per experiment, reward, policy and variant)"):
             ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
-        ui.show_figure(correlation_figure(res), key="correlation", name="correlation")
+        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method), key="correlation",
+                       name="correlation")
 
     st.subheader("Drill-down: day by day")
     rows = res.table[["experiment_id", "reward", "policy", "policy_label"]].drop_duplicates()
@@ -106,6 +108,7 @@ with ui.guarded("Correlation"):
     exp, reward, policy = labels[row]
     ss["w_experiment"] = str(exp)
     series = res.series(exp, reward, policy)
-    ui.show_figure(correlation_series_figure(series), key="correlation_series", name=f"series_{exp}_{reward}",
+    ui.show_figure(data.correlation_series_chart(c.key, c.reward, variants, method, exp, reward, policy),
+                   key="correlation_series", name=f"series_{exp}_{reward}",
                    take=res.series_takeaway(exp, reward, policy))
     ui.show_table(series, key="correlation_series_table", name=f"series_{exp}_{reward}_{policy}")

@@ -10,10 +10,7 @@ import streamlit as st
 
 from dashboard import data, ui
 from offeval_core import mapping as column_mapping
-from offeval_core.charts import pbm_curve_figure
-from offeval_core.discounts import learn_pbm, parse_discount
 from offeval_core.errors import InputError
-from offeval_core.formatting import format_reward_value, reward_kind
 from offeval_core.logs import KNOWN
 from offeval_core.sanitize import escape_markdown
 
@@ -299,14 +296,7 @@ m[5].metric("Target policies", len(s.policies))
 left, right = st.columns([2, 3])
 with left:
     # a 0/1 reward has a rate (a percentage); a real-valued one (watch seconds, counts) a mean
-    kinds = {r: reward_kind(ds.logs.frame[r].to_numpy()) for r in s.reward_rates}
-    rates = pd.DataFrame({"reward": list(s.reward_rates),
-                          "kind": [("0/1 (rate)" if kinds[r] == "binary" else "real-valued (mean)")
-                                   for r in s.reward_rates],
-                          "per impression": [format_reward_value(v if kinds[r] == "binary"
-                                                                 else float(ds.logs.frame[r].mean()), kinds[r])
-                                             for r, v in s.reward_rates.items()],
-                          "sessions with ≥ 1": [s.sessions_with_reward[r] for r in s.reward_rates]})
+    rates = data.reward_overview(ds.key)
     st.markdown("**Rewards**")
     ui.show_table(rates, key="reward_rates", name="reward_rates",
                   column_config={"sessions with ≥ 1": st.column_config.NumberColumn(
@@ -332,26 +322,22 @@ with left:
 
 with right:
     with ui.guarded("Position-bias curve"):
-        logs = ds.logs
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
             ui.init_control("pbm_p")
-            ui.init_control("pbm_ranks", int(min(30, max(5, logs.max_rank))),
-                            options=range(5, int(max(6, logs.max_rank)) + 1))
+            top = data.max_rank(ds.key)
+            ui.init_control("pbm_ranks", int(min(30, max(5, top))), options=range(5, int(max(6, top)) + 1))
             p = q1.slider("Exponential p", 0.5, 0.99, step=0.01, key="w_pbm_p",
                           help="Rank-biased-precision user model p^(r−1)")
-            max_rank = q2.slider("Ranks shown", 5, int(max(6, logs.max_rank)), key="w_pbm_ranks")
-        learnt = learn_pbm(logs)
-        n = min(max_rank, len(learnt))
-        curves = {"learnt PBM (share of sessions reaching r)": learnt[:n],
-                  "1/log₂(r+1)": parse_discount("log2").table(n),
-                  f"exponential {p:g}^(r−1)": parse_discount(f"exponential:{p}").table(n)}
+            max_rank = q2.slider("Ranks shown", 5, int(max(6, top)), key="w_pbm_ranks")
+        curves = data.pbm_curves(ds.key, p, max_rank)
+        n = len(next(iter(curves.values())))
         at = min(10, n)
         vals = {k: float(v[at - 1]) for k, v in curves.items()}
         take = (f"At rank {at} the learnt curve is {vals[next(iter(vals))]:.3f}; log₂ assumes "
                 f"{vals['1/log₂(r+1)']:.3f} and {p:g}^(r−1) assumes {list(vals.values())[2]:.3f} — pick the "
                 "discount whose curve follows the learnt one.")
-        ui.show_figure(pbm_curve_figure(curves), key="pbm", name="position_bias", take=take)
+        ui.show_figure(data.pbm_chart(ds.key, p, max_rank), key="pbm", name="position_bias", take=take)
         table = pd.DataFrame({"rank": np.arange(1, n + 1), **{k: np.asarray(v) for k, v in curves.items()}})
         with st.expander("Curve values"):
             ui.show_table(table, key="pbm_table", name="position_bias_curves")

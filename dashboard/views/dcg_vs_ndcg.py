@@ -7,7 +7,6 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import agreement_figure
 from offeval_core.heldout.charts import agreement_scatter
 
 c = ui.ctx()
@@ -55,7 +54,7 @@ def _logged() -> None:
         res = ui.with_progress("Computing per-session DCG and nDCG of every policy (first time only)…", ready,
                                lambda: data.agreement_result(*args))
         data.mark_ready("agreement", *args)
-        ui.show_figure(agreement_figure(res), key="agreement", name="dcg_vs_ndcg", take=res.takeaway)
+        ui.show_figure(data.agreement_chart(*args), key="agreement", name="dcg_vs_ndcg", take=res.takeaway)
         m = st.columns(4)
         m[0].metric("Inverted pairs", f"{res.inverted_share:.0%}", help=f"{res.agreement.n_inverted} of {res.n_pairs}")
         if res.inverted_ci is not None:

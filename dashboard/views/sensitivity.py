@@ -72,9 +72,8 @@ with ui.guarded("Sensitivity"):
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
         st.stop()
-    chart = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
-                                   selection)
-    fig = ui.mark_clip(chart, s.clip, res.table["clip"].unique().tolist(), subplots=True)
+    fig = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
+                                 selection, s.clip)
     ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
     if note and c.present:
         st.info(note, icon=":material/info:")

@@ -1,0 +1,87 @@
+"""Facts about a loaded dataset that do not change while it is loaded, computed once per dataset key: the
+Data page's reward overview, largest rank and learnt position-bias curve, and the sidebar's verdict on a
+discount spec. Each is a cached call keyed by the dataset key (see :mod:`dashboard.data.datasets`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.data.datasets import load
+
+__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview"]
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def reward_overview(key: str) -> pd.DataFrame:
+    """Per reward of a dataset's logs: its kind (0/1 or real-valued), the rate (0/1) or mean (real) per
+    impression as text, and the share of sessions with a reward > 0 (computed once per dataset)."""
+    from offeval_core.formatting import format_reward_value, reward_kind
+
+    ds = load(key)
+    s, frame = ds.summary, ds.logs.frame
+    kinds = {r: reward_kind(frame[r].to_numpy()) for r in s.reward_rates}
+    return pd.DataFrame({"reward": list(s.reward_rates),
+                         "kind": [("0/1 (rate)" if kinds[r] == "binary" else "real-valued (mean)")
+                                  for r in s.reward_rates],
+                         "per impression": [format_reward_value(v if kinds[r] == "binary" else float(frame[r].mean()),
+                                                                kinds[r]) for r, v in s.reward_rates.items()],
+                         "sessions with ≥ 1": [s.sessions_with_reward[r] for r in s.reward_rates]})
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def max_rank(key: str) -> int:
+    """The largest logged or target rank of a dataset's logs (``Logs.max_rank``, computed once)."""
+    return load(key).logs.max_rank
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def learnt_pbm(key: str):
+    """The position-bias curve learnt from a dataset's logs (``discounts.learn_pbm``, computed once)."""
+    from offeval_core.discounts import learn_pbm
+
+    return learn_pbm(load(key).logs)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def pbm_curves(key: str, p: float, ranks: int) -> dict:
+    """The learnt position-bias curve of a dataset next to 1/log₂(r+1) and p^(r−1), over the first
+    ``ranks`` ranks (at most as many as the learnt curve has): ``{label: values}``."""
+    from offeval_core.discounts import parse_discount
+
+    learnt = learnt_pbm(key)
+    n = min(ranks, len(learnt))
+    return {"learnt PBM (share of sessions reaching r)": learnt[:n],
+            "1/log₂(r+1)": parse_discount("log2").table(n),
+            f"exponential {p:g}^(r−1)": parse_discount(f"exponential:{p}").table(n)}
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def pbm_chart(key: str, p: float, ranks: int):
+    """The figure of :func:`pbm_curves` (``charts.pbm_curve_figure``); shared and read-only."""
+    from offeval_core.charts import pbm_curve_figure
+
+    return pbm_curve_figure(pbm_curves(key, p, ranks))
+
+
+def discount_problem(key: str, spec: str) -> str:
+    """Why ``spec`` is not a valid discount model for a dataset's logs ('' when it is). The sidebar checks
+    both models on every run and a ``pbm`` check learns the curve from the logs, so the verdict is cached
+    per (dataset, spec); ``table:`` specs name files that can change and are checked every time."""
+    return _check_discount(key, spec) if str(spec).startswith("table:") else _cached_check(key, spec)
+
+
+def _check_discount(key: str, spec: str) -> str:
+    from offeval_core.discounts import parse_discount
+    from offeval_core.errors import OffevalError
+
+    try:
+        parse_discount(spec, logs=load(key).logs)
+    except (ValueError, OffevalError, FileNotFoundError) as exc:
+        return str(exc) or type(exc).__name__
+    return ""
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _cached_check(key: str, spec: str) -> str:
+    return _check_discount(key, spec)
