@@ -73,12 +73,13 @@ def planned_moments(key: str, reward: str, policy: str | None, variants: Sequenc
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str,
+                       adjust: str = "none"):
     from offeval_core.analyses import sensitivity
 
     m = moments_many(key, [(r, discount, exposure) for r in rewards])
     return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
-                       online_alpha=online_alpha, settings=selection, rewards=rewards)
+                       online_alpha=online_alpha, settings=selection, rewards=rewards, adjust=adjust)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -103,12 +104,12 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple, ...], level: float,
-                    relative: bool):
+                    relative: bool, adjust: str = "none"):
     from offeval_core.analyses import Variant, decision_boxes
 
     m = planned_moments(key, reward, policy, estimators)
     return decision_boxes(m, estimators=[Variant(*e) for e in estimators], policy=policy, level=level,
-                          relative=relative, rewards=(reward,))
+                          relative=relative, rewards=(reward,), adjust=adjust)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -158,8 +159,9 @@ def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposur
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str,
+                      adjust: str = "none"):
     from offeval_core.analyses import sensitivity_figure
 
     return sensitivity_figure(sensitivity_result(key, rewards, discount, exposure, policy, metrics, level,
-                                                 online_alpha, selection))
+                                                 online_alpha, selection, adjust))

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
+from offeval_core.multiple import LABELS as ADJUST_LABELS
 
 c = ui.ctx()
 ss = st.session_state
@@ -21,11 +22,12 @@ if not ui.needs(c, policy=True, arms=True):
 
 metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
 with ui.controls():
-    a, b, d, e = st.columns([3, 2, 2, 1.4])
+    a, b, d, e, f = st.columns([3, 2, 2, 1.4, 2])
     ui.init_control("sens_metrics", options=metric_names)
     ui.init_control("sens_sel")
     ui.init_control("sens_alpha")
     ui.init_control("sens_all")
+    ui.init_control("sens_adj")
     metrics = a.multiselect("Metrics", metric_names, key="w_sens_metrics", format_func=lambda k: ESTIMATORS[k].label)
     selection = b.radio("Settings", ["significant", "all"], key="w_sens_sel", horizontal=True,
                         format_func={"significant": "online significant", "all": "all"}.get,
@@ -36,6 +38,10 @@ with ui.controls():
     all_rewards = e.toggle("All rewards", value=True, key="w_sens_all",
                            help="Pool the settings of every reward column, as KDD'24 Fig. 1 pools its reward "
                                 "signals (computes each reward's moments once)")
+    adjust = f.selectbox("Multiple testing", list(ADJUST_LABELS), key="w_sens_adj", format_func=ADJUST_LABELS.get,
+                         help="Detect on p-values adjusted over the settings tested at each clip value m: Holm "
+                              "controls the chance of any false detection, Benjamini-Hochberg the share of false "
+                              "ones among the detections")
 if not metrics:
     st.warning("Choose at least one metric in the page controls to draw the chart.", icon=":material/warning:")
     st.stop()
@@ -54,7 +60,7 @@ with ui.guarded("Sensitivity"):
             ui.get_moments(c, reward=r)
         bar.empty()
     res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
-                                  alpha, selection)
+                                  alpha, selection, adjust)
     n_settings = len(res.settings)
     note = ""
     if n_settings == 0 and selection == "significant":
@@ -67,15 +73,16 @@ with ui.guarded("Sensitivity"):
             st.info(note, icon=":material/info:")
         selection = "all"
         res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
-                                      alpha, selection)
+                                      alpha, selection, adjust)
         n_settings = len(res.settings)
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
         st.stop()
     chart = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
-                                   selection)
+                                   selection, adjust)
     fig = ui.mark_clip(chart, s.clip, res.table["clip"].unique().tolist(), subplots=True)
     ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
+    st.caption(res.adjustment)
     if note and c.present:
         st.info(note, icon=":material/info:")
 
