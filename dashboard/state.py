@@ -64,6 +64,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     "lab_lam": Control("str", "recall", ("recall", "dcg")),
     "lab_prop": Control("str", "true", ("true", "popularity")),
     "lab_k": Control("int", None, lo=1, hi=10_000),
+    "lab_cov_n": Control("int", 300, (300, 100, 1000)),  # sessions per log of the interval-coverage study
     # Decisions
     "dec_est": Control("str"),
     "dec_rel": Control("bool", False),
