@@ -63,7 +63,7 @@ def _label(t: str) -> str:
 
 
 with ui.controls():
-    a, b, d = st.columns([4, 1.2, 1.8])
+    a, b, d = st.columns([3.4, 1.7, 1.9])
     picked = a.multiselect("Estimators", options, key="w_estimators", format_func=_label,
                            help="Every estimator in the registry, at m = 1, the sidebar's m and ∞, with the "
                                 "sidebar's D and D0. The first one is the reference for the relative CI size.")

@@ -19,7 +19,7 @@ from offeval_core.heldout.charts import (
     lab_tau_chart,
     tau_vs_strata_chart,
 )
-from offeval_core.slate.coverage import coverage_chart
+from offeval_core.slate.coverage import HEAVY_TAILED, coverage_chart
 
 c = ui.ctx()
 st.title("Estimator lab")
@@ -88,14 +88,15 @@ with ui.guarded("Estimator lab"):
 
 st.header("Intervals under heavy-tailed weights: coverage against the truth")
 st.caption(f"A handful of seeds cannot measure an interval's coverage, so this section replicates the "
-           f"stochastic-slate simulator {data.COVERAGE_REPS} times (7 items, 4 slots, position-based clicks, a target "
-           "policy far from the logging one, truth by enumeration). Each replication logs a fresh sample and forms "
+           f"stochastic-slate simulator {data.COVERAGE_REPS} times ({HEAVY_TAILED.n_items} items, "
+           f"{HEAVY_TAILED.n_slots} slots, position-based clicks, a target policy far from the logging one, truth by "
+           "enumeration). Each replication logs a fresh sample and forms "
            "the 95 % normal, bootstrap-t (200 resamples) and empirical-Bernstein (Maurer & Pontil, with the world's "
            "exact bound on the per-session value) intervals of IIPS, RIPS and SIPS; coverage = share of the "
            "replications whose interval holds the truth, ± its Monte-Carlo error √(c(1 − c)/R).")
 with ui.controls("Coverage study"):
     ui.init_control("lab_cov_n")
-    n_cov = st.selectbox("Sessions per logged sample", [100, 300, 1000], key="w_lab_cov_n",
+    n_cov = st.columns([1, 3])[0].selectbox("Sessions per logged sample", [100, 300, 1000], key="w_lab_cov_n",
                          format_func=lambda n: f"{n:,}",
                          help="Fewer sessions make the heavy weights' skew show in the mean")
 with ui.guarded("Interval coverage"):

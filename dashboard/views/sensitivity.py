@@ -22,7 +22,7 @@ if not ui.needs(c, policy=True, arms=True):
 
 metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
 with ui.controls():
-    a, b, d, e, f = st.columns([3, 2, 2, 1.4, 2])
+    a, b, d, e = st.columns([3, 2, 2, 1.4])
     ui.init_control("sens_metrics", options=metric_names)
     ui.init_control("sens_sel")
     ui.init_control("sens_alpha")
@@ -38,6 +38,7 @@ with ui.controls():
     all_rewards = e.toggle("All rewards", value=True, key="w_sens_all",
                            help="Pool the settings of every reward column, as KDD'24 Fig. 1 pools its reward "
                                 "signals (computes each reward's moments once)")
+    f, _ = st.columns([2, 3])
     adjust = f.selectbox("Multiple testing", list(ADJUST_LABELS), key="w_sens_adj", format_func=ADJUST_LABELS.get,
                          help="Detect on p-values adjusted over the settings tested at each clip value m: Holm "
                               "controls the chance of any false detection, Benjamini-Hochberg the share of false "

@@ -191,10 +191,10 @@ def coverage_chart(result: IntervalCoverage):
                              error_y={"type": "data", "array": 2 * g["mc_se"]}, legendgroup=name), row=1, col=1)
         fig.add_trace(go.Bar(x=g["estimator"], y=g["mean_width"], name=name, marker_color=colours.get(name),
                              legendgroup=name, showlegend=False), row=1, col=2)
-    fig.add_hline(y=result.level, line_dash="dash", line_color="grey", row=1, col=1,
-                  annotation_text=f"nominal {result.level:.0%}", annotation_position="bottom right")
+    fig.add_hline(y=result.level, line_dash="dash", line_color="grey", row=1, col=1)
     lo = max(0.0, min(float(t["coverage"].min()) - 0.05, result.level - 0.1))
-    fig.update_yaxes(range=[lo, 1.01], tickformat=".0%", row=1, col=1)
+    fig.update_yaxes(range=[lo, 1.01], tickformat=".0%", title_text=f"coverage (dashed: nominal {result.level:.0%})",
+                     row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_layout(barmode="group", height=420, legend={"orientation": "h", "y": -0.15},
                       title=f"{result.reps} replications of {result.n_sessions} sessions — truth V(π) = "
