@@ -43,6 +43,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     "sens_sel": Control("str", "significant", ("significant", "all")),
     "sens_alpha": Control("float", ONLINE_ALPHA, (0.05, 0.01, 0.001, 0.0001)),
     "sens_all": Control("bool", True),  # Fig. 1 pools its reward signals
+    "sens_adj": Control("str", "none", ("none", "holm", "bh")),  # multiple testing over the settings
     # Correlation
     "corr_row": Control("str"),
     # DCG vs nDCG
@@ -63,9 +64,11 @@ PAGE_CONTROLS: dict[str, Control] = {
     "lab_lam": Control("str", "recall", ("recall", "dcg")),
     "lab_prop": Control("str", "true", ("true", "popularity")),
     "lab_k": Control("int", None, lo=1, hi=10_000),
+    "lab_cov_n": Control("int", 300, (300, 100, 1000)),  # sessions per log of the interval-coverage study
     # Decisions
     "dec_est": Control("str"),
     "dec_rel": Control("bool", False),
+    "dec_adj": Control("str", "none", ("none", "holm", "bh")),  # multiple testing over the A/B tests
     # Clip tuning
     "clip_rule": Control("str", "slope", ("slope", "mse")),
     # presentation: the pages stepped through with the arrow keys

@@ -305,7 +305,7 @@ def readable(df: pd.DataFrame, *, skip=()) -> tuple[pd.DataFrame, list[str]]:
         series = out[col]
         missing = series.isna()
         is_p = str(col).lower() in ("p", "p_value", "mean_p", "online_p", "p_two_sided", "p_value_two_sided") \
-            or str(col).lower().endswith("_p")
+            or str(col).lower().endswith(("_p", "p_adj"))
         if is_p and pd.api.types.is_numeric_dtype(series):
             out[col] = [format_p(v) for v in series]
         elif pd.api.types.is_integer_dtype(series) and series.abs().max() >= 10_000 \

@@ -153,7 +153,7 @@ def test_estimator_lab_page_quick_settings_match_the_core():
     assert len(merged) == len(direct.summary) == 4 * len(LAB_PRESETS["quick"]["ks"])   # Naive, SNIPS, GS, IPS
     np.testing.assert_allclose(merged["tau_mean_page"], merged["tau_mean_core"])
     np.testing.assert_allclose(merged["mean_bias_page"], merged["mean_bias_core"])
-    assert len(at.main.get("plotly_chart")) == 4
+    assert len(at.main.get("plotly_chart")) == 5   # four of the lab, one of the interval coverage
     at.selectbox(key="w_lab_k").set_value(10).run()
     assert not at.exception
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.main.get("plotly_chart")]

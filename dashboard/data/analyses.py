@@ -74,12 +74,13 @@ def planned_moments(key: str, reward: str, policy: str | None, variants: Sequenc
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str,
+                       adjust: str = "none"):
     from offeval_core.analyses import sensitivity
 
     m = moments_many(key, [(r, discount, exposure) for r in rewards])
     return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
-                       online_alpha=online_alpha, settings=selection, rewards=rewards)
+                       online_alpha=online_alpha, settings=selection, rewards=rewards, adjust=adjust)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -104,12 +105,12 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple, ...], level: float,
-                    relative: bool):
+                    relative: bool, adjust: str = "none"):
     from offeval_core.analyses import Variant, decision_boxes
 
     m = planned_moments(key, reward, policy, estimators)
     return decision_boxes(m, estimators=[Variant(*e) for e in estimators], policy=policy, level=level,
-                          relative=relative, rewards=(reward,))
+                          relative=relative, rewards=(reward,), adjust=adjust)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -196,22 +197,24 @@ def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposur
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _sensitivity_base(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str):
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, adjust: str):
     from offeval_core.analyses import sensitivity_figure
 
-    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection)
+    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection,
+                             adjust)
     return sensitivity_figure(res), tuple(res.table["clip"].unique())
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, clip: float):
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, clip: float,
+                      adjust: str = "none"):
     """The sensitivity figure (KDD'24 Fig. 1) with the clip value ``clip`` marked; one shared, read-only
-    figure per clip value."""
+    figure per clip value. ``adjust``: the multiple-testing correction (none / holm / bh)."""
     from offeval_core.charts import mark_clip
 
     fig, clips = _sensitivity_base(key, rewards, discount, exposure, policy, metrics, level, online_alpha,
-                                   selection)
+                                   selection, adjust)
     return mark_clip(fig, clip, clips, subplots=True)
 
 

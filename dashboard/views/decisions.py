@@ -14,6 +14,7 @@ from offeval_core.analyses import variant_label as vlabel
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
+from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.validation import format_clip, parse_clip
 
 c = ui.ctx()
@@ -62,12 +63,18 @@ def _label(t: str) -> str:
 
 
 with ui.controls():
-    a, b = st.columns([4, 1])
+    a, b, d = st.columns([3.4, 1.7, 1.9])
     picked = a.multiselect("Estimators", options, key="w_estimators", format_func=_label,
                            help="Every estimator in the registry, at m = 1, the sidebar's m and ∞, with the "
                                 "sidebar's D and D0. The first one is the reference for the relative CI size.")
     ui.init_control("dec_rel")
     relative = b.toggle("Relative uplift (%)", key="w_dec_rel")
+    ui.init_control("dec_adj")
+    adjust = d.selectbox("Multiple testing", list(ADJUST_LABELS), key="w_dec_adj", format_func=ADJUST_LABELS.get,
+                         help="Decide on p-values adjusted over the A/B tests shown at once: Holm controls the "
+                              "chance of any wrong decision, Benjamini-Hochberg the share of wrong ones among "
+                              "the decisions. Each estimator is its own family; the online decisions are "
+                              "adjusted over the same A/B tests.")
 if c.dataset.is_moments:
     ui.raw_logs_notice("The importance-sampling estimators (IPS, SNIPS, NCIS…) are not in a moments file and "
                        "are left out of the choices; each")
@@ -82,7 +89,7 @@ with ui.guarded("Decision boxes"):
     if imp and not data.is_ready("importance", c.key, c.reward, c.policy, s.discount, s.exposure):
         ui.with_progress("Computing importance-sampling moments (first time only)…", False,
                          lambda: data.importance_moments(c.key, c.reward, c.policy, s.discount, s.exposure))
-    res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative)
+    res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative, adjust)
     labels = list(res.estimators)
     ui.init_control("dec_est", res.recommended or labels[0], options=labels)
     holder = st.container()  # presenting: the chart first, the estimator picker under it
@@ -92,6 +99,7 @@ with ui.guarded("Decision boxes"):
     fig = decision_figure(res, estimator=est)
     with holder if c.present else st.container():
         event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
+        st.caption(res.adjustment)
     boxes = res.boxes[res.boxes["estimator"] == est]
     points = getattr(getattr(event, "selection", None), "points", None) or []
     clicked = (points[0].get("x"), points[0].get("y")) if points else None

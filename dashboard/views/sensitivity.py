@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
+from offeval_core.multiple import LABELS as ADJUST_LABELS
 
 c = ui.ctx()
 ss = st.session_state
@@ -26,6 +27,7 @@ with ui.controls():
     ui.init_control("sens_sel")
     ui.init_control("sens_alpha")
     ui.init_control("sens_all")
+    ui.init_control("sens_adj")
     metrics = a.multiselect("Metrics", metric_names, key="w_sens_metrics", format_func=lambda k: ESTIMATORS[k].label)
     selection = b.radio("Settings", ["significant", "all"], key="w_sens_sel", horizontal=True,
                         format_func={"significant": "online significant", "all": "all"}.get,
@@ -36,6 +38,11 @@ with ui.controls():
     all_rewards = e.toggle("All rewards", value=True, key="w_sens_all",
                            help="Pool the settings of every reward column, as KDD'24 Fig. 1 pools its reward "
                                 "signals (computes each reward's moments once)")
+    f, _ = st.columns([2, 3])
+    adjust = f.selectbox("Multiple testing", list(ADJUST_LABELS), key="w_sens_adj", format_func=ADJUST_LABELS.get,
+                         help="Detect on p-values adjusted over the settings tested at each clip value m: Holm "
+                              "controls the chance of any false detection, Benjamini-Hochberg the share of false "
+                              "ones among the detections")
 if not metrics:
     st.warning("Choose at least one metric in the page controls to draw the chart.", icon=":material/warning:")
     st.stop()
@@ -54,7 +61,7 @@ with ui.guarded("Sensitivity"):
             ui.get_moments(c, reward=r)
         bar.empty()
     res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
-                                  alpha, selection)
+                                  alpha, selection, adjust)
     n_settings = len(res.settings)
     note = ""
     if n_settings == 0 and selection == "significant":
@@ -67,14 +74,15 @@ with ui.guarded("Sensitivity"):
             st.info(note, icon=":material/info:")
         selection = "all"
         res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
-                                      alpha, selection)
+                                      alpha, selection, adjust)
         n_settings = len(res.settings)
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
         st.stop()
     fig = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
-                                 selection, s.clip)
+                                 selection, s.clip, adjust)
     ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
+    st.caption(res.adjustment)
     if note and c.present:
         st.info(note, icon=":material/info:")
 

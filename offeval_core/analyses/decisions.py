@@ -5,6 +5,11 @@ the target over the logging policy on the control-arm logs (mean per-session dif
 is treatment − control arm mean reward (Welch). Each CI gives a decision: positive (CI > 0), negative
 (CI < 0) or neutral. Box colours: green = same decision, orange = false positive (offline positive, online
 not), red = false negative (online positive, offline not), grey = any other disagreement.
+
+Many A/B tests are decided at once, so the decisions can also be taken on multiplicity-adjusted p-values
+(``adjust="holm"``: family-wise error, ``"bh"``: false discovery rate; :mod:`offeval_core.multiple`). Each
+estimator's family is its boxes (A/B tests × policy × reward); the online decisions get the same correction
+over the online A/B tests, so both sides of a box are decided at the same error rate.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ from offeval_core.analyses._common import (
 from offeval_core.charts import DECISION_COLOURS, decision_figure
 from offeval_core.engine import Moments
 from offeval_core.estimators import online_results, summarize_groups
-from offeval_core.validation import check_level
+from offeval_core.multiple import LABELS as ADJUST_LABELS
+from offeval_core.multiple import METHODS as ADJUST_METHODS
+from offeval_core.multiple import adjust as adjust_p
+from offeval_core.validation import check_choice, check_level
 
-__all__ = ["DEFAULT_ESTIMATORS", "DecisionResult", "classify", "decide", "decision_boxes", "decision_figure",
-           "recommended_estimator", "summarize_boxes"]
+__all__ = ["DEFAULT_ESTIMATORS", "DecisionResult", "classify", "decide", "decide_adjusted", "decision_boxes",
+           "decision_figure", "recommended_estimator", "summarize_boxes"]
 
 DEFAULT_ESTIMATORS: tuple[Variant, ...] = (
     Variant("dcg", "pbm", "pbm", 1.0), Variant("dcg", "pbm", "pbm", math.inf), Variant("ndcg", "pbm", "pbm", math.inf),
@@ -52,6 +60,18 @@ def decide(low: float, high: float) -> str:
     if high < 0:
         return "negative"
     return "neutral"
+
+
+def decide_adjusted(effect: float, p_adjusted: float, alpha: float) -> str:
+    """Decision from a two-sided (adjusted) p-value: the effect's sign when p ≤ α, else ``neutral``. Without
+    adjustment it is :func:`decide` on the normal CI at level 1 − α (the CI excludes 0 iff p < α).
+
+    >>> decide_adjusted(0.2, 0.03, 0.05), decide_adjusted(-0.2, 0.03, 0.05), decide_adjusted(0.2, 0.06, 0.05)
+    ('positive', 'negative', 'neutral')
+    """
+    if not p_adjusted <= alpha or effect == 0:
+        return "neutral"
+    return "positive" if effect > 0 else "negative"
 
 
 def classify(offline: str, online: str) -> str:
@@ -77,7 +97,9 @@ class DecisionResult:
     ``boxes``: one row per (A/B test, reward, estimator) with offline / online uplift, CI bounds (relative
     in % when ``relative``), decisions, ``category`` and ``colour``. ``summary``: per estimator n_tests,
     correlation (Pearson of offline vs online uplift), precision, fnr, ci_size (mean relative CI width over
-    the reference estimator's), agreement share.
+    the reference estimator's), agreement share. ``boxes`` also holds the two-sided p-values ``offline_p``,
+    ``online_p`` and their adjusted versions ``offline_p_adj``, ``online_p_adj``; ``family`` names the family
+    of each estimator's adjustment ("3 A/B tests × 1 policy") and ``family_size`` its size m.
     """
 
     boxes: pd.DataFrame
@@ -89,11 +111,26 @@ class DecisionResult:
     relative: bool
     takeaway: str
     recommended: str = ""
+    adjust: str = "none"
+    family: str = ""
+    family_size: int = 0
+
+    @property
+    def adjustment(self) -> str:
+        """One sentence naming the multiple-testing family and the correction of the decisions."""
+        alpha = 1 - self.level
+        if self.adjust == "none":
+            return (f"Unadjusted: each of the {self.family_size} boxes per estimator ({self.family}) is decided "
+                    f"on its own {self.level:.0%} CI; choose Holm or Benjamini-Hochberg to control the errors "
+                    f"over the family.")
+        return (f"Decisions on adjusted p-values, {ADJUST_LABELS[self.adjust]} at α = {alpha:g}; family: "
+                f"{self.family} per estimator (m = {self.family_size}); the online decisions are adjusted "
+                f"over the same A/B tests.")
 
 
 def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATORS, policy: str = "treatment",
                    level: float = 0.95, relative: bool = False, rewards: Sequence[str] | str | None = None,
-                   reference=None) -> DecisionResult:
+                   reference=None, adjust: str = "none") -> DecisionResult:
     """Decision boxes and Table-3 metrics of offline estimators against online A/B outcomes.
 
     precision = #{offline positive ∧ online positive} / #{offline positive};
@@ -102,6 +139,10 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
     CI size = mean over tests of w_rel(est) / w_rel(reference), w_rel = CI width / |baseline| (scale-free,
     so DCG and nDCG compare). Relative uplifts divide effect and CI bounds by the baseline (offline: the
     logging policy's estimate; online: the control mean), ignoring the baseline's own uncertainty.
+
+    ``adjust`` = ``"none"`` (decision = CI excludes 0), ``"holm"`` or ``"bh"``: the decisions are taken on
+    adjusted two-sided p-values at α = 1 − level (:func:`decide_adjusted`), offline over each estimator's
+    boxes, online over the A/B tests (:func:`offeval_core.multiple.adjust`).
 
     Examples
     --------
@@ -123,6 +164,7 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
     if ref not in labels:
         raise ValueError(f"reference {ref!r} is not among the estimators ({', '.join(labels)})")
     rewards = check_rewards(moments, rewards)
+    check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
 
     rows = []
     for reward in rewards:
@@ -141,7 +183,9 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
                        "offline_high": g.effect.ci.high, "offline_baseline": off_base,
                        "online_effect": on.effect.value, "online_low": on.effect.ci.low,
                        "online_high": on.effect.ci.high, "online_baseline": on_base,
-                       "online_p": on.p_two_sided}
+                       "online_p": on.p_two_sided,
+                       "offline_p": stats.two_sided_p(g.effect.value, g.effect.stderr),
+                       "offline_sign": float(np.sign(g.effect.value)), "online_sign": float(np.sign(on.effect.value))}
                 rec["offline_rel_width"] = _rel(g.effect.ci.width, off_base)
                 if relative:
                     for k in ("offline_effect", "offline_low", "offline_high"):
@@ -156,14 +200,68 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
     boxes = pd.DataFrame(rows)
     if boxes.empty:
         raise ValueError("no A/B test has both arms in the moments; decision boxes need control and treatment")
+    family, size = _family(boxes)
+    raw = _adjust_boxes(boxes, "none", level)
+    boxes = _adjust_boxes(boxes, adjust, level) if adjust != "none" else raw
     boxes["category"] = [classify(a, b) for a, b in zip(boxes["offline_decision"], boxes["online_decision"],
                                                          strict=True)]
     boxes["colour"] = boxes["category"].map(DECISION_COLOURS)
     summary = summarize_boxes(boxes, labels, reference=ref)
     takeaway = _takeaway(summary, labels)
+    if adjust != "none":
+        takeaway += " " + _adjusted_sentence(raw, boxes, labels, adjust, family, size, level)
     return DecisionResult(boxes=boxes, summary=summary, estimators=labels, reference=ref, policy=policy,
                           level=level, relative=relative, takeaway=takeaway,
-                          recommended=labels[recommended_estimator(ests)])
+                          recommended=labels[recommended_estimator(ests)], adjust=adjust, family=family,
+                          family_size=size)
+
+
+def _family(boxes: pd.DataFrame) -> tuple[str, int]:
+    """The family of each estimator's adjustment in words and its size m (the most boxes of an estimator)."""
+    n_tests = boxes["experiment_id"].nunique()
+    n_rewards = boxes["reward"].nunique()
+    text = f"{n_tests} A/B test{'s' * (n_tests != 1)} × 1 policy"
+    if n_rewards > 1:
+        text += f" × {n_rewards} rewards"
+    return text, int(boxes.groupby("estimator").size().max())
+
+
+def _adjust_boxes(boxes: pd.DataFrame, method: str, level: float) -> pd.DataFrame:
+    """Adjusted p-values and decisions: offline per estimator, online over the distinct (A/B test, reward).
+    Without adjustment the p-values stay and the decisions stay the CIs' (:func:`decide`)."""
+    out = boxes.copy()
+    alpha = 1 - level
+    out["offline_p_adj"] = np.nan
+    for _, idx in out.groupby("estimator", sort=False).groups.items():
+        out.loc[idx, "offline_p_adj"] = adjust_p(out.loc[idx, "offline_p"].to_numpy(), method=method,
+                                                 alpha=alpha).adjusted
+    online = out.drop_duplicates(["experiment_id", "reward"])[["experiment_id", "reward", "online_p"]].copy()
+    online["online_p_adj"] = adjust_p(online["online_p"].to_numpy(), method=method, alpha=alpha).adjusted
+    out = out.merge(online.drop(columns="online_p"), on=["experiment_id", "reward"], how="left")
+    if method != "none":
+        out["offline_decision"] = [decide_adjusted(e, p, alpha) for e, p in
+                                   zip(out["offline_sign"], out["offline_p_adj"], strict=True)]
+        out["online_decision"] = [decide_adjusted(e, p, alpha) for e, p in
+                                  zip(out["online_sign"], out["online_p_adj"], strict=True)]
+    return out.drop(columns=["offline_sign", "online_sign"])
+
+
+def _adjusted_sentence(raw: pd.DataFrame, adj: pd.DataFrame, labels, method: str, family: str, size: int,
+                       level: float) -> str:
+    """How many offline and online decisions survive the adjustment, per estimator."""
+    def n_sig(df, col):
+        return int((df[col] != "neutral").sum())
+
+    parts = []
+    for label in labels:
+        r, a = raw[raw["estimator"] == label], adj[adj["estimator"] == label]
+        parts.append(f"{label} keeps {n_sig(a, 'offline_decision')} of {n_sig(r, 'offline_decision')} offline "
+                     f"decisions")
+    on_r = raw.drop_duplicates(["experiment_id", "reward"])
+    on_a = adj.drop_duplicates(["experiment_id", "reward"])
+    return (f"With {ADJUST_LABELS[method]} adjustment over {family} (m = {size}, α = {1 - level:g}): "
+            + "; ".join(parts) + f"; online {n_sig(on_a, 'online_decision')} of {n_sig(on_r, 'online_decision')} "
+            "A/B tests stay significant.")
 
 
 # What the papers recommend, most preferred first: Gilotte et al. (WSDM'18, Sec. 6, Fig. 3) find the more local

@@ -7,6 +7,11 @@ policy over the logging policy on that day's control-arm sessions gets a normal 
 online improvements the paper studies). TPR = share of settings detected; mean p = mean one-sided p-value
 of H0 "offline effect ≤ 0" (direction-adjusted); sign agreement = share whose offline point estimate has
 the online effect's sign.
+
+The settings are many tests shown at once: with ``adjust="holm"`` (family-wise error) or ``"bh"`` (false
+discovery rate) a setting is detected when its one-sided p-value, adjusted over the family of the settings
+at the same (metric, clip m) (:mod:`offeval_core.multiple`), is ≤ (1 − level) / 2 — the tail of the CI rule,
+which it equals without adjustment.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from offeval_core.charts import sensitivity_figure
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import Moments
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, online_results, select_clips
+from offeval_core.multiple import LABELS as ADJUST_LABELS
+from offeval_core.multiple import METHODS as ADJUST_METHODS
+from offeval_core.multiple import adjust as adjust_p
 from offeval_core.validation import check_choice, check_level
 
 __all__ = ["SensitivityResult", "paper_verdict", "sensitivity", "sensitivity_figure"]
@@ -39,7 +47,9 @@ class SensitivityResult:
     ``n_detected``. ``per_setting``: one row per (setting, metric, clip) with the online effect and p, the
     offline effect, its CI, one-sided p and ``detected`` / ``sign_agrees``. ``settings``: the selected
     settings with their online outcome. ``best_clip``: per metric the m with the highest TPR (ties: lower
-    mean p, then smaller m).
+    mean p, then smaller m). With ``adjust`` ≠ "none", ``per_setting`` also holds ``p_adj`` and
+    ``detected_unadjusted`` and ``table`` ``n_detected_unadjusted``; ``family`` names the family of each
+    adjustment and ``family_size`` its size.
     """
 
     table: pd.DataFrame
@@ -54,6 +64,20 @@ class SensitivityResult:
     online_alpha: float
     selection: str
     metrics: tuple[str, ...] = field(default=())
+    adjust: str = "none"
+    family: str = ""
+    family_size: int = 0
+
+    @property
+    def adjustment(self) -> str:
+        """One sentence naming the multiple-testing family and the correction of the detections."""
+        alpha = (1 - self.level) / 2
+        if self.adjust == "none":
+            return (f"Unadjusted: each of the {self.family} is detected on its own {self.level:.1%} CI "
+                    f"(one-sided α = {alpha:g}); choose Holm or Benjamini-Hochberg to control the errors over "
+                    "the family.").replace(".0%", " %")
+        return (f"Detections on adjusted one-sided p-values, {ADJUST_LABELS[self.adjust]} at α = {alpha:g}; "
+                f"family: the {self.family} (m = {self.family_size}).")
 
 
 def _online_settings(moments: Moments, rewards: Sequence[str]) -> pd.DataFrame:
@@ -95,7 +119,7 @@ def _select_settings(online: pd.DataFrame, settings, online_alpha: float) -> tup
 
 def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequence[str] = ("dcg", "ndcg"),
                 discount: str = "pbm", exposure: str = "pbm", level: float = LEVEL, online_alpha: float = ONLINE_ALPHA,
-                settings="significant", rewards: Sequence[str] | None = None) -> SensitivityResult:
+                settings="significant", rewards: Sequence[str] | None = None, adjust: str = "none") -> SensitivityResult:
     """TPR, mean p-value and sign agreement of offline metrics vs the clip value m (KDD'24 Sec. 6.2).
 
     For setting s and clip m the offline effect is the paired mean
@@ -112,6 +136,8 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     settings : ``"significant"`` (online p < online_alpha), ``"all"``, or a list of
         (experiment_id, day, reward).
     rewards : restrict to these rewards (default all computed).
+    adjust : ``"none"``, ``"holm"`` or ``"bh"``: detect on p-values adjusted over the settings at each
+        (metric, m), at one-sided α = (1 − level) / 2.
 
     Examples
     --------
@@ -123,6 +149,7 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     check_level(level)
     check_level(online_alpha)
     check_policy_in(moments, policy)
+    check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
     metrics = tuple(metrics)
     if not metrics:
         raise ValueError("metrics must list at least one metric, got an empty sequence")
@@ -156,12 +183,32 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     per = pd.DataFrame(rows, columns=["experiment_id", "day", "reward", "online_effect", "online_p", "direction",
                                       "metric", "clip", "effect", "stderr", "ci_low", "ci_high", "p_value",
                                       "detected", "sign_agrees"])
+    n_clips = len(moments.grid.clips)
+    family = (f"{len(chosen)} settings (experiment × day × reward) at each of {n_clips} clip value"
+              f"{'s' * (n_clips != 1)} and {len(metrics)} metric{'s' * (len(metrics) != 1)}")
+    size = int(per.groupby(["metric", "clip"]).size().max()) if len(per) else 0
+    if adjust != "none":
+        per = _adjust(per, adjust, level)
     table = _summarise(per, metrics, moments.grid.clips)
     best = _best_clips(table)
-    takeaway = _takeaway(table, best, len(chosen), selection, online_alpha, level)
+    takeaway = _takeaway(table, best, len(chosen), selection, online_alpha, level, adjust)
     return SensitivityResult(table=table, per_setting=per, settings=chosen.reset_index(drop=True), best_clip=best,
                              takeaway=takeaway, policy=policy, discount=discount, exposure=exposure, level=level,
-                             online_alpha=online_alpha, selection=selection, metrics=metrics)
+                             online_alpha=online_alpha, selection=selection, metrics=metrics, adjust=adjust,
+                             family=family, family_size=size)
+
+
+def _adjust(per: pd.DataFrame, method: str, level: float) -> pd.DataFrame:
+    """Adjusted one-sided p-values over the settings of each (metric, clip); detected = adjusted p ≤ (1 − level)/2."""
+    out = per.copy()
+    out["p_adj"] = np.nan
+    out["detected_unadjusted"] = out["detected"]
+    for _, idx in out.groupby(["metric", "clip"], sort=False).groups.items():
+        res = adjust_p(out.loc[idx, "p_value"].to_numpy(), method=method, alpha=(1 - level) / 2)
+        out.loc[idx, "p_adj"] = res.adjusted
+        out.loc[idx, "detected"] = res.rejected
+    out["detected"] = out["detected"].astype(bool)
+    return out
 
 
 def _tpr(detected: np.ndarray) -> float:
@@ -174,12 +221,17 @@ def _summarise(per: pd.DataFrame, metrics, clips) -> pd.DataFrame:
         for m in clips:
             part = per[(per["metric"] == metric) & (per["clip"] == m)]
             n = len(part)
-            rows.append({"metric": metric, "clip": float(m), "tpr": _tpr(part["detected"].to_numpy()),
-                         "mean_p": float(part["p_value"].mean()) if n else math.nan,
-                         "sign_agreement": float(part["sign_agrees"].mean()) if n else math.nan,
-                         "n_settings": n, "n_detected": int(part["detected"].sum())})
-    return pd.DataFrame(rows, columns=["metric", "clip", "tpr", "mean_p", "sign_agreement", "n_settings",
-                                       "n_detected"])
+            rec = {"metric": metric, "clip": float(m), "tpr": _tpr(part["detected"].to_numpy()),
+                   "mean_p": float(part["p_value"].mean()) if n else math.nan,
+                   "sign_agreement": float(part["sign_agrees"].mean()) if n else math.nan,
+                   "n_settings": n, "n_detected": int(part["detected"].sum())}
+            if "detected_unadjusted" in part:
+                rec["n_detected_unadjusted"] = int(part["detected_unadjusted"].sum())
+            rows.append(rec)
+    cols = ["metric", "clip", "tpr", "mean_p", "sign_agreement", "n_settings", "n_detected"]
+    if "detected_unadjusted" in per:
+        cols.append("n_detected_unadjusted")
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _best_clips(table: pd.DataFrame) -> dict[str, float]:
@@ -193,7 +245,7 @@ def _best_clips(table: pd.DataFrame) -> dict[str, float]:
     return best
 
 
-def _takeaway(table, best, n, selection, alpha, level) -> str:
+def _takeaway(table, best, n, selection, alpha, level, adjust="none") -> str:
     if n == 0:
         what = f"online p < {alpha:g}" if selection == "significant" else "the chosen settings"
         return (f"No (experiment, day, reward) setting has {what}, so there is nothing to detect; "
@@ -208,7 +260,15 @@ def _takeaway(table, best, n, selection, alpha, level) -> str:
         parts.append(f"{label[metric]} detects {pct(t.loc[m, 'tpr'])} at m = {clip_text(m)}{extra}")
     scope = f"the {n} settings with a significant online effect" if selection == "significant" \
         else f"{n} settings"
-    text = f"Of {scope}, at {level:.0%} confidence " + "; ".join(parts) + "."
+    how = "" if adjust == "none" else f" with {ADJUST_LABELS[adjust]} adjustment over the {n} settings at each m,"
+    text = f"Of {scope}, at {level:.0%} confidence{how} " + "; ".join(parts) + "."
+    if adjust != "none":
+        lost = []
+        for metric, m in best.items():
+            row = table[(table["metric"] == metric) & (table["clip"] == m)].iloc[0]
+            lost.append(f"{label[metric]} keeps {int(row['n_detected'])} of {int(row['n_detected_unadjusted'])} "
+                        f"unadjusted detections at m = {clip_text(m)}")
+        text += " The adjustment: " + "; ".join(lost) + "."
     verdict = paper_verdict(table)
     return text + (" " + verdict if verdict else "")
 
