@@ -95,3 +95,17 @@ def test_heavy_tailed_weights_break_the_normal_interval_not_the_others():
     assert t.loc[("SIPS", "bootstrap-t"), "coverage"] > t.loc[("SIPS", "normal"), "coverage"] + mc
     assert t.loc[("IIPS", "normal"), "coverage"] > 0.95 - mc                  # light item-position weights: it holds
     assert "The normal interval falls short for" in res.takeaway and "SIPS" in res.takeaway
+
+
+def test_chart_draws_the_table(world):
+    from offeval_core.slate.coverage import coverage_chart
+
+    res = summarize_coverage(coverage_runs(world, n_sessions=100, reps=range(10), rng=2), world=world, n_sessions=100)
+    fig = coverage_chart(res)
+    bars = [t for t in fig.data if t.xaxis == "x"]
+    assert [t.name for t in bars] == ["normal", "bootstrap-t", "empirical Bernstein"]
+    normal = res.table[res.table["interval"] == "normal"]
+    assert list(bars[0].x) == normal["estimator"].tolist() == ["IIPS", "RIPS", "SIPS"]
+    np.testing.assert_allclose(bars[0].y, normal["coverage"])
+    np.testing.assert_allclose(bars[0].error_y.array, 2 * normal["mc_se"])
+    assert any(s.y0 == 0.95 for s in fig.layout.shapes)   # the nominal level

@@ -121,8 +121,8 @@ class DecisionResult:
         alpha = 1 - self.level
         if self.adjust == "none":
             return (f"Unadjusted: each of the {self.family_size} boxes per estimator ({self.family}) is decided "
-                    f"on its own {self.level:.0%} CI; choose Holm or Benjamini-Hochberg to control the errors "
-                    f"over the family.")
+                    f"on its own {self.level:.1%} CI; choose Holm or Benjamini-Hochberg to control the errors "
+                    f"over the family.").replace(".0%", " %")
         return (f"Decisions on adjusted p-values, {ADJUST_LABELS[self.adjust]} at α = {alpha:g}; family: "
                 f"{self.family} per estimator (m = {self.family_size}); the online decisions are adjusted "
                 f"over the same A/B tests.")
