@@ -19,7 +19,9 @@ simulator's true curve is ``true_survival``). No exported name
 is also the name of a submodule (importing ``offeval_core.simulate`` would shadow it), so the simulator is
 ``simulate_feed``.
 
-Randomness is always one ``rng`` argument: None, an int seed or a ``numpy.random.Generator``.
+Randomness is always one ``rng`` argument: None, an int seed or a ``numpy.random.Generator``. The only
+``seed=`` arguments name a reproducible simulated world (``simulate_feed``, the held-out zoo, the report): the
+integer is written into the world's metadata and cache key, which a Generator could not be.
 """
 
 from __future__ import annotations
