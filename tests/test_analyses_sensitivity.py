@@ -64,6 +64,21 @@ def test_per_setting_effect_and_online_welch_match_scipy(world):
         assert rec.online_p == pytest.approx(welch.pvalue, rel=1e-6)
 
 
+@pytest.mark.parametrize("clip", [1.0, 64.0, math.inf])
+def test_ndcg_per_setting_effects_match_per_session_values(world, clip):
+    """nDCG's paired effect and CI per (experiment, day) equal the mean and normal CI of the per-session
+    differences nDCG_τ(Rt) − nDCG_τ(R0) on the control sessions, computed outside the moments."""
+    _, logs, m = world
+    res = sensitivity(m, settings="all", level=0.99, metrics=("ndcg",), rewards=["like"])
+    hand = _by_hand(logs, "like", clip, 0.99, metric="ndcg")
+    per = res.per_setting[res.per_setting["clip"] == clip]
+    assert len(per) == len(hand) == 9
+    for rec in per.itertuples():
+        mean, lo, hi, _ = hand[(rec.experiment_id, rec.day)]
+        assert rec.effect == pytest.approx(mean, rel=1e-9, abs=1e-12)
+        assert (rec.ci_low, rec.ci_high) == pytest.approx((lo, hi), rel=1e-9, abs=1e-12)
+
+
 def test_significant_selection_uses_online_alpha(world):
     _, _, m = world
     everything = sensitivity(m, settings="all")
