@@ -9,7 +9,6 @@ import functools
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -80,15 +79,22 @@ def test_demo_decision_boxes_make_no_false_positive_from_estimator_bias(seed):
 
 
 @pytest.mark.slow
-def test_clipped_ncis_family_takes_more_online_decisions_than_is_on_the_demo():
-    """Gilotte Table 3's order on the bundled demo at c = 16: normalising the capped weights (NCIS, PieceNCIS,
-    PointNCIS) agrees with the online decision more often than capping alone (CIS), which agrees at least as
-    often as plain IS. At c = ∞ every member equals IS (the weight-mass share is 1), so there is no order."""
-    b = _boxes(0)
-    agree = b.assign(ok=b["category"] == "agree").groupby("estimator")["ok"].sum()
-    at16 = {n: int(agree[f"{n} (pbm, Q̂ m=16)"]) for n in ("IS", "CIS", "NCIS", "PieceNCIS", "PointNCIS")}
-    assert min(at16["NCIS"], at16["PieceNCIS"], at16["PointNCIS"]) > at16["CIS"] >= at16["IS"], at16
-    at_inf = {n: int(agree[f"{n} (pbm, Q̂)"]) for n in ("IS", "CIS", "NCIS", "PieceNCIS", "PointNCIS")}
-    assert len(set(at_inf.values())) == 1, at_inf
-    err = b.assign(e=(b["offline_effect"] - b["truth"]) ** 2).groupby("estimator")["e"].mean().map(np.sqrt)
-    assert err["NCIS (pbm, Q̂ m=16)"] < err["CIS (pbm, Q̂ m=16)"], err.to_dict()
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gilotte_table3_first_step_normalising_the_capped_weights(seed):
+    """Gilotte Table 3's first improvement, at c = 16: NCIS (normalised capped weights) misses no more online
+    positives than CIS and takes at least as many online decisions, and its effect is closer to the exact
+    truth (RMSE over the 40 tests). At c = ∞ every member of the family equals IS (the capped share of the
+    weight mass is 1), so the order exists only at a finite c."""
+    b = _boxes(seed)
+    by = b.assign(ok=b["category"] == "agree", fn=b["category"] == "false negative",
+                  se=(b["offline_effect"] - b["truth"]) ** 2).groupby("estimator")
+    agree, fn, rmse = by["ok"].sum(), by["fn"].sum(), by["se"].mean() ** 0.5
+    ncis, cis = "NCIS (pbm, Q̂ m=16)", "CIS (pbm, Q̂ m=16)"
+    assert fn[ncis] <= fn[cis] and agree[ncis] >= agree[cis], (agree.to_dict(), fn.to_dict())
+    assert rmse[ncis] < rmse[cis], rmse.to_dict()
+    at_inf = [f"{n} (pbm, Q̂)" for n in ("IS", "SNIPS", "CIS", "NCIS", "PieceNCIS", "PointNCIS")]
+    wide = b[b["estimator"].isin(at_inf)].pivot(index=["experiment_id", "reward"], columns="estimator",
+                                                 values="offline_effect")
+    assert wide.shape[1] == len(at_inf)
+    spread = wide.max(axis=1) - wide.min(axis=1)
+    assert (spread <= 1e-9 * wide.abs().max(axis=1).clip(lower=1.0)).all(), spread.max()
