@@ -64,6 +64,21 @@ def test_per_setting_effect_and_online_welch_match_scipy(world):
         assert rec.online_p == pytest.approx(welch.pvalue, rel=1e-6)
 
 
+@pytest.mark.parametrize("clip", [1.0, 64.0, math.inf])
+def test_ndcg_per_setting_effects_match_per_session_values(world, clip):
+    """nDCG's paired effect and CI per (experiment, day) equal the mean and normal CI of the per-session
+    differences nDCG_τ(Rt) − nDCG_τ(R0) on the control sessions, computed outside the moments."""
+    _, logs, m = world
+    res = sensitivity(m, settings="all", level=0.99, metrics=("ndcg",), rewards=["like"])
+    hand = _by_hand(logs, "like", clip, 0.99, metric="ndcg")
+    per = res.per_setting[res.per_setting["clip"] == clip]
+    assert len(per) == len(hand) == 9
+    for rec in per.itertuples():
+        mean, lo, hi, _ = hand[(rec.experiment_id, rec.day)]
+        assert rec.effect == pytest.approx(mean, rel=1e-9, abs=1e-12)
+        assert (rec.ci_low, rec.ci_high) == pytest.approx((lo, hi), rel=1e-9, abs=1e-12)
+
+
 def test_significant_selection_uses_online_alpha(world):
     _, _, m = world
     everything = sensitivity(m, settings="all")
@@ -135,3 +150,32 @@ def test_takeaway_carries_the_verdict_of_the_result_on_screen(world):
     res = sensitivity(world[2], settings="all")
     assert res.takeaway.endswith(paper_verdict(res.table))
     assert "Fig. 1 findings:" in res.takeaway
+
+
+def test_ndcg_of_a_one_reward_session_does_not_depend_on_the_clip():
+    """nDCG_τ = Σ ℓ_i D(R(i)) / Σ ℓ_(j) D(j) is invariant to scaling a session's labels, so with one rewarded
+    row ℓ = c · min(m, 1/D0(r)) cancels: nDCG_τ = D(R) / D(1) at every m (KDD'24 Sec. 6.2's IPS weighting
+    cannot move it), while DCG_τ = ℓ · D(R) grows with m. With two rewarded rows m moves both."""
+    from offeval_core.logs import read_logs
+
+    df = pd.DataFrame({"session_id": [1, 1, 1, 2, 2, 2], "rank": [1, 2, 3, 1, 2, 3],
+                       "rank__t": [3, 1, 2, 3, 1, 2], "click": [0, 0, 1, 1, 0, 1]})
+    logs = read_logs(df)
+    d = {r: 1 / math.log2(r + 1) for r in (1, 2, 3)}
+    ndcg, dcg = {}, {}
+    for m in (1.0, 1.5, math.inf):
+        sv = session_values(logs, reward="click", policies=["t"], discount="log2", exposure="log2",
+                            clip=m).set_index("session_id")
+        ndcg[m], dcg[m] = sv["ndcg__t"], sv["dcg__t"]
+    # session 1: one click at logged rank 3, target rank 2 → nDCG = D(2) / D(1) at every m
+    for m in ndcg:
+        assert ndcg[m].loc[1] == pytest.approx(d[2] / d[1], rel=1e-12)
+    assert dcg[1.0].loc[1] == pytest.approx(d[2]) and dcg[math.inf].loc[1] == pytest.approx(d[2] / d[3])
+    # session 2: clicks at logged ranks 1 and 3 (target ranks 3 and 2): ℓ = (1, min(m, 1/D(3))) → m moves nDCG
+    def two(m):
+        w3 = min(m, 1 / d[3])
+        return (d[3] + w3 * d[2]) / (max(w3, 1) * d[1] + min(w3, 1) * d[2])  # ideal: the larger label first
+
+    values = [ndcg[m].loc[2] for m in (1.0, 1.5, math.inf)]
+    assert values == pytest.approx([two(1.0), two(1.5), two(math.inf)], rel=1e-12)
+    assert values[0] > values[1] > values[2]  # the deep click weighs more: the ideal moves it to rank 1
