@@ -92,9 +92,7 @@ def _run(job: Warmup, steps: list[tuple[str, Callable[[], object]]]) -> None:
 def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
     """Start preparing ``ds``'s pages in the background (once per dataset key and server process); return its
     progress. Nothing for a moments file (nothing heavy to prepare) or outside a running server."""
-    from streamlit import runtime
-
-    if ds.is_moments or not runtime.exists():
+    if ds.is_moments or not _serving():
         return None
     with _LOCK:
         job = _JOBS.get(ds.key)
@@ -103,6 +101,14 @@ def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
             job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in steps))
             threading.Thread(target=_run, args=(job, steps), name="offeval-prepare", daemon=True).start()
         return job
+
+
+def _serving() -> bool:
+    """True under ``streamlit run``: a real runtime (AppTest installs a mock one, whose threads would outlive
+    the test and compete with it)."""
+    from streamlit.runtime import Runtime
+
+    return Runtime.exists() and type(Runtime.instance()) is Runtime
 
 
 def progress(key: str) -> Warmup | None:
