@@ -119,8 +119,8 @@ def test_background_preparation_computes_each_pages_defaults(tmp_path):
     rewards = tuple(r for r in ds.rewards if ds.reward_rates[r] > 0)
     steps = _steps(ds, rewards[0], "treatment")
     labels = [label for label, _ in steps]
-    assert labels[:len(rewards)] == [f"moments of {r}" for r in rewards]
-    assert labels[len(rewards):] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
+    assert labels[:len(rewards) + 1] == ["data summary", *(f"moments of {r}" for r in rewards)]
+    assert labels[len(rewards) + 1:] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
                                      "DCG vs nDCG", "decisions", "clip tuning"]
     job = Warmup(tuple(labels))
     _run(job, steps)

@@ -3,11 +3,11 @@
 Opening a page the first time runs its reduces (one per reward and discount model) and analyses; the
 Sensitivity page pools every reward, so it waits for all of them. Once a dataset is loaded, one background
 thread computes, through the same cached functions the pages call, what each page needs at its default
-settings, in the navigation's order: the moments of every reward with a positive value (D = D0 = pbm) and
-the Sensitivity result, the first reward's log2 moments and the Correlation result, the DCG vs nDCG
-bootstrap, the Decisions result and the clip-tuning result. A page opened later reads them from the cache; a page opened meanwhile waits for the
-result being computed (the caches compute each value once) and shows its own progress. The sidebar says
-how far the preparation is (:func:`progress`).
+settings, in the navigation's order: the Data page's summary, the moments of every reward with a positive
+value (D = D0 = pbm) and the Sensitivity result, the first reward's log2 moments and the Correlation
+result, the DCG vs nDCG bootstrap, the Decisions result and the clip-tuning result. A page opened later
+reads them from the cache; a page opened meanwhile waits for the result being computed (the caches compute
+each value once) and shows its own progress. The sidebar says how far the preparation is (:func:`progress`).
 
 Only under a running server (``streamlit run``): in-process tests (AppTest) never start the thread.
 """
@@ -28,6 +28,7 @@ from dashboard.data.analyses import (
     sensitivity_result,
 )
 from dashboard.data.datasets import Dataset, moments
+from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 
 __all__ = ["Warmup", "progress", "warm_up"]
@@ -51,7 +52,7 @@ class Warmup:
 
 
 def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Callable[[], object]]]:
-    """(label, call) of every default result, pages in the navigation's order (Sensitivity, Correlation,
+    """(label, call) of every default result, pages in the navigation's order (Data, Sensitivity, Correlation,
     DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them)."""
     from offeval_core.analyses import DEFAULT_ESTIMATORS, default_variants
 
@@ -60,7 +61,8 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
     rewards = tuple(r for r in ds.rewards if rates.get(r, 0) > 0)
     arms = ds.has_arms
     steps: list[tuple[str, Callable[[], object]]] = [
-        (f"moments of {r}", lambda r=r: moments(key, r, "pbm", "pbm")) for r in dict.fromkeys((reward, *rewards))]
+        ("data summary", lambda: (reward_overview(key), max_rank(key), learnt_pbm(key))),
+        *((f"moments of {r}", lambda r=r: moments(key, r, "pbm", "pbm")) for r in dict.fromkeys((reward, *rewards)))]
     if policy and arms and rewards:
         steps.append(("sensitivity", lambda: sensitivity_result(key, rewards, "pbm", "pbm", policy, ("dcg", "ndcg"),
                                                                 LEVEL, ONLINE_ALPHA, "significant")))
