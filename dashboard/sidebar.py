@@ -252,6 +252,9 @@ def render(page_url_path: str = "") -> ui.Context:
         elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
 
+    if dataset is not None and reward is not None:
+        data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None)
+
     for wkey, label, helptext in (
         ("w_discount", "Target discount D", "Position-bias model of the target ranking: P(view | rank). "
                                             "'pbm' is learnt from the logs; add '@n' for a cut-off."),
@@ -348,7 +351,10 @@ def _where(slot, page_url_path: str, uses: tuple[str, ...], dataset, choice: str
         slot.caption("Held-out runs: the simulated model zoo or the uploaded qrels + runs; the dataset, reward, "
                      "discount and clip settings do not apply. Only the confidence level does.")
     elif dataset is not None:
-        slot.caption(f"Runs on: **{ui.md_escape(dataset.label)}**")
+        job = data.progress(dataset.key)
+        busy = (f" · preparing the analysis pages in the background ({job.done} of {len(job.steps)} done; "
+                f"next: {job.steps[job.done]})" if job is not None and job.running else "")
+        slot.caption(f"Runs on: **{ui.md_escape(dataset.label)}**{busy}")
 
 
 def finish(page_url_path: str) -> None:

@@ -1,0 +1,118 @@
+"""Background preparation of the analysis pages at their default settings, once per dataset and server.
+
+Opening a page the first time runs its reduces (one per reward and discount model) and analyses; the
+Sensitivity page pools every reward, so it waits for all of them. Once a dataset is loaded, one background
+thread computes, through the same cached functions the pages call, what each page needs at its default
+settings, in the navigation's order: the Data page's summary, the moments of every reward with a positive
+value (D = D0 = pbm) and the Sensitivity result, the first reward's log2 moments and the Correlation
+result, the DCG vs nDCG bootstrap, the Decisions result and the clip-tuning result. A page opened later
+reads them from the cache; a page opened meanwhile waits for the result being computed (the caches compute
+each value once) and shows its own progress. The sidebar says how far the preparation is (:func:`progress`).
+
+Only under a running server (``streamlit run``): in-process tests (AppTest) never start the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dashboard.data.analyses import (
+    agreement_result,
+    clip_tuning_result,
+    correlation_result,
+    decision_result,
+    sensitivity_result,
+)
+from dashboard.data.datasets import Dataset, moments
+from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
+from offeval_core.defaults import LEVEL, ONLINE_ALPHA
+
+__all__ = ["Warmup", "progress", "warm_up"]
+
+_LOG = logging.getLogger(__name__)
+_LOCK = threading.Lock()
+_JOBS: dict[str, Warmup] = {}
+
+
+@dataclass
+class Warmup:
+    """Progress of one dataset's background preparation: the steps' labels and how many are done."""
+
+    steps: tuple[str, ...]
+    done: int = 0
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.done < len(self.steps)
+
+
+def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Callable[[], object]]]:
+    """(label, call) of every default result, pages in the navigation's order (Data, Sensitivity, Correlation,
+    DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them)."""
+    from offeval_core.analyses import DEFAULT_ESTIMATORS, default_variants
+
+    key = ds.key
+    rates = ds.reward_rates
+    rewards = tuple(r for r in ds.rewards if rates.get(r, 0) > 0)
+    arms = ds.has_arms
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("data summary", lambda: (reward_overview(key), max_rank(key), learnt_pbm(key))),
+        *((f"moments of {r}", lambda r=r: moments(key, r, "pbm", "pbm")) for r in dict.fromkeys((reward, *rewards)))]
+    if policy and arms and rewards:
+        steps.append(("sensitivity", lambda: sensitivity_result(key, rewards, "pbm", "pbm", policy, ("dcg", "ndcg"),
+                                                                LEVEL, ONLINE_ALPHA, "significant")))
+    if arms and len(ds.days) >= 3 and "treatment" in ds.policies:
+        variants = tuple(tuple(v) for v in default_variants())
+        steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
+        steps.append(("correlation", lambda: correlation_result(key, reward, variants, "pearson")))
+    if len(ds.policies) >= 2:
+        steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, tuple(ds.policies), "pbm", "pbm",
+                                                              math.inf, LEVEL, 200)))
+    if policy and arms:
+        ests = tuple(tuple(e) for e in DEFAULT_ESTIMATORS)
+        steps.append(("decisions", lambda: decision_result(key, reward, policy, ests, LEVEL, False)))
+    if policy:
+        steps.append(("clip tuning", lambda: clip_tuning_result(key, reward, policy, "pbm", "pbm", LEVEL, "slope")))
+    return steps
+
+
+def _run(job: Warmup, steps: list[tuple[str, Callable[[], object]]]) -> None:
+    for label, call in steps:
+        try:
+            call()
+        except Exception as exc:  # a page shows its own error when it asks for the same result
+            job.failed.append(label)
+            _LOG.info("background preparation of %s failed: %s", label, exc)
+        job.done += 1
+
+
+def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
+    """Start preparing ``ds``'s pages in the background (once per dataset key and server process); return its
+    progress. Nothing for a moments file (nothing heavy to prepare) or outside a running server."""
+    if ds.is_moments or not _serving():
+        return None
+    with _LOCK:
+        job = _JOBS.get(ds.key)
+        if job is None:
+            steps = _steps(ds, reward, policy)
+            job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in steps))
+            threading.Thread(target=_run, args=(job, steps), name="offeval-prepare", daemon=True).start()
+        return job
+
+
+def _serving() -> bool:
+    """True under ``streamlit run``: a real runtime (AppTest installs a mock one, whose threads would outlive
+    the test and compete with it)."""
+    from streamlit.runtime import Runtime
+
+    return Runtime.exists() and type(Runtime.instance()) is Runtime
+
+
+def progress(key: str) -> Warmup | None:
+    """The background preparation of dataset ``key``, if one was started."""
+    return _JOBS.get(key)

@@ -1,0 +1,137 @@
+"""What the interactive-speed changes must not change: the scipy.special kernels give scipy.stats' numbers
+exactly, the one-groupby online results equal a group-by-group computation, a clip marker is drawn on a copy,
+decision-box labels are those of one add_annotation per box, and the background preparation computes the
+pages' default results (the same cached values a page then reads)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from scipy import stats as sps
+
+from offeval_core import stats
+from offeval_core.charts import DECISION_COLOURS, clip_positions, decision_figure, mark_clip
+from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
+from offeval_core.estimators import online_results
+from offeval_core.logs import read_logs
+from offeval_core.simulate import preset_config, simulate
+
+
+@pytest.fixture(scope="module")
+def world():
+    w = simulate(preset_config("small"), seed=5)
+    logs = read_logs(w.logs)
+    grid = Grid(rewards=logs.rewards, policies=logs.policies, discounts=("pbm",), exposures=("pbm",),
+                clips=DEFAULT_CLIPS)
+    return logs, reduce(logs, grid)
+
+
+@pytest.mark.parametrize("z", [-40.0, -3.1, -0.2, 0.0, 1e-9, 0.7, 1.644853627, 5.5, 38.0])
+def test_normal_and_t_tails_are_scipy_stats_bit_for_bit(z):
+    assert stats.one_sided_p(z, 1.0) == float(sps.norm.sf(z))
+    assert stats.two_sided_p(z, 1.0) == float(2 * sps.norm.sf(abs(z)))
+    # Welch: n = 7 and 5 of values with the given sums → some finite df; compare with scipy.stats' t
+    eff = stats.welch_effect(7, 7 * z + 3.0, 90.0 + z * z * 7, 5, 2.0, 40.0, level=0.9)
+    a, b = stats.sample_variance(7, 7 * z + 3.0, 90.0 + z * z * 7) / 7, stats.sample_variance(5, 2.0, 40.0) / 5
+    df = stats.welch_df(a, b, 7, 5)
+    t = float(sps.t.ppf(0.95, df))
+    assert eff.p_value == float(sps.t.sf(eff.value / eff.stderr, df))
+    assert (eff.ci.low, eff.ci.high) == (eff.value - t * eff.stderr, eff.value + t * eff.stderr)
+
+
+@pytest.mark.parametrize("level", [0.8, 0.9, 0.95, 0.99, 0.999])
+def test_normal_quantile_is_scipy_stats_bit_for_bit(level):
+    assert stats.normal_quantile(level) == float(sps.norm.ppf(0.5 + level / 2))
+    assert stats.normal_quantile(level) == stats.normal_quantile(level)  # cached: the same number again
+
+
+def _online_group_by_group(m, reward, by, level):
+    """The online results computed one group at a time (the earlier implementation), as a reference."""
+    on = m.online[m.online["reward"] == reward]
+    out = {}
+    for key, part in on.groupby(list(by), sort=True, observed=True):
+        arms = part.groupby("arm", observed=True)[["n", "sum", "sumsq"]].sum()
+        c = arms.loc["control"]
+        t = arms.loc["treatment"]
+        out[key] = (stats.mean_estimate(c["n"], c["sum"], c["sumsq"], level=level),
+                    stats.welch_effect(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"], level=level),
+                    stats.welch_two_sided_p(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"]))
+    return out
+
+
+@pytest.mark.parametrize("by", [("experiment_id",), ("experiment_id", "day")])
+def test_online_results_equal_a_group_by_group_computation(world, by):
+    logs, m = world
+    for reward in logs.rewards:
+        got = online_results(m, reward=reward, by=by, level=0.9)
+        want = _online_group_by_group(m, reward, by, 0.9)
+        assert list(got) == list(want) and len(got) >= 3
+        for key, (control, effect, p2) in want.items():
+            assert got[key].control == control and got[key].effect == effect
+            assert got[key].p_two_sided == p2 or (math.isnan(p2) and math.isnan(got[key].p_two_sided))
+
+
+def test_mark_clip_draws_on_a_copy():
+    fig = go.Figure(go.Scatter(x=[0, 1, 2], y=[1, 2, 3]))
+    before = fig.to_json()
+    clips = [1.0, 4.0, math.inf]
+    marked = mark_clip(fig, 4.0, clips)
+    assert fig.to_json() == before  # the (cached) original is untouched
+    x = float(clip_positions(clips)[0][1])
+    assert [(s.x0, s.x1) for s in marked.layout.shapes] == [(x, x)] == [(2.0, 2.0)]
+    assert [a.text for a in marked.layout.annotations] == [" m = 4"]
+    unmarked = mark_clip(fig, 64.0, clips)  # not in the grid: an unmarked copy
+    assert not unmarked.layout.shapes and not unmarked.layout.annotations
+
+
+def test_decision_labels_are_one_annotation_per_box():
+    boxes = pd.DataFrame({
+        "estimator": "e", "experiment_id": ["a", "b", "c"], "reward": "r", "category": ["agree", "other", "agree"],
+        "offline_low": [0.0, 0.001, 1.0], "offline_high": [1.0, 1.0, 2.0], "online_low": [0.0, 0.0, 1.0],
+        "online_high": [1.0, 1.001, 2.0], "offline_effect": [0.5, 0.5, 1.5], "online_effect": [0.5, 0.5, 1.5],
+        "offline_decision": "ship", "online_decision": "ship"})
+
+    class Result:
+        estimators, level, relative = ("e",), 0.95, False
+
+    Result.boxes = boxes
+    fig = decision_figure(Result())
+    labels = {a.text: a for a in fig.layout.annotations if (a.name or "").startswith("box ")}
+    assert sorted(labels) == ["a", "b", "c"]
+    assert labels["c"].x == 1.0 and labels["c"].y == 2.0 and labels["c"].yshift == 2
+    # b's corner (0.001, 1.001) nearly coincides with a's (0, 1): b, placed first (higher), at 2, a stacked
+    assert labels["b"].yshift == 2 and labels["a"].yshift == 18
+    assert labels["b"].font.color == DECISION_COLOURS["other"]
+
+
+def test_background_preparation_computes_each_pages_defaults(tmp_path):
+    from dashboard import data
+    from dashboard.data.warmup import Warmup, _run, _steps
+    from offeval_core.defaults import LEVEL, ONLINE_ALPHA
+    from offeval_core.simulate import write_world
+
+    write_world(preset_config("small"), tmp_path, seed=3)
+    ds = data.load_demo(str(tmp_path), data.file_stamp(tmp_path / "logs.parquet"))
+    rewards = tuple(r for r in ds.rewards if ds.reward_rates[r] > 0)
+    steps = _steps(ds, rewards[0], "treatment")
+    labels = [label for label, _ in steps]
+    assert labels[:len(rewards) + 1] == ["data summary", *(f"moments of {r}" for r in rewards)]
+    assert labels[len(rewards) + 1:] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
+                                     "DCG vs nDCG", "decisions", "clip tuning"]
+    job = Warmup(tuple(labels))
+    _run(job, steps)
+    assert (job.done, job.failed, job.running) == (len(steps), [], False)
+    assert all(data.is_ready("moments", ds.key, r, "pbm", "pbm") for r in rewards)
+    # the page's own call reads the prepared value: the same numbers as the core on the same moments
+    from offeval_core.analyses import sensitivity
+
+    res = data.sensitivity_result(ds.key, rewards, "pbm", "pbm", "treatment", ("dcg", "ndcg"), LEVEL,
+                                  ONLINE_ALPHA, "significant")
+    direct = sensitivity(data.moments_many(ds.key, [(r, "pbm", "pbm") for r in rewards]), policy="treatment",
+                         metrics=("dcg", "ndcg"), discount="pbm", exposure="pbm", level=LEVEL,
+                         online_alpha=ONLINE_ALPHA, settings="significant", rewards=rewards)
+    np.testing.assert_array_equal(res.table["tpr"].to_numpy(), direct.table["tpr"].to_numpy())
