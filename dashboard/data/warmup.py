@@ -65,7 +65,7 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
         *((f"moments of {r}", lambda r=r: moments(key, r, "pbm", "pbm")) for r in dict.fromkeys((reward, *rewards)))]
     if policy and arms and rewards:
         steps.append(("sensitivity", lambda: sensitivity_result(key, rewards, "pbm", "pbm", policy, ("dcg", "ndcg"),
-                                                                LEVEL, ONLINE_ALPHA, "significant")))
+                                                                LEVEL, ONLINE_ALPHA, "significant", "none")))
     if arms and len(ds.days) >= 3 and "treatment" in ds.policies:
         variants = tuple(tuple(v) for v in default_variants())
         steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
