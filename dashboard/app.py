@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import sidebar  # noqa: E402
+from dashboard import share, sidebar  # noqa: E402
 
 HERE = Path(__file__).parent
 
@@ -44,4 +44,4 @@ sidebar.render(page.url_path)
 try:
     page.run()
 finally:  # also after st.stop(): the URL always holds the view that is shown
-    sidebar.finish(page.url_path)
+    share.finish(page.url_path)

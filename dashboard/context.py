@@ -1,0 +1,55 @@
+"""The context every page reads: the settings (resolved against the data) and the loaded dataset, put in the
+session by the sidebar before the page runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from dashboard import data
+from dashboard.state import Settings
+
+__all__ = ["CTX_KEY", "Context", "ctx"]
+
+CTX_KEY = "_offeval_ctx"
+
+
+@dataclass(frozen=True, eq=False)
+class Context:
+    """What every page needs: the settings (resolved against the data) and the loaded dataset."""
+
+    settings: Settings
+    dataset: data.Dataset | None
+    problem: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def key(self) -> str:
+        return self.dataset.key if self.dataset else ""
+
+    @property
+    def logs(self):
+        return self.dataset.logs if self.dataset else None
+
+    @property
+    def reward(self) -> str | None:
+        return self.settings.reward
+
+    @property
+    def policy(self) -> str | None:
+        return self.settings.policy
+
+    @property
+    def present(self) -> bool:
+        return self.settings.present
+
+
+def ctx() -> Context:
+    """The context the app computed in this run (pages are only run by the app)."""
+    c = st.session_state.get(CTX_KEY)
+    if c is None:
+        st.error("The page was opened without the app: start it with `make run` "
+                 "(`streamlit run dashboard/app.py`).")
+        st.stop()
+    return c
