@@ -1,6 +1,8 @@
 """Table-driven acceptance test: bad inputs to the command line and the library loaders (files, URL
 parameters, discount specs, moments files, outputs) each end with the expected exit status (or error type)
-and a specific message, and no message ever quotes a server file's content."""
+and a specific message, and no message ever quotes a server file's content.
+
+Over 400 lines on purpose: it is one table (150 cases) read top to bottom as the catalogue of bad inputs."""
 
 from __future__ import annotations
 
