@@ -63,7 +63,8 @@ def _label(t: str) -> str:
 
 
 with ui.controls():
-    a, b, d = st.columns([3.4, 1.7, 1.9])
+    a, d = st.columns([4.2, 1.9])
+    b = st
     picked = a.multiselect("Estimators", options, key="w_estimators", format_func=_label,
                            help="Every estimator in the registry, at m = 1, the sidebar's m and ∞, with the "
                                 "sidebar's D and D0. The first one is the reference for the relative CI size.")
@@ -120,13 +121,14 @@ with ui.guarded("Decision boxes"):
     one = res.boxes[res.boxes["experiment_id"].astype(str) == exp]
     row = one[one["estimator"] == est].iloc[0]
     unit = " %" if relative else ""
-    m = st.columns(4)
+    m = st.columns([1, 1, 1.6, 1])
     m[0].metric("Offline uplift", f"{row['offline_effect']:.4g}{unit}",
                 help=f"{res.level:.0%} CI [{row['offline_low']:.4g}, {row['offline_high']:.4g}]")
     m[1].metric("Online uplift", f"{row['online_effect']:.4g}{unit}",
                 help=f"{res.level:.0%} CI [{row['online_low']:.4g}, {row['online_high']:.4g}]; "
                      f"two-sided p = {format_p(row['online_p'])}")
-    m[2].metric("Decisions", f"{row['offline_decision']} / {row['online_decision']}", help="offline / online")
+    m[2].metric("Decisions (offline / online)", f"{str(row['offline_decision'])[:3]} / {str(row['online_decision'])[:3]}",
+                help="offline / online decision: pos(itive), neg(ative) or neu(tral)")
     m[3].metric("Verdict", str(row["category"]))
     ui.show_table(one.drop(columns=["colour"]), key="decision_one", name=f"decision_{exp}")
 

@@ -22,7 +22,7 @@ if not ui.needs(c, policy=True, arms=True):
 
 metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
 with ui.controls():
-    a, b, d, e = st.columns([3, 2, 2, 1.4])
+    a, b, d = st.columns([3, 2, 2])
     ui.init_control("sens_metrics", options=metric_names)
     ui.init_control("sens_sel")
     ui.init_control("sens_alpha")
@@ -35,10 +35,10 @@ with ui.controls():
                              "significant (the paper) or all of them")
     alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001],
                             key="w_sens_alpha")
-    all_rewards = e.toggle("All rewards", value=True, key="w_sens_all",
+    f, e, _ = st.columns([2, 1.6, 1.4], vertical_alignment="bottom")
+    all_rewards = e.toggle("All rewards", key="w_sens_all",
                            help="Pool the settings of every reward column, as KDD'24 Fig. 1 pools its reward "
                                 "signals (computes each reward's moments once)")
-    f, _ = st.columns([2, 3])
     adjust = f.selectbox("Multiple testing", list(ADJUST_LABELS), key="w_sens_adj", format_func=ADJUST_LABELS.get,
                          help="Detect on p-values adjusted over the settings tested at each clip value m: Holm "
                               "controls the chance of any false detection, Benjamini-Hochberg the share of false "

@@ -4,7 +4,7 @@ For every A/B test (experiment, all days pooled) and reward: the offline uplift 
 the target over the logging policy on the control-arm logs (mean per-session difference), the online uplift
 is treatment − control arm mean reward (Welch). Each CI gives a decision: positive (CI > 0), negative
 (CI < 0) or neutral. Box colours: green = same decision, orange = false positive (offline positive, online
-not), red = false negative (online positive, offline not), grey = any other disagreement.
+not), purple = false negative (online positive, offline not), grey = any other disagreement.
 
 Many A/B tests are decided at once, so the decisions can also be taken on multiplicity-adjusted p-values
 (``adjust="holm"``: family-wise error, ``"bh"``: false discovery rate; :mod:`offeval_core.multiple`). Each
