@@ -285,7 +285,7 @@ def render(page_url_path: str = "") -> ui.Context:
             notes.append(f"{label} {ss[wkey]!r} is not valid: {problem_text}")
         ss[f"_bad_{wkey}"] = bool(problem_text)
 
-    if grid is None:
+    if grid is None and "dataset" in uses:  # not on the pages that run on their own simulated data
         with box.popover("Upload a discount table", icon=":material/upload_file:", width="stretch"):
             st.file_uploader("CSV with columns rank, probability", type=["csv"], key="w_table_upload",
                              on_change=_on_table_upload,
