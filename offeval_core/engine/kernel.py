@@ -222,11 +222,11 @@ def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str]) -> 
     groups = parts[keys].assign(_g=gid).drop_duplicates("_g").sort_values("_g")[keys].reset_index(drop=True)
     values = parts[stats].to_numpy(dtype=np.float64)
     k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=np.int64)
-    free = np.zeros((len(groups), n_clips + 1, len(stats)))
-    free[gid[b >= 0], b[b >= 0]] = values[b >= 0]
-    out = np.cumsum(free, axis=1)[:, order]  # (group, clip number, statistic)
-    out[gid[b < 0], k[b < 0]] += values[b < 0]
-    frame = pd.DataFrame(out.transpose(1, 0, 2).reshape(-1, len(stats)), columns=stats)
+    free = np.zeros((n_clips + 1, len(groups), len(stats)))  # (b, group, statistic): cumulative sums over b
+    free[b[b >= 0], gid[b >= 0]] = values[b >= 0]
+    out = np.cumsum(free, axis=0)[order]  # (clip number, group, statistic)
+    out[k[b < 0], gid[b < 0]] += values[b < 0]
+    frame = pd.DataFrame(out.reshape(-1, len(stats)), columns=stats)
     frame.insert(0, "k", np.repeat(np.arange(n_clips, dtype=np.int64), len(groups)))
     for i, key in enumerate(keys):
         frame.insert(1 + i, key, np.tile(groups[key].to_numpy(), n_clips))
