@@ -310,8 +310,9 @@ def _long_rewarded(source: Source, rewards: tuple[str, ...]) -> ir.Table:
                                        **{k: t[k] for k in keys}, rank=t["rank"].cast("int64"),
                                        c=t[r].cast("float64"), **{p: t[p].cast("int64") for p in pols})
              for q, r in enumerate(rewards)]
-    # cached on the source's own backend (``Table.cache`` would pick Ibis's default backend for memtables)
-    long = source.backend._cached_table(ibis.union(*parts) if len(parts) > 1 else parts[0])
+    # several rewards: cached on the source's own backend (``Table.cache`` would pick Ibis's default backend for
+    # memtables); one reward: read where the rows are (a filter of them, not worth a copy)
+    long = source.backend._cached_table(ibis.union(*parts)) if len(parts) > 1 else parts[0]
     state["long"][rewards] = long
     return long
 
