@@ -234,10 +234,11 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
     checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
               "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
-              if policies else rows["rank"].max(), "h": key_hash.min()}
+              if policies else rows["rank"].max()}
     for i, r in enumerate(rewards):
         checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
-    by_group = backend.to_pyarrow(rows.group_by(gk).aggregate(**checks))
+    by_group = rows.group_by(gk).aggregate(**checks)
+    by_group = backend.to_pyarrow(by_group.mutate(h=ibis.struct({k: by_group[k] for k in gk}).hash()))
     stats = by_group.drop_columns(gk).to_pandas()
     if int(stats["n_rows"].sum()) == 0:
         raise ValueError(f"{name}: no data rows: the logs are empty")
