@@ -123,7 +123,7 @@ def test_prepare_compiles_every_shape_a_dashboard_reduce_needs(logs):
 
 def _direct(source, *, reward, policies, discount, exposure, clips, binary):
     """The moments of the plain per-(session, clip value) values, every session × clip value computed."""
-    from offeval_core.engine.kernel import _moments_of, _per_session
+    from offeval_core.engine.per_session import _moments_of, _per_session
 
     per = _per_session(source, reward=reward, policies=policies, discount=discount, exposure=exposure,
                        clips=clips, keys=source.keys, binary=binary)

@@ -42,7 +42,7 @@ from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX
 
-__all__ = ["CompiledMoments", "compiled_moments", "session_kernel"]
+__all__ = ["CompiledMoments", "binary_rewards", "compiled_moments", "fresh_moments"]
 
 _STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Source → its cached tables and queries
 _STATE_LOCK = threading.Lock()
@@ -65,62 +65,6 @@ def _clip_value(m: float) -> float:
 # ------------------------------------------------------------------------------------------ expressions
 
 
-def _session_values(pos: ir.Table, lut: ir.Table, *, n_clips: int, n_policies: int, keys: Sequence[str],
-                    binary: bool) -> ir.Table:
-    """One row per (session of ``pos``, clip number ``k``): ``idcg`` and ``d0``… (DCG of the logging policy
-    and of target policy i ≥ 1), plus ``session`` and ``keys``.
-
-    ``pos`` holds the rewarded rows of one reward: ``session``, ``keys``, ``rank``, the reward ``c``, the
-    target ranks ``t1``…, and the clip values ``m0``… (literals or columns of a joined parameter table);
-    ``lut`` the rank table (``r``, ``w`` = 1 / D0, ``d`` = D). With one positive reward value (binary
-    rewards) the descending order of c · min(m, 1/D0) within a session is that of 1/D0 for every m (equal
-    labels may swap without changing iDCG), so one sort per session serves the whole clip grid and the
-    per-session sums are taken wide over the grid (one column per m), then crossed with the clip index;
-    graded rewards are ranked per clip value.
-    """
-    pos = base = pos.join(lut.select(rank="r", w="w", p0="d"), "rank")
-    for i in range(1, n_policies):
-        look = lut.select(**{f"t{i}": "r", f"p{i}": "d"})
-        pos = pos.left_join(look, f"t{i}").drop(f"t{i}_right")
-        pos = pos.mutate(**{f"p{i}": pos[f"p{i}"].fill_null(0.0)})
-    index = ibis.memtable(pd.DataFrame({"k": np.arange(n_clips, dtype=np.int64)}))
-    pos = pos.mutate(**{f"l{k}": pos.c * ibis.least(pos[f"m{k}"], pos.w) for k in range(n_clips)})
-    if binary:
-        pos = pos.mutate(j=ibis.row_number().over(group_by=pos.session, order_by=[pos.w.desc(), pos["rank"]]) + 1)
-        pos = pos.join(lut.select(j="r", dj="d"), "j")
-    sums = {}
-    for k in range(n_clips):
-        lab = pos[f"l{k}"]
-        if binary:
-            sums[f"idcg_{k}"] = (lab * pos["dj"]).sum()
-        for i in range(n_policies):
-            sums[f"dcg_{k}_{i}"] = (lab * pos[f"p{i}"]).sum()
-    # keyed by the session alone (one integer: cheaper to hash); its group keys are constant within it
-    per = pos.group_by("session").aggregate(**{k: pos[k].min() for k in keys}, **sums)
-    x = per.cross_join(index)
-    x = x.select("session", *keys, "k", **({"idcg": _pick(x, "idcg_{}", n_clips)} if binary else {}),
-                 **{f"d{i}": _pick(x, f"dcg_{{}}_{i}", n_clips) for i in range(n_policies)})
-    if binary:
-        return x
-    # graded rewards: the labels ranked per clip value, in one narrow window over (session, k)
-    lab = base.select("session", "c", "w", "rank", *[f"m{k}" for k in range(n_clips)]).cross_join(index)
-    lab = lab.select("session", "k", "rank", lab=lab.c * ibis.least(_pick(lab, "m{}", n_clips), lab.w))
-    lab = lab.mutate(j=ibis.row_number().over(group_by=[lab.session, lab.k], order_by=[lab.lab.desc(), lab["rank"]])
-                     + 1)
-    lab = lab.join(lut.select(j="r", dj="d"), "j")
-    ideal = lab.group_by(["session", "k"]).aggregate(idcg=(lab.lab * lab.dj).sum())
-    return x.join(ideal, ["session", "k"]).select("session", *keys, "k", "idcg",
-                                                  *[f"d{i}" for i in range(n_policies)])
-
-
-def _pick(x: ir.Table, fmt: str, n_clips: int) -> ir.Value:
-    """Column ``fmt.format(k)`` of each row's clip number ``x.k``."""
-    if n_clips == 1:
-        return x[fmt.format(0)]
-    return ibis.cases(*[(x.k == k, x[fmt.format(k)]) for k in range(n_clips - 1)],
-                      else_=x[fmt.format(n_clips - 1)])
-
-
 def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
     """Every moment of DCG and nDCG of the logging and target policies over the rows of ``x`` (columns
     ``idcg`` and ``d0``…: one row per session and clip value): the aggregates of one group-by."""
@@ -140,12 +84,6 @@ def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
             aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__sumsq_diff": (dd * dd).sum(),
                      f"{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
     return aggs
-
-
-def _moments_of(x: ir.Table, *, policies: Sequence[str], keys: Sequence[str]) -> ir.Table:
-    """Per (clip number ``k``, group): every moment, from the per-(session, clip) values of
-    :func:`_session_values` in one group-by (the direct form; :func:`_moments` is the one the reduce runs)."""
-    return x.group_by(["k", *keys]).aggregate(**_stats(x, policies=policies))
 
 
 def _lookups(pos: ir.Table, lut: ir.Table, *, n_policies: int) -> ir.Table:
@@ -241,16 +179,6 @@ def _rewarded(source: Source, *, reward: str, policies: Sequence[str], keys: Seq
     pos = t.filter(t[reward] > 0)
     return pos.select("session", *keys, "rank", c=pos[reward].cast("float64"),
                       **{f"t{i}": pos[POLICY_PREFIX + p].cast("int64") for i, p in enumerate(policies, 1)})
-
-
-def _per_session(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
-                 exposure: DiscountModel, clips: Sequence[float], keys: Sequence[str], binary: bool) -> ir.Table:
-    """The per-(session, clip number) values of one reward and (D, D0) with the clip values as literals (a
-    fresh expression; the reduce runs the compiled form of the same definition, :class:`CompiledMoments`)."""
-    lut = ibis.memtable(rank_table(discount, exposure, source.max_rank))
-    pos = _rewarded(source, reward=reward, policies=policies, keys=keys)
-    pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), type="float64") for k, m in enumerate(clips)})
-    return _session_values(pos, lut, n_clips=len(clips), n_policies=len(policies) + 1, keys=keys, binary=binary)
 
 
 def _clip_frame(clips: Sequence[float]) -> pd.DataFrame:
@@ -404,27 +332,3 @@ def binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
 
 def _binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
     return binary_rewards(source, rewards)
-
-
-def session_kernel(
-    source: Source, *, reward: str, policies: Sequence[str], discounts: Sequence[DiscountModel],
-    exposures: Sequence[DiscountModel], variants: pd.DataFrame,
-) -> ir.Table:
-    """Per (variant, session with a reward): DCG of the logging and target policies and iDCG.
-
-    Columns ``v``, ``session``, ``dcg__logging``, ``dcg__<policy>``…, ``idcg``. Sessions without a
-    positive reward are absent (all their values are 0).
-    """
-    binary = binary_rewards(source, [reward])[reward]
-    names = [LOGGING_POLICY, *policies]
-    parts = []
-    for (dm, em), block in variants.groupby(["dm", "em"], sort=True):
-        clips = [math.inf if c >= INF_CLIP else float(c) for c in block["clip"]]
-        per = _per_session(source, reward=reward, policies=policies, discount=discounts[dm],
-                           exposure=exposures[em], clips=clips, keys=(), binary=binary)
-        v_of_k = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), dtype=np.int64),
-                                             "v": block["v"].to_numpy(dtype=np.int64)}))
-        per = per.join(v_of_k, "k")
-        parts.append(per.select("v", "session", idcg=per.idcg,
-                                **{f"dcg__{p}": per[f"d{i}"] for i, p in enumerate(names)}))
-    return ibis.union(*parts) if len(parts) > 1 else parts[0]
