@@ -230,29 +230,29 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
                         **{r: table[r].cast("float64") for r in rewards},
                         **{POLICY_PREFIX + p: table[POLICY_PREFIX + p].cast("int64") for p in policies})
     gk = list(GROUP_KEYS)
-    # one pass over the rows per group: the checks, and the group's hash (its identity in the session pass)
+    # the checks, then the groups with the hash of their keys (a group's identity in the session pass)
     key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
     checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
               "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
               if policies else rows["rank"].max()}
     for i, r in enumerate(rewards):
         checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
-    by_group = rows.group_by(gk).aggregate(**checks)
-    by_group = backend.to_pyarrow(by_group.mutate(h=ibis.struct({k: by_group[k] for k in gk}).hash()))
-    stats = by_group.drop_columns(gk).to_pandas()
-    if int(stats["n_rows"].sum()) == 0:
+    stats = _fetch_table(backend, rows.aggregate(**checks)).iloc[0]
+    if int(stats["n_rows"]) == 0:
         raise ValueError(f"{name}: no data rows: the logs are empty")
     problems = []
-    if int(stats["min_rank"].min()) < 1:
+    if int(stats["min_rank"]) < 1:
         problems.append("column 'rank' must hold positive integers (1 = top position); the smallest is "
-                        f"{int(stats['min_rank'].min())}")
+                        f"{int(stats['min_rank'])}")
     for i, r in enumerate(rewards):
-        if int(stats[f"bad_{i}"].sum()):
-            problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'].sum())} rows are not")
+        if int(stats[f"bad_{i}"]):
+            problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'])} rows are not")
     if problems:
         raise ValueError(f"{name}: " + "; ".join(problems))
     # groups get a dense integer code g, in the order of their keys
-    group_arrow = by_group.select([*gk, "h"]).sort_by([(k, "ascending") for k in gk])
+    distinct = rows.select(*gk).distinct()
+    distinct = backend.to_pyarrow(distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash()))
+    group_arrow = distinct.sort_by([(k, "ascending") for k in gk])
     group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
     groups_all = group_arrow.to_pandas()
     if _hash_identifies(groups_all):  # per session its length and its group's hash: integer aggregates
@@ -279,9 +279,9 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
                .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
     positives = pos.select("session", "g", *[c for c in rows.columns if c not in ("session", *gk)]).cache()
-    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"].max()),
+    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]),
                   name=name, keys=("g",), groups=groups, rewards=rewards, policies=policies, lengths=lengths,
-                  counts=counts, n_rows=int(stats["n_rows"].sum()))
+                  counts=counts, n_rows=int(stats["n_rows"]))
 
 
 def _hash_identifies(groups: pd.DataFrame) -> bool:
