@@ -7,18 +7,21 @@ Per session τ, variant (D, D0, m) and policy R (KDD'24 Eq. 9 with Sec. 6.2 clip
     iDCG_τ = Σ_j ℓ_(j) · D(j)                          labels of τ sorted descending
     nDCG_τ = DCG_τ / iDCG_τ   (0 when iDCG_τ = 0, or the session is dropped)
 
-The per-row lookups 1 / D0(r_i) and D(R(i)) are joins with a small rank table, done once per rewarded row;
-the per-session sums are wide over the clip grid (one column per m) in one group-by per session; the moments
-come from crossing that table with the clip index and one low-cardinality group-by per (clip, group).
-Sorting the labels once per session serves every clip value and policy when the reward is binary
-(c · min(m, w) then sorts like w); for graded rewards the labels are ranked per clip value.
+The per-row lookups 1 / D0(r_i) and D(R(i)) are joins with a small rank table, done once per rewarded row.
+A clip value m binds in a session only when m < max_i 1 / D0(r_i); at every larger m the session's values
+are those of m = ∞. So the unclipped values of each session are computed once and summed per (group, number
+of binding clip values), and only the (session, binding clip value) pairs are computed clip by clip
+(:func:`_moments`, finished by :func:`_accumulate`). Sorting the labels once per session serves every clip
+value and policy when the reward is binary (c · min(m, w) then sorts like w); for graded rewards the labels
+are ranked per binding clip value. :mod:`offeval_core.engine.per_session` keeps the direct form (every
+session at every clip value), the reference this one is tested against.
 
 **Compile once, run many.** Building and compiling the Ibis expression of that query costs about a second,
-ten times what DuckDB needs to run it on the demo logs. So the query of a *shape* (policies, number of clip
+several times what DuckDB needs to run it on the demo logs. So the query of a *shape* (policies, number of clip
 values, group keys, binary or graded reward) is compiled once per source, and everything else enters as
 data: the reward (an index into a long table of rewarded rows of every reward), the clip values (a one-row
-table), D and D0 (the rank table). A new (reward, D, D0, clip grid) replaces those small tables and runs
-the cached SQL text (:class:`CompiledMoments`).
+table and a clip table), D and D0 (the rank table). A new (reward, D, D0, clip grid) replaces those small
+tables and runs the cached SQL text (:class:`CompiledMoments`).
 """
 
 from __future__ import annotations
@@ -249,8 +252,9 @@ class CompiledMoments:
     """The moments query of one shape, compiled once and run for any reward, (D, D0) and clip values.
 
     Shape = (rewards the long table holds, target policies, number of clip values, group keys, binary or
-    graded reward). :meth:`run` replaces the parameter table (reward index, clip values) and the rank table
-    (1 / D0, D), then runs the cached SQL text; nothing is rebuilt or recompiled.
+    graded reward). :meth:`run` replaces the parameter table (reward index, clip values), the clip table
+    (number, position in ascending order, value) and the rank table (1 / D0, D), then runs the cached SQL
+    text; nothing is rebuilt or recompiled.
     """
 
     def __init__(self, source: Source, *, rewards: tuple[str, ...], policies: tuple[str, ...], n_clips: int,
