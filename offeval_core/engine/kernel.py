@@ -124,32 +124,33 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     n_bind = functools.reduce(lambda a, b: a + b, [(pos[f"m{k}"] < pos.maxw).cast("int64") for k in range(n_clips)])
     pos = pos.select("session", *keys, "rank", "c", "w", "u", "maxw", "dj", *[f"p{i}" for i in range(n_pol)],
                      b=n_bind)
-    # the unclipped values, summed per (group, b): they count at every clip number from position b up
+    # per session, unclipped: counted at every clip number from position b up (rows with k = -1)
     free = pos.filter(pos.b < n_clips)
-    per = free.group_by("session").aggregate(**{k: free[k].min() for k in keys}, b=free.b.min(),
-                                             idcg=(free.u * free.dj).sum(),
-                                             **{f"d{i}": (free.u * free[f"p{i}"]).sum() for i in range(n_pol)})
-    stats = _stats(per, policies=policies)
-    above = per.group_by([*keys, "b"]).aggregate(**stats).mutate(k=ibis.literal(-1, type="int64"))
-    # per (session, binding clip value)
+    dcgs = [f"d{i}" for i in range(n_pol)]
+    free = free.group_by("session").aggregate(**{k: free[k].min() for k in keys}, b=free.b.min(),
+                                              idcg=(free.u * free.dj).sum(),
+                                              **{d: (free.u * free[f"p{i}"]).sum() for i, d in enumerate(dcgs)})
+    free = free.mutate(k=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
+    # per (session, binding clip value) (rows with b = -1)
     bound = pos.filter(pos.b > 0)
     pair = bound.join(clip, clip.m < bound.maxw)
     pair = pair.mutate(lab=pair.c * ibis.least(pair.m, pair.w))
-    dcgs = {f"d{i}": (pair.lab * pair[f"p{i}"]).sum() for i in range(n_pol)}
+    sums = {d: (pair.lab * pair[f"p{i}"]).sum() for i, d in enumerate(dcgs)}
     if binary:
         per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys},
-                                                        idcg=(pair.lab * pair.dj).sum(), **dcgs)
+                                                        idcg=(pair.lab * pair.dj).sum(), **sums)
     else:  # the labels ranked per binding clip value, in a narrow window (the DCG sums need no order)
         ideal = pair.select("session", "k", "rank", "lab")
         ideal = ideal.mutate(j=ibis.row_number().over(group_by=[ideal.session, ideal.k],
                                                       order_by=[ideal.lab.desc(), ideal["rank"]]) + 1)
         ideal = ideal.join(lut.select(j="r", dj="d"), "j")
         ideal = ideal.group_by(["session", "k"]).aggregate(idcg=(ideal.lab * ideal.dj).sum())
-        per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys}, **dcgs)
-        per = per.join(ideal, ["session", "k"]).select("session", "k", *keys, "idcg", *dcgs)
-    below = per.group_by(["k", *keys]).aggregate(**_stats(per, policies=policies))
-    below = below.mutate(b=ibis.literal(-1, type="int64"))
-    return ibis.union(below.select("k", *keys, "b", *stats), above.select("k", *keys, "b", *stats))
+        per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys}, **sums)
+        per = per.join(ideal, ["session", "k"])
+    per = per.mutate(b=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
+    # every moment of both kinds of rows in one group-by
+    both = ibis.union(per, free)
+    return both.group_by(["k", "b", *keys]).aggregate(**_stats(both, policies=policies))
 
 
 def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str]) -> pd.DataFrame:
