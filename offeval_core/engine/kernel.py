@@ -109,9 +109,9 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     ``wide``: one row with the clip values as columns ``m0``…; ``lut``: the rank table. A clip value m
     binds in a session only when m < max_i 1/D0(r_i); at every larger m the labels are the unclipped
     c_i / D0(r_i) and the session's values those of m = ∞. So the unclipped per-session values are computed
-    once and summed per (group, number b of binding clip values) — rows with ``b`` ≥ 0, ``k`` = −1 — and
-    only the (session, binding clip value) pairs, about a tenth of sessions × clip values on the demo logs,
-    are computed per clip value and summed per (clip number, group) — rows with ``b`` = −1. Binary rewards
+    once (rows with ``k`` = −1 and ``b`` = the number of binding clip values) and only the (session, binding
+    clip value) pairs, about a tenth of sessions × clip values on the demo logs, per clip value (rows with
+    clip number ``k`` and ``b`` = −1); one group-by sums every moment per (``k``, ``b``, group). Binary rewards
     rank the labels once per session (c · min(m, 1/D0) sorts like 1/D0 for every m); graded rewards are
     ranked per binding clip value.
     """
