@@ -114,7 +114,7 @@ def demo_worker(path: str) -> dict:
     query = compiled_moments(source, rewards=("like",), policies=logs.policies, n_clips=14, binary=binary)
     clips = Grid(rewards=("like",), policies=()).clips
     engine, fresh = [], []
-    for d in ("exponential:0.8", "exponential:0.7", "exponential:0.6"):
+    for d in ("exponential:0.8", "exponential:0.7", "exponential:0.6", "exponential:0.5", "reciprocal"):
         disc, expo = source_discount(d, source), source_discount("pbm", source)
         t, c = time.perf_counter(), cpu_s()
         query.run(reward="like", discount=disc, exposure=expo, clips=clips)
@@ -198,6 +198,11 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), {ram}, load average {os.getloadavg()[0]:.1f} at start"
 
 
+def load() -> str:
+    """The 1-minute load average now (the machine may be shared: read every time next to its numbers)."""
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
 def med(xs) -> float:
     return statistics.median(xs)
 
@@ -234,8 +239,8 @@ def main() -> int:
           "nDCG, per-group moments; seconds are wall time (cpu = CPU seconds of the process)\n")
     ok = True
     print("| size | engine load | engine 1st reduce (compiles) | engine new D (reused) | numpy load | numpy kernel "
-          "| engine reused / numpy | same moments |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| engine reused / numpy | same moments | load average |")
+    print("|---|---|---|---|---|---|---|---|---|")
     files = {}
     for n in [int(s) for s in args.sizes.split(",") if s]:
         path = work / f"logs_{n}.parquet"
@@ -249,7 +254,7 @@ def main() -> int:
         print(f"| {n / 1e6:g} M | {e['load_s']:.2f} s | {e['first_s']:.2f} s (cpu {e['first_cpu']:.2f}) "
               f"| {e['again_s']:.2f} s (cpu {e['again_cpu']:.2f}) | {p['load_s']:.2f} s | {p['estimate_s']:.2f} s "
               f"(cpu {p['estimate_cpu']:.2f}) | {e['again_s'] / p['estimate_s']:.2f}× (1st: "
-              f"{e['first_s'] / p['estimate_s']:.2f}×) | max rel. diff {diff:.1e} |")
+              f"{e['first_s'] / p['estimate_s']:.2f}×) | max rel. diff {diff:.1e} | {load()[5:]} |")
     big = files.get(max(files)) if files else None
     if big is not None and args.processes > 0:
         out_e, out_n = str(work / "proc_engine.parquet"), str(work / "proc_numpy.parquet")
@@ -264,7 +269,7 @@ def main() -> int:
         ec, nc = med([r["cpu"] for r in eng]), med([r["cpu"] for r in nk])
         print(f"\nwhole process on {big.name} (median of {args.processes}): `offeval reduce` {ew:.2f} s "
               f"(cpu {ec:.2f}) vs numpy kernel {nw:.2f} s (cpu {nc:.2f}): ratio {ew / nw:.2f}× wall, "
-              f"{ec / nc:.2f}× cpu (target ≤ 1)")
+              f"{ec / nc:.2f}× cpu (target ≤ 1); {load()}")
     if args.demo and Path(args.demo).exists():
         d = spawn("demo", args.demo)
         wall = [w for w, _ in d["reused"]]
@@ -273,14 +278,16 @@ def main() -> int:
         fw, fc = med([w for w, _ in d["fresh"]]), med([c for _, c in d["fresh"]])
         print(f"\ndemo ({d['rows']:,} rows, {d['policies']} policies × 14 clips, reward like): read + validate "
               f"{d['load_s']:.2f} s; prepare once (register, summarise, compile) {d['prepare'][0]:.2f} s "
-              f"(cpu {d['prepare'][1]:.2f})")
+              f"(cpu {d['prepare'][1]:.2f}); {load()}")
         print(f"  a new (reward, D, D0) combination, whole reduce: median {med(wall):.3f} s (cpu {med(cpu):.3f}), "
               f"max {max(wall):.3f} s over {len(wall)}")
-        print(f"  of which the compiled query (engine time, target ≤ 0.25 s): median {ew:.3f} s (cpu {ec:.3f})")
+        print(f"  of which the compiled query (engine time, target ≤ 0.25 s): median {ew:.3f} s (cpu {ec:.3f}), "
+              f"min {min(w for w, _ in d['engine']):.3f} s over {len(d['engine'])}")
         print(f"  the same query built and compiled afresh: median {fw:.3f} s (cpu {fc:.3f}): reuse is "
               f"{fw / ew:.1f}× faster (cpu {fc / ec:.1f}×)")
         for r, w, c in d["other"]:
             print(f"  reward {r} (D = log2), whole reduce: {w:.2f} s (cpu {c:.2f})")
+        print(f"  ({load()} at the end of the demo)")
     if args.large:
         n = 100_000_000
         ddir = work / "logs_100M"
@@ -290,7 +297,8 @@ def main() -> int:
             print(f"\n(generated {info['rows']:,} rows in 7 day files in {time.perf_counter() - t0:.0f} s)")
         r = spawn("engine", str(ddir), str(work / "m_engine_100M.parquet"), "2GB")
         print(f"\n100 M impressions, DuckDB memory limit 2 GB: load {r['load_s']:.1f} s (cpu {r['load_cpu']:.1f}), "
-              f"first reduce {r['first_s']:.1f} s, new D {r['again_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB")
+              f"first reduce {r['first_s']:.1f} s, new D {r['again_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB; "
+              f"{load()}")
         if files:
             small = min(files)
             s = spawn("engine", str(files[small]), str(work / "m_engine_small.parquet"))

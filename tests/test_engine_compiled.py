@@ -23,19 +23,26 @@ from offeval_core.engine import (
 )
 from offeval_core.logs import read_logs
 
-COMBOS = [  # (reward, D, D0, clips): binary and graded rewards, learnt and parametric curves, two clip grids
+COMBOS = [  # (reward, D, D0, clips): binary, graded and real-valued rewards, learnt and parametric curves
     ("click", "pbm", "pbm", (1, 3, 16, math.inf)),
     ("click", "log2", "exponential:0.7", (1, 3, 16, math.inf)),
     ("like", "reciprocal@5", "pbm", (2, 4, 8, 1024)),
     ("click", "exponential:0.9@4", "log2", (1, 2, 64, math.inf)),
     ("like", "pbm", "log2", (1, 3, 16, math.inf)),
+    ("watch", "log2", "pbm", (1, 3, 16, math.inf)),
+    ("watch", "pbm", "exponential:0.6", (1.5, 2, 4, 8)),
 ]
+BINARY = {"like": True, "click": False, "watch": False}
 
 
 @pytest.fixture(scope="module")
 def logs():
-    df = random_logs(np.random.default_rng(3), n_sessions=90, graded=True)
+    # policy "b" leaves 30 % of the logged items unshown (no rank: discount 0); "a" shows every item
+    df = random_logs(np.random.default_rng(3), n_sessions=90, graded=True, unshown=0.3)
+    df["rank__a"] = df.groupby("session_id")["rank"].rank(method="first", ascending=False).astype(int)
     df["like"] = (df["click"] > 0).astype(float)  # a binary reward next to the graded one
+    rng = np.random.default_rng(4)
+    df["watch"] = df["like"] * rng.exponential(30.0, len(df))  # a real-valued reward (watch seconds)
     return read_logs(df)
 
 
@@ -51,13 +58,13 @@ def test_reused_query_gives_the_moments_of_a_fresh_build(logs):
     # one compiled query per shape (binary / graded reward), run once per combination
     binary = compiled_moments(shared, rewards=("like",), policies=("a", "b"), n_clips=4, binary=True)
     graded = compiled_moments(shared, rewards=("click",), policies=("a", "b"), n_clips=4, binary=False)
-    assert (binary.runs, graded.runs) == (2, 3)
+    assert (binary.runs, graded.runs) == (2, 5)
 
 
 def test_compiled_query_equals_the_expression_with_literal_clips(logs):
     source = source_from_logs(logs, connect(threads=1))
     for reward, d, d0, clips in COMBOS:  # the same definition: parameter tables vs literals in a fresh build
-        binary = reward == "like"
+        binary = BINARY[reward]
         disc, expo = source_discount(d, source), source_discount(d0, source)
         query = compiled_moments(source, rewards=(reward,), policies=("b",), n_clips=len(clips), binary=binary)
         sql = query.sql
@@ -112,6 +119,41 @@ def test_prepare_compiles_every_shape_a_dashboard_reduce_needs(logs):
         reduce(source, Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,)))
     assert _state(source)["plans"] == plans  # nothing compiled after prepare
     assert sum(p.runs for p in plans.values()) == len(COMBOS)
+
+
+def _direct(source, *, reward, policies, discount, exposure, clips, binary):
+    """The moments of the plain per-(session, clip value) values, every session × clip value computed."""
+    from offeval_core.engine.per_session import _moments_of, _per_session
+
+    per = _per_session(source, reward=reward, policies=policies, discount=discount, exposure=exposure,
+                       clips=clips, keys=source.keys, binary=binary)
+    return source.backend.to_pyarrow(_moments_of(per, policies=policies, keys=source.keys)).to_pandas()
+
+
+@pytest.mark.parametrize("clip_order", [None, (2, 0, 3, 1)])
+def test_reused_query_gives_the_moments_of_every_session_and_clip_value(logs, clip_order):
+    """Sessions whose largest 1/D0 is below a clip value take their unclipped values there; the reused query
+    computes those once and only the binding (session, clip value) pairs per clip value. It gives the moments
+    of computing every session at every clip value, for every combination, also with the clip values given
+    out of order."""
+    source = source_from_logs(logs, connect(threads=1))
+    checked = 0
+    for reward, d, d0, clips in COMBOS:
+        if clip_order is not None:
+            clips = tuple(clips[i] for i in clip_order)
+        disc, expo = source_discount(d, source), source_discount(d0, source)
+        query = compiled_moments(source, rewards=(reward,), policies=("a", "b"), n_clips=len(clips),
+                                 binary=BINARY[reward])
+        got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
+        want = _direct(source, reward=reward, policies=("a", "b"), discount=disc, exposure=expo, clips=clips,
+                       binary=BINARY[reward])
+        order = ["k", *source.keys]
+        got = got.sort_values(order).reset_index(drop=True)
+        want = want.sort_values(order).reset_index(drop=True)[got.columns]
+        assert len(got) == len(want) > 0
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
+        checked += int((got["dcg__b__sum_diff"] != 0).sum())
+    assert checked > 0  # the policies differ, so the paired differences were really compared
 
 
 def test_concurrent_reduces_of_one_source_match_sequential_ones(logs):

@@ -45,6 +45,35 @@ def test_parquet_source_equals_in_memory_logs(world):
     pd.testing.assert_frame_equal(a.online.astype({"day": str}), b.online.astype({"day": str}), check_dtype=False)
 
 
+def test_session_summary_by_key_hash_equals_the_one_by_keys(world, monkeypatch):
+    """Sessions are summarised by the hash of their group keys; when two groups shared a hash the keys
+    themselves are used. Both give the same groups, counts, length histogram and moments, and both catch a
+    session whose rows disagree on their group."""
+    import offeval_core.engine.sources as sources
+
+    w, d = world
+    grid = Grid(rewards=("like", "watch_time"), policies=("treatment",), clips=(1, 8, math.inf))
+    by_hash = source_from_files(d / "logs", connect(threads=1))
+    monkeypatch.setattr(sources, "_hash_identifies", lambda groups: False)
+    by_keys = source_from_files(d / "logs", connect(threads=1))
+    assert len(by_hash.groups) > 1 and int(by_hash.counts["n"].sum()) == w.logs["session_id"].nunique()
+    for name in ("groups", "counts", "lengths"):
+        pd.testing.assert_frame_equal(getattr(by_hash, name), getattr(by_keys, name), check_dtype=False)
+    assert (by_hash.max_rank, by_hash.n_rows) == (by_keys.max_rank, by_keys.n_rows) == (w.logs["rank"].max(),
+                                                                                       len(w.logs))
+    a, b = reduce(by_hash, grid), reduce(by_keys, grid)
+    pd.testing.assert_frame_equal(a.offline, b.offline)
+    mixed = w.logs.copy()
+    second = mixed["rank"] == 2
+    one = mixed["session_id"] == mixed.loc[second, "session_id"].iloc[0]
+    mixed.loc[one & second, "segment"] = "other"
+    mixed.to_parquet(d / "mixed.parquet")
+    for identifies in (False, True):
+        monkeypatch.setattr(sources, "_hash_identifies", lambda groups, v=identifies: v)
+        with pytest.raises(ValueError, match="must be the same on every row of a session; 1 session"):
+            source_from_files(d / "mixed.parquet")
+
+
 def test_pbm_from_the_length_histogram_is_learn_pbm():
     rng = np.random.default_rng(2)
     lengths = rng.integers(1, 30, 500)

@@ -3,20 +3,16 @@
 One module per concept: :mod:`~offeval_core.engine.grid` (what is computed: :class:`Grid`, :class:`Moments`),
 :mod:`~offeval_core.engine.sources` (where rows come from: in-memory logs as Arrow, Parquet files, any Ibis
 backend), :mod:`~offeval_core.engine.lookups` (discount models and rank tables),
-:mod:`~offeval_core.engine.kernel` (the per-session kernel and its compiled, reusable query) and
+:mod:`~offeval_core.engine.kernel` (the kernel of the reduce and its compiled, reusable query),
+:mod:`~offeval_core.engine.per_session` (every session's values at every clip value) and
 :mod:`~offeval_core.engine.reduction` (:func:`reduce`, which assembles the moments). Every name is importable
 from ``offeval_core.engine``.
 """
 
 # ruff: noqa: I001 (public names first, then the private helpers kept importable)
 from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, INF_CLIP, METRICS, NDCG_RULES, Grid, Moments
-from offeval_core.engine.kernel import (
-    CompiledMoments,
-    binary_rewards,
-    compiled_moments,
-    fresh_moments,
-    session_kernel,
-)
+from offeval_core.engine.kernel import CompiledMoments, binary_rewards, compiled_moments, fresh_moments
+from offeval_core.engine.per_session import session_kernel
 from offeval_core.engine.lookups import pbm_from_histogram, rank_table, source_discount, variant_table
 from offeval_core.engine.reduction import prepare, reduce
 from offeval_core.engine.sources import (
@@ -29,7 +25,8 @@ from offeval_core.engine.sources import (
 )
 
 # private helpers other modules were written against when the engine was one file
-from offeval_core.engine.kernel import _binary_rewards, _per_session  # noqa: F401
+from offeval_core.engine.kernel import _binary_rewards  # noqa: F401
+from offeval_core.engine.per_session import _per_session  # noqa: F401
 from offeval_core.engine.lookups import _lookup, _lookup1  # noqa: F401
 from offeval_core.engine.reduction import _online, _tidy, _to_long  # noqa: F401
 from offeval_core.engine.sources import _fetch_table, _parquet_glob, _prepared  # noqa: F401

@@ -7,22 +7,26 @@ Per session τ, variant (D, D0, m) and policy R (KDD'24 Eq. 9 with Sec. 6.2 clip
     iDCG_τ = Σ_j ℓ_(j) · D(j)                          labels of τ sorted descending
     nDCG_τ = DCG_τ / iDCG_τ   (0 when iDCG_τ = 0, or the session is dropped)
 
-The per-row lookups 1 / D0(r_i) and D(R(i)) are joins with a small rank table, done once per rewarded row;
-the per-session sums are wide over the clip grid (one column per m) in one group-by per session; the moments
-come from crossing that table with the clip index and one low-cardinality group-by per (clip, group).
-Sorting the labels once per session serves every clip value and policy when the reward is binary
-(c · min(m, w) then sorts like w); for graded rewards the labels are ranked per clip value.
+The per-row lookups 1 / D0(r_i) and D(R(i)) are joins with a small rank table, done once per rewarded row.
+A clip value m binds in a session only when m < max_i 1 / D0(r_i); at every larger m the session's values
+are those of m = ∞. So the unclipped values of each session are computed once and summed per (group, number
+of binding clip values), and only the (session, binding clip value) pairs are computed clip by clip
+(:func:`_moments`, finished by :func:`_accumulate`). Sorting the labels once per session serves every clip
+value and policy when the reward is binary (c · min(m, w) then sorts like w); for graded rewards the labels
+are ranked per binding clip value. :mod:`offeval_core.engine.per_session` keeps the direct form (every
+session at every clip value), the reference this one is tested against.
 
 **Compile once, run many.** Building and compiling the Ibis expression of that query costs about a second,
-ten times what DuckDB needs to run it on the demo logs. So the query of a *shape* (policies, number of clip
+several times what DuckDB needs to run it on the demo logs. So the query of a *shape* (policies, number of clip
 values, group keys, binary or graded reward) is compiled once per source, and everything else enters as
 data: the reward (an index into a long table of rewarded rows of every reward), the clip values (a one-row
-table), D and D0 (the rank table). A new (reward, D, D0, clip grid) replaces those small tables and runs
-the cached SQL text (:class:`CompiledMoments`).
+table and a clip table), D and D0 (the rank table). A new (reward, D, D0, clip grid) replaces those small
+tables and runs the cached SQL text (:class:`CompiledMoments`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -41,7 +45,7 @@ from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX
 
-__all__ = ["CompiledMoments", "compiled_moments", "session_kernel"]
+__all__ = ["CompiledMoments", "binary_rewards", "compiled_moments", "fresh_moments"]
 
 _STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Source → its cached tables and queries
 _STATE_LOCK = threading.Lock()
@@ -64,79 +68,114 @@ def _clip_value(m: float) -> float:
 # ------------------------------------------------------------------------------------------ expressions
 
 
-def _session_values(pos: ir.Table, lut: ir.Table, *, n_clips: int, n_policies: int, keys: Sequence[str],
-                    binary: bool) -> ir.Table:
-    """One row per (session of ``pos``, clip number ``k``): ``idcg`` and ``d0``… (DCG of the logging policy
-    and of target policy i ≥ 1), plus ``session`` and ``keys``.
+def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
+    """Every moment of DCG and nDCG of the logging and target policies over the rows of ``x`` (columns
+    ``idcg`` and ``d0``…: one row per session and clip value): the aggregates of one group-by."""
+    names = [LOGGING_POLICY, *policies]
+    idcg = x.idcg
+    pairs = {"d": [x[f"d{i}"] for i in range(len(names))]}
+    pairs["n"] = [ibis.ifelse(idcg > 0, d / idcg, 0.0) for d in pairs["d"]]
+    aggs = {"den_sum": idcg.sum(), "den_sumsq": (idcg * idcg).sum(), "n_pos": (idcg > 0).cast("int64").sum()}
+    for metric, pre in (("dcg", "d"), ("ndcg", "n")):
+        vals = pairs[pre]
+        for i, p in enumerate(names):
+            v = vals[i]
+            aggs |= {f"{metric}__{p}__sum": v.sum(), f"{metric}__{p}__sumsq": (v * v).sum(),
+                     f"{metric}__{p}__sum_x_den": (v * idcg).sum()}
+        for i, p in enumerate(policies, 1):
+            dd = vals[i] - vals[0]
+            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__sumsq_diff": (dd * dd).sum(),
+                     f"{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
+    return aggs
 
-    ``pos`` holds the rewarded rows of one reward: ``session``, ``keys``, ``rank``, the reward ``c``, the
-    target ranks ``t1``…, and the clip values ``m0``… (literals or columns of a joined parameter table);
-    ``lut`` the rank table (``r``, ``w`` = 1 / D0, ``d`` = D). With one positive reward value (binary
-    rewards) the descending order of c · min(m, 1/D0) within a session is that of 1/D0 for every m (equal
-    labels may swap without changing iDCG), so one sort per session serves the whole clip grid and the
-    per-session sums are taken wide over the grid (one column per m), then crossed with the clip index;
-    graded rewards are ranked per clip value.
-    """
-    pos = base = pos.join(lut.select(rank="r", w="w", p0="d"), "rank")
+
+def _lookups(pos: ir.Table, lut: ir.Table, *, n_policies: int) -> ir.Table:
+    """``w`` = 1 / D0(rank) and ``p0``… = D(rank of each policy) (0 where a policy does not show the item)."""
+    pos = pos.join(lut.select(rank="r", w="w", p0="d"), "rank")
     for i in range(1, n_policies):
         look = lut.select(**{f"t{i}": "r", f"p{i}": "d"})
         pos = pos.left_join(look, f"t{i}").drop(f"t{i}_right")
         pos = pos.mutate(**{f"p{i}": pos[f"p{i}"].fill_null(0.0)})
-    index = ibis.memtable(pd.DataFrame({"k": np.arange(n_clips, dtype=np.int64)}))
-    pos = pos.mutate(**{f"l{k}": pos.c * ibis.least(pos[f"m{k}"], pos.w) for k in range(n_clips)})
+    return pos
+
+
+def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_clips: int,
+             policies: Sequence[str], keys: Sequence[str], binary: bool) -> ir.Table:
+    """The moments of one reward and (D, D0), computed only where a clip value changes a session (finished
+    by :func:`_accumulate`).
+
+    ``pos``: the rewarded rows (``session``, ``keys``, ``rank``, ``c`` > 0, target ranks ``t1``…); ``clip``:
+    one row per clip value with its number ``k``, its position ``o`` in ascending order and its value ``m``;
+    ``wide``: one row with the clip values as columns ``m0``…; ``lut``: the rank table. A clip value m
+    binds in a session only when m < max_i 1/D0(r_i); at every larger m the labels are the unclipped
+    c_i / D0(r_i) and the session's values those of m = ∞. So the unclipped per-session values are computed
+    once (rows with ``k`` = −1 and ``b`` = the number of binding clip values) and only the (session, binding
+    clip value) pairs, about a tenth of sessions × clip values on the demo logs, per clip value (rows with
+    clip number ``k`` and ``b`` = −1); one group-by sums every moment per (``k``, ``b``, group). Binary rewards
+    rank the labels once per session (c · min(m, 1/D0) sorts like 1/D0 for every m); graded rewards are
+    ranked per binding clip value.
+    """
+    n_pol = len(policies) + 1
+    pos = _lookups(pos, lut, n_policies=n_pol)
+    pos = pos.select("session", *keys, "rank", "c", "w", *[f"p{i}" for i in range(n_pol)], u=pos.c * pos.w)
+    pos = pos.mutate(maxw=pos.w.max().over(group_by=pos.session),
+                     j=ibis.row_number().over(group_by=pos.session, order_by=[pos.u.desc(), pos["rank"]]) + 1)
+    pos = pos.join(lut.select(j="r", dj="d"), "j").cross_join(wide)
+    n_bind = functools.reduce(lambda a, b: a + b, [(pos[f"m{k}"] < pos.maxw).cast("int64") for k in range(n_clips)])
+    pos = pos.select("session", *keys, "rank", "c", "w", "u", "maxw", "dj", *[f"p{i}" for i in range(n_pol)],
+                     b=n_bind)
+    # per session, unclipped: counted at every clip number from position b up (rows with k = -1)
+    free = pos.filter(pos.b < n_clips)
+    dcgs = [f"d{i}" for i in range(n_pol)]
+    free = free.group_by("session").aggregate(**{k: free[k].min() for k in keys}, b=free.b.min(),
+                                              idcg=(free.u * free.dj).sum(),
+                                              **{d: (free.u * free[f"p{i}"]).sum() for i, d in enumerate(dcgs)})
+    free = free.mutate(k=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
+    # per (session, binding clip value) (rows with b = -1)
+    bound = pos.filter(pos.b > 0)
+    pair = bound.join(clip, clip.m < bound.maxw)
+    pair = pair.mutate(lab=pair.c * ibis.least(pair.m, pair.w))
+    sums = {d: (pair.lab * pair[f"p{i}"]).sum() for i, d in enumerate(dcgs)}
     if binary:
-        pos = pos.mutate(j=ibis.row_number().over(group_by=pos.session, order_by=[pos.w.desc(), pos["rank"]]) + 1)
-        pos = pos.join(lut.select(j="r", dj="d"), "j")
-    sums = {}
-    for k in range(n_clips):
-        lab = pos[f"l{k}"]
-        if binary:
-            sums[f"idcg_{k}"] = (lab * pos["dj"]).sum()
-        for i in range(n_policies):
-            sums[f"dcg_{k}_{i}"] = (lab * pos[f"p{i}"]).sum()
-    # keyed by the session alone (one integer: cheaper to hash); its group keys are constant within it
-    per = pos.group_by("session").aggregate(**{k: pos[k].min() for k in keys}, **sums)
-    x = per.cross_join(index)
-    x = x.select("session", *keys, "k", **({"idcg": _pick(x, "idcg_{}", n_clips)} if binary else {}),
-                 **{f"d{i}": _pick(x, f"dcg_{{}}_{i}", n_clips) for i in range(n_policies)})
-    if binary:
-        return x
-    # graded rewards: the labels ranked per clip value, in one narrow window over (session, k)
-    lab = base.select("session", "c", "w", "rank", *[f"m{k}" for k in range(n_clips)]).cross_join(index)
-    lab = lab.select("session", "k", "rank", lab=lab.c * ibis.least(_pick(lab, "m{}", n_clips), lab.w))
-    lab = lab.mutate(j=ibis.row_number().over(group_by=[lab.session, lab.k], order_by=[lab.lab.desc(), lab["rank"]])
-                     + 1)
-    lab = lab.join(lut.select(j="r", dj="d"), "j")
-    ideal = lab.group_by(["session", "k"]).aggregate(idcg=(lab.lab * lab.dj).sum())
-    return x.join(ideal, ["session", "k"]).select("session", *keys, "k", "idcg",
-                                                  *[f"d{i}" for i in range(n_policies)])
+        per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys},
+                                                        idcg=(pair.lab * pair.dj).sum(), **sums)
+    else:  # the labels ranked per binding clip value, in a narrow window (the DCG sums need no order)
+        ideal = pair.select("session", "k", "rank", "lab")
+        ideal = ideal.mutate(j=ibis.row_number().over(group_by=[ideal.session, ideal.k],
+                                                      order_by=[ideal.lab.desc(), ideal["rank"]]) + 1)
+        ideal = ideal.join(lut.select(j="r", dj="d"), "j")
+        ideal = ideal.group_by(["session", "k"]).aggregate(idcg=(ideal.lab * ideal.dj).sum())
+        per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys}, **sums)
+        per = per.join(ideal, ["session", "k"])
+    per = per.mutate(b=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
+    # every moment of both kinds of rows in one group-by
+    both = ibis.union(per, free)
+    return both.group_by(["k", "b", *keys]).aggregate(**_stats(both, policies=policies))
 
 
-def _pick(x: ir.Table, fmt: str, n_clips: int) -> ir.Value:
-    """Column ``fmt.format(k)`` of each row's clip number ``x.k``."""
-    if n_clips == 1:
-        return x[fmt.format(0)]
-    return ibis.cases(*[(x.k == k, x[fmt.format(k)]) for k in range(n_clips - 1)],
-                      else_=x[fmt.format(n_clips - 1)])
-
-
-def _moments_of(x: ir.Table, *, policies: Sequence[str], keys: Sequence[str]) -> ir.Table:
-    """Per (clip number ``k``, group): every moment of DCG and nDCG of the logging and target policies,
-    from the per-(session, clip) values of :func:`_session_values` in one low-cardinality group-by."""
-    names = [LOGGING_POLICY, *policies]
-    x = x.mutate(**{f"n{i}": ibis.ifelse(x.idcg > 0, x[f"d{i}"] / x.idcg, 0.0) for i in range(len(names))})
-    idcg = x.idcg
-    aggs = {"den_sum": idcg.sum(), "den_sumsq": (idcg * idcg).sum(), "n_pos": (idcg > 0).cast("int64").sum()}
-    for metric, pre in (("dcg", "d"), ("ndcg", "n")):
-        for i, p in enumerate(names):
-            v = x[f"{pre}{i}"]
-            aggs |= {f"{metric}__{p}__sum": v.sum(), f"{metric}__{p}__sumsq": (v * v).sum(),
-                     f"{metric}__{p}__sum_x_den": (v * idcg).sum()}
-        for i, p in enumerate(policies, 1):
-            dd = x[f"{pre}{i}"] - x[f"{pre}0"]
-            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__sumsq_diff": (dd * dd).sum(),
-                     f"{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
-    return x.group_by(["k", *keys]).aggregate(**aggs)
+def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str]) -> pd.DataFrame:
+    """Per (clip number ``k``, group): the binding-pair sums of :func:`_moments` plus the unclipped sums of
+    every b ≤ the clip value's position ``order[k]`` (a cumulative sum over b). Every group with a rewarded
+    session gets a row for every clip number."""
+    keys = list(keys)
+    stats = [c for c in parts.columns if c not in ("k", "b", *keys)]
+    n_clips = len(order)
+    gid = parts.groupby(keys, sort=True).ngroup().to_numpy()
+    groups = parts[keys].assign(_g=gid).drop_duplicates("_g").sort_values("_g")[keys].reset_index(drop=True)
+    values = parts[stats].to_numpy(dtype=np.float64)
+    k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=np.int64)
+    free = np.zeros((n_clips + 1, len(groups), len(stats)))  # (b, group, statistic): cumulative sums over b
+    free[b[b >= 0], gid[b >= 0]] = values[b >= 0]
+    out = np.cumsum(free, axis=0)[order]  # (clip number, group, statistic)
+    out[k[b < 0], gid[b < 0]] += values[b < 0]
+    frame = pd.DataFrame(out.reshape(-1, len(stats)), columns=stats)
+    frame.insert(0, "k", np.repeat(np.arange(n_clips, dtype=np.int64), len(groups)))
+    for i, key in enumerate(keys):
+        frame.insert(1 + i, key, np.tile(groups[key].to_numpy(), n_clips))
+    for c in stats:
+        if pd.api.types.is_integer_dtype(parts[c].dtype):
+            frame[c] = frame[c].round().astype(parts[c].dtype)
+    return frame
 
 
 def _rewarded(source: Source, *, reward: str, policies: Sequence[str], keys: Sequence[str]) -> ir.Table:
@@ -146,23 +185,25 @@ def _rewarded(source: Source, *, reward: str, policies: Sequence[str], keys: Seq
                       **{f"t{i}": pos[POLICY_PREFIX + p].cast("int64") for i, p in enumerate(policies, 1)})
 
 
-def _per_session(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
-                 exposure: DiscountModel, clips: Sequence[float], keys: Sequence[str], binary: bool) -> ir.Table:
-    """The per-(session, clip number) values of one reward and (D, D0) with the clip values as literals (a
-    fresh expression; the reduce runs the compiled form of the same definition, :class:`CompiledMoments`)."""
-    lut = ibis.memtable(rank_table(discount, exposure, source.max_rank))
-    pos = _rewarded(source, reward=reward, policies=policies, keys=keys)
-    pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), type="float64") for k, m in enumerate(clips)})
-    return _session_values(pos, lut, n_clips=len(clips), n_policies=len(policies) + 1, keys=keys, binary=binary)
+def _clip_frame(clips: Sequence[float]) -> pd.DataFrame:
+    """The clip table of :func:`_moments`: number ``k``, position ``o`` in ascending order, value ``m``."""
+    m = np.array([_clip_value(c) for c in clips], dtype=np.float64)
+    order = np.empty(len(m), dtype=np.int64)
+    order[np.argsort(m, kind="stable")] = np.arange(len(m))
+    return pd.DataFrame({"k": np.arange(len(m), dtype=np.int64), "o": order, "m": m})
 
 
 def fresh_moments(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
                   exposure: DiscountModel, clips: Sequence[float], keys: Sequence[str], binary: bool) -> pd.DataFrame:
-    """The moments frame of :meth:`CompiledMoments.run`, from an expression built and compiled afresh (the
-    uncached path; kept as the reference the compiled query is tested against)."""
-    per = _per_session(source, reward=reward, policies=policies, discount=discount, exposure=exposure,
-                       clips=clips, keys=keys, binary=binary)
-    return _fetch_table(source.backend, _moments_of(per, policies=policies, keys=keys))
+    """The moments frame of :meth:`CompiledMoments.run`, from the same definition built and compiled afresh
+    with the clip values as literals (the uncached path)."""
+    lut = ibis.memtable(rank_table(discount, exposure, source.max_rank))
+    pos = _rewarded(source, reward=reward, policies=policies, keys=keys)
+    clip = _clip_frame(clips)
+    wide = ibis.memtable(pd.DataFrame({f"m{k}": [m] for k, m in enumerate(clip["m"])}))
+    expr = _moments(pos, lut, ibis.memtable(clip), wide, n_clips=len(clips), policies=policies, keys=keys,
+                    binary=binary)
+    return _accumulate(_fetch_table(source.backend, expr), clip["o"].to_numpy(), keys)
 
 
 # ------------------------------------------------------------------------------------- compiled queries
@@ -201,8 +242,9 @@ def _long_rewarded(source: Source, rewards: tuple[str, ...]) -> ir.Table:
                                        **{k: t[k] for k in keys}, rank=t["rank"].cast("int64"),
                                        c=t[r].cast("float64"), **{p: t[p].cast("int64") for p in pols})
              for q, r in enumerate(rewards)]
-    # cached on the source's own backend (``Table.cache`` would pick Ibis's default backend for memtables)
-    long = source.backend._cached_table(ibis.union(*parts) if len(parts) > 1 else parts[0])
+    # several rewards: cached on the source's own backend (``Table.cache`` would pick Ibis's default backend for
+    # memtables); one reward: read where the rows are (a filter of them, not worth a copy)
+    long = source.backend._cached_table(ibis.union(*parts)) if len(parts) > 1 else parts[0]
     state["long"][rewards] = long
     return long
 
@@ -211,8 +253,9 @@ class CompiledMoments:
     """The moments query of one shape, compiled once and run for any reward, (D, D0) and clip values.
 
     Shape = (rewards the long table holds, target policies, number of clip values, group keys, binary or
-    graded reward). :meth:`run` replaces the parameter table (reward index, clip values) and the rank table
-    (1 / D0, D), then runs the cached SQL text; nothing is rebuilt or recompiled.
+    graded reward). :meth:`run` replaces the parameter table (reward index, clip values), the clip table
+    (number, position in ascending order, value) and the rank table (1 / D0, D), then runs the cached SQL
+    text; nothing is rebuilt or recompiled.
     """
 
     def __init__(self, source: Source, *, rewards: tuple[str, ...], policies: tuple[str, ...], n_clips: int,
@@ -220,18 +263,19 @@ class CompiledMoments:
         self.source, self.rewards, self.policies, self.n_clips = source, rewards, policies, n_clips
         self.binary = binary
         uid = next(_NAMES)
-        self._par, self._lut = f"offeval_par_{uid}", f"offeval_lut_{uid}"
+        self._par, self._lut, self._clip = f"offeval_par_{uid}", f"offeval_lut_{uid}", f"offeval_clip_{uid}"
         backend = source.backend
         keys = list(source.keys)
         long = _long_rewarded(source, rewards)
         _put(backend, self._par, self._par_frame(0, [1.0] * n_clips))
         _put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [1.0]}))
-        par, lut = backend.table(self._par), backend.table(self._lut)
+        _put(backend, self._clip, _clip_frame([1.0] * n_clips))
+        par, lut, clip = backend.table(self._par), backend.table(self._lut), backend.table(self._clip)
         pos = long.join(par, "q")
-        pos = pos.select("session", *keys, "rank", "c", *[f"m{k}" for k in range(n_clips)],
+        pos = pos.select("session", *keys, "rank", "c",
                          **{f"t{i}": pos[POLICY_PREFIX + p] for i, p in enumerate(policies, 1)})
-        per = _session_values(pos, lut, n_clips=n_clips, n_policies=len(policies) + 1, keys=keys, binary=binary)
-        expr = _moments_of(per, policies=policies, keys=keys)
+        wide = par.select(*[f"m{k}" for k in range(n_clips)])
+        expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=binary)
         backend._run_pre_execute_hooks(expr)  # registers the small in-memory tables the SQL names
         self.sql = backend.compile(expr)
         self._expr = expr  # keeps the tables the SQL names alive as long as the query
@@ -250,7 +294,9 @@ class CompiledMoments:
         with _state(self.source)["lock"]:
             _put(backend, self._par, self._par_frame(self.rewards.index(reward), clips))
             _put(backend, self._lut, rank_table(discount, exposure, self.source.max_rank))
-            out = _run_sql(backend, self.sql)
+            clip = _clip_frame(clips)
+            _put(backend, self._clip, clip)
+            out = _accumulate(_run_sql(backend, self.sql), clip["o"].to_numpy(), self.source.keys)
             self.runs += 1
         return out
 
@@ -291,27 +337,3 @@ def binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
 
 def _binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
     return binary_rewards(source, rewards)
-
-
-def session_kernel(
-    source: Source, *, reward: str, policies: Sequence[str], discounts: Sequence[DiscountModel],
-    exposures: Sequence[DiscountModel], variants: pd.DataFrame,
-) -> ir.Table:
-    """Per (variant, session with a reward): DCG of the logging and target policies and iDCG.
-
-    Columns ``v``, ``session``, ``dcg__logging``, ``dcg__<policy>``…, ``idcg``. Sessions without a
-    positive reward are absent (all their values are 0).
-    """
-    binary = binary_rewards(source, [reward])[reward]
-    names = [LOGGING_POLICY, *policies]
-    parts = []
-    for (dm, em), block in variants.groupby(["dm", "em"], sort=True):
-        clips = [math.inf if c >= INF_CLIP else float(c) for c in block["clip"]]
-        per = _per_session(source, reward=reward, policies=policies, discount=discounts[dm],
-                           exposure=exposures[em], clips=clips, keys=(), binary=binary)
-        v_of_k = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), dtype=np.int64),
-                                             "v": block["v"].to_numpy(dtype=np.int64)}))
-        per = per.join(v_of_k, "k")
-        parts.append(per.select("v", "session", idcg=per.idcg,
-                                **{f"dcg__{p}": per[f"d{i}"] for i, p in enumerate(names)}))
-    return ibis.union(*parts) if len(parts) > 1 else parts[0]

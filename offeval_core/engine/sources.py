@@ -229,6 +229,9 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     rows = table.select(session=table["session_id"], rank=table["rank"].cast("int64"), **keys,
                         **{r: table[r].cast("float64") for r in rewards},
                         **{POLICY_PREFIX + p: table[POLICY_PREFIX + p].cast("int64") for p in policies})
+    gk = list(GROUP_KEYS)
+    # the checks, then the groups with the hash of their keys (a group's identity in the session pass)
+    key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
     checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
               "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
               if policies else rows["rank"].max()}
@@ -239,41 +242,55 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
         raise ValueError(f"{name}: no data rows: the logs are empty")
     problems = []
     if int(stats["min_rank"]) < 1:
-        problems.append(f"column 'rank' must hold positive integers (1 = top position); the smallest is {int(stats['min_rank'])}")
+        problems.append("column 'rank' must hold positive integers (1 = top position); the smallest is "
+                        f"{int(stats['min_rank'])}")
     for i, r in enumerate(rewards):
         if int(stats[f"bad_{i}"]):
             problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'])} rows are not")
     if problems:
         raise ValueError(f"{name}: " + "; ".join(problems))
-    gk = list(GROUP_KEYS)
-    # one pass over the rows: per session its length and its group (min = max when the logs are valid)
-    per = rows.group_by("session").aggregate(length=rows["rank"].max(),
-                                             **{k: rows[k].min() for k in gk}, **{f"{k}__hi": rows[k].max() for k in gk})
-    mixed = functools.reduce(lambda a, b: a | b, [per[k] != per[f"{k}__hi"] for k in gk])
-    sessions = per.select("session", "length", *gk)
-    hist_arrow = backend.to_pyarrow(per.group_by(["length", *gk]).aggregate(n=per.count(),
-                                                                            mixed=mixed.cast("int64").sum()))
-    hist = hist_arrow.to_pandas()
+    # groups get a dense integer code g, in the order of their keys
+    distinct = rows.select(*gk).distinct()
+    distinct = backend.to_pyarrow(distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash()))
+    group_arrow = distinct.sort_by([(k, "ascending") for k in gk])
+    group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
+    groups_all = group_arrow.to_pandas()
+    if _hash_identifies(groups_all):  # per session its length and its group's hash: integer aggregates
+        per = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min(), h_hi=key_hash.max())
+        mixed, by, on = per.h != per.h_hi, ["h"], ["h"]
+        code = ibis.memtable(groups_all[["h", "g"]])
+        pos = rows.filter(_any_reward(rows, rewards)).mutate(h=key_hash).join(code, "h")
+    else:  # two groups share a hash: per session the group keys themselves
+        per = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk},
+                                                 **{f"{k}__hi": rows[k].max() for k in gk})
+        mixed, by, on = functools.reduce(lambda a, b: a | b, [per[k] != per[f"{k}__hi"] for k in gk]), gk, gk
+        code = ibis.memtable(group_arrow.select([*gk, "g"]))
+        pos = rows.filter(_any_reward(rows, rewards)).join(code, gk)
+    backend.execute(code.count())  # registers the small table: some backends cache() without doing so
+    hist = backend.to_pyarrow(per.group_by(["length", *by]).aggregate(n=per.count(),
+                                                                      mixed=mixed.cast("int64").sum())).to_pandas()
     if int(hist["mixed"].sum()):
         raise ValueError(f"{name}: columns experiment_id, day, arm and segment must be the same on every row of a "
                          f"session; {int(hist['mixed'].sum())} session(s) have more than one value")
-    # groups get a dense integer code g, joined onto the rewarded rows (small integer keys downstream)
-    group_arrow = hist_arrow.group_by(gk).aggregate([("n", "sum")]).rename_columns([*gk, "n"])
-    group_arrow = group_arrow.sort_by([(k, "ascending") for k in gk])
-    group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
-    groups_all = group_arrow.to_pandas()
-    counts = groups_all[["g", "n"]]
+    hist = hist.merge(groups_all[[*on, "g", "arm"] if "arm" not in on else [*on, "g"]], on=on)
+    sessions = per.join(code, on).select("session", "length", "g")
+    counts = (hist.groupby("g")["n"].sum().reindex(groups_all["g"], fill_value=0).rename("n").reset_index())
     groups = groups_all[["g", *gk]]
     lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
                .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
-    anypos = functools.reduce(lambda a, b: a | b, [rows[r] > 0 for r in rewards])
-    code = ibis.memtable(group_arrow.select([*gk, "g"]))
-    backend.execute(code.count())  # registers the small table: some backends cache() without doing so
-    pos = rows.filter(anypos).join(code, gk)
     positives = pos.select("session", "g", *[c for c in rows.columns if c not in ("session", *gk)]).cache()
-    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]), name=name,
-                  keys=("g",), groups=groups, rewards=rewards, policies=policies, lengths=lengths, counts=counts,
-                  n_rows=int(stats["n_rows"]))
+    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]),
+                  name=name, keys=("g",), groups=groups, rewards=rewards, policies=policies, lengths=lengths,
+                  counts=counts, n_rows=int(stats["n_rows"]))
+
+
+def _hash_identifies(groups: pd.DataFrame) -> bool:
+    """Whether the hash ``h`` of the group keys tells every group apart (else the keys themselves are used)."""
+    return bool(groups["h"].is_unique)
+
+
+def _any_reward(rows: ir.Table, rewards: Sequence[str]) -> ir.BooleanValue:
+    return functools.reduce(lambda a, b: a | b, [rows[r] > 0 for r in rewards])
 
 
 def _parquet_glob(path) -> str | list[str]:
