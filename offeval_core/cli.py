@@ -11,7 +11,7 @@ import sys
 from offeval_core.errors import OffevalError
 from offeval_core.limits import ENV
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "map_hint"]
 
 COMMANDS = ["simulate", "validate", "estimate", "heldout", "report", "reduce", "diagnose", "dashboard"]
 
@@ -47,6 +47,16 @@ def _limits_env(args) -> dict[str, str]:
     return out
 
 
+def map_hint(exc: BaseException) -> str:
+    """How the command line maps the schema columns a :class:`LogValidationError` names as missing ('' if none)."""
+    unmapped = getattr(exc, "unmapped", ())
+    if not unmapped:
+        return ""
+    example = ",".join(f"{c}=<your column>" for c in unmapped)
+    return (f"map your column names with --map '{example}' (patterns such as rank__*=<prefix>* map several "
+            "target-policy columns at once)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every input or output problem prints one message (or the problem list) to stderr
     and exits with status 2, never a traceback."""
@@ -59,10 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (OffevalError, ValueError, TypeError, FileNotFoundError) as exc:
         print(f"offeval {args.command}: error: {exc}", file=sys.stderr)
-        if getattr(exc, "unmapped", ()):  # LogValidationError: say how this interface maps columns
-            example = ",".join(f"{c}=<your column>" for c in exc.unmapped)
-            print(f"offeval {args.command}: hint: map your column names with --map '{example}' (patterns such "
-                  "as rank__*=<prefix>* map several target-policy columns at once)", file=sys.stderr)
+        if hint := map_hint(exc):
+            print(f"offeval {args.command}: hint: {hint}", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"offeval {args.command}: error: out of memory; the input is too large for this machine (lower "

@@ -109,3 +109,23 @@ def test_the_dashboard_and_the_report_plan_moments_with_one_planner():
     for name in ("estimator_family", "plan_moments", "format_clip", "parse_clip", "clip_text", "subset"):
         defs = [p for p in sources if re.search(rf"^def {name}\(", p.read_text(), flags=re.M)]
         assert len(defs) == 1, (name, defs)
+
+
+def test_missing_columns_are_typed_and_each_interface_says_how_to_map(tmp_path, capsys):
+    """The core names the missing schema columns (LogValidationError.unmapped), never an interface's syntax;
+    the CLI prints a --map hint from it, the dashboard a column-mapping-form hint."""
+    from dashboard.ui import explain
+    from offeval_core.cli import main
+    from offeval_core.errors import LogValidationError
+
+    path = tmp_path / "mine.csv"
+    pd.DataFrame({"who": [1, 1], "where": [1, 2], "click": [1.0, 0.0]}).to_csv(path, index=False)
+    with pytest.raises(LogValidationError) as err:
+        read_logs(path)
+    assert err.value.unmapped == ("session_id", "rank")
+    assert all("--map" not in p for p in err.value.problems)
+    assert main(["validate", str(path)]) == 2
+    assert ("hint: map your column names with --map 'session_id=<your column>,rank=<your column>'"
+            in capsys.readouterr().err)
+    _, fix = explain(err.value)
+    assert fix.startswith("Pick your file's column for 'session_id' and 'rank' in the column-mapping form below.")

@@ -11,6 +11,7 @@ import pytest
 from offeval_core.cli import main
 from offeval_core.discounts import learn_pbm
 from offeval_core.engine import Grid, connect, pbm_from_histogram, reduce, source_from_files
+from offeval_core.errors import LogValidationError
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.logs import read_logs
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments, write_moments
@@ -126,8 +127,9 @@ def test_cli_reduce_writes_moments_with_settings(world, tmp_path, capsys):
 def test_reduce_rejects_bad_parquet(tmp_path):
     df = pd.DataFrame({"session_id": [1, 1, 2], "pos": [1, 2, 1], "click": [0.0, 1.0, -1.0]})
     df.to_parquet(tmp_path / "a.parquet")
-    with pytest.raises(ValueError, match=r"missing required column 'rank'.*--map rank=<your column>"):
+    with pytest.raises(LogValidationError, match=r"missing required column 'rank'.*map your column to 'rank'") as err:
         source_from_files(tmp_path / "a.parquet")
+    assert err.value.unmapped == ("rank",)  # the CLI turns it into a --map hint, the dashboard into a form hint
     with pytest.raises(ValueError, match=r"reward column 'click' must be finite and ≥ 0; 1 rows are not"):
         source_from_files(tmp_path / "a.parquet", columns={"rank": "pos"})
     mixed = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], "click": [0.0, 1.0, 1.0],

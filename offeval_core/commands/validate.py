@@ -32,7 +32,11 @@ def run(args) -> int:
         if args.json:
             print(json.dumps({"source": exc.source, "valid": False, "problems": exc.problems}, indent=2))
         else:
+            from offeval_core.cli import map_hint
+
             print(str(exc), file=sys.stderr)
+            if hint := map_hint(exc):
+                print(f"offeval validate: hint: {hint}", file=sys.stderr)
         return 2
     except InputError as exc:  # a missing file, a bad --map: one problem
         if not args.json:

@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offeval_core.engine.grid import GROUP_KEYS
+from offeval_core.errors import LogValidationError
 from offeval_core.logs import POLICY_PREFIX, Logs
 
 __all__ = ["Source", "connect", "connect_spark", "logs_source", "source_from_files", "source_from_logs"]
@@ -204,10 +205,11 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
                          f"(columns found: {', '.join(table.columns)})")
     if rename:
         table = table.rename({k: u for u, k in rename.items()})
-    for c in ("session_id", "rank"):
-        if c not in table.columns:
-            raise ValueError(f"{name}: missing required column '{c}' (columns found: {', '.join(table.columns)}); "
-                             f"if your logs call it differently, map it, e.g. --map {c}=<your column>")
+    missing = [c for c in ("session_id", "rank") if c not in table.columns]
+    if missing:  # the same problem text as read_logs; each interface says how to map (LogValidationError.unmapped)
+        raise LogValidationError(name, [f"missing required column '{c}' (columns found: {', '.join(table.columns)}); "
+                                        f"if your logs call it differently, map your column to '{c}'" for c in missing],
+                                 unmapped=missing)
     schema = table.schema()
     policies = tuple(c[len(POLICY_PREFIX):] for c in table.columns if c.startswith(POLICY_PREFIX))
     special = {"session_id", "rank", "item_id", "logging_propensity", *GROUP_KEYS}
