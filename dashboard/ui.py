@@ -41,54 +41,41 @@ __all__ = [
 
 # ------------------------------------------------------------------------------------------ errors
 
-_FIXES = (
-    (r"no reward column|reward column .* must be", "Reward columns (e.g. click) must hold finite numbers ≥ 0."),
-    (r"column 'rank' must hold", "Ranks are 1-based positions: 1 = top of the feed, no 0, no text."),
-    (r"duplicates", "Each (session_id, rank) pair must appear once: remove repeated rows or fix the ranks."),
-    (r"must be 'control' or 'treatment'", "Rename the arm values to 'control' / 'treatment'."),
-    (r"cannot read the file|unsupported file type|file is empty",
-     "Upload a comma-separated CSV with a header row, or a Parquet file."),
-    (r"both arms|no A/B test", "These logs have no treatment arm; add an 'arm' column with 'control' and "
-                               "'treatment' sessions to compare offline with online results."),
-    (r"policy .* was not computed|unknown policy|target policies", "Pick a target policy in the sidebar; "
-                                                                     "policies come from rank__<policy> columns."),
-    (r"discount|exposure", "Use a discount spec like 'pbm', 'log2', 'reciprocal', 'exponential:0.9' "
-                           "(optionally '@n', e.g. 'log2@10')."),
-)
-
-
-def explain(exc: BaseException) -> tuple[str, str]:
-    """(what is wrong, how to fix it) for an exception raised by the core."""
-    if isinstance(exc, LogValidationError):
-        what = f"{exc.source}: {len(exc.problems)} problem(s) in the logs"
-        text = " ".join(exc.problems)
-    else:
-        what = str(exc).strip() or type(exc).__name__
-        text = what
-    if isinstance(exc, LogValidationError):
-        texts = exc.problems
-    else:
-        texts = [text]
-    # the exception's type decides first; the text patterns only refine untyped errors and the logs'
-    # problem lines (which are not typed one by one)
-    typed = [f for kind, f in _FIXES_BY_TYPE if isinstance(exc, kind)]
-    if getattr(exc, "unmapped", ()):  # required columns missing: the browser maps them in the form
-        names = " and ".join(f"'{c}'" for c in exc.unmapped)
-        typed.append(f"Pick your file's column for {names} in the column-mapping form below.")
-    by_text = [f for pattern, f in _FIXES if any(re.search(pattern, t) for t in texts)]
-    fixes = [*typed, *by_text] if isinstance(exc, LogValidationError) else (typed or by_text)
-    return what, " ".join(dict.fromkeys(fixes))
-
-
 _FIXES_BY_TYPE = (
     (errors.UnreadableInput, "Upload a comma-separated CSV with a header row, or a Parquet file."),
     (errors.LimitExceeded, "The file is over a size limit of this server: upload a sample, or reduce it to moments "
                            "with `offeval reduce` and load the moments file."),
     (errors.SpecError, "Use a discount spec like 'pbm', 'log2', 'reciprocal', 'exponential:0.9' (optionally '@n', "
                        "e.g. 'log2@10'), a clip ≥ 1 or 'inf', and an estimator key like 'ncis-zero@impression'."),
-    (errors.UnknownName, "Pick a name the loaded data has (rewards are numeric columns; policies come from "
-                         "rank__<policy> columns)."),
+    (errors.UnknownName, "Pick a name the loaded data has in the sidebar (rewards are numeric columns; target "
+                         "policies come from the policy columns of the column mapping)."),
+    (errors.NeedsArms, "These logs have no treatment arm; add an 'arm' column with 'control' and 'treatment' "
+                       "sessions to compare offline with online results."),
 )
+"""How to fix an error, by its type (the first matching type wins)."""
+
+_FIXES_BY_KIND = {
+    "reward": "Reward columns (e.g. click) must hold finite numbers ≥ 0.",
+    "rank": "Ranks are 1-based positions: 1 = top of the feed, no 0, no text.",
+    "duplicate": "Each (session_id, rank) pair must appear once: remove repeated rows or fix the ranks.",
+    "arm": "Rename the arm values to 'control' / 'treatment'.",
+}
+"""How to fix a problem line of invalid logs, by its :class:`~offeval_core.errors.Problem` kind."""
+
+
+def explain(exc: BaseException) -> tuple[str, str]:
+    """(what is wrong, how to fix it) for an exception raised by the core: the hint is chosen by the error's
+    type, the problem lines' kinds and the missing schema columns, never by the message's wording."""
+    if isinstance(exc, LogValidationError):
+        what = f"{exc.source}: {len(exc.problems)} problem(s) in the logs"
+    else:
+        what = str(exc).strip() or type(exc).__name__
+    fixes = [f for kind, f in _FIXES_BY_TYPE if isinstance(exc, kind)][:1]
+    if getattr(exc, "unmapped", ()):  # required columns missing: the browser maps them in the form
+        names = " and ".join(f"'{c}'" for c in exc.unmapped)
+        fixes.append(f"Pick your file's column for {names} in the column-mapping form below.")
+    fixes += [_FIXES_BY_KIND[k] for p in getattr(exc, "problems", ()) if (k := getattr(p, "kind", "")) in _FIXES_BY_KIND]
+    return what, " ".join(dict.fromkeys(fixes))
 
 
 def show_error(exc: BaseException, *, context: str = "") -> None:

@@ -38,6 +38,7 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import StratifiedTable
 
 from offeval_core.discounts import parse_discount
+from offeval_core.errors import UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
 from offeval_core.results import json_number
@@ -377,7 +378,7 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
     if policy is None and known:
         policy = "treatment" if "treatment" in known else known[0]
     if policy is not None and policy not in known:
-        raise ValueError(f"unknown policy {policy!r}; the logs have: {', '.join(known) or 'no target policy'}")
+        raise UnknownName(f"unknown policy {policy!r}; the logs have: {', '.join(known) or 'no target policy'}")
     checks = (
         check_cascade(logs, reward, alpha=alpha, level=level),
         check_interaction(logs, reward, categories=categories, alpha=alpha, level=level),

@@ -21,9 +21,11 @@ __all__ = [
     "LogsOverLimit",
     "MissingInput",
     "MomentsValidationError",
+    "NeedsArms",
     "NeedsRawLogs",
     "OffevalError",
     "OutputExists",
+    "Problem",
     "SpecError",
     "UnknownName",
     "UnreadableInput",
@@ -85,6 +87,28 @@ class UnknownName(InputError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class Problem(str):
+    """One problem line of a :class:`LogValidationError`: the text, plus its ``kind`` (``rank``, ``reward``,
+    ``duplicate``, ``arm``, or ``""``) so an interface can choose its hint by kind, never by the wording.
+
+    >>> p = Problem("column 'rank' must hold positive integers", kind="rank")
+    >>> p.kind, p == "column 'rank' must hold positive integers"
+    ('rank', True)
+    """
+
+    kind: str
+
+    def __new__(cls, text: str, *, kind: str = "") -> Problem:
+        out = super().__new__(cls, text)
+        out.kind = kind
+        return out
+
+
+class NeedsArms(InputError):
+    """An analysis compares offline with online results but the data hold no A/B test (control and treatment
+    arms)."""
 
 
 class LogValidationError(InputError):

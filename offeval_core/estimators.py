@@ -18,6 +18,7 @@ from offeval_core import stats
 from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
+from offeval_core.errors import UnknownName
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.registry import ESTIMATORS, SUM_COLUMNS, EstimatorSpec
 from offeval_core.results import Effect, Estimate, json_number
@@ -56,13 +57,13 @@ def _check_variant(moments: Moments, *, rewards, policy, metric, discount, expos
     check_choice(metric, ESTIMATORS, name="metric")
     for r in rewards:
         if r not in moments.grid.rewards:
-            raise ValueError(f"reward {r!r} was not computed; available: {', '.join(map(str, moments.grid.rewards))}")
+            raise UnknownName(f"reward {r!r} was not computed; available: {', '.join(map(str, moments.grid.rewards))}")
     pol = policy or LOGGING_POLICY
     for name, value, options in (("policy", pol, (LOGGING_POLICY, *moments.grid.policies)),
                                  ("discount", discount, moments.grid.discounts),
                                  ("exposure", exposure, moments.grid.exposures)):
         if value not in options:
-            raise ValueError(f"{name} {value!r} was not computed; available: {', '.join(map(str, options))}")
+            raise UnknownName(f"{name} {value!r} was not computed; available: {', '.join(map(str, options))}")
     return pol
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import mapping as column_mapping
-from offeval_core.errors import LogValidationError
+from offeval_core.errors import LogValidationError, Problem
 from offeval_core.limits import Limits
 from offeval_core.log_schema import (
     ARMS,
@@ -83,6 +83,16 @@ def _looks_numeric(col: pd.Series) -> bool:
     if present.empty:
         return False
     return bool(pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5)
+
+
+class _Tagged:
+    """A problem list seen through one kind: every line appended becomes a :class:`Problem` of that kind."""
+
+    def __init__(self, problems: list[str], kind: str):
+        self.problems, self.kind = problems, kind
+
+    def append(self, text: str) -> None:
+        self.problems.append(Problem(text, kind=self.kind))
 
 
 def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool,
@@ -240,10 +250,11 @@ def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) ->
     sid_missing = np.flatnonzero(df["session_id"].isna().to_numpy())
     if len(sid_missing):
         problems.append(f"column 'session_id' must not be empty; found empty values at {_rows(sid_missing)}")
-    ranks = _integer_column(df["rank"], "rank", problems, allow_missing=False, ceiling=chk.limits.max_rank)
+    ranks = _integer_column(df["rank"], "rank", _Tagged(problems, "rank"), allow_missing=False,
+                            ceiling=chk.limits.max_rank)
     rewards = {}
     for r in reward_cols:
-        values = _reward_column(df[r], r, problems)
+        values = _reward_column(df[r], r, _Tagged(problems, "reward"))
         if values is not None:
             rewards[r] = values
 
@@ -283,9 +294,9 @@ def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) ->
         arm_vals = df["arm"].astype("string").str.strip().str.lower()
         bad = np.flatnonzero(~arm_vals.isin(ARMS).fillna(False).to_numpy())
         if len(bad):
-            problems.append(
-                f"column 'arm' must be 'control' or 'treatment'; found {_values(df['arm'], bad)} at {_rows(bad)}"
-            )
+            problems.append(Problem(
+                f"column 'arm' must be 'control' or 'treatment'; found {_values(df['arm'], bad)} at {_rows(bad)}",
+                kind="arm"))
         else:
             arm = arm_vals.to_numpy(dtype=object)
     chk.stop_if_problems()
@@ -339,9 +350,9 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check)
                 f"session {_show(uniques[session_sorted[k]])} rank {int(ranks_sorted[k])} (data rows {a} and {b})"
             )
         more = f" and {len(dup) - MAX_SHOWN} more" if len(dup) > MAX_SHOWN else ""
-        problems.append(
-            "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more
-        )
+        problems.append(Problem(
+            "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more,
+            kind="duplicate"))
 
     starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
     uniques = np.asarray(uniques)

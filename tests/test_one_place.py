@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from offeval_core import importance as imp
 from offeval_core.arms import offline_mask, offline_rows
 from offeval_core.engine import Grid, reduce
-from offeval_core.errors import InputError, SpecError
+from offeval_core.errors import InputError, LogValidationError, NeedsArms, SpecError
 from offeval_core.estimators import subset
 from offeval_core.logs import read_logs
 from offeval_core.validation import clip_value, format_clip, parse_clip
@@ -79,6 +79,24 @@ def test_dashboard_hints_are_chosen_by_the_error_type():
     # a typed error gets its type's hint even when its text would match another pattern
     _, fix = explain(UnreadableInput("duplicates in the discount column"))
     assert fix == "Upload a comma-separated CSV with a header row, or a Parquet file."
+    # the problem lines of invalid logs carry their kind; the hint follows the kind, not the wording
+    df = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 1, 0], "click": [1.0, -1.0, 0.0],
+                       "arm": ["control", "control", "test"]})
+    with pytest.raises(LogValidationError) as err:
+        read_logs(df)
+    kinds = sorted(p.kind for p in err.value.problems)
+    assert kinds == ["arm", "rank", "reward"], err.value.problems
+    _, fix = explain(err.value)
+    assert fix == ("Ranks are 1-based positions: 1 = top of the feed, no 0, no text. Reward columns (e.g. click) "
+                   "must hold finite numbers ≥ 0. Rename the arm values to 'control' / 'treatment'.")
+    # an analysis that needs an A/B test raises NeedsArms, which has its own hint
+    m = reduce(read_logs(df.assign(rank=[1, 2, 1], click=[1.0, 0.0, 1.0], arm="control", rank__t=[2, 1, 1])),
+               Grid(rewards=("click",), policies=("t",), discounts=("log2",), exposures=("log2",), clips=(1.0,)))
+    from offeval_core.analyses import Variant, decision_boxes
+
+    with pytest.raises(NeedsArms) as err:
+        decision_boxes(m, estimators=[Variant("dcg", "log2", "log2", 1.0)], policy="t")
+    assert explain(err.value)[1].startswith("These logs have no treatment arm")
 
 
 def test_the_dashboard_and_the_report_plan_moments_with_one_planner():

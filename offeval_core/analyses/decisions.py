@@ -34,6 +34,7 @@ from offeval_core.analyses._common import (
 )
 from offeval_core.charts import DECISION_COLOURS, decision_figure
 from offeval_core.engine import Moments
+from offeval_core.errors import NeedsArms
 from offeval_core.estimators import online_results, summarize_groups
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.multiple import METHODS as ADJUST_METHODS
@@ -199,7 +200,7 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
                 rows.append(rec)
     boxes = pd.DataFrame(rows)
     if boxes.empty:
-        raise ValueError("no A/B test has both arms in the moments; decision boxes need control and treatment")
+        raise NeedsArms("no A/B test has both arms in the moments; decision boxes need control and treatment")
     family, size = _family(boxes)
     raw = _adjust_boxes(boxes, "none", level)
     boxes = _adjust_boxes(boxes, adjust, level) if adjust != "none" else raw

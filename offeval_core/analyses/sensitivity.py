@@ -28,6 +28,7 @@ from offeval_core.analyses._common import check_moments, check_policy_in, check_
 from offeval_core.charts import sensitivity_figure
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import Moments
+from offeval_core.errors import NeedsArms
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, online_results, select_clips
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.multiple import METHODS as ADJUST_METHODS
@@ -112,7 +113,7 @@ def _select_settings(online: pd.DataFrame, settings, online_alpha: float) -> tup
             raise ValueError(f"each setting must be (experiment_id, day, reward), got {s!r}")
         hits = [k for k in keyed.index if str(k[0]) == str(s[0]) and str(k[1]) == str(s[1]) and k[2] == s[2]]
         if not hits:
-            raise ValueError(f"setting {s!r} has no online A/B outcome in the moments (needs both arms)")
+            raise NeedsArms(f"setting {s!r} has no online A/B outcome in the moments (needs both arms)")
         out.append(hits[0])
     return keyed.loc[out].reset_index(), "list"
 

@@ -22,6 +22,7 @@ from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, METRICS, Grid, M
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
 from offeval_core.engine.sources import Source, _fetch_table, logs_source, source_from_logs
+from offeval_core.errors import UnknownName
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
 
 __all__ = ["prepare", "reduce"]
@@ -156,7 +157,7 @@ def _check_source_names(source: Source, grid: Grid) -> None:
     for p in grid.policies:
         if POLICY_PREFIX + p not in cols:
             known = ", ".join(source.policies) or "none"
-            raise ValueError(f"unknown policy {p!r}: the logs {source.name} have no column "
+            raise UnknownName(f"unknown policy {p!r}: the logs {source.name} have no column "
                              f"'{POLICY_PREFIX}{p}' (policies found: {known})")
 
 
