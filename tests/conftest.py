@@ -23,5 +23,8 @@ settings.register_profile(
     suppress_health_check=(HealthCheck.too_slow,),
     print_blob=True,
 )
+# the dashboard servers that browser tests start skip the background preparation of every page's defaults
+# (about a minute of CPU per server on the demo); the benchmark, which is not a test, keeps it
+os.environ.setdefault("OFFEVAL_PREPARE", "0")
 _profile = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
 settings.load_profile(_profile)

@@ -14,6 +14,8 @@ Only under a running server (``streamlit run``): in-process tests (AppTest) neve
 
 from __future__ import annotations
 
+import os
+
 import logging
 import math
 import threading
@@ -94,7 +96,7 @@ def _run(job: Warmup, steps: list[tuple[str, Callable[[], object]]]) -> None:
 def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
     """Start preparing ``ds``'s pages in the background (once per dataset key and server process); return its
     progress. Nothing for a moments file (nothing heavy to prepare) or outside a running server."""
-    if ds.is_moments or not _serving():
+    if ds.is_moments or not _serving() or not enabled():
         return None
     with _LOCK:
         job = _JOBS.get(ds.key)
@@ -103,6 +105,17 @@ def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
             job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in steps))
             threading.Thread(target=_run, args=(job, steps), name="offeval-prepare", daemon=True).start()
         return job
+
+
+def enabled(environ=None) -> bool:
+    """Whether the background preparation runs: on unless ``OFFEVAL_PREPARE=0`` (the test suite turns it off,
+    so the servers its browser tests start spend the two cores on the test, not on every page's defaults).
+
+    >>> enabled({"OFFEVAL_PREPARE": "0"}), enabled({})
+    (False, True)
+    """
+    env = os.environ if environ is None else environ
+    return env.get("OFFEVAL_PREPARE", "1").strip() != "0"
 
 
 def _serving() -> bool:
