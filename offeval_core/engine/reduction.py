@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from offeval_core.discounts import DiscountModel
+from offeval_core.discounts import DiscountModel, parse_discount
 from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, METRICS, Grid, Moments
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
@@ -35,6 +35,9 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
     In-memory ``logs`` without a ``backend`` use their one cached source (:func:`logs_source`), so a second
     reduce of the same logs reuses the registered tables and the compiled queries of the first.
     """
+    for spec in dict.fromkeys((*grid.discounts, *grid.exposures)):  # a bad spec or table fails here, before
+        if not str(spec).startswith("pbm"):                          # any engine work (the learnt pbm needs logs)
+            parse_discount(spec)
     if isinstance(logs, Logs):
         for r in grid.rewards:
             logs.check_reward(r)
