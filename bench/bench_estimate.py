@@ -116,29 +116,14 @@ def run_pandas(path: str, out: str) -> dict:
 
 def compare(engine_file: str, pandas_file: str) -> float:
     """Largest relative difference between the engine's moments and the pandas baseline's."""
-    import pandas as pd
+    from numpy_kernel import max_relative_difference
 
-    e = pd.read_parquet(engine_file)
-    p = pd.read_parquet(pandas_file)
-    for k in GROUPS:
-        e[k], p[k] = e[k].astype(str), p[k].astype(str)
-    worst = 0.0
-    pairs = {("dcg", "logging", "sum"): "dcg_logging", ("dcg", "treatment", "sum"): "dcg_treatment",
-             ("ndcg", "logging", "sum"): "ndcg_logging", ("ndcg", "treatment", "sum"): "ndcg_treatment",
-             ("dcg", "logging", "sumsq"): "dcg_logging_sq", ("ndcg", "treatment", "sumsq"): "ndcg_treatment_sq",
-             ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "sumsq_diff"): "ndcg_diff_sq",
-             ("dcg", "logging", "den_sum"): "idcg", ("dcg", "logging", "n"): "n"}
-    for (metric, policy, stat), col in pairs.items():
-        a = e[(e["metric"] == metric) & (e["policy"] == policy)][[*GROUPS, "clip", stat]]
-        b = p[[*GROUPS, "clip", col]].rename(columns={col: "ref"})
-        j = a.merge(b, on=[*GROUPS, "clip"], how="outer")
-        x, y = j[stat].to_numpy(float), j["ref"].to_numpy(float)
-        if np.isnan(x).any() or np.isnan(y).any():
-            return math.inf
-        rel = np.abs(x - y) / np.maximum(np.abs(y), 1e-300)
-        rel[x == y] = 0.0
-        worst = max(worst, float(rel.max()))
-    return worst
+    columns = {("dcg", "logging", "sum"): "dcg_logging", ("dcg", "treatment", "sum"): "dcg_treatment",
+               ("ndcg", "logging", "sum"): "ndcg_logging", ("ndcg", "treatment", "sum"): "ndcg_treatment",
+               ("dcg", "logging", "sumsq"): "dcg_logging_sq", ("ndcg", "treatment", "sumsq"): "ndcg_treatment_sq",
+               ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "sumsq_diff"): "ndcg_diff_sq",
+               ("dcg", "logging", "den_sum"): "idcg", ("dcg", "logging", "n"): "n"}
+    return max_relative_difference(engine_file, pandas_file, columns)
 
 
 # ------------------------------------------------------------------------------------------ orchestration

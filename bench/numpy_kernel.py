@@ -120,6 +120,30 @@ def to_table(data, res, clips=CLIPS) -> pa.Table:
     return pa.table(cols)
 
 
+def max_relative_difference(engine_file: str, reference_file: str, columns: dict[tuple[str, str, str], str]) -> float:
+    """Largest relative difference between the engine's moments (long: metric, policy, one column per stat) and
+    a baseline's (wide: one column per (metric, policy, stat) as named by ``columns``), per group and clip;
+    ``inf`` when a group or clip is missing on either side. Both benchmarks check their baseline with it."""
+    import pandas as pd
+
+    e = pd.read_parquet(engine_file)
+    p = pd.read_parquet(reference_file)
+    for k in GROUPS:
+        e[k], p[k] = e[k].astype(str), p[k].astype(str)
+    worst = 0.0
+    for (metric, policy, stat), col in columns.items():
+        a = e[(e["metric"] == metric) & (e["policy"] == policy)][[*GROUPS, "clip", stat]]
+        b = p[[*GROUPS, "clip", col]].rename(columns={col: "ref"})
+        j = a.merge(b, on=[*GROUPS, "clip"], how="outer")
+        x, y = j[stat].to_numpy(float), j["ref"].to_numpy(float)
+        if np.isnan(x).any() or np.isnan(y).any():
+            return math.inf
+        rel = np.abs(x - y) / np.maximum(np.abs(y), 1e-300)
+        rel[x == y] = 0.0
+        worst = max(worst, float(rel.max()))
+    return worst
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile("dev", settings.get_profile("default"))
@@ -28,3 +29,25 @@ settings.register_profile(
 os.environ.setdefault("OFFEVAL_PREPARE", "0")
 _profile = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
 settings.load_profile(_profile)
+
+
+VIEWPORT = {"width": 1280, "height": 1400}
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Debian chromium per browser-test module (tests/browser_support.py)."""
+    from browser_support import launched_chromium
+
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with launched_chromium(playwright_api) as browser:
+        yield browser
+
+
+@pytest.fixture
+def tab(chromium):
+    """A fresh browser context and page per test, 1280 × 1400."""
+    ctx = chromium.new_context(viewport=VIEWPORT)
+    page = ctx.new_page()
+    yield page
+    ctx.close()

@@ -18,7 +18,6 @@ from browser_support import (
     dashboard_command,
     demo_environment,
     free_port,
-    launched_chromium,
     serving,
 )
 
@@ -40,20 +39,6 @@ def server():
     url = f"http://127.0.0.1:{port}"
     with serving(cmd, port=port, env=env, wait=60):
         yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with launched_chromium(playwright) as b:
-        yield b
-
-
-@pytest.fixture
-def tab(chromium):
-    ctx = chromium.new_context(viewport={"width": 1280, "height": 1400})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
 
 
 def settle(pg, *, timeout: float = LOAD) -> None:

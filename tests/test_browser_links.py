@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import pytest
-from browser_support import CHROMIUM, ROOT, free_port, launched_chromium, serving
+from browser_support import CHROMIUM, ROOT, free_port, serving
 
 from tests.user_names import MAP, user_named
 
@@ -57,20 +57,6 @@ def server(user_csv):
     url = f"http://127.0.0.1:{port}"
     with serving(cmd, port=port, env=env, wait=90):
         yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with launched_chromium(playwright) as b:
-        yield b
-
-
-@pytest.fixture
-def tab(chromium):
-    ctx = chromium.new_context(viewport=VIEWPORT)
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
 
 
 def settle(pg, *, timeout: float = LOAD) -> None:

@@ -10,7 +10,6 @@ Debian's headless Chromium driven by Playwright.
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import sys
@@ -18,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, free_port, launched_chromium, serving
+from browser_support import CHROMIUM, demo_environment, free_port, serving
 from security_support import SECRET, moments_file, small_logs
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -47,25 +46,11 @@ def server(tmp_path_factory):
     port = free_port()
     # only the port is given: address, usage stats, error details and upload size come from .streamlit/config.toml
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port", str(port)]
-    env = {k: v for k, v in os.environ.items() if k != "OFFEVAL_DEMO_DIR"}
+    env = demo_environment()
     env.update(OFFEVAL_DATA_DIR=str(datadir), OFFEVAL_SERVER_MARKER=SECRET)
     url = f"http://127.0.0.1:{port}"
     with serving(cmd, port=port, env=env, wait=60) as proc:
         yield {"url": url, "pid": proc.pid, "port": port}
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with launched_chromium(playwright) as b:
-        yield b
-
-
-@pytest.fixture
-def tab(chromium):
-    ctx = chromium.new_context(viewport={"width": 1280, "height": 1400})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
 
 
 def settle(pg, *, timeout: float = LOAD) -> None:

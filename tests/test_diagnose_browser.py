@@ -4,7 +4,7 @@ takeaway names the switched assumption, no error or exception, the slate chart i
 from __future__ import annotations
 
 import pytest
-from test_browser_dashboard import chromium, no_exception, open_page, server, tab  # noqa: F401
+from test_browser_dashboard import no_exception, open_page, server  # noqa: F401 - server is a fixture
 
 pytestmark = pytest.mark.browser
 

@@ -162,18 +162,6 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
     return pd.DataFrame(rows)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
-    """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
-    ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
-    clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
-    from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
-
-    effect = mean_offline_effect(moments(key, reward, discount, exposure), reward=reward, policy=policy,
-                                 discount=discount, exposure=exposure, level=level)
-    return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
-
-
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _clip_tuning_base(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
     from offeval_core.charts import clip_tuning_figure
