@@ -74,3 +74,23 @@ def launched_chromium(playwright_api) -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+def open_popover(pg, label: str, *, timeout: float = 120):
+    """Click the sidebar popover button ``label`` until its body is visible and return the body.
+
+    A rerun that starts just after the click (a query-parameter sync, a widget default settling) can remount
+    the popover closed, so one click is not always enough on a loaded machine; the click is repeated every few
+    seconds until the body shows or ``timeout`` seconds have passed."""
+    body = pg.get_by_test_id("stPopoverBody")
+    button = pg.get_by_test_id("stSidebar").get_by_text(label).first
+    deadline = time.monotonic() + timeout
+    while True:
+        if not body.first.is_visible():
+            button.click(timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+        try:
+            body.first.wait_for(state="visible", timeout=5_000)
+            return body.first
+        except Exception:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the popover {label!r} did not open within {timeout:g} s") from None

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import pytest
-from browser_support import CHROMIUM, ROOT, free_port, serving
+from browser_support import CHROMIUM, ROOT, free_port, open_popover, serving
 
 from tests.user_names import MAP, user_named
 
@@ -103,8 +103,7 @@ def figures(pg) -> list[dict]:
 
 def copied_link(pg) -> str:
     settle(pg)
-    pg.get_by_test_id("stSidebar").get_by_text("Copy link to this view").click(timeout=60_000)
-    code = pg.get_by_test_id("stPopoverBody").get_by_test_id("stCode").first
+    code = open_popover(pg, "Copy link to this view").get_by_test_id("stCode").first
     code.wait_for(timeout=30_000)
     link = code.inner_text().strip()
     pg.keyboard.press("Escape")

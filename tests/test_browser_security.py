@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, demo_environment, free_port, serving
+from browser_support import CHROMIUM, demo_environment, free_port, open_popover, serving
 from security_support import SECRET, moments_file, small_logs
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -162,8 +162,7 @@ def test_an_uploaded_discount_table_becomes_the_target_discount(server, tab, tmp
     tab.goto(server["url"])
     settle(tab)
     sidebar = tab.get_by_test_id("stSidebar")
-    sidebar.get_by_text("Upload a discount table").first.click()
-    tab.get_by_test_id("stPopoverBody").locator('input[type="file"]').set_input_files(str(table))
+    open_popover(tab, "Upload a discount table").locator('input[type="file"]').set_input_files(str(table))
     # the target discount D becomes the uploaded table, also in the shareable link
     tab.wait_for_function("(e) => decodeURIComponent(location.search).includes('discount=' + e)", arg=expected,
                           timeout=60_000)
