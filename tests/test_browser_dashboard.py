@@ -18,6 +18,7 @@ from browser_support import (
     dashboard_command,
     demo_environment,
     free_port,
+    open_popover,
     serving,
 )
 
@@ -140,8 +141,7 @@ def test_shared_url_lands_on_the_same_view(server, chromium, tab):
     assert sidebar.get_by_test_id("stSliderThumbValue").first.inner_text() == "64"
     assert "95%" in _takeaway(tab)
     original = _takeaway(tab)
-    sidebar.get_by_text("Copy link to this view").click()
-    link = tab.get_by_test_id("stCode").first.inner_text().strip()
+    link = open_popover(tab, "Copy link to this view").get_by_test_id("stCode").first.inner_text().strip()
     assert "/sensitivity?" in link and "clip=64" in link and "reward=watch_complete" in link
     other = chromium.new_context(viewport={"width": 1280, "height": 1400}).new_page()
     try:
