@@ -40,6 +40,8 @@ from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.logs import LOGGING_POLICY, Logs, summarize
+from offeval_core.multiple import LABELS as ADJUST_LABELS
+from offeval_core.multiple import METHODS as ADJUST_METHODS
 from offeval_core.report_html import HtmlDocument, fmt_table
 from offeval_core.validation import check_choice, check_clips, check_level
 
@@ -64,6 +66,7 @@ class ReportSettings:
     online_alpha: float = ONLINE_ALPHA
     decision_level: float = LEVEL
     q_clip: float = math.inf
+    adjust: str = "none"
     n_boot: int = 500
     seed: int = 0
     heldout: bool = False
@@ -76,7 +79,7 @@ class ReportSettings:
 def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
                  clips: Sequence[float] = DEFAULT_CLIPS, policy: str = "treatment", sensitivity_level: float = LEVEL,
                  online_alpha: float = ONLINE_ALPHA, decision_level: float = LEVEL, q_clip: float = math.inf,
-                 n_boot: int = 500, seed: int = 0, heldout: bool = False, heldout_grid: str = "small",
+                 adjust: str = "none", n_boot: int = 500, seed: int = 0, heldout: bool = False, heldout_grid: str = "small",
                  heldout_k: int = 100, heldout_cache_dir=None,
                  progress: Callable[[str], None] | None = None, moments_meta: dict | None = None) -> str:
     """Compute every analysis on ``logs`` and return the report as one HTML string.
@@ -84,6 +87,9 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     With ``heldout`` the report adds KDD'24 App. A on the simulated model zoo (``heldout_grid`` "small" =
     25 models, about 10 s; "default" = 192 models as in the paper), DCG@``heldout_k`` vs nDCG@``heldout_k``;
     ``heldout_cache_dir`` saves the trained zoo on disk for later reports.
+
+    ``adjust`` ("none", "holm" or "bh") takes the sensitivity detections and the decision boxes on
+    multiplicity-adjusted p-values (:mod:`offeval_core.multiple`), as the dashboard's pages do.
 
     ``progress`` is called with the name of each step as it starts (the CLI drives a progress bar with it).
 
@@ -94,8 +100,8 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     if isinstance(logs, Moments):
         return _build_from_moments(logs, rewards=rewards, discount=discount, clips=clips, policy=policy,
                                    sensitivity_level=sensitivity_level, online_alpha=online_alpha,
-                                   decision_level=decision_level, q_clip=q_clip, n_boot=n_boot, seed=seed,
-                                   heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k,
+                                   decision_level=decision_level, q_clip=q_clip, adjust=adjust, n_boot=n_boot,
+                                   seed=seed, heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k,
                                    heldout_cache_dir=heldout_cache_dir, progress=progress,
                                    meta=moments_meta or {})
     if not isinstance(logs, Logs):
@@ -106,6 +112,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     clips = check_clips(clips)
     check_level(sensitivity_level)
     check_level(decision_level)
+    check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
     parse_discount(discount, logs=logs)
     q_clip = float(q_clip)
     _check_heldout(heldout, heldout_grid, heldout_k)
@@ -114,8 +121,8 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     step = progress or (lambda _name: None)
     st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy,
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
-                        decision_level=decision_level, q_clip=q_clip, n_boot=n_boot, seed=seed, heldout=heldout,
-                        heldout_grid=heldout_grid, heldout_k=heldout_k)
+                        decision_level=decision_level, q_clip=q_clip, adjust=adjust, n_boot=n_boot, seed=seed,
+                        heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k)
     has_target = policy in logs.policies
     ab = has_target and logs.has_arms
     doc = HtmlDocument()
@@ -167,7 +174,7 @@ def _check_heldout(heldout, heldout_grid, heldout_k) -> None:
 
 
 def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensitivity_level, online_alpha,
-                        decision_level, q_clip, n_boot, seed, heldout, heldout_grid, heldout_k, heldout_cache_dir,
+                        decision_level, q_clip, adjust, n_boot, seed, heldout, heldout_grid, heldout_k, heldout_cache_dir,
                         progress, meta: dict) -> str:
     """:func:`build_report` on the moments of a moments file: no section reads rows."""
     g = m.grid
@@ -177,6 +184,7 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
             raise ValueError(f"reward {r!r} is not in the moments file; it holds {', '.join(g.rewards)}")
     check_level(sensitivity_level)
     check_level(decision_level)
+    check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
     if discount not in g.discounts or discount not in g.exposures:
         raise ValueError(f"discount {discount!r} (= exposure model) is not in the moments file; it holds D ∈ "
                          f"{{{', '.join(g.discounts)}}}, D0 ∈ {{{', '.join(g.exposures)}}}")
@@ -189,8 +197,8 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
     step = progress or (lambda _name: None)
     st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy,
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
-                        decision_level=decision_level, q_clip=q_clip, n_boot=n_boot, seed=seed, heldout=heldout,
-                        heldout_grid=heldout_grid, heldout_k=heldout_k, input_kind="moments")
+                        decision_level=decision_level, q_clip=q_clip, adjust=adjust, n_boot=n_boot, seed=seed,
+                        heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k, input_kind="moments")
     moments = subset(m, rewards=rewards, clips=clips)
     on = moments.online
     has_target = policy in g.policies
@@ -249,13 +257,14 @@ def _analyses(doc: HtmlDocument, st: ReportSettings, *, moments: Moments | None,
     doc.h2("sensitivity", "1 · Sensitivity vs clipping (KDD'24 Fig. 1)")
     if ab:
         res = sensitivity(moments, policy=policy, discount=discount, exposure=discount, level=sensitivity_level,
-                          online_alpha=online_alpha, settings="significant")
+                          online_alpha=online_alpha, settings="significant", adjust=st.adjust)
         if res.settings.empty:
             doc.note(f"No (experiment, day, reward) has a significant online effect at p < {online_alpha:g}; "
                      "showing all settings instead (detection = offline CI on the side of the online effect).")
             res = sensitivity(moments, policy=policy, discount=discount, exposure=discount,
-                              level=sensitivity_level, online_alpha=online_alpha, settings="all")
+                              level=sensitivity_level, online_alpha=online_alpha, settings="all", adjust=st.adjust)
         doc.p(res.takeaway, "takeaway")
+        doc.p(res.adjustment)
         doc.fig(charts.sensitivity_figure(res))
         doc.raw(fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
         doc.raw("<details><summary>Settings used (online outcome per experiment, day, reward)</summary>"
@@ -307,8 +316,10 @@ def _analyses(doc: HtmlDocument, st: ReportSettings, *, moments: Moments | None,
     doc.h2("decisions", "4 · Offline vs online decisions per A/B test (Gilotte Fig. 4, Table 3)")
     if ab:
         ests = _available(moments, list(decision_estimators(discount, q_clip)), logs)
-        dec = decision_boxes(moments, estimators=ests, policy=policy, level=decision_level, relative=True)
+        dec = decision_boxes(moments, estimators=ests, policy=policy, level=decision_level, relative=True,
+                             adjust=st.adjust)
         doc.p(dec.takeaway, "takeaway")
+        doc.p(dec.adjustment)
         for label in dec.estimators:
             doc.fig(charts.decision_figure(dec, estimator=label))
         doc.raw(fmt_table(dec.summary, pct_cols=("precision", "fnr", "agreement")))
@@ -381,7 +392,9 @@ def _page(doc: HtmlDocument, source: str, st: ReportSettings) -> str:
                 "Q̂ clip (correlation, DCG vs nDCG, decisions)": clip_text(st.q_clip),
                 "sensitivity CI level": f"{st.sensitivity_level:.0%}",
                 "online significance (Welch, two-sided)": f"p < {st.online_alpha:g}",
-                "decision CI level": f"{st.decision_level:.0%}", "bootstrap resamples / seed": f"{st.n_boot} / {st.seed}",
+                "decision CI level": f"{st.decision_level:.0%}",
+                "multiple testing (sensitivity, decisions)": ADJUST_LABELS[st.adjust],
+                "bootstrap resamples / seed": f"{st.n_boot} / {st.seed}",
                 "offline estimates on": "control-arm sessions (logging policy)",
                 "nDCG when iDCG = 0": "counts 0",
                 "held-out section (App. A)": (f"simulated zoo, {st.heldout_grid} grid, k = {st.heldout_k}"

@@ -184,3 +184,43 @@ def test_report_from_a_moments_file_checks_its_grid(tmp_path, report_file):
         build_report(m, rewards=["watch_time"])
     with pytest.raises(ValueError, match=r"q_clip 64 is not in the moments file's clip grid \(1, ∞\)"):
         build_report(m, q_clip=64.0)
+
+
+def test_adjust_takes_the_report_on_adjusted_p_values_like_the_pages(report_file, tmp_path):
+    """``--adjust holm``: the sensitivity section is the core's Holm-adjusted result on the same moments, and
+    the decision section says the decisions are on adjusted p-values; the default report says it is unadjusted."""
+    import html
+    import math
+
+    from offeval_core.analyses import sensitivity
+    from offeval_core.engine import Grid, reduce
+    from offeval_core.logs import read_logs
+
+    logs_path = report_file.parent / "logs.parquet"
+    out = tmp_path / "holm.html"
+    assert _run([str(logs_path), "--out", str(out), "--reward", "like", "--clip-grid", "1,4,64,inf", "--n-boot",
+                 "50", "--adjust", "holm", "--no-progress"]) == 0
+    text = out.read_text(encoding="utf-8")
+    m = reduce(read_logs(logs_path), Grid(rewards=("like",), policies=("treatment",), clips=(1.0, 4.0, 64.0, math.inf)))
+    res = sensitivity(m, adjust="holm")
+    if res.settings.empty:
+        res = sensitivity(m, adjust="holm", settings="all")
+    assert res.family_size > 1
+    assert html.escape(res.takeaway) in text and html.escape(res.adjustment) in text
+    assert "Detections on adjusted one-sided p-values, Holm (family-wise error)" in text
+    assert "Decisions on adjusted p-values, Holm (family-wise error) at α = 0.01" in text
+    assert "<th>multiple testing (sensitivity, decisions)</th><td>Holm (family-wise error)</td>" in text
+    plain = report_file.read_text(encoding="utf-8")
+    assert "<th>multiple testing (sensitivity, decisions)</th><td>unadjusted</td>" in plain
+    assert "Unadjusted: each of the" in plain and "adjusted p-values, Holm" not in plain
+
+
+def test_report_adjust_is_checked(report_file):
+    from offeval_core.logs import read_logs
+    from offeval_core.report import build_report
+
+    logs = read_logs(report_file.parent / "logs.parquet")
+    with pytest.raises(ValueError, match="adjust must be one of 'none', 'holm', 'bh'; got 'bonferroni'"):
+        build_report(logs, adjust="bonferroni")
+    with pytest.raises(SystemExit):
+        _run(["logs.parquet", "--out", "r.html", "--adjust", "bonferroni"])

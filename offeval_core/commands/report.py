@@ -41,6 +41,10 @@ def register(sub) -> None:
     p.add_argument("--level", type=float, default=LEVEL, help=f"CI level of the sensitivity analysis ({LEVEL:g})")
     p.add_argument("--online-alpha", type=float, default=ONLINE_ALPHA,
                    help="online significance threshold, Welch two-sided p (default 0.001)")
+    p.add_argument("--adjust", choices=("none", "holm", "bh"), default="none",
+                   help="multiple testing: take the sensitivity detections and the decision boxes on Holm "
+                        "(family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p-values, "
+                        "as the dashboard's Sensitivity and Decisions pages can (default none)")
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
@@ -99,7 +103,7 @@ def run(args) -> int:
     try:
         info = write_report(logs, args.out, rewards=rewards, discount=args.discount, clips=clips,
                             policy=policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
-                            q_clip=parse_clip(args.q_clip), n_boot=args.n_boot, seed=args.seed, heldout=args.heldout,
+                            q_clip=parse_clip(args.q_clip), adjust=args.adjust, n_boot=args.n_boot, seed=args.seed, heldout=args.heldout,
                             heldout_grid=args.heldout_grid, heldout_k=args.heldout_k,
                             heldout_cache_dir=args.heldout_cache, progress=progress, **extra)
         bar.update(1)
