@@ -27,9 +27,10 @@ from offeval_core.estimators import subset
 
 __all__ = [
     "agreement_chart", "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
-    "correlation_chart", "correlation_html", "correlation_result", "correlation_series_chart", "decision_result",
+    "correlation_chart", "correlation_html", "correlation_result", "correlation_series_chart", "decision_defaults",
+    "decision_result",
     "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
-    "simulated_topics",
+    "shown_sensitivity", "simulated_topics",
 ]
 
 
@@ -83,6 +84,20 @@ def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposu
                        online_alpha=online_alpha, settings=selection, rewards=rewards, adjust=adjust)
 
 
+def shown_sensitivity(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
+                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str,
+                      adjust: str = "none"):
+    """The Sensitivity page's result and the selection it rests on: the asked ``selection``, or, when that is
+    "significant" and no setting is significant online, every setting (the fallback ``offeval report`` takes
+    too). The page and the background preparation both call this, so they compute the same cached values."""
+    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection,
+                             adjust)
+    if len(res.settings) == 0 and selection == "significant":
+        return sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, "all",
+                                  adjust), "all"
+    return res, selection
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str):
     from offeval_core.analyses import Variant, offline_online_correlation
@@ -101,6 +116,21 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
         raise NeedsRawLogs(needs_raw_logs_text("The DCG vs nDCG bootstrap over sessions"))
     return dcg_vs_ndcg(load(key).logs, reward=reward, policies=policies, discount=discount, exposure=exposure,
                        clip=clip, n_boot=n_boot, rng=0, level=level)
+
+
+def decision_defaults(discount: str, exposure: str, clip: float) -> tuple[tuple, ...]:
+    """The Decisions page's default estimators as (name, D, D0, m): DCG on raw labels, DCG de-biased at the
+    sidebar's clip ``clip`` (what KDD'24 recommends), then the rest of ``analyses.DEFAULT_ESTIMATORS``
+    (de-biased DCG and nDCG at m = ∞), without repeats.
+
+    >>> [(n, m) for n, _, _, m in decision_defaults("pbm", "pbm", 16.0)]
+    [('dcg', 1.0), ('dcg', 16.0), ('dcg', inf), ('ndcg', inf)]
+    """
+    from offeval_core.analyses import DEFAULT_ESTIMATORS
+
+    first, *rest = [(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
+    picks = dict.fromkeys([first, ("dcg", float(clip)), *rest])
+    return tuple((name, discount, exposure, m) for name, m in picks)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 
 import logging
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,12 +25,12 @@ from dashboard.data.analyses import (
     agreement_result,
     clip_tuning_result,
     correlation_result,
+    decision_defaults,
     decision_result,
-    sensitivity_result,
+    shown_sensitivity,
 )
 from dashboard.data.datasets import Dataset, moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
-from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 
 __all__ = ["Warmup", "progress", "warm_up"]
 
@@ -55,8 +54,17 @@ class Warmup:
 
 def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Callable[[], object]]]:
     """(label, call) of every default result, pages in the navigation's order (Data, Sensitivity, Correlation,
-    DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them)."""
-    from offeval_core.analyses import DEFAULT_ESTIMATORS, default_variants
+    DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them).
+
+    Every argument is the page's own default: the global settings' (``state.DEFAULTS``), the page controls'
+    (``state.PAGE_CONTROLS``) and the shared default choices (``shown_sensitivity``, ``decision_defaults``),
+    passed in the page's order, so each call hits the cache entry the page reads
+    (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew)."""
+    from dashboard.state import DEFAULTS as D
+    from offeval_core.analyses import default_variants
+
+    def control(name: str):
+        return D.control(name)
 
     key = ds.key
     rates = ds.reward_rates
@@ -64,22 +72,27 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
     arms = ds.has_arms
     steps: list[tuple[str, Callable[[], object]]] = [
         ("data summary", lambda: (reward_overview(key), max_rank(key), learnt_pbm(key))),
-        *((f"moments of {r}", lambda r=r: moments(key, r, "pbm", "pbm")) for r in dict.fromkeys((reward, *rewards)))]
+        *((f"moments of {r}", lambda r=r: moments(key, r, D.discount, D.exposure))
+          for r in dict.fromkeys((reward, *rewards)))]
     if policy and arms and rewards:
-        steps.append(("sensitivity", lambda: sensitivity_result(key, rewards, "pbm", "pbm", policy, ("dcg", "ndcg"),
-                                                                LEVEL, ONLINE_ALPHA, "significant", "none")))
+        pooled = rewards if control("sens_all") else (reward,)
+        steps.append(("sensitivity", lambda: shown_sensitivity(
+            key, pooled, D.discount, D.exposure, policy, tuple(control("sens_metrics")), D.level,
+            control("sens_alpha"), control("sens_sel"), control("sens_adj"))))
     if arms and len(ds.days) >= 3 and "treatment" in ds.policies:
-        variants = tuple(tuple(v) for v in default_variants())
+        variants = tuple(tuple(v) for v in default_variants())  # the page's default columns (Q̂ at m = ∞)
         steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
-        steps.append(("correlation", lambda: correlation_result(key, reward, variants, "pearson")))
+        steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method)))
     if len(ds.policies) >= 2:
-        steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, tuple(ds.policies), "pbm", "pbm",
-                                                              math.inf, LEVEL, 200)))
+        steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, tuple(ds.policies), D.discount,
+                                                              D.exposure, D.clip, D.level, control("agr_boot"))))
     if policy and arms:
-        ests = tuple(tuple(e) for e in DEFAULT_ESTIMATORS)
-        steps.append(("decisions", lambda: decision_result(key, reward, policy, ests, LEVEL, False)))
+        ests = decision_defaults(D.discount, D.exposure, D.clip)
+        steps.append(("decisions", lambda: decision_result(key, reward, policy, ests, D.level, control("dec_rel"),
+                                                           control("dec_adj"))))
     if policy:
-        steps.append(("clip tuning", lambda: clip_tuning_result(key, reward, policy, "pbm", "pbm", LEVEL, "slope")))
+        steps.append(("clip tuning", lambda: clip_tuning_result(key, reward, policy, D.discount, D.exposure, D.level,
+                                                                control("clip_rule"))))
     return steps
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import DEFAULT_ESTIMATORS, Variant, decision_figure
+from offeval_core.analyses import Variant, decision_figure
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
@@ -49,8 +49,7 @@ def _from_text(t: str) -> tuple[str, float]:
 
 clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
 options = [_to_text(n, m) for n in names for m in clips]
-defaults = [_to_text(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
-defaults.insert(1, _to_text("dcg", s.clip))  # de-biased DCG at the sidebar's clip: what KDD'24 recommends
+defaults = [_to_text(n, m) for n, _, _, m in data.decision_defaults(s.discount, s.exposure, s.clip)]
 chosen = [t for t in ss.get("w_estimators", []) if t in options]
 default_estimators = list(dict.fromkeys(t for t in defaults if t in options))
 ui.page_default("estimators", default_estimators)

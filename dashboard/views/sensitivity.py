@@ -60,11 +60,12 @@ with ui.guarded("Sensitivity"):
                                               "time only)…")
             ui.get_moments(c, reward=r)
         bar.empty()
-    res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
-                                  alpha, selection, adjust)
+    asked = selection
+    res, selection = data.shown_sensitivity(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics),
+                                            s.level, alpha, selection, adjust)
     n_settings = len(res.settings)
     note = ""
-    if n_settings == 0 and selection == "significant":
+    if selection != asked:
         # the same fallback as `offeval report`: with nothing significant online, every setting counts
         note = (f"No (experiment, day, reward) setting has a significant online effect at p < {alpha:g}, so "
                 "there is nothing to detect; showing **all** settings instead (detection = offline CI on the "
@@ -72,10 +73,6 @@ with ui.guarded("Sensitivity"):
                 "paper's selection.")
         if not c.present:  # when presenting, the note goes below the chart
             st.info(note, icon=":material/info:")
-        selection = "all"
-        res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level,
-                                      alpha, selection, adjust)
-        n_settings = len(res.settings)
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
         st.stop()
