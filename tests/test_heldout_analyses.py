@@ -327,3 +327,25 @@ def test_lab_takeaway_states_tau_bias_and_the_gs_verdict_from_the_summary(lab):
     gs, sn = (summ["estimator"] == "gs") & (summ["k"] == 20), (summ["estimator"] == "snips") & (summ["k"] == 20)
     summ.loc[gs, ["tau_mean", "mean_abs_bias"]], summ.loc[sn, ["tau_mean", "mean_abs_bias"]] = (0.1, 0.5), (0.9, 0.01)
     assert "finding does not hold here" in lab_takeaway(dataclasses.replace(lab, summary=summ))
+
+
+def test_lab_bias_takeaway_names_the_least_biased_estimator_from_the_summary(lab):
+    import dataclasses
+
+    from offeval_core.heldout.analyses import lab_bias_takeaway
+    at = lab.summary[lab.summary["k"] == 20].sort_values("mean_abs_bias")
+    text = lab_bias_takeaway(lab)
+    names = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS"}
+    best = at["estimator"].iloc[0]
+    assert text.startswith(f"At K = 20 (mean over {len(lab.params['seeds'])} seeds) {names[best]} is the least biased")
+    listed = ", ".join(f"{names[e]} {b:.3f}" for e, b in zip(at["estimator"], at["mean_abs_bias"], strict=True))
+    assert listed in text  # every estimator, smallest |bias| first
+    if best != "naive":
+        ratio = at.set_index("estimator").loc["naive", "mean_abs_bias"] / at["mean_abs_bias"].iloc[0]
+        assert f"{ratio:.3g}× less than the naive estimate" in text
+    # a summary where the naive estimate is the least biased names it and claims no ratio
+    summ = lab.summary.copy()
+    summ.loc[(summ["estimator"] == "naive") & (summ["k"] == 20), "mean_abs_bias"] = 0.0
+    flipped = lab_bias_takeaway(dataclasses.replace(lab, summary=summ))
+    assert "Naive is the least biased: mean |bias| vs the MCAR truth Naive 0.000" in flipped
+    assert "less than the naive" not in flipped

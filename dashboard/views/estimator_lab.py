@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.heldout.analyses import lab_takeaway
+from offeval_core.heldout.analyses import lab_bias_takeaway, lab_takeaway
 from offeval_core.heldout.charts import (
     ESTIMATOR_LABELS,
     ESTIMATOR_ORDER,
@@ -60,7 +60,8 @@ with ui.guarded("Estimator lab"):
     top_k = max(prm["ks"])
     take = lab_takeaway(lab, k=top_k)
     st.header("Bias and spread vs the MCAR truth")
-    ui.show_figure(lab_bias_chart(lab), key="lab_bias", name="estimator_lab_bias")
+    ui.show_figure(lab_bias_chart(lab), key="lab_bias", name="estimator_lab_bias",
+                   take=lab_bias_takeaway(lab, k=top_k))
     ui.show_table(s, key="lab_summary", name="estimator_lab_summary",
                   caption="Per cut-off and estimator, averaged over models: mean bias and mean |bias| "
                           "(estimate − MCAR truth), spread (standard deviation over seeds), RMSE, and Kendall τ "

@@ -16,6 +16,7 @@ from scipy import stats as _sps
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
 from offeval_core.heldout.io import Qrels, Run
+from offeval_core.heldout.lab_text import lab_bias_takeaway, lab_takeaway
 from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism
 from offeval_core.heldout.metrics import MetricSpec, evaluate_run, log2_discount, topn_metrics
 from offeval_core.heldout.mnar import (
@@ -326,49 +327,6 @@ def estimator_lab(
     return EstimatorLab(est_df, tau_df, pd.DataFrame(strata_rows), pd.DataFrame(bound_rows), summary, params)
 
 
-_LAB_NAMES = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS"}
-
-
-def lab_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
-    """The estimator lab's takeaway at cut-off ``k`` (default the largest), computed from ``lab.summary``:
-    Kendall τ of each estimator's model ranking vs the MCAR truth (mean over seeds), best first, the mean
-    |bias| of each, and whether the GS paper's finding (GS ranks the models at least as well as SNIPS and
-    with less bias, Table 1) holds on this world.
-
-    >>> summ = pd.DataFrame({"k": [10] * 3, "estimator": ["naive", "snips", "gs"], "tau_mean": [0.5, 0.7, 0.8],
-    ...                      "mean_abs_bias": [0.2, 0.05, 0.01]})
-    >>> lab = EstimatorLab(None, None, None, None, summ, {"seeds": [0, 1]})
-    >>> print(lab_takeaway(lab))
-    At K = 10 (mean over 2 seeds) Kendall τ vs the MCAR truth: GS 0.80, SNIPS 0.70, Naive 0.50; mean |bias| GS 0.010, SNIPS 0.050, Naive 0.200. The GS paper's finding holds here: GS ranks the models better than SNIPS (τ 0.80 vs 0.70) with less bias (0.010 vs 0.050).
-    """
-    s = lab.summary
-    k = int(s["k"].max()) if k is None else int(k)
-    at = s[s["k"] == k].sort_values("tau_mean", ascending=False)
-    if at.empty:
-        return f"No estimates at K = {k}."
-    name = lambda e: _LAB_NAMES.get(e, str(e))  # noqa: E731
-    n_seeds = len(lab.params.get("seeds", []))
-    text = (f"At K = {k} (mean over {n_seeds} seeds) Kendall τ vs the MCAR truth: "
-            + ", ".join(f"{name(e)} {t:.2f}" for e, t in zip(at["estimator"], at["tau_mean"], strict=True))
-            + "; mean |bias| "
-            + ", ".join(f"{name(e)} {b:.3f}" for e, b in zip(at["estimator"], at["mean_abs_bias"], strict=True))
-            + ".")
-    by = at.set_index("estimator")
-    if {"gs", "snips"} <= set(by.index):
-        tg, ts = by.loc["gs", "tau_mean"], by.loc["snips", "tau_mean"]
-        bg, bs = by.loc["gs", "mean_abs_bias"], by.loc["snips", "mean_abs_bias"]
-        nums = f"(τ {tg:.2f} vs {ts:.2f}) with {'less' if bg < bs else 'no less'} bias ({bg:.3f} vs {bs:.3f})"
-        if tg > ts and bg < bs:
-            text += f" The GS paper's finding holds here: GS ranks the models better than SNIPS {nums}."
-        elif tg > ts or bg < bs:
-            text += (f" The GS paper's finding holds only in part here: GS vs SNIPS {nums}; the popularity strata "
-                     f"differ little in this world.")
-        else:
-            text += (f" The GS paper's finding does not hold here: GS does not rank the models better than SNIPS "
-                     f"{nums}; the popularity strata differ little in this world.")
-    return text
-
-
 __all__ = [
     "PAPER_APP_A",
     "BoundTerms",
@@ -376,6 +334,7 @@ __all__ = [
     "MetricAgreement",
     "agreement_over_zoo",
     "estimator_lab",
+    "lab_bias_takeaway",
     "lab_takeaway",
     "runs_agreement",
     "zoo_agreement",
