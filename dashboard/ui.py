@@ -175,6 +175,8 @@ BASE_CSS = """
   padding: 0.35rem 0.8rem; margin: 0.4rem 0 0.6rem 0; background: rgba(0,114,178,0.10); }
 [data-testid="stDownloadButton"] button p { white-space: nowrap; }
 [data-testid="stMetricValue"] { font-size: 1.7rem; }
+[data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap !important; overflow-x: visible !important; }
+[data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) { max-height: none !important; }
 </style>
 """
 

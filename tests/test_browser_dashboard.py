@@ -71,6 +71,10 @@ def test_every_page_renders(server, tab, tmp_path):
             assert tab.get_by_test_id("stPlotlyChart").count() >= 1, name
         errors = tab.get_by_test_id("stAlertContentError").all_inner_texts()
         assert not errors, (name, errors)
+        # the chips of a multiselect wrap onto more lines instead of scrolling out of sight (the twelve
+        # policies of DCG vs nDCG, the five Table 2 columns of Correlation)
+        for box in tab.get_by_test_id("stMultiSelectTagsContainer").all():
+            assert box.evaluate("el => el.scrollWidth <= el.clientWidth + 1"), name
         tab.screenshot(path=str(tmp_path / f"{name}.png"))
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     print(f"\nscreenshots in {tmp_path}")
