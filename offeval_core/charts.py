@@ -21,7 +21,7 @@ from offeval_core.validation import format_clip
 __all__ = [
     "DECISION_CAPTION", "DECISION_COLOURS", "DECISION_COLOUR_NAMES", "DECISION_DASH", "DECISION_LABELS", "FONT",
     "INF_GAP", "METRIC_COLOURS", "METRIC_LABELS", "OKABE_ITO", "agreement_figure", "clip_positions",
-    "clip_tuning_figure", "correlation_figure", "correlation_series_figure", "decision_figure",
+    "clip_tuning_figure", "correlation_clip_figure", "correlation_figure", "correlation_series_figure", "decision_figure",
     "pbm_curve_figure", "sensitivity_figure",
 ]
 
@@ -179,6 +179,39 @@ def correlation_figure(result) -> go.Figure:
     fig.update_xaxes(title_text="offline metric variant", side="bottom")
     title = f"Offline-online correlation across days ({sym}; † p < 0.05)"
     return _layout(fig, title, height=max(360, 120 + 34 * len(rows)))
+
+
+def correlation_clip_figure(result) -> go.Figure:
+    """KDD'24 Table 2 across clip values (:func:`~offeval_core.analyses.correlation_clip.correlation_by_clip`):
+    pooled correlation vs m for DCG (learnt model, Q̂) and DCG (log2, Q̂), raw labels (m = 1) at the left end of
+    both lines, the clips where the learnt model's line is above both log2 variants filled."""
+    t = result.table.sort_values("clip")
+    sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[result.method]
+    fig = go.Figure()
+    colours = {result.model: OKABE_ITO[0], "log2": OKABE_ITO[1]}
+    for d in (result.model, "log2"):
+        part = t[t["discount"] == d]
+        pos, _, _ = clip_positions(part["clip"])
+        name = f"DCG ({d}, Q̂ at m; C at m = 1)"
+        custom = np.column_stack([[format_clip(c, symbol=True) for c in part["clip"]], part["median_r"],
+                                  part["n_points"]])
+        fig.add_trace(go.Scatter(x=pos, y=part["r"], mode="lines+markers", name=name, line={"color": colours[d]},
+                                 customdata=custom,
+                                 hovertemplate="m = %{customdata[0]}<br>pooled " + sym + " = %{y:.3f} over "
+                                               "%{customdata[2]} experiment-days<br>median per experiment "
+                                               "%{customdata[1]:.2f}<extra>" + name + "</extra>"))
+    if result.holds:
+        held = t[(t["discount"] == result.model) & t["clip"].isin(result.holds)]
+        pos = clip_positions(t["clip"])[0][(t["discount"] == result.model).to_numpy()
+                                           & t["clip"].isin(result.holds).to_numpy()]
+        fig.add_trace(go.Scatter(x=pos, y=held["r"], mode="markers", name="Table 2's finding holds",
+                                 marker={"symbol": "star", "size": 15, "color": OKABE_ITO[0],
+                                         "line": {"color": "black", "width": 1}},
+                                 hovertemplate="the finding holds at this m<extra></extra>"))
+    _clip_axis(fig, t["clip"].unique())
+    fig.update_yaxes(title_text=f"pooled {sym}: offline vs online", tickformat=".2f")
+    n = int(t["n_points"].max()) if len(t) else 0
+    return _layout(fig, f"Table 2 across clip values — {result.reward}, {n} experiment-days of Rₜ", height=380)
 
 
 def _normalised(variant_label: str) -> bool:

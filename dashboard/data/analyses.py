@@ -27,9 +27,8 @@ from offeval_core.estimators import subset
 
 __all__ = [
     "agreement_chart", "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
-    "correlation_chart", "correlation_html", "correlation_result", "correlation_series_chart", "decision_defaults",
-    "decision_result",
-    "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
+    "correlation_chart", "correlation_clip_chart", "correlation_clip_result", "correlation_html",
+    "correlation_result", "correlation_series_chart", "decision_defaults", "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
     "shown_sensitivity", "simulated_topics",
 ]
 
@@ -105,6 +104,17 @@ def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], metho
     m = planned_moments(key, reward, None, variants)
     return offline_online_correlation(m, variants=[Variant(*v) for v in variants], method=method,
                                       rewards=(reward,))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def correlation_clip_result(key: str, reward: str, model: str, method: str):
+    """KDD'24 Table 2 across clip values (``analyses.correlation_by_clip``): DCG (``model``, ·) vs DCG (log2, ·)
+    of the target policy, pooled over experiment-days, at every clip of the grid (the two cached reduces)."""
+    from offeval_core.analyses import correlation_by_clip
+
+    variants = [("dcg", d, d, c) for d in (model, "log2") for c in DEFAULT_CLIPS]
+    return correlation_by_clip(planned_moments(key, reward, None, variants), reward=reward, model=model,
+                               method=method)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -247,6 +257,15 @@ def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method
     from offeval_core.analyses import correlation_figure
 
     return correlation_figure(correlation_result(key, reward, variants, method))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def correlation_clip_chart(key: str, reward: str, model: str, method: str, clip: float):
+    """Table 2 across clip values (``charts.correlation_clip_figure``), the sidebar's ``clip`` marked."""
+    from offeval_core.charts import correlation_clip_figure, mark_clip
+
+    res = correlation_clip_result(key, reward, model, method)
+    return mark_clip(correlation_clip_figure(res), clip, sorted(res.table["clip"].unique()))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

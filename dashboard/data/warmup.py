@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from dashboard.data.analyses import (
     agreement_result,
     clip_tuning_result,
+    correlation_clip_result,
     correlation_result,
     decision_defaults,
     decision_result,
@@ -83,6 +84,7 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
         variants = tuple(tuple(v) for v in default_variants())  # the page's default columns (Q̂ at m = ∞)
         steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
         steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method)))
+        steps.append(("Table 2 across clips", lambda: correlation_clip_result(key, reward, "pbm", D.method)))
     if len(ds.policies) >= 2:
         steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, tuple(ds.policies), D.discount,
                                                               D.exposure, D.clip, D.level, control("agr_boot"))))

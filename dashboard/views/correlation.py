@@ -11,6 +11,7 @@ from dashboard import data, ui
 from offeval_core.analyses import Variant, default_variants
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.sanitize import escape_markdown
 from offeval_core.validation import format_clip, parse_clip
 
 c = ui.ctx()
@@ -94,6 +95,22 @@ with ui.guarded("Correlation"):
             ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
         ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method), key="correlation",
                        name="correlation")
+
+    st.subheader("Table 2 across clip values")
+    if c.dataset.is_moments and not all(mo in g.discounts and mo in g.exposures for mo in ("pbm", "log2")):
+        st.info("Comparing DCG (pbm, ·) with DCG (log2, ·) at every clip value needs both models in the moments "
+                f"file (D = D0 = pbm and D = D0 = log2); it holds D ∈ {{{escape_markdown(', '.join(g.discounts))}}}, "
+                f"D0 ∈ {{{escape_markdown(', '.join(g.exposures))}}}. Reduce the logs with both models, or load the logs themselves on "
+                "the Data page.", icon=":material/info:")
+    else:
+        by_clip = data.correlation_clip_result(c.key, c.reward, "pbm", method)
+        ui.show_figure(data.correlation_clip_chart(c.key, c.reward, "pbm", method, s.clip), key="correlation_clip",
+                       name=f"table2_by_clip_{c.reward}", take=by_clip.takeaway)
+        st.caption("Each point correlates the target policy's daily offline DCG (control logs) with its arm's "
+                   "online reward over every (experiment, day): C = raw labels at m = 1, Q̂ = labels de-biased by "
+                   "min(m, 1/D0). A star marks a clip where the learnt PBM beats both log2 variants.")
+        with st.expander("Pooled correlation per clip value"):
+            ui.show_table(by_clip.table, key="correlation_clip_table", name=f"table2_by_clip_{c.reward}")
 
     st.subheader("Drill-down: day by day")
     rows = res.table[["experiment_id", "reward", "policy", "policy_label"]].drop_duplicates()
