@@ -24,6 +24,7 @@ import numpy as np
 from offeval_core import charts
 from offeval_core.analyses import (
     clip_tuning,
+    correlation_by_clip,
     dcg_vs_ndcg,
     decision_boxes,
     default_variants,
@@ -287,6 +288,15 @@ def _analyses(doc: HtmlDocument, st: ReportSettings, *, moments: Moments | None,
         first = corr.table.iloc[0]
         doc.fig(charts.correlation_series_figure(corr.series(first["experiment_id"], first["reward"],
                                                              first["policy"])))
+        if policy == "treatment" and discount != "log2":
+            doc.raw("<h3>Table 2 across clip values</h3>")
+            try:
+                by_clip = correlation_by_clip(moments, reward=rewards[0], model=discount)
+            except ValueError as exc:  # a moments file without DCG (log2, ·) at these clips
+                doc.note(f"Table 2 across clip values: {exc}.")
+            else:
+                doc.p(by_clip.takeaway, "takeaway")
+                doc.fig(charts.correlation_clip_figure(by_clip))
     else:
         doc.note("Needs an A/B test over several days (arms and a rank__treatment column).")
 

@@ -116,7 +116,7 @@ def test_the_dashboard_and_the_report_plan_moments_with_one_planner():
     assert len(decision_estimators("log2", 16.0)) == 3
     # the report reduces exactly the planned (D, D0) pairs with the union of their clips
     assert [(p.discount, p.clips) for p in plan_moments(report_variants("pbm", (1.0, 4.0), 16.0))] == [
-        ("pbm", (1.0, 4.0, 16.0)), ("log2", (1.0, 16.0))]
+        ("pbm", (1.0, 4.0, 16.0)), ("log2", (1.0, 4.0, 16.0))]
     root = Path(__file__).resolve().parents[1]
     from dashboard.data import analyses as dash_analyses
     from offeval_core import report

@@ -40,8 +40,25 @@ def test_report_is_self_contained_with_all_sections(report_file):
         assert f'id="{anchor}"' in text or f"id='{anchor}'" in text
     assert not re.search(r"<script[^>]+src=", text)          # plotly.js is inline, nothing fetched
     assert "Plotly.newPlot" in text and len(text) > 3_000_000   # the plotly.js bundle is embedded
-    assert text.count('class="fig"') == 10
+    assert text.count('class="fig"') == 11
     assert "1, 4, 64, ∞" in text                             # the clip grid used is printed
+
+
+def test_report_shows_table_2_across_clip_values_as_the_core_computes_it(report_file):
+    import html
+    import math
+
+    from offeval_core.analyses import correlation_by_clip
+    from offeval_core.engine import Grid, reduce
+    from offeval_core.logs import read_logs
+
+    text = report_file.read_text(encoding="utf-8")
+    logs = read_logs(report_file.parent / "logs.parquet")
+    clips = (1.0, 4.0, 64.0, math.inf)
+    m = reduce(logs, Grid(rewards=("like",), policies=("treatment",), discounts=("pbm", "log2"),
+                          exposures=("pbm", "log2"), clips=clips))
+    assert "<h3>Table 2 across clip values</h3>" in text
+    assert html.escape(correlation_by_clip(m, reward="like").takeaway) in text
 
 
 def test_heldout_section_is_off_by_default(report_file):
@@ -59,7 +76,7 @@ def test_heldout_section_renders_the_zoo_agreement(report_file, tmp_path):
                  "--no-progress"]) == 0
     text = out.read_text(encoding="utf-8")
     assert 'id="heldout"' in text and "DCG@50 vs nDCG@50 over a simulated model zoo" in text
-    assert text.count('class="fig"') == 11                   # the 10 of the default report + the App. A scatter
+    assert text.count('class="fig"') == 12                   # the 11 of the default report + the App. A scatter
     # the numbers are those of the core computed directly (same grid, k, resamples and seed)
     direct = zoo_agreement(grid="small", k=50, n_boot=50, seed=0)
     a = direct.agreement
@@ -107,8 +124,9 @@ def test_report_renders_every_figure_in_chromium(report_file):
                                    ".map(e => e.textContent)")
         finally:
             browser.close()
-    assert n == 10 and rendered == n
+    assert n == 11 and rendered == n
     assert any(t.startswith("Offline sensitivity vs clipping") for t in titles)
+    assert any(t.startswith("Table 2 across clip values — like") for t in titles)
     assert errors == []
 
 

@@ -67,13 +67,15 @@ def decision_estimators(discount: str, q_clip: float) -> tuple[Variant, ...]:
 
 def report_variants(discount: str, clips: Iterable[float], q_clip: float) -> tuple[Variant, ...]:
     """Every estimator the report's sections read: the sensitivity curves (DCG and nDCG over ``clips``),
-    KDD'24 Table 2's columns at ``q_clip`` and the decision-box estimators.
+    KDD'24 Table 2's columns at ``q_clip``, Table 2 across clip values (DCG with the log2 discount over
+    ``clips`` beside the learnt model's) and the decision-box estimators.
 
     >>> [(p.discount, p.clips) for p in plan_moments(report_variants("pbm", (1.0, 8.0), float("inf")))]
-    [('pbm', (1.0, 8.0, inf)), ('log2', (1.0, inf))]
+    [('pbm', (1.0, 8.0, inf)), ('log2', (1.0, 8.0, inf))]
     """
     from offeval_core.analyses.correlation import default_variants
 
     sens = tuple(Variant(metric, discount, discount, float(c)) for c in clips for metric in ("dcg", "ndcg"))
-    return tuple(dict.fromkeys((*sens, *default_variants(q_clip, pbm=discount),
+    log2 = tuple(Variant("dcg", "log2", "log2", float(c)) for c in clips)
+    return tuple(dict.fromkeys((*sens, *default_variants(q_clip, pbm=discount), *log2,
                                 *decision_estimators(discount, q_clip))))
