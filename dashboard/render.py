@@ -90,12 +90,18 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines + ([line] if line else [])
 
 
-_SENTENCE_END = re.compile(r"(?<=[.)])\s+(?=[A-Z])")
+_SENTENCE_END = re.compile(r"(?:(?<=\.)|(?<=\.\)))\s+(?=[A-Z])")  # "… m = ∞). Fig." splits, "(2 seeds) IPS" not
 
 
 def headline(text: str) -> tuple[str, str]:
     """The first sentence of a takeaway and the rest (``"Of 18 settings, … m = ∞). Fig. 1 findings: …"`` →
-    the part before ``Fig. 1``); decimals such as ``0.154`` never split."""
+    the part before ``Fig. 1``); decimals such as ``0.154`` and a parenthesis inside a sentence never split.
+
+    >>> headline("At K = 100 (2 seeds) IPS wins: 0.012 vs 0.266. GS is second.")
+    ('At K = 100 (2 seeds) IPS wins: 0.012 vs 0.266.', 'GS is second.')
+    >>> headline("DCG detects 9 (best finite m.) Fig. 1 holds.")[1]
+    'Fig. 1 holds.'
+    """
     parts = _SENTENCE_END.split(text, maxsplit=1)
     return (parts[0], parts[1] if len(parts) > 1 else "")
 

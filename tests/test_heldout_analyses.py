@@ -337,7 +337,7 @@ def test_lab_bias_takeaway_names_the_least_biased_estimator_from_the_summary(lab
     text = lab_bias_takeaway(lab)
     names = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS"}
     best = at["estimator"].iloc[0]
-    assert text.startswith(f"At K = 20 (mean over {len(lab.params['seeds'])} seeds) {names[best]} is the least biased")
+    assert text.startswith(f"At K = 20, averaged over {len(lab.params['seeds'])} seeds, {names[best]} is the least biased")
     listed = ", ".join(f"{names[e]} {b:.3f}" for e, b in zip(at["estimator"], at["mean_abs_bias"], strict=True))
     assert listed in text  # every estimator, smallest |bias| first
     if best != "naive":

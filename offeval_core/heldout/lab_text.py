@@ -26,7 +26,7 @@ def lab_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
     >>> from offeval_core.heldout.analyses import EstimatorLab
     >>> lab = EstimatorLab(None, None, None, None, summ, {"seeds": [0, 1]})
     >>> print(lab_takeaway(lab))
-    At K = 10 (mean over 2 seeds) Kendall τ vs the MCAR truth: GS 0.80, SNIPS 0.70, Naive 0.50; mean |bias| GS 0.010, SNIPS 0.050, Naive 0.200. The GS paper's finding holds here: GS ranks the models better than SNIPS (τ 0.80 vs 0.70) with less bias (0.010 vs 0.050).
+    At K = 10, averaged over 2 seeds, Kendall τ vs the MCAR truth: GS 0.80, SNIPS 0.70, Naive 0.50; mean |bias| GS 0.010, SNIPS 0.050, Naive 0.200. The GS paper's finding holds here: GS ranks the models better than SNIPS (τ 0.80 vs 0.70) with less bias (0.010 vs 0.050).
     """
     s = lab.summary
     k = int(s["k"].max()) if k is None else int(k)
@@ -35,7 +35,7 @@ def lab_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
         return f"No estimates at K = {k}."
     name = lambda e: _LAB_NAMES.get(e, str(e))  # noqa: E731
     n_seeds = len(lab.params.get("seeds", []))
-    text = (f"At K = {k} (mean over {n_seeds} seeds) Kendall τ vs the MCAR truth: "
+    text = (f"At K = {k}, averaged over {n_seeds} seeds, Kendall τ vs the MCAR truth: "
             + ", ".join(f"{name(e)} {t:.2f}" for e, t in zip(at["estimator"], at["tau_mean"], strict=True))
             + "; mean |bias| "
             + ", ".join(f"{name(e)} {b:.3f}" for e, b in zip(at["estimator"], at["mean_abs_bias"], strict=True))
@@ -66,7 +66,7 @@ def lab_bias_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
     ...                      "mean_abs_bias": [0.2, 0.05, 0.01]})
     >>> from offeval_core.heldout.analyses import EstimatorLab
     >>> print(lab_bias_takeaway(EstimatorLab(None, None, None, None, summ, {"seeds": [0, 1]})))
-    At K = 10 (mean over 2 seeds) GS is the least biased: mean |bias| vs the MCAR truth GS 0.010, SNIPS 0.050, Naive 0.200 — 20× less than the naive estimate.
+    At K = 10, averaged over 2 seeds, GS is the least biased: mean |bias| vs the MCAR truth GS 0.010, SNIPS 0.050, Naive 0.200 — 20× less than the naive estimate.
     """
     s = lab.summary
     k = int(s["k"].max()) if k is None else int(k)
@@ -76,7 +76,7 @@ def lab_bias_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
     name = lambda e: _LAB_NAMES.get(e, str(e))  # noqa: E731
     n_seeds = len(lab.params.get("seeds", []))
     best, best_bias = at["estimator"].iloc[0], float(at["mean_abs_bias"].iloc[0])
-    text = (f"At K = {k} (mean over {n_seeds} seeds) {name(best)} is the least biased: mean |bias| vs the MCAR "
+    text = (f"At K = {k}, averaged over {n_seeds} seeds, {name(best)} is the least biased: mean |bias| vs the MCAR "
             "truth " + ", ".join(f"{name(e)} {b:.3f}" for e, b in zip(at["estimator"], at["mean_abs_bias"],
                                                                        strict=True)))
     naive = at.loc[at["estimator"] == "naive", "mean_abs_bias"]
