@@ -43,6 +43,7 @@ DEC = ["tests/test_formulas.py", "tests/test_analyses_decisions.py", "--doctest-
        "offeval_core/analyses/decisions.py"]
 MNAR = ["tests/test_formulas.py", "tests/test_heldout_mnar.py", "--doctest-modules", "offeval_core/heldout/mnar.py"]
 ARMS = ["tests/test_formulas.py", "--doctest-modules", "offeval_core/arms.py"]
+CLIPCORR = ["tests/test_analyses_correlation_clip.py", "--doctest-modules", "offeval_core/analyses/correlation_clip.py"]
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,13 @@ MUTANTS: list[Mutant] = [
     M("mnar-t41-conc-den", H, "wmax * 7 * log_term / (3 * (n_u - 1))", "wmax * 7 * log_term / (3 * n_u)", MNAR),
     M("mnar-t41-naive", H, "w = n_u[u] / n_obs[u]", "w = n_obs[u] / n_u[u]", MNAR),
     M("mnar-snips-den", H, "w, d = inv_p, n_hat", "w, d = inv_p, n_obs", MNAR),
+    # ---------------------------------------------------------------- Table 2 across clip values
+    M("corrclip-strict-win", "offeval_core/analyses/correlation_clip.py", "if d > 0)", "if d >= 0)", CLIPCORR,
+      "a tie counted as a win"),
+    M("corrclip-max-log2", "offeval_core/analyses/correlation_clip.py", "float(a - max(raw, b))",
+      "float(a - min(raw, b))", CLIPCORR, "beating the worse log2 variant instead of both"),
+    M("corrclip-raw-ref", "offeval_core/analyses/correlation_clip.py", "float(a - max(raw, b))", "float(a - b)",
+      CLIPCORR, "raw labels (log2, C) left out of the comparison"),
 ]
 
 
