@@ -109,6 +109,24 @@ def test_correlation_method_and_drilldown(logs):
     assert len(arr(series["data"][0]["x"])) == 3
 
 
+def test_correlation_across_clip_values_is_the_cores(logs):
+    from offeval_core.analyses import correlation_by_clip
+    from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
+    from offeval_core.sanitize import escape_html
+
+    at = app("correlation")
+    reward = at.session_state["w_reward"]
+    m = reduce(logs, Grid(rewards=(reward,), policies=logs.policies, discounts=("pbm", "log2"),
+                          exposures=("pbm", "log2"), clips=DEFAULT_CLIPS))
+    direct = correlation_by_clip(m, reward=reward)
+    shown = [md.value for md in at.main.get("markdown") if "offeval-takeaway" in md.value]
+    assert any(escape_html(direct.takeaway) in t for t in shown), shown
+    table = next(d.value for d in at.dataframe if "median_r" in d.value.columns)
+    assert table["r"].to_numpy() == pytest.approx(direct.table["r"].to_numpy(), abs=1e-12)
+    spec = chart_specs(at)[-2]  # the across-clip chart, before the drill-down series
+    assert spec["layout"]["title"]["text"].startswith(f"Table 2 across clip values — {reward}")
+
+
 def test_dcg_vs_ndcg_matches_the_analysis(logs):
     at = app("dcg_vs_ndcg")
     direct = dcg_vs_ndcg(logs, reward=at.session_state["w_reward"], policies=logs.policies, n_boot=0)
