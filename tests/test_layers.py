@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("offeval_core.importance", "offeval_core.analyses", "offeval_core.heldout.analyses", "offeval_core.heldout.charts",
      "offeval_core.heldout"),
     ("offeval_core.slate", "offeval_core.diagnose", "offeval_core.diagnose_validation", "offeval_core.verdicts"),
-    ("offeval_core.report_html", "offeval_core.report"),
+    ("offeval_core.report_html", "offeval_core.report_sections", "offeval_core.report"),
     ("offeval_core.commands", "offeval_core.cli"),
 ]
 

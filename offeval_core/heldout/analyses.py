@@ -16,7 +16,7 @@ from scipy import stats as _sps
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
 from offeval_core.heldout.io import Qrels, Run
-from offeval_core.heldout.lab_text import lab_bias_takeaway, lab_takeaway
+from offeval_core.heldout.lab_result import EstimatorLab, lab_bias_takeaway, lab_takeaway
 from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism
 from offeval_core.heldout.metrics import MetricSpec, evaluate_run, log2_discount, topn_metrics
 from offeval_core.heldout.mnar import (
@@ -180,25 +180,6 @@ def runs_agreement(
 
 # ----------------------------------------------------------------------------------------------------------
 # estimator lab
-
-
-@dataclass(frozen=True, eq=False)
-class EstimatorLab:
-    """Estimator-lab results (long tables).
-
-    - ``estimates``: seed, k, model, estimator, estimate, truth_mcar, truth_complete;
-    - ``tau``: seed, k, estimator, kendall_tau (estimator's model ranking vs the MCAR truth's) — GS Table 1;
-    - ``tau_strata``: seed, n_strata, kendall_tau for GS at ``strata_k`` — GS Fig. 1;
-    - ``bounds``: seed, estimator, bias, concentration — the Theorem 4.1 terms (they do not depend on λ);
-    - ``summary``: per (k, estimator) mean bias, spread over seeds, RMSE vs the MCAR truth, mean τ.
-    """
-
-    estimates: pd.DataFrame
-    tau: pd.DataFrame
-    tau_strata: pd.DataFrame
-    bounds: pd.DataFrame
-    summary: pd.DataFrame
-    params: dict
 
 
 def _lam(ranks: np.ndarray, k: int, kind: str) -> np.ndarray:

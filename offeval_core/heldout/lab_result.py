@@ -1,15 +1,34 @@
-"""The estimator lab's takeaway sentences (:func:`offeval_core.heldout.analyses.estimator_lab`), each
-computed from the lab's summary table: how well each estimator ranks the models (Kendall τ vs the MCAR truth)
-and how far its values are from the truth (mean |bias|)."""
+"""The estimator lab's result (:func:`offeval_core.heldout.analyses.estimator_lab`) and its takeaway sentences,
+each computed from the lab's summary table: how well each estimator ranks the models (Kendall τ vs the MCAR
+truth) and how far its values are from the truth (mean |bias|)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from offeval_core.heldout.analyses import EstimatorLab
+import pandas as pd
 
-__all__ = ["lab_bias_takeaway", "lab_takeaway"]
+__all__ = ["EstimatorLab", "lab_bias_takeaway", "lab_takeaway"]
+
+
+@dataclass(frozen=True, eq=False)
+class EstimatorLab:
+    """Estimator-lab results (long tables).
+
+    - ``estimates``: seed, k, model, estimator, estimate, truth_mcar, truth_complete;
+    - ``tau``: seed, k, estimator, kendall_tau (estimator's model ranking vs the MCAR truth's) — GS Table 1;
+    - ``tau_strata``: seed, n_strata, kendall_tau for GS at ``strata_k`` — GS Fig. 1;
+    - ``bounds``: seed, estimator, bias, concentration — the Theorem 4.1 terms (they do not depend on λ);
+    - ``summary``: per (k, estimator) mean bias, spread over seeds, RMSE vs the MCAR truth, mean τ.
+    """
+
+    estimates: pd.DataFrame
+    tau: pd.DataFrame
+    tau_strata: pd.DataFrame
+    bounds: pd.DataFrame
+    summary: pd.DataFrame
+    params: dict
+
 
 _LAB_NAMES = {"naive": "Naive", "snips": "SNIPS", "gs": "GS", "ips": "IPS"}
 
@@ -20,10 +39,8 @@ def lab_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
     |bias| of each, and whether the GS paper's finding (GS ranks the models at least as well as SNIPS and
     with less bias, Table 1) holds on this world.
 
-    >>> import pandas as pd
     >>> summ = pd.DataFrame({"k": [10] * 3, "estimator": ["naive", "snips", "gs"], "tau_mean": [0.5, 0.7, 0.8],
     ...                      "mean_abs_bias": [0.2, 0.05, 0.01]})
-    >>> from offeval_core.heldout.analyses import EstimatorLab
     >>> lab = EstimatorLab(None, None, None, None, summ, {"seeds": [0, 1]})
     >>> print(lab_takeaway(lab))
     At K = 10, averaged over 2 seeds, Kendall τ vs the MCAR truth: GS 0.80, SNIPS 0.70, Naive 0.50; mean |bias| GS 0.010, SNIPS 0.050, Naive 0.200. The GS paper's finding holds here: GS ranks the models better than SNIPS (τ 0.80 vs 0.70) with less bias (0.010 vs 0.050).
@@ -61,10 +78,8 @@ def lab_bias_takeaway(lab: EstimatorLab, *, k: int | None = None) -> str:
     MCAR truth (estimate − truth, averaged over seeds per model, then |·| averaged over models), smallest
     first, and how many times smaller the least biased one is than the naive estimate.
 
-    >>> import pandas as pd
     >>> summ = pd.DataFrame({"k": [10] * 3, "estimator": ["naive", "snips", "gs"], "tau_mean": [0.5, 0.7, 0.8],
     ...                      "mean_abs_bias": [0.2, 0.05, 0.01]})
-    >>> from offeval_core.heldout.analyses import EstimatorLab
     >>> print(lab_bias_takeaway(EstimatorLab(None, None, None, None, summ, {"seeds": [0, 1]})))
     At K = 10, averaged over 2 seeds, GS is the least biased: mean |bias| vs the MCAR truth GS 0.010, SNIPS 0.050, Naive 0.200 — 20× less than the naive estimate.
     """
