@@ -381,5 +381,5 @@ def _paper_verdict(table: pd.DataFrame, sym: str) -> str:
     return (f"KDD'24 Table 2's finding does not hold on the target-policy rows of these logs: the best log2 "
             f"variant, {best_log2} (median {sym} = {b[best_log2]:.2f}), is at least as good as the learnt-PBM "
             f"de-biased {best_pbm} ({a[best_pbm]:.2f}); check the position-bias diagnostics (a PBM pooled over "
-            f"days with different scroll depths is wrong on each day) and the noise of large weights (try a "
-            f"clip).")
+            f"days with different scroll depths is wrong on each day) and the noise of large weights (Table 2 "
+            f"across clip values compares the two at every clip m).")
