@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.validation import format_clip
 
 __all__ = [
@@ -186,7 +187,7 @@ def correlation_clip_figure(result) -> go.Figure:
     pooled correlation vs m for DCG (learnt model, Q̂) and DCG (log2, Q̂), raw labels (m = 1) at the left end of
     both lines, the clips where the learnt model's line is above both log2 variants filled."""
     t = result.table.sort_values("clip")
-    sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[result.method]
+    sym = CORRELATION_SYMBOLS[result.method]
     fig = go.Figure()
     colours = {result.model: OKABE_ITO[0], "log2": OKABE_ITO[1]}
     for d in (result.model, "log2"):

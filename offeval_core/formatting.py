@@ -12,6 +12,8 @@ import numpy as np
 from offeval_core.validation import format_clip
 
 P_FLOOR = 1e-6
+#: the symbol of each correlation coefficient, as KDD'24 Table 2 prints Pearson's r
+CORRELATION_SYMBOLS = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}
 
 
 def clip_text(m: float) -> str:
@@ -122,5 +124,5 @@ def undefined_reason(kind: str) -> str:
     return reasons.get(kind, f"undefined: {kind}")
 
 
-__all__ = ["P_FLOOR", "ascii_clip", "clip_text", "file_stem", "format_count", "format_p", "format_reward_value",
+__all__ = ["CORRELATION_SYMBOLS", "P_FLOOR", "ascii_clip", "clip_text", "file_stem", "format_count", "format_p", "format_reward_value",
            "reward_kind", "reward_unit", "undefined_reason"]

@@ -152,3 +152,14 @@ def test_drill_down_takeaway_names_the_closest_variant_and_the_identities(result
         if identities:
             assert text.endswith(f"{' and '.join(identities)} {'equals' if len(identities) == 1 else 'equal'} the "
                                  "online control by construction (≡ identity, r = 1): not evidence, not ranked.")
+
+
+def test_kendall_drill_down_names_its_coefficient_tau_not_r(world):
+    res = offline_online_correlation(world[2], method="kendall")
+    t = res.table
+    exp, reward = t["experiment_id"].iloc[0], t["reward"].iloc[0]
+    row = t[(t["experiment_id"] == exp) & (t["reward"] == reward) & (t["policy"] == "logging")]
+    best = row[~row["identity"]].dropna(subset=["r"]).sort_values("r", ascending=False).iloc[0]
+    text = res.series_takeaway(exp, reward, "logging")
+    assert f"{best['variant']} follows the online reward most closely (Kendall τ = {best['r']:.2f})" in text
+    assert text.endswith("(≡ identity, τ = 1): not evidence, not ranked.") and " r = " not in text

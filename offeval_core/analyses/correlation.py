@@ -31,6 +31,7 @@ from offeval_core.analyses._common import (
 from offeval_core.charts import correlation_figure, correlation_series_figure
 from offeval_core.engine import Moments
 from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.logs import LOGGING_POLICY
 from offeval_core.validation import check_choice
 
@@ -87,7 +88,7 @@ class CorrelationResult:
     def styled_html(self) -> str:
         """An HTML table that looks like KDD'24 Table 2: r and p per variant, † where p < 0.05, the best
         r of each row in bold. Self-contained (inline CSS)."""
-        sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[self.method]
+        sym = CORRELATION_SYMBOLS[self.method]
         head1 = "".join(f'<th colspan="2">{html.escape(v)}</th>' for v in self.labels)
         head2 = "".join(f"<th>{sym}</th><th>p-val</th>" for _ in self.labels)
         body = []
@@ -170,17 +171,17 @@ class CorrelationResult:
         head = f"{experiment_id} · {reward} · {label}, {len(s)} days: "
         same = list(meta["identity"])
         ranked = {v: r for v, r in meta["r"].items() if v not in same and not math.isnan(r)}
-        name = self.method.capitalize()
+        name, sym = self.method.capitalize(), CORRELATION_SYMBOLS[self.method]
         if not ranked:
             text = head + f"no {name} correlation is computable (fewer than {MIN_DAYS} days or a constant series)."
         else:
             order = sorted(ranked, key=ranked.get, reverse=True)
             best, worst = order[0], order[-1]
-            text = head + f"{best} follows the online reward most closely ({name} r = {ranked[best]:.2f})"
-            text += (f", {worst} least (r = {ranked[worst]:.2f})." if worst != best else ".")
+            text = head + f"{best} follows the online reward most closely ({name} {sym} = {ranked[best]:.2f})"
+            text += (f", {worst} least ({sym} = {ranked[worst]:.2f})." if worst != best else ".")
         if same:
             text += (f" {' and '.join(same)} {'equals' if len(same) == 1 else 'equal'} the online control by "
-                     "construction (≡ identity, r = 1): not evidence, not ranked.")
+                     f"construction (≡ identity, {sym} = 1): not evidence, not ranked.")
         return text
 
 
@@ -318,7 +319,7 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
 
 
 def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None) -> str:
-    sym = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}[method]
+    sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
     table = table[~table["identity"]]
     med = table.groupby("variant")["r"].median()

@@ -21,11 +21,10 @@ from offeval_core.analyses._common import Variant, check_moments, check_rewards,
 from offeval_core.analyses.correlation import METHODS, offline_online_correlation, pooled_correlation
 from offeval_core.charts import correlation_clip_figure
 from offeval_core.engine import Moments
+from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.validation import check_choice
 
 __all__ = ["CorrelationByClip", "correlation_by_clip", "correlation_clip_figure"]
-
-SYMBOLS = {"pearson": "r", "kendall": "τ", "spearman": "ρ"}
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,7 @@ def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatme
     holds = _holds(margins)
     finite = {m: d for m, d in margins.items() if not math.isnan(d)}
     best = max(finite, key=finite.get) if finite else math.nan
-    takeaway = _takeaway(table, margins, holds, best, model=model, reward=reward, sym=SYMBOLS[method])
+    takeaway = _takeaway(table, margins, holds, best, model=model, reward=reward, sym=CORRELATION_SYMBOLS[method])
     return CorrelationByClip(table=table, reward=reward, policy=policy, method=method, model=model, holds=holds,
                              best_clip=best, takeaway=takeaway)
 

@@ -77,7 +77,7 @@ def decide_adjusted(effect: float, p_adjusted: float, alpha: float) -> str:
 
 def classify(offline: str, online: str) -> str:
     """Colour category of a box (Gilotte Fig. 4): ``agree`` (green), ``false positive`` (orange: offline
-    positive, online not), ``false negative`` (red: online positive, offline not), ``other`` (grey).
+    positive, online not), ``false negative`` (purple: online positive, offline not), ``other`` (grey).
 
     >>> classify("positive", "neutral"), classify("neutral", "positive"), classify("negative", "neutral")
     ('false positive', 'false negative', 'other')

@@ -333,7 +333,3 @@ def binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
             lo, hi = res[f"lo{i}"], res[f"hi{i}"]
             state["binary"][r] = bool(pd.isna(lo) or float(lo) == float(hi))
     return {r: state["binary"][r] for r in rewards}
-
-
-def _binary_rewards(source: Source, rewards: Sequence[str]) -> dict[str, bool]:
-    return binary_rewards(source, rewards)
