@@ -78,8 +78,9 @@ def open_by_url(browser, url: str, title: str) -> float:
 
 def prepared(browser, base: str) -> float:
     """When (``time.perf_counter()``) the sidebar of a freshly opened Method page no longer says that the
-    pages are being prepared in the background."""
-    while True:
+    pages are being prepared in the background; fails after 600 s."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
         ctx = browser.new_context(viewport={"width": 1280, "height": 1400})
         pg = ctx.new_page()
         try:
@@ -90,6 +91,7 @@ def prepared(browser, base: str) -> float:
         finally:
             ctx.close()
         time.sleep(1.0)
+    raise RuntimeError("the background preparation did not finish within 600 s")
 
 
 def stats(xs) -> str:

@@ -22,8 +22,9 @@ __all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline
 
 
 def raw_logs_notice(what: str) -> None:
-    """The notice shown in place of a part that needs the raw logs when the dataset is a moments file."""
-    st.info(data.needs_raw_logs_text(what), icon=":material/info:")
+    """The notice shown in place of a part that needs the raw logs when the dataset is a moments file; ``what``
+    shows as text (it may name a moments file's discount models)."""
+    st.info(data.needs_raw_logs_text(escape_markdown(what)), icon=":material/info:")
 
 
 def takeaway(text: str) -> None:
@@ -76,7 +77,7 @@ def _export_figure(fig: go.Figure, *, take: str | None, c: Context | None) -> go
               f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC · offeval")
     out.add_annotation(text=footer, xref="paper", yref="paper", x=0, y=0, yshift=-(out.layout.margin.b or 80) + 8,
                        xanchor="left", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#555"})
-    return out
+    return sanitize_figure(out)  # the takeaway and the dataset's name (an upload's file name) show as text
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -117,7 +118,9 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
     head, rest = (take, "") if not (take and present) else headline(take)
     if head:
         takeaway(head)  # presenting: the headline sentence above the chart, the rest below it (chart above the fold)
-    shown = _style(sanitize_figure(fig), present)  # names from the data show as text, not markup
+    # names from the data show as text, not markup; on a copy: ``fig`` may be a cached figure other sessions share
+    clean = sanitize_figure(go.Figure(fig.to_dict(), _validate=False))
+    shown = _style(clean, present)
     sel = {"on_select": "rerun", "selection_mode": "points"} if select else {}
     event = st.plotly_chart(shown, key=f"chart_{key}", config={"displaylogo": False}, theme="streamlit", **sel)
     if rest:
@@ -129,7 +132,7 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
         def render() -> bytes:
             from offeval_core.export import figure_to_bytes
 
-            return figure_to_bytes(_export_figure(fig, take=take, c=c), fmt, width=1100)
+            return figure_to_bytes(_export_figure(clean, take=take, c=c), fmt, width=1100)
         return render
 
     row.download_button("PNG", static("png"), file_name=f"{stem}.png", mime="image/png",
@@ -137,8 +140,8 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
                         help="Static PNG (title, takeaway, dataset, settings and date included)")
     row.download_button("SVG", static("svg"), file_name=f"{stem}.svg", mime="image/svg+xml",
                         key=f"svg_{key}", on_click="ignore", icon=":material/draw:")
-    row.download_button("HTML", lambda: _export_figure(fig, take=take, c=c).to_html(include_plotlyjs=True,
-                                                                                    full_html=True),
+    row.download_button("HTML", lambda: _export_figure(clean, take=take, c=c).to_html(include_plotlyjs=True,
+                                                                                      full_html=True),
                         file_name=f"{stem}.html", mime="text/html", key=f"html_{key}", on_click="ignore",
                         icon=":material/public:", help="Interactive chart, works offline")
     return event

@@ -351,8 +351,9 @@ def _where(slot, page_url_path: str, uses: tuple[str, ...], dataset, choice: str
                      "discount and clip settings do not apply. Only the confidence level does.")
     elif dataset is not None:
         job = data.progress(dataset.key)
-        busy = (f" · preparing the analysis pages in the background ({job.done} of {len(job.steps)} done; "
-                f"next: {job.steps[job.done]})" if job is not None and job.running else "")
+        done = job.done if job is not None else 0  # read once: the preparation thread moves it on
+        busy = (f" · preparing the analysis pages in the background ({done} of {len(job.steps)} done; "
+                f"next: {ui.md_escape(job.steps[done])})" if job is not None and done < len(job.steps) else "")
         slot.caption(f"Runs on: **{ui.md_escape(dataset.label)}**{busy}")
 
 

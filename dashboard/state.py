@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
+from offeval_core.multiple import METHODS as ADJUST_METHODS
 from offeval_core.validation import format_clip, parse_clip
 
 DATASETS = ("demo", "sim", "upload", "file")  # file: the logs the server was started on (offeval dashboard FILE)
@@ -43,7 +44,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     "sens_sel": Control("str", "significant", ("significant", "all")),
     "sens_alpha": Control("float", ONLINE_ALPHA, (0.05, 0.01, 0.001, 0.0001)),
     "sens_all": Control("bool", True),  # Fig. 1 pools its reward signals
-    "sens_adj": Control("str", "none", ("none", "holm", "bh")),  # multiple testing over the settings
+    "sens_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the settings
     # Correlation
     "corr_row": Control("str"),
     # DCG vs nDCG
@@ -68,7 +69,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     # Decisions
     "dec_est": Control("str"),
     "dec_rel": Control("bool", False),
-    "dec_adj": Control("str", "none", ("none", "holm", "bh")),  # multiple testing over the A/B tests
+    "dec_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the A/B tests
     # Clip tuning
     "clip_rule": Control("str", "slope", ("slope", "mse")),
     # presentation: the pages stepped through with the arrow keys
@@ -181,7 +182,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
     >>> s.reward, s.clip, s.level, s.present
     ('like', 64.0, 0.95, True)
     >>> parse_query_params({"clip": "0.5"}).problems   # m < 1 is not a clip value: ignored, said so
-    ("ignored clip='0.5': clip must be a number ≥ 1 or inf",)
+    ("ignored clip='0.5': clip must be ≥ 1 (1 = raw labels, inf = unclipped)",)
     """
     values: dict = {}
     controls: dict = {}
@@ -209,7 +210,9 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> Settings:
             try:
                 values["clip"] = parse_clip(raw)
             except ValueError:  # the clip codec's SpecError; the raw text is quoted once, by bad()
-                bad(name, raw, "clip must be a number ≥ 1 or inf")
+                numeric = raw.strip().lstrip("+-").replace(".", "", 1).isdigit()
+                bad(name, raw, "clip must be ≥ 1 (1 = raw labels, inf = unclipped)" if numeric
+                    else "clip must be a number ≥ 1 or inf")
         elif name == "level":
             try:
                 level = float(raw)

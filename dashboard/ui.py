@@ -15,17 +15,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.context import CTX_KEY, Context, ctx
-from dashboard.render import (
-    DEFAULT_UNITS,
-    PRESENT_CHART_HEIGHT,
-    export_settings,
-    headline,
-    raw_logs_notice,
-    readable,
-    show_figure,
-    show_table,
-    takeaway,
-)
+from dashboard.render import raw_logs_notice, show_figure, show_table, takeaway
 from offeval_core import errors
 from offeval_core.errors import OffevalError
 from offeval_core.formatting import clip_text
@@ -33,9 +23,9 @@ from offeval_core.logs import LogValidationError
 from offeval_core.sanitize import escape_markdown
 
 __all__ = [
-    "BASE_CSS", "CTX_KEY", "DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "PRESENT_CSS", "Context", "clip_label", "controls",
-    "ctx", "explain", "export_settings", "get_moments", "guarded", "headline", "init_control", "inject_css",
-    "md_escape", "needs", "page_default", "raw_logs_notice", "readable", "show_error", "show_figure", "show_table",
+    "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "clip_label", "controls", "ctx", "explain", "get_moments",
+    "guarded", "init_control", "inject_css", "md_escape", "needs", "page_default", "raw_logs_notice", "show_error",
+    "show_figure", "show_table",
     "takeaway", "with_progress",
 ]
 
@@ -139,7 +129,8 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
         return False
     ds = c.dataset
     if c.reward is not None and ds.reward_rates.get(c.reward, 0.0) == 0:
-        st.error(f"Reward **{c.reward}** has no positive value in {c.dataset.label}: every DCG, nDCG and IS "
+        st.error(f"Reward **{escape_markdown(c.reward)}** has no positive value in {escape_markdown(c.dataset.label)}: "
+                 "every DCG, nDCG and IS "
                  "estimate would be 0. Pick another reward in the sidebar, or check that the column holds "
                  "the rewards (1 = clicked, liked, …).", icon=":material/error:")
         return False

@@ -81,7 +81,7 @@ def open_popover(pg, label: str, *, timeout: float = 120):
 
     A rerun that starts just after the click (a query-parameter sync, a widget default settling) can remount
     the popover closed, so one click is not always enough on a loaded machine; the click is repeated every few
-    seconds until the body shows or ``timeout`` seconds have passed."""
+    seconds (only while it is closed) until the body shows or ``timeout`` seconds have passed."""
     body = pg.get_by_test_id("stPopoverBody")
     button = pg.get_by_test_id("stSidebar").get_by_text(label).first
     deadline = time.monotonic() + timeout
@@ -89,7 +89,7 @@ def open_popover(pg, label: str, *, timeout: float = 120):
         if not body.first.is_visible():
             button.click(timeout=max(1_000, (deadline - time.monotonic()) * 1000))
         try:
-            body.first.wait_for(state="visible", timeout=5_000)
+            body.first.wait_for(state="visible", timeout=10_000)  # a slow popover is not toggled shut again
             return body.first
         except Exception:
             if time.monotonic() > deadline:

@@ -83,7 +83,8 @@ def test_clip_infinity_is_written_as_inf():
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"clip": "0.5"}, "ignored clip='0.5': clip must be a number ≥ 1 or inf"),
+    ({"clip": "0.5"}, "ignored clip='0.5': clip must be ≥ 1 (1 = raw labels, inf = unclipped)"),
+    ({"clip": "-3"}, "ignored clip='-3': clip must be ≥ 1 (1 = raw labels, inf = unclipped)"),
     ({"clip": "abc"}, "ignored clip='abc': clip must be a number ≥ 1 or inf"),
     ({"level": "1.5"}, "ignored level='1.5': level must be strictly between 0 and 1"),
     ({"level": "x"}, "ignored level='x': level must be a number between 0 and 1"),

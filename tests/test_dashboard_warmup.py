@@ -13,7 +13,8 @@ from dashboard_support import environment, open_page
 from offeval_core.simulate import preset_config, write_world
 
 PAGES = ("sensitivity", "correlation", "dcg_vs_ndcg", "decisions", "clip_tuning")
-HEAVY = ("sensitivity", "offline_online_correlation", "dcg_vs_ndcg", "decision_boxes", "clip_tuning")
+HEAVY = ("sensitivity", "offline_online_correlation", "correlation_by_clip", "dcg_vs_ndcg", "decision_boxes",
+         "clip_tuning")
 
 
 @pytest.fixture
@@ -55,7 +56,8 @@ def test_pages_at_their_defaults_read_what_the_preparation_computed(prepared, mo
     for name in HEAVY:
         monkeypatch.setattr(analyses, name, counting(name, getattr(analyses, name)))
     monkeypatch.setattr(datasets, "reduce", counting("reduce", datasets.reduce))
-    assert set(prepared.steps) >= {"sensitivity", "correlation", "DCG vs nDCG", "decisions", "clip tuning"}
+    assert set(prepared.steps) >= {"sensitivity", "correlation", "Table 2 across clips", "DCG vs nDCG", "decisions",
+                                   "clip tuning"}
     for page in PAGES:
         calls.clear()
         open_page(page)

@@ -85,3 +85,16 @@ def test_markup_in_uploaded_names_is_escaped_and_kept_out_of_the_link(world):
     # a note naming the text column is escaped markdown, not markup
     notes = [i.value for i in at.info if "ignored" in i.value]
     assert notes == ["non-numeric column(s) ignored (not rewards): &lt;i&gt;note&lt;/i&gt;"]
+
+
+def test_a_reward_without_positives_is_named_as_text_in_the_error(world):
+    from offeval_core.sanitize import escape_markdown
+
+    frame = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], MARKUP: [0, 0, 0],
+                          "rank__t": [2, 1, 1]})
+    at = open_page(None)
+    upload(at, frame.to_csv(index=False).encode(), "**up**.csv")
+    at.switch_page("views/sensitivity.py").run()
+    errors = [e.value for e in at.error]
+    assert any(f"Reward **{escape_markdown(MARKUP)}** has no positive value in" in e for e in errors), errors
+    assert not any(MARKUP in e or "**up**" in e for e in errors), errors
