@@ -17,8 +17,8 @@ from dashboard.context import CTX_KEY, Context
 from offeval_core.formatting import clip_text
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
 
-__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline", "raw_logs_notice", "readable",
-           "show_figure", "show_table", "takeaway"]
+__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline", "policy_headline",
+           "raw_logs_notice", "readable", "show_figure", "show_table", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
@@ -30,6 +30,20 @@ def raw_logs_notice(what: str) -> None:
 def takeaway(text: str) -> None:
     """The one-sentence takeaway shown above a chart (larger in presentation mode)."""
     st.markdown(f'<div class="offeval-takeaway">{escape_html(text)}</div>', unsafe_allow_html=True)
+
+
+def policy_headline(policy: str | None, text: str) -> str:
+    """A takeaway that names the target policy it is about: ``"<policy> vs the logging policy — <text>"`` (a
+    capitalised first word such as "Of" or "At" is lower-cased; acronyms such as "DCG" are kept).
+
+    >>> policy_headline("ranker_v2", "Of the 6 settings, DCG detects 50 %.")
+    'ranker_v2 vs the logging policy — of the 6 settings, DCG detects 50 %.'
+    """
+    if not policy:
+        return text
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        text = text[0].lower() + text[1:]
+    return f"{policy} vs the logging policy — {text}"
 
 
 PRESENT_CHART_HEIGHT = 350  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px

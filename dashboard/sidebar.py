@@ -35,17 +35,18 @@ LIST_FIELDS = ("variants", "estimators")
 GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
 PAGE_TITLES = {"data": "Data", "sensitivity": "Sensitivity", "correlation": "Correlation",
                "dcg-vs-ndcg": "DCG vs nDCG", "estimator-lab": "Estimator lab", "decisions": "Decisions",
-               "clip-tuning": "Clip tuning", "method": "Method"}
+               "clip-tuning": "Clip tuning", "candidates": "Candidates", "method": "Method"}
 DECK = ("sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning")
 """The pages presentation mode steps through by default."""
 USES: dict[str, tuple[str, ...]] = {
     "data": ("dataset",),
     "sensitivity": GLOBAL,
-    "correlation": ("dataset", "reward", "discount", "clip"),
+    "correlation": ("dataset", "reward", "policy", "discount", "clip"),
     "dcg-vs-ndcg": ("dataset", "reward", "discount", "exposure", "clip", "level"),
     "estimator-lab": (),
     "decisions": GLOBAL,
     "clip-tuning": GLOBAL,
+    "candidates": ("dataset", "reward", "discount", "exposure", "clip", "level"),
     "method": ("dataset",),
 }
 """The sidebar controls each page reads (by URL path); the others are hidden on that page."""
@@ -238,16 +239,23 @@ def render(page_url_path: str = "") -> ui.Context:
             box.selectbox("Reward", rewards, key="w_reward",
                           help="The reward column whose online mean the offline metrics estimate")
         reward = ss["w_reward"]
-        policies = list(dataset.policies)
+        policies = list(dataset.target_policies)
         if policies:
-            page_defaults["policy"] = "treatment" if "treatment" in policies else policies[0]
+            page_defaults["policy"] = data.default_policy(dataset.key)
             if ss.get("w_policy") not in policies:
                 ss["w_policy"] = page_defaults["policy"]
             if "policy" in uses:
+                copies = set(data.logging_copies(dataset.key))
                 box.selectbox("Target policy", policies, key="w_policy",
-                              help="The candidate ranking policy (a rank__<policy> column); 'treatment' is the "
-                                   "policy that served the treatment arm")
+                              format_func=lambda p: p + (" (propensities)" if dataset.policy_kind(p) == "propensity"
+                                                         else "") + (" = the logging policy" if p in copies else ""),
+                              help="The candidate policy, given by ranks (a rank__<policy> column) or by "
+                                   "propensities (target_propensity__<policy>). It opens on 'treatment' (the policy "
+                                   "that served the treatment arm) when there is one, else on the first candidate "
+                                   "that is not a copy of the logging policy.")
             policy = ss["w_policy"]
+            if dataset.policy_kind(policy) == "propensity":  # weights π_t / π_p: no discount models
+                uses = tuple(u for u in uses if u not in ("discount", "exposure"))
         elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
 
@@ -305,7 +313,8 @@ def render(page_url_path: str = "") -> ui.Context:
             ss["w_clip"] = math.inf
     if "clip" in uses:
         box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
-                          help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
+                          help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased. "
+                               "For a propensity policy m is the cap c of the weights π_t / π_p (Gilotte Sec. 4.2).")
     if ss.get("w_level") not in LEVELS:
         ss["w_level"] = LEVEL
     if "level" in uses:
