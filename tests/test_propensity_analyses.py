@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 from analyses_world import small_world
 
-from offeval_core.analyses import Variant, clip_tuning, decision_boxes, offline_online_correlation, variant_label
+from offeval_core.analyses import (
+    Variant,
+    clip_tuning,
+    decision_boxes,
+    offline_online_correlation,
+    variant_label,
+)
 from offeval_core.analyses.clip_tuning import mean_offline_effect
 from offeval_core.engine import Grid, reduce
 from offeval_core.estimators import online_results, summarize_groups
@@ -71,7 +77,7 @@ def test_decision_boxes_carry_the_targets_estimate_and_the_treatment_arms_mean()
 
 
 def test_table2_with_a_target_not_named_treatment_equals_the_same_policy_named_treatment():
-    world, logs, m = small_world()
+    world, _, m = small_world()
     renamed = read_logs(world.logs.rename(columns={"rank__treatment": "rank__ranker_v2"}))
     m2 = reduce(renamed, Grid(rewards=("like",), policies=("ranker_v2",), discounts=("pbm",), exposures=("pbm",),
                               clips=(1.0, math.inf)))
