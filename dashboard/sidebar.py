@@ -173,6 +173,8 @@ def _load(key: str):
 def _uses(page_url_path: str) -> tuple[str, ...]:
     if page_url_path == "dcg-vs-ndcg" and st.session_state.get("w_agr_source") == "heldout":
         return ("level",)
+    if page_url_path == "candidates" and st.session_state.get("w_cand_clip", "recommended") == "recommended":
+        return tuple(u for u in USES["candidates"] if u != "clip")  # the comparison's clip comes from its rule
     return USES.get(page_url_path or "data", GLOBAL)
 
 
@@ -227,6 +229,7 @@ def render(page_url_path: str = "") -> ui.Context:
         notes.append(problem)
 
     reward = policy = None
+    weights_only = False  # a propensity policy: the discount models do not apply to the page
     grid = dataset.file_moments.grid if dataset is not None and dataset.is_moments else None
     if dataset is not None:
         rewards = list(dataset.rewards)
@@ -254,8 +257,9 @@ def render(page_url_path: str = "") -> ui.Context:
                                    "that served the treatment arm) when there is one, else on the first candidate "
                                    "that is not a copy of the logging policy.")
             policy = ss["w_policy"]
-            if dataset.policy_kind(policy) == "propensity":  # weights π_t / π_p: no discount models
+            if dataset.policy_kind(policy) == "propensity" and "policy" in uses:  # weights π_t / π_p: no D, D0
                 uses = tuple(u for u in uses if u not in ("discount", "exposure"))
+                weights_only = True
         elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
 
@@ -293,7 +297,7 @@ def render(page_url_path: str = "") -> ui.Context:
             notes.append(f"{label} {ss[wkey]!r} is not valid: {problem_text}")
         ss[f"_bad_{wkey}"] = bool(problem_text)
 
-    if grid is None and "dataset" in uses:  # not on the pages that run on their own simulated data
+    if grid is None and "dataset" in uses and not weights_only:  # not on pages of own data or propensity weights
         with box.popover("Upload a discount table", icon=":material/upload_file:", width="stretch"):
             st.file_uploader("CSV with columns rank, probability", type=["csv"], key="w_table_upload",
                              on_change=_on_table_upload,

@@ -13,7 +13,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from offeval_core.charts import OKABE_ITO, _layout
-from offeval_core.validation import format_clip
 
 __all__ = ["FOREST_COLOURS", "candidates_figure"]
 
@@ -74,7 +73,6 @@ def candidates_figure(result) -> go.Figure:
     unit = "per session"
     fig.update_xaxes(title_text=f"{result.reward} {unit}, {result.level:.0%} CI", row=1, col=1)
     fig.update_xaxes(title_text=f"paired difference, {result.reward} {unit}", row=1, col=2)
-    estimators = ", ".join(dict.fromkeys(t["estimator"]))
-    clip = "" if result.clip != result.clip else f", m = {format_clip(result.clip, symbol=True)}"
-    title = f"{len(t)} candidate{'s' * (len(t) != 1)} vs the logging policy — {result.reward}, {estimators}{clip}"
+    estimators = ", ".join(dict.fromkeys(t["estimator"]))  # each label names its clip (m, or the cap c)
+    title = f"{len(t)} candidate{'s' * (len(t) != 1)} vs the logging policy — {result.reward}, {estimators}"
     return _layout(fig, title, height=max(300, 90 + 42 * len(t)))

@@ -149,7 +149,7 @@ def test_forest_plot_draws_every_candidate_with_its_intervals(world):
     star = [tr for tr in fig.data if tr.name == "A/B test next"]
     assert len(star) == (res.next_policy is not None) and (not star or star[0].y[0] == res.next_policy)
     assert fig.layout.yaxis.categoryarray[-1] == res.table["policy"].iloc[0]   # the largest effect on top
-    assert fig.layout.title.text == "3 candidates vs the logging policy — like, DCG (log2, Q̂ m=16), m = 16"
+    assert fig.layout.title.text == "3 candidates vs the logging policy — like, DCG (log2, Q̂ m=16)"
     lines = [s.x0 for s in fig.layout.shapes]
     assert t["logging"].iloc[0] in lines and 0 in lines                   # the logging estimate and the zero line
     assert np.isfinite(lines).all()

@@ -87,7 +87,7 @@ def test_candidates_page_equals_the_core_on_the_mapped_logs(offline):
     assert metric(at, "A/B test next") == res.next_policy == "ranker_v2"
     assert metric(at, "Beat the logging policy") == str(int(res.table["beats_logging"].sum()))
     assert _takes(at)[0] == f'<div class="offeval-takeaway">{escape_html(res.takeaway)}</div>'
-    assert _titles(at)[0] == f"3 candidates vs the logging policy — clicked, DCG (pbm, Q̂ m={clip:g}), m = {clip:g}"
+    assert _titles(at)[0] == f"3 candidates vs the logging policy — clicked, DCG (pbm, Q̂ m={clip:g})"
     assert any("Not a candidate: production" in c.value for c in at.caption)
     # the sidebar's m instead of the rule; Benjamini-Hochberg instead of Holm
     at.radio(key="w_cand_clip").set_value("sidebar").run()

@@ -78,19 +78,26 @@ with ui.guarded("Clip tuning"):
     fig = data.clip_tuning_chart(c.key, c.reward, c.policy, d_model, e_model, s.level, rule, m)
     ui.show_figure(fig, key="clip_tuning", name="clip_tuning", take=take)
 
-    k = st.columns(6 if online is not None and online.treatment is not None else 5)
+    k = st.columns(5)
     k[0].metric("Estimate at m", f"{row['estimate']:.4g}",
                 delta=f"{row['estimate'] - t.loc[math.inf, 'estimate']:+.3g} vs m = ∞" if math.inf in t.index and m != math.inf else None,
                 delta_color="off", help=f"{s.level:.0%} CI [{row['ci_low']:.4g}, {row['ci_high']:.4g}] over the "
                                         "control arm's sessions (every session without arms)")
-    if len(k) == 6:
-        k[5].metric("Online treatment arm", f"{online.treatment.value:.4g}",
-                    help=f"mean reward per session of the treatment arm, every A/B test pooled; {s.level:.0%} CI "
-                         f"[{online.treatment.ci.low:.4g}, {online.treatment.ci.high:.4g}]")
     k[1].metric("Std. error", f"{row['stderr']:.3g}")
     k[2].metric("Bias bound", f"{row['bias_bound']:.3g}", help="r_max × clipped target exposure per session")
     k[3].metric("ESS share", f"{row['ess_share']:.0%}", help="Kish effective sample size / rows")
     k[4].metric("Rows clipped", f"{row['clipped_rows']:.1%}")
+    if online is not None and online.treatment is not None:  # the estimate next to what the A/B tests measured
+        on = online.treatment
+        lv = st.columns(5)
+        lv[0].metric(f"Offline {s.level:.0%} CI", f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}]",
+                     help=f"The {label} estimate's confidence interval at m = {ui.clip_label(m)}")
+        lv[1].metric("Online treatment arm", f"{on.value:.4g}",
+                     help=f"Mean reward per session of the treatment arm, every A/B test pooled; {s.level:.0%} CI "
+                          f"[{on.ci.low:.4g}, {on.ci.high:.4g}]")
+        lv[2].metric("Covers the online mean", "yes" if row["ci_low"] <= on.value <= row["ci_high"] else "no",
+                     help="Whether the offline CI contains the treatment arm's online mean (the treatment arm is "
+                          f"taken to be served by {ui.md_escape(c.policy)})")
     st.info(f"**Recommended {recommendation.reason}**", icon=":material/lightbulb:")
     with st.expander("How the chart's rule chose (the page control)"):
         st.markdown(res.rule_text)

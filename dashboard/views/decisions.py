@@ -107,8 +107,8 @@ with ui.guarded("Decision boxes"):
     fig = decision_figure(res, estimator=est)
     with holder if c.present else st.container():
         # the headline is about the estimator the chart shows; the comparison of the estimators follows
-        take = res.estimator_takeaway(est) + (f" Across the {len(labels)} estimators: {res.takeaway}"
-                                              if len(labels) > 1 else "")
+        compare = len(labels) > 1 and not (res.takeaway.startswith(f"{est} takes") and "; " not in res.takeaway)
+        take = res.estimator_takeaway(est) + (f" Across the {len(labels)} estimators: {res.takeaway}" if compare else "")
         event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=take, select=True)
         st.caption(res.adjustment)
     boxes = res.boxes[res.boxes["estimator"] == est]
