@@ -262,6 +262,10 @@ def render(page_url_path: str = "") -> ui.Context:
                 weights_only = True
         elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
+        if page_url_path == "candidates" and policies and all(
+                dataset.policy_kind(p) == "propensity" for p in data.candidate_policies(dataset.key)):
+            uses = tuple(u for u in uses if u not in ("discount", "exposure"))  # no rank candidate to discount
+            weights_only = True
 
     if dataset is not None and reward is not None:
         data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None)

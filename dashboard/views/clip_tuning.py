@@ -89,7 +89,7 @@ with ui.guarded("Clip tuning"):
     k[4].metric("Rows clipped", f"{row['clipped_rows']:.1%}")
     if online is not None and online.treatment is not None:  # the estimate next to what the A/B tests measured
         on = online.treatment
-        lv = st.columns(5)
+        lv = st.columns([2.2, 1.5, 1.5])
         lv[0].metric(f"Offline {s.level:.0%} CI", f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}]",
                      help=f"The {label} estimate's confidence interval at m = {ui.clip_label(m)}")
         lv[1].metric("Online treatment arm", f"{on.value:.4g}",

@@ -131,8 +131,8 @@ with ui.guarded("Decision boxes"):
     one = res.boxes[res.boxes["experiment_id"].astype(str) == exp]
     row = one[one["estimator"] == est].iloc[0]
     unit = " %" if relative else ""
-    lv = st.columns([1, 1, 1.6, 1])
-    lv[0].metric("Offline estimate of the target", f"{row['offline_target']:.4g}",
+    lv = st.columns([1, 1, 1.7, 1.3])
+    lv[0].metric("Offline estimate", f"{row['offline_target']:.4g}",
                  help=f"{ui.md_escape(c.policy)}, {ui.md_escape(est)} on the control logs of {ui.md_escape(exp)}; {res.level:.0%} CI [{row['offline_target_low']:.4g}, "
                       f"{row['offline_target_high']:.4g}]")
     lv[1].metric("Online treatment arm", f"{row['online_treatment']:.4g}",

@@ -84,10 +84,10 @@ class CandidatesResult:
         """One sentence naming the family and the correction."""
         n = len(self.table)
         if self.adjust == "none":
-            return (f"Unadjusted: each of the {n} candidates is judged on its own {self.level:.1%} CI; choose Holm "
+            return (f"Unadjusted: each of the {n} candidate{'s' * (n != 1)} is judged on its own {self.level:.1%} CI; choose Holm "
                     f"or Benjamini-Hochberg to control the errors over the candidates.").replace(".0%", " %")
         return (f"A candidate beats the logging policy when its one-sided p-value, adjusted over the {n} "
-                f"candidates ({ADJUST_LABELS[self.adjust]}), is ≤ {self.alpha:g} (the tail of the "
+                f"candidate{'s' * (n != 1)} ({ADJUST_LABELS[self.adjust]}), is ≤ {self.alpha:g} (the tail of the "
                 f"{self.level:.1%} CI).").replace(".0%", " %")
 
 
