@@ -24,6 +24,8 @@ class Context:
     dataset: data.Dataset | None
     problem: str = ""
     notes: tuple[str, ...] = field(default=())
+    uses: tuple[str, ...] | None = None
+    """The sidebar settings the page reads (None: all of them); exports name only these."""
 
     @property
     def key(self) -> str:

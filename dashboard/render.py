@@ -65,6 +65,11 @@ def export_settings(c: Context | None) -> dict[str, object]:
     st_ = c.settings
     out: dict[str, object] = {"reward": c.reward, "policy": c.policy, "D": st_.discount, "D0": st_.exposure,
                               "m": st_.clip, "level": st_.level}
+    if c.uses is not None and "policy" not in c.uses:  # e.g. Candidates: every candidate, not the sidebar's one
+        out.pop("policy")
+    if c.propensity and "policy" in (c.uses or ("policy",)):  # weights π_t / π_p: no discount models
+        out.pop("D")
+        out.pop("D0")
     return {k: v for k, v in out.items() if v is not None}
 
 

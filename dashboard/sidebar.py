@@ -353,7 +353,7 @@ def render(page_url_path: str = "") -> ui.Context:
     _where(where, page_url_path, uses, dataset, choice)
     ss["_link_slot"] = sb.empty()
     ui.inject_css(settings.present)
-    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes))
+    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes), uses=uses)
     ss[ui.CTX_KEY] = c
     return c
 

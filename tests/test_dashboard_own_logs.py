@@ -176,3 +176,6 @@ def test_exports_name_the_policy(ab):
     settings = export_settings(at.session_state["_offeval_ctx"])
     assert settings["policy"] == "ranker_v2"            # the footer of every exported chart and the CSV header
     assert "ranker_v2" in file_stem("decision_boxes", settings)
+
+    at = open_page("candidates", timeout=300)
+    assert "policy" not in export_settings(at.session_state["_offeval_ctx"])   # the page compares every candidate

@@ -154,6 +154,10 @@ def test_the_sidebar_lists_bts_and_opens_on_it(served):
     assert box.options == ["bts (propensities)"] and box.value == "bts"
     keys = {w.key for w in at.sidebar.selectbox}
     assert "w_discount" not in keys and "w_exposure" not in keys   # the weights are the logged propensities
+    from dashboard.render import export_settings
+
+    settings = export_settings(at.session_state["_offeval_ctx"])
+    assert settings["policy"] == "bts" and "D" not in settings and "D0" not in settings   # exports say so too
 
 
 def test_decisions_show_bts_offline_estimate_and_ci_next_to_its_online_click_rate(served, moments):
