@@ -10,13 +10,12 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.analyses import Variant, default_variants
 from offeval_core.analyses import variant_label as vlabel
-from offeval_core.analyses.plan import propensity_estimators
+from offeval_core.analyses.plan import PROPENSITY_CURVES, propensity_estimators
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.sanitize import escape_markdown
 from offeval_core.validation import format_clip, parse_clip
 
-PROPENSITY_METRICS = ("is", "snips", "cis", "ncis")
 c = ui.ctx()
 ss = st.session_state
 st.title("Offline-online correlation")
@@ -58,7 +57,7 @@ if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = m
                            f"{', '.join(g.exposures)}); the correlation table compares such variants, so it")
         st.stop()
 if c.propensity:
-    metric_names = list(PROPENSITY_METRICS)
+    metric_names = list(PROPENSITY_CURVES)
     defaults = [_to_text(v) for v in propensity_estimators(s.clip)]
 else:
     metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]

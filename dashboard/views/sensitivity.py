@@ -7,11 +7,11 @@ import streamlit as st
 
 from dashboard import data, ui
 from dashboard.state import PROPENSITY_CONTROLS
+from offeval_core.analyses.plan import PROPENSITY_CURVES
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 
-PROPENSITY_METRICS = ("is", "snips", "cis", "ncis")
 c = ui.ctx()
 ss = st.session_state
 st.title("Sensitivity to the clip value")
@@ -26,7 +26,7 @@ if c.propensity:
                "π_t / π_p, and the cap c of the weights plays the role of the clip m (Gilotte Sec. 4.2).")
 
 if c.propensity:  # importance weights π_t / π_p: the cap c of IS / CIS / NCIS / SNIPS plays the role of m
-    metric_names = list(PROPENSITY_METRICS)
+    metric_names = list(PROPENSITY_CURVES)
     default_metrics = list(PROPENSITY_CONTROLS["sens_metrics"])
 else:
     metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]

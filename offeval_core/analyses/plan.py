@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from offeval_core.analyses._common import Variant, as_variant
 from offeval_core.registry import ESTIMATORS
 
-__all__ = ["PROPENSITY_METRICS", "PlannedReduce", "decision_estimators", "estimator_family", "plan_moments",
+__all__ = ["PROPENSITY_CURVES", "PROPENSITY_METRICS", "PlannedReduce", "decision_estimators", "estimator_family", "plan_moments",
            "propensity_estimators", "report_variants"]
 
 PROPENSITY_METRICS = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
 """The estimators of a propensity policy (importance weights π_t / π_p; Gilotte Sec. 3-5), max-capped, per session."""
+PROPENSITY_CURVES = ("is", "snips", "cis", "ncis")
+"""The ones a view over the cap c offers (Sensitivity, Table 2's columns): capped and normalised capped IS, with
+their uncapped versions IS and SNIPS as references (Gilotte Sec. 3-4)."""
 
 
 def estimator_family(name: str) -> str:
