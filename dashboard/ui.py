@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.context import CTX_KEY, Context, ctx
-from dashboard.render import raw_logs_notice, show_figure, show_table, takeaway
+from dashboard.render import policy_headline, raw_logs_notice, show_figure, show_table, takeaway
 from offeval_core import errors
 from offeval_core.errors import OffevalError
 from offeval_core.formatting import clip_text
@@ -24,7 +24,7 @@ from offeval_core.sanitize import escape_markdown
 
 __all__ = [
     "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "clip_label", "controls", "ctx", "explain", "get_moments",
-    "guarded", "init_control", "inject_css", "md_escape", "needs", "page_default", "raw_logs_notice", "show_error",
+    "guarded", "init_control", "inject_css", "links", "md_escape", "needs", "page_default", "policy_headline", "raw_logs_notice", "show_error",
     "show_figure", "show_table",
     "takeaway", "with_progress",
 ]
@@ -112,7 +112,13 @@ def with_progress(label: str, ready: bool, fn: Callable[[], object]):
 
 
 def get_moments(c: Context, reward: str | None = None, discount: str | None = None, exposure: str | None = None):
+    """The cached moments of the page's target policy (DCG reduce of D, D0; for a propensity policy the importance
+    reduce with the logged propensities), with progress the first time."""
     reward = reward or c.reward
+    if c.propensity and discount is None:
+        return with_progress(f"Computing the importance-sampling moments of {reward} (weights π_t / π_p) over every "
+                             "propensity policy and cap value (first time only)…",
+                             data.is_ready("propensity", c.key, reward), lambda: data.propensity_moments(c.key, reward))
     d = discount or c.settings.discount
     e = exposure or c.settings.exposure
     ready = data.is_ready("moments", c.key, reward, d, e)
@@ -134,17 +140,37 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
                  "estimate would be 0. Pick another reward in the sidebar, or check that the column holds "
                  "the rewards (1 = clicked, liked, …).", icon=":material/error:")
         return False
-    if policy and not ds.policies:
+    if policy and not ds.target_policies:
         st.error("These logs have no target policy: add one `rank__<policy>` column per candidate policy, "
-                 "holding the rank at which that policy would show the logged item in the session.",
+                 "holding the rank at which that policy would show the logged item in the session (or, for a "
+                 "stochastic policy, `target_propensity__<policy>` next to `logging_propensity`).",
                  icon=":material/error:")
         return False
     if arms and not ds.has_arms:
-        st.warning("These logs have no treatment arm, so there is no online A/B outcome to compare with. "
-                   "Add an `arm` column with `control` (logged by the production policy) and `treatment` "
-                   "(logged by the tested policy) sessions.", icon=":material/warning:")
+        st.warning("These logs have no treatment arm, so there is no online A/B outcome to compare with: this page "
+                   "needs an A/B test. Logs of candidates evaluated before any A/B test are compared on the "
+                   "**Candidates** page. To compare with an A/B test, add an `arm` column with `control` (logged by "
+                   "the production policy) and `treatment` (logged by the tested policy) sessions.",
+                   icon=":material/warning:")
+        links(("candidates",))
         return False
     return True
+
+
+PAGE_FILES = {"sensitivity": ("views/sensitivity.py", "Sensitivity", ":material/tune:"),
+              "correlation": ("views/correlation.py", "Correlation", ":material/timeline:"),
+              "decisions": ("views/decisions.py", "Decisions", ":material/check_box:"),
+              "clip-tuning": ("views/clip_tuning.py", "Clip tuning", ":material/content_cut:"),
+              "candidates": ("views/candidates.py", "Candidates: every candidate vs the logging policy",
+                             ":material/leaderboard:")}
+"""Pages a refusal can point to: (file relative to app.py, link label, icon)."""
+
+
+def links(pages) -> None:
+    """Links (``st.page_link``) to the pages that can answer what this page cannot."""
+    for name in pages:
+        path, label, icon = PAGE_FILES[name]
+        st.page_link(path, label=label, icon=icon)
 
 
 PRESENT_CSS = """

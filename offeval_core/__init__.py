@@ -51,7 +51,8 @@ _export("offeval_core.importance", "reduce_importance", "add_importance", "ncis_
         bootstrap_importance="bootstrap", importance_session_sums="session_sums")
 _export("offeval_core.analyses", "sensitivity", "offline_online_correlation", "dcg_vs_ndcg", "decision_boxes",
         "clip_tuning", "merge_moments", "table1_example", "Variant", "SensitivityResult", "CorrelationResult",
-        "AgreementResult", "DecisionResult", "ClipTuningResult")
+        "AgreementResult", "DecisionResult", "ClipTuningResult", "compare_candidates", "CandidatesResult")
+_export("offeval_core.policies", "target_policies", "policy_kind", "logging_copies", "default_target_policy")
 _export("offeval_core.heldout", "read_qrels", "read_run", "evaluate_run", "Qrels", "Run", "RunEvaluation")
 _export("offeval_core.heldout.mnar", "mnar_estimate", "theorem41_terms", "MNAR_ESTIMATORS")
 _export("offeval_core.heldout.analyses", "estimator_lab", "zoo_agreement", "runs_agreement")

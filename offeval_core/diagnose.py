@@ -95,16 +95,28 @@ class Diagnosis:
         return {"source": self.source, "reward": self.reward, "policy": self.policy, "alpha": self.alpha,
                 "checks": [c.to_dict() for c in self.checks], "estimators": [e.to_dict() for e in self.estimators]}
 
-    def table(self) -> pd.DataFrame:
-        """One row per assumption and per estimator (the page's table)."""
+    def table(self, level: float = 0.95) -> pd.DataFrame:
+        """One row per assumption and per estimator (the page's table). ``estimate`` holds what the row
+        estimates — an assumption test's effect (named in ``effect``) or an estimator's value of the target policy
+        (reward per session), each with its CI (an estimator's: normal, value ± z · stderr at ``level``); an
+        estimator's weight concentration is in its own column, ``ESS share`` (Kish ESS / rows).
+
+        >>> e = EstimatorCheck("ips", "IPS", 0.004, 0.001, 500.0, 0.25, 0.01, 0.1, (), "trust", "")
+        >>> t = Diagnosis("x", "click", "bts", 0.05, (), (e,)).table()
+        >>> t[["estimate", "CI low", "ESS share"]].round(5).values.tolist()   # 0.004 ± 1.96 · 0.001
+        [[0.004, 0.00204, 0.25]]
+        """
+        z = float(sps.norm.ppf(0.5 + level / 2))
         rows = [{"row": f"assumption: {c.name}", "test": c.test, "effect": c.effect_label,
                  "estimate": c.effect, "CI low": c.low, "CI high": c.high, "p-value": c.p_value,
+                 "ESS share": math.nan,
                  "result": ("violated" if c.fires else "not rejected") if c.identified else "not testable",
                  "reason": c.finding} for c in self.checks]
-        rows += [{"row": f"estimator: {e.label}", "test": "weights", "effect": "ESS share",
-                  "estimate": e.ess_share, "CI low": math.nan, "CI high": math.nan, "p-value": math.nan,
+        rows += [{"row": f"estimator: {e.label}", "test": "weights", "effect": f"value of {self.policy or 'the target'}",
+                  "estimate": e.value, "CI low": e.value - z * e.stderr, "CI high": e.value + z * e.stderr,
+                  "p-value": math.nan, "ESS share": e.ess_share,
                   "result": e.verdict, "reason": e.reason} for e in self.estimators]
-        cols = ["row", "result", "reason", "estimate", "CI low", "CI high", "p-value", "effect", "test"]
+        cols = ["row", "result", "reason", "estimate", "CI low", "CI high", "p-value", "ESS share", "effect", "test"]
         return pd.DataFrame(rows)[cols]
 
 

@@ -28,12 +28,14 @@ from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
+from offeval_core.policies import policy_kind, target_policies
 
 __all__ = [
     "DEMO_SEED", "REPO", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "load", "load_demo",
     "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
-    "needs_raw_logs_text", "parse_sim_spec", "sim_spec", "upload_key", "upload_moments", "upload_raw",
+    "needs_raw_logs_text", "parse_sim_spec", "propensity_moments", "sim_spec", "upload_key", "upload_moments",
+    "upload_raw",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,6 +81,18 @@ class Dataset:
     @property
     def policies(self) -> tuple[str, ...]:
         return self.file_moments.grid.policies if self.is_moments else self.logs.policies
+
+    @property
+    def target_policies(self) -> tuple[str, ...]:
+        """Every target policy: rank policies, then propensity policies (``policies.target_policies``); a moments
+        file's reduced policies."""
+        return self.file_moments.grid.policies if self.is_moments else target_policies(self.logs)
+
+    def policy_kind(self, policy: str | None) -> str | None:
+        """``rank`` or ``propensity`` (``policies.policy_kind``); None without a policy."""
+        if policy is None:
+            return None
+        return "rank" if self.is_moments else policy_kind(self.logs, policy)
 
     @property
     def has_arms(self) -> bool:
@@ -397,4 +411,27 @@ def importance_moments(key: str, reward: str, policy: str, discount: str, exposu
     out = reduce_importance(ds.logs, rewards=(reward,), policies=(policy,), clips=DEFAULT_CLIPS,
                             discount=discount, exposure=exposure, weights="exposure")
     mark_ready("importance", key, reward, policy, discount, exposure)
+    return out
+
+
+PROPENSITY_REDUCE = {"cappings": ("max",), "scales": ("session",)}
+"""The importance estimators the pages offer for propensity policies: max-capping min(w, c), per session
+(``offeval estimate`` also has zero-capping and the per-impression scale)."""
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def propensity_moments(key: str, reward: str) -> Moments:
+    """Moments of the importance-sampling family (IS, SNIPS, CIS, NCIS, PieceNCIS, PointNCIS; Gilotte Sec. 3-5)
+    with the logged propensities π_t / π_p, for every propensity policy of a dataset over the whole clip grid
+    (the cap c plays the role of m); cached. Discount and exposure of these rows read ``propensity``."""
+    from offeval_core.importance import reduce_importance
+
+    ds = load(key)
+    if ds.is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
+                                               "in the moments file; each"))
+    policies = tuple(p for p in ds.target_policies if ds.policy_kind(p) == "propensity")
+    out = reduce_importance(ds.logs, rewards=(reward,), policies=policies, clips=DEFAULT_CLIPS,
+                            weights="propensity", **PROPENSITY_REDUCE)
+    mark_ready("propensity", key, reward)
     return out
