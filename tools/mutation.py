@@ -1,0 +1,354 @@
+"""Mutation testing of the formula modules with mutmut, module by module, incrementally.
+
+Each module (one source file) has its own test selection (``MODULES``): the tests that pin its formulas, fast
+enough that every mutant of the module runs in minutes on two cores. A module is run in its own work
+directory ``.mutation/<module>/`` (gitignored) holding mutmut's copy of the package and its results; mutmut
+runs a mutant against the selected tests that call the mutated function (``pytest -x``, Hypothesis ``ci``
+profile). A mutant is *killed* when a test fails or times out.
+
+Incremental: ``.mutation/state.json`` keeps, per module, a hash of the module's source and of its test files
+(and of this file's settings for it); a module whose hash has not changed is not run again and its recorded
+result is reported. Within a module that is run again, mutmut itself reruns only the mutants of functions
+whose source changed; when only the tests changed, the previous survivors are run again too.
+
+    make mutate                              # every module whose source or tests changed
+    make mutate MODULE=stats                 # one module (ids: --list)
+    .venv/bin/python tools/mutation.py --report          # the recorded rates and survivors, no run
+    .venv/bin/python tools/mutation.py stats --full      # rerun every mutant of a module
+
+Not part of ``make test`` or CI. Survivors that are equivalent mutants are listed with their reason in
+``EQUIVALENT`` (keyed by module, function and the changed line, so the key survives unrelated edits); every
+other survivor is reported as untriaged. docs/mutation.md records the rates and the triage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".mutation"
+STATE = WORK / "state.json"
+BIN = Path(sys.executable).parent
+
+# Lines whose mutants say nothing about a formula: the text of an error message or of a user-facing sentence
+# (a string literal continuing on its own line) and raise statements (their messages are tested by the
+# input-validation suites, not here).
+DO_NOT_MUTATE_PATTERNS = [r"^\s*raise\s", r"""^\s*[rbfu]{0,2}"[^"]*"\s*[,)+]*\s*$""",
+                          r"""^\s*[rbfu]{0,2}'[^']*'\s*[,)+]*\s*$"""]
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow and not browser and not spark"]
+
+_T = "tests/"
+
+
+@dataclass(frozen=True)
+class Module:
+    source: str
+    tests: tuple[str, ...]
+
+
+def _m(source: str, *tests: str) -> Module:
+    return Module(source, tuple(t if t.startswith(("tests/", "offeval_core/", "--")) else _T + t for t in tests))
+
+
+DOCTEST = "--doctest-modules"
+
+MODULES: dict[str, Module] = {
+    "stats": _m("offeval_core/stats.py", "test_stats.py", "test_formulas.py"),
+    "estimators": _m("offeval_core/estimators.py", "test_formulas.py", "test_worked_examples.py", "test_stats.py",
+                     "test_one_place.py"),
+    "arms": _m("offeval_core/arms.py", "test_formulas.py", "test_one_place.py"),
+    "discounts": _m("offeval_core/discounts.py", "test_discounts.py"),
+    "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
+                        "test_engine.py"),
+    "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
+                             "test_worked_examples.py"),
+    "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
+                           "test_worked_examples.py"),
+    "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
+    "engine-grid": _m("offeval_core/engine/grid.py", "test_engine.py", "test_formulas.py"),
+    "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
+                            "test_importance_keys.py", "test_ncis_session_scale.py"),
+    "importance-weights": _m("offeval_core/importance/weights.py", "test_formulas.py", "test_importance.py",
+                             "test_ncis_session_scale.py"),
+    "importance-bootstrap": _m("offeval_core/importance/bootstrap.py", "test_formulas.py", "test_importance.py",
+                               "test_importance_keys.py"),
+    "importance-estimate": _m("offeval_core/importance/estimate.py", "test_importance.py", "test_formulas.py"),
+    "importance-keys": _m("offeval_core/importance/keys.py", "test_importance_keys.py"),
+    "importance-strata": _m("offeval_core/importance/strata.py", "test_importance.py"),
+    "importance-counterexample": _m("offeval_core/importance/counterexample.py", "test_importance.py"),
+    "slate-weights": _m("offeval_core/slate/weights.py", "test_slate_estimators.py", "test_slate_dr_exact.py",
+                        DOCTEST, "offeval_core/slate/weights.py"),
+    "slate-estimators": _m("offeval_core/slate/estimators.py", "test_slate_estimators.py",
+                           "test_slate_dr_exact.py", "test_slate_adaptive.py"),
+    "slate-dr": _m("offeval_core/slate/dr.py", "test_slate_dr_exact.py", "test_slate_estimators.py"),
+    "slate-adaptive": _m("offeval_core/slate/adaptive.py", "test_slate_adaptive.py", "test_slate_adaptive_exact.py"),
+    "heldout-metrics": _m("offeval_core/heldout/metrics.py", "test_heldout_metrics.py", DOCTEST,
+                          "offeval_core/heldout/metrics.py"),
+    "heldout-mnar": _m("offeval_core/heldout/mnar.py", "test_heldout_mnar.py", "test_formulas.py", DOCTEST,
+                       "offeval_core/heldout/mnar.py"),
+    "agreement": _m("offeval_core/agreement.py", "test_heldout_agreement.py", "test_agreement.py", DOCTEST,
+                    "offeval_core/agreement.py"),
+    "intervals": _m("offeval_core/intervals.py", "test_intervals.py", DOCTEST, "offeval_core/intervals.py"),
+    "multiple": _m("offeval_core/multiple.py", "test_multiple.py", DOCTEST, "offeval_core/multiple.py"),
+    "analyses-decisions": _m("offeval_core/analyses/decisions.py", "test_analyses_decisions.py", "test_formulas.py",
+                             "test_decisions_exact.py", DOCTEST, "offeval_core/analyses/decisions.py"),
+    "analyses-clip-tuning": _m("offeval_core/analyses/clip_tuning.py", "test_analyses_clip_tuning.py",
+                               "test_clip_tuning_exact.py", DOCTEST, "offeval_core/analyses/clip_tuning.py"),
+    "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
+    "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
+                                    "test_analyses_correlation_clip.py", DOCTEST,
+                                    "offeval_core/analyses/correlation_clip.py"),
+    "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py"),
+    "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py"),
+    "analyses-assumptions": _m("offeval_core/analyses/assumptions.py", "test_analyses_assumptions.py"),
+    "analyses-plan": _m("offeval_core/analyses/plan.py", "test_one_place.py", "test_analyses_plan.py"),
+    "analyses-common": _m("offeval_core/analyses/_common.py", "test_analyses_decisions.py",
+                          "test_analyses_correlation.py"),
+    "diagnose": _m("offeval_core/diagnose.py", "test_diagnose.py", "test_diagnose_exact.py"),
+    "verdicts": _m("offeval_core/verdicts.py", "test_verdicts.py", "test_diagnose.py", DOCTEST,
+                   "offeval_core/verdicts.py"),
+}
+
+# Survivors shown equivalent: (module, function, changed line after mutation, stripped) -> reason.
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("multiple", "holm", 'return adjust(p_values, alpha=alpha).adjusted'):
+        "adjust's default method is holm",
+    ("multiple", "holm", 'return adjust(p_values, method="holm", ).adjusted'):
+        "the adjusted p-values do not depend on alpha (only the rejections do, and holm returns the p-values)",
+    ("multiple", "benjamini_hochberg", 'return adjust(p_values, method="bh", ).adjusted'):
+        "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
+}
+
+
+def _existing_tests(mod: Module) -> list[str]:
+    """The module's test arguments whose files exist (a selection may name a file a later change adds)."""
+    out, skip_next = [], False
+    for i, t in enumerate(mod.tests):
+        if skip_next:
+            skip_next = False
+            continue
+        if t == DOCTEST:
+            if i + 1 < len(mod.tests) and (ROOT / mod.tests[i + 1]).exists():
+                out += [t, mod.tests[i + 1]]
+            skip_next = True
+            continue
+        if (ROOT / t.split("::")[0]).exists():
+            out.append(t)
+    return out
+
+
+def _digest(paths: list[Path], extra: str) -> str:
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        h.update(str(p.relative_to(ROOT)).encode())
+        h.update(p.read_bytes() if p.exists() else b"")
+    return h.hexdigest()[:16]
+
+
+def source_key(mod: Module) -> str:
+    return _digest([ROOT / mod.source], "|".join(DO_NOT_MUTATE_PATTERNS))
+
+
+def tests_key(mod: Module) -> str:
+    files = sorted({ROOT / t.split("::")[0] for t in _existing_tests(mod) if t != DOCTEST})
+    return _digest([*files, ROOT / "tests" / "conftest.py"], " ".join(PYTEST_ARGS + _existing_tests(mod)))
+
+
+def _load_state() -> dict:
+    return json.loads(STATE.read_text()) if STATE.exists() else {}
+
+
+def _save_state(state: dict) -> None:
+    WORK.mkdir(exist_ok=True)
+    tmp = STATE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+    tmp.replace(STATE)
+
+
+def _toml_list(xs) -> str:
+    return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
+
+
+def _prepare(name: str, mod: Module) -> Path:
+    """The module's work directory: links to the package and the tests, and a pyproject.toml with mutmut's
+    settings for this module appended to the project's."""
+    work = WORK / name
+    work.mkdir(parents=True, exist_ok=True)
+    for link in ("offeval_core", "tests"):
+        p = work / link
+        if not p.is_symlink():
+            p.symlink_to(ROOT / link)
+    config = (ROOT / "pyproject.toml").read_text() + "\n[tool.mutmut]\n" + "\n".join([
+        'source_paths = ["offeval_core"]',
+        f"only_mutate = {_toml_list([mod.source])}",
+        f"do_not_mutate_patterns = {_toml_list(DO_NOT_MUTATE_PATTERNS)}",
+        f"pytest_add_cli_args_test_selection = {_toml_list(_existing_tests(mod))}",
+        f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}",
+        "use_git_change_detection = false",
+        "timeout_multiplier = 10.0",
+    ]) + "\n"
+    cfg = work / "pyproject.toml"
+    if not cfg.exists() or cfg.read_text() != config:
+        cfg.write_text(config)
+    return work
+
+
+def _meta(work: Path, mod: Module) -> dict:
+    path = work / "mutants" / (mod.source + ".meta")
+    return json.loads(path.read_text()) if path.exists() else {"exit_code_by_key": {}}
+
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+
+
+def _status(code) -> str:
+    return STATUS.get(code, "suspicious")
+
+
+def _mutmut(work: Path, *args: str, capture: bool = False, log: Path | None = None) -> subprocess.CompletedProcess:
+    """mutmut in the module's work directory, niced (the machine is shared); its progress goes to ``log``."""
+    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0")
+    cmd = ["nice", "-n", "10", str(BIN / "mutmut"), *args]
+    if log is None:
+        return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture)
+    with log.open("a") as out:
+        return subprocess.run(cmd, cwd=work, env=env, text=True, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _diff(work: Path, key: str) -> str:
+    out = _mutmut(work, "show", key, capture=True).stdout
+    return "\n".join(line for line in out.splitlines() if line.startswith(("-", "+")) and
+                     not line.startswith(("---", "+++")))
+
+
+def _function(key: str) -> str:
+    fn = key.rpartition(".")[2].partition("__mutmut_")[0]
+    fn = fn[2:] if fn.startswith("x_") else fn
+    return fn.replace("ǁ", ".").strip(".")
+
+
+def _summarise(name: str, mod: Module, work: Path) -> dict:
+    codes = _meta(work, mod)["exit_code_by_key"]
+    counts: dict[str, int] = {}
+    for code in codes.values():
+        counts[_status(code)] = counts.get(_status(code), 0) + 1
+    survivors = []
+    for key, code in sorted(codes.items()):
+        st = _status(code)
+        if st in ("killed", "timeout"):
+            continue
+        survivors.append({"key": key, "status": st, "function": _function(key), "diff": _diff(work, key)})
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
+    total = sum(counts.values())
+    return {"total": total, "killed": killed, "counts": counts, "survivors": survivors}
+
+
+def run_module(name: str, *, full: bool, jobs: int, state: dict) -> dict:
+    mod = MODULES[name]
+    work = _prepare(name, mod)
+    prev = state.get(name, {})
+    skey, tkey = source_key(mod), tests_key(mod)
+    if full and (work / "mutants").exists():
+        shutil.rmtree(work / "mutants")
+    t0 = time.perf_counter()
+    print(f"== {name}: {mod.source} against {' '.join(_existing_tests(mod))}", flush=True)
+    log = work / "run.log"
+    log.write_text("")
+    proc = _mutmut(work, "run", "--max-children", str(jobs), log=log)
+    if proc.returncode:
+        tail = "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-30:])
+        raise SystemExit(f"{tail}\nmutmut failed on {name} (exit {proc.returncode}); the whole log: {log}")
+    if not full and prev.get("tests") not in (None, tkey):
+        # the tests changed: the previous survivors may be killed now (mutmut keeps every earlier result)
+        again = [s["key"] for s in prev.get("result", {}).get("survivors", [])]
+        codes = _meta(work, mod)["exit_code_by_key"]
+        again = [k for k in again if k in codes and _status(codes[k]) not in ("killed", "timeout")]
+        if again:
+            print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
+            _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
+    result = _summarise(name, mod, work)
+    state[name] = {"source": skey, "tests": tkey, "seconds": round(time.perf_counter() - t0),
+                   "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
+    _save_state(state)
+    return state[name]
+
+
+def equivalence(name: str, survivor: dict) -> str | None:
+    """The recorded reason a survivor is equivalent, or None (untriaged)."""
+    new = "\n".join(line[1:].strip() for line in survivor["diff"].splitlines() if line.startswith("+"))
+    return EQUIVALENT.get((name, survivor["function"], new))
+
+
+def _line(name: str, entry: dict) -> str:
+    r = entry["result"]
+    rate = r["killed"] / r["total"] if r["total"] else float("nan")
+    untriaged = sum(1 for s in r["survivors"] if not equivalence(name, s))
+    return (f"{name:28s} {r['killed']:5d} / {r['total']:5d} killed ({rate:6.1%})  survivors {len(r['survivors']):3d}"
+            f" (untriaged {untriaged:3d})  {entry['seconds']:5d} s  {entry['when']}")
+
+
+def report(state: dict, names, *, survivors: bool) -> int:
+    worst = 1.0
+    for name in names:
+        entry = state.get(name)
+        if entry is None:
+            print(f"{name:28s} not run")
+            continue
+        fresh = entry["source"] == source_key(MODULES[name]) and entry["tests"] == tests_key(MODULES[name])
+        print(_line(name, entry) + ("" if fresh else "  (stale: source or tests changed since)"))
+        r = entry["result"]
+        if r["total"]:
+            worst = min(worst, r["killed"] / r["total"])
+        if survivors:
+            for s in r["survivors"]:
+                reason = equivalence(name, s)
+                tag = f"equivalent: {reason}" if reason else s["status"]
+                print(f"    {s['key']}  [{tag}]")
+                for line in s["diff"].splitlines():
+                    print(f"        {line}")
+    return 0 if worst >= 0.9 else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", help="module ids (default: every module whose source or tests changed)")
+    ap.add_argument("--list", action="store_true", help="list the modules and their test selections")
+    ap.add_argument("--report", action="store_true", help="print the recorded results, run nothing")
+    ap.add_argument("--survivors", action="store_true", help="with the report: every survivor and its diff")
+    ap.add_argument("--full", action="store_true", help="rerun every mutant of the chosen modules")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machine is shared)")
+    args = ap.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        ap.error(f"unknown module(s) {', '.join(unknown)}; known: {', '.join(MODULES)}")
+    names = args.modules or list(MODULES)
+    if args.list:
+        for n in names:
+            print(f"{n:28s} {MODULES[n].source:42s} {' '.join(_existing_tests(MODULES[n]))}")
+        return 0
+    state = _load_state()
+    if not args.report:
+        for n in names:
+            entry = state.get(n)
+            unchanged = (entry is not None and entry["source"] == source_key(MODULES[n])
+                         and entry["tests"] == tests_key(MODULES[n]))
+            if unchanged and not args.full and not args.modules:
+                continue
+            run_module(n, full=args.full, jobs=args.jobs, state=state)
+            print(_line(n, state[n]), flush=True)
+    print()
+    return report(state, names, survivors=args.survivors)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
