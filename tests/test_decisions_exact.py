@@ -1,0 +1,135 @@
+"""Decision boxes by hand (offeval_core.analyses.decisions): one A/B test of four control and four treatment
+sessions, D = D0 = reciprocal, so every number of a box — the offline and online effects, their CIs, the
+relative uplifts, the CI size and the decisions — follows from a few session values; and every decision rule
+at its boundary (a CI bound of exactly 0, a p-value of exactly α).
+
+Control sessions log two items; the target swaps them (rank__new = 2, 1). With w = 1 / D0(k) = k:
+    target  DCG_τ = c1 · D(2) · min(m, 1) + c2 · D(1) · min(m, 2)
+    logging DCG_τ = c1 · D(1) · min(m, 1) + c2 · D(2) · min(m, 2)
+Control rewards (1, 0), (0, 1), (0, 1), (1, 1); treatment rewards (1, 1), (1, 1), (0, 1), (1, 1).
+
+m = ∞: target 0.5c1 + 2c2, logging c1 + c2; paired differences (−0.5, 1, 1, 0.5): mean 0.5, sd √0.5,
+       SE √0.5 / 2 = 0.353553; logging mean 1.25.
+m = 1: target 0.5c1 + c2, logging c1 + 0.5c2; differences (−0.5, 0.5, 0.5, 0): mean 0.125, variance
+       0.6875 / 3, SE 0.239357; logging mean 0.875.
+Online: per-session totals control (1, 1, 1, 2), treatment (2, 2, 1, 2): effect 0.5, Welch SE
+       √(0.25/4 + 0.25/4) = 0.353553 on 6 degrees of freedom.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from offeval_core.analyses import decision_boxes
+from offeval_core.analyses.decisions import decide, decide_adjusted
+from offeval_core.engine import Grid, reduce
+from offeval_core.logs import read_logs
+
+INF = ("dcg", "reciprocal", "reciprocal", math.inf)
+ONE = ("dcg", "reciprocal", "reciprocal", 1.0)
+
+
+def moments():
+    rows = []
+    spec = [("control", (1, 0)), ("control", (0, 1)), ("control", (0, 1)), ("control", (1, 1)),
+            ("treatment", (1, 1)), ("treatment", (1, 1)), ("treatment", (0, 1)), ("treatment", (1, 1))]
+    for s, (arm, rewards) in enumerate(spec):
+        for k in (1, 2):
+            rows.append({"session_id": s, "experiment_id": "e1", "arm": arm, "rank": k, "click": rewards[k - 1],
+                         "rank__new": 3 - k})
+    logs = read_logs(pd.DataFrame(rows))
+    grid = Grid(rewards=("click",), policies=("new",), discounts=("reciprocal",), exposures=("reciprocal",),
+                clips=(1.0, math.inf))
+    return reduce(logs, grid)
+
+
+Z95 = sps.norm.ppf(0.975)
+SE_INF = math.sqrt(0.5) / 2
+SE_ONE = math.sqrt(0.6875 / 3) / 2
+T6 = sps.t.ppf(0.975, 6)
+
+
+def test_absolute_box_by_hand():
+    res = decision_boxes(moments(), estimators=[INF, ONE], policy="new", level=0.95)
+    b = res.boxes.set_index("estimator")
+    inf, one = b.iloc[0], b.iloc[1]
+    assert inf["offline_effect"] == pytest.approx(0.5, abs=1e-12)
+    assert (inf["offline_low"], inf["offline_high"]) == pytest.approx((0.5 - Z95 * SE_INF, 0.5 + Z95 * SE_INF),
+                                                                       abs=1e-12)
+    assert inf["offline_baseline"] == pytest.approx(1.25, abs=1e-12)
+    assert inf["offline_p"] == pytest.approx(2 * sps.norm.sf(0.5 / SE_INF), abs=1e-12)
+    assert one["offline_effect"] == pytest.approx(0.125, abs=1e-12)
+    assert one["offline_baseline"] == pytest.approx(0.875, abs=1e-12)
+    assert one["offline_high"] - one["offline_low"] == pytest.approx(2 * Z95 * SE_ONE, abs=1e-12)
+    for r in (inf, one):
+        assert r["online_effect"] == pytest.approx(0.5, abs=1e-12)
+        assert r["online_baseline"] == pytest.approx(1.25, abs=1e-12)
+        assert (r["online_low"], r["online_high"]) == pytest.approx((0.5 - T6 * SE_INF, 0.5 + T6 * SE_INF), abs=1e-9)
+        assert r["online_p"] == pytest.approx(2 * sps.t.sf(0.5 / SE_INF, 6), abs=1e-9)
+        assert (r["offline_decision"], r["online_decision"], r["category"]) == ("neutral", "neutral", "agree")
+    # relative CI width w / |baseline|: m = ∞ 2·1.96·0.3536 / 1.25, m = 1 2·1.96·0.2394 / 0.875
+    assert inf["offline_rel_width"] == pytest.approx(2 * Z95 * SE_INF / 1.25, abs=1e-12)
+    assert one["offline_rel_width"] == pytest.approx(2 * Z95 * SE_ONE / 0.875, abs=1e-12)
+    s = res.summary.set_index("estimator")
+    # CI size against the reference (the first estimator): (SE_ONE / 0.875) / (SE_INF / 1.25)
+    assert s["ci_size"].iloc[0] == pytest.approx(1.0, abs=1e-12)
+    assert s["ci_size"].iloc[1] == pytest.approx((SE_ONE / 0.875) / (SE_INF / 1.25), abs=1e-12)
+    assert s["agreement"].tolist() == [1.0, 1.0]
+    assert math.isnan(s["precision"].iloc[0]) and math.isnan(s["fnr"].iloc[0])   # no positive decision at all
+    assert s["n_tests"].tolist() == [1, 1]
+
+
+def test_relative_box_divides_by_each_baseline():
+    res = decision_boxes(moments(), estimators=[INF, ONE], policy="new", level=0.95, relative=True)
+    inf, one = res.boxes.iloc[0], res.boxes.iloc[1]
+    # offline: 100 · effect / |logging value|; online: 100 · effect / |control mean|
+    assert inf["offline_effect"] == pytest.approx(40.0, abs=1e-9)                     # 100 · 0.5 / 1.25
+    assert inf["offline_low"] == pytest.approx(100 * (0.5 - Z95 * SE_INF) / 1.25, abs=1e-9)
+    assert inf["offline_high"] == pytest.approx(100 * (0.5 + Z95 * SE_INF) / 1.25, abs=1e-9)
+    assert one["offline_effect"] == pytest.approx(100 * 0.125 / 0.875, abs=1e-9)      # 14.29 %
+    assert one["online_effect"] == pytest.approx(40.0, abs=1e-9)                      # 100 · 0.5 / 1.25
+    assert one["online_low"] == pytest.approx(100 * (0.5 - T6 * SE_INF) / 1.25, abs=1e-7)
+    # the decisions and the relative width do not depend on the display
+    assert inf["offline_rel_width"] == pytest.approx(2 * Z95 * SE_INF / 1.25, abs=1e-12)
+    assert (inf["offline_decision"], inf["online_decision"]) == ("neutral", "neutral")
+    assert res.relative is True
+
+
+def test_decisions_at_a_lower_level_and_the_false_positive_colour():
+    # at level 0.80 (z = 1.2816): m = ∞ offline CI 0.5 ± 0.4531 > 0 → positive; online t(6) 1.4398 · 0.3536 =
+    # 0.509 > 0.5 → neutral: a false positive. m = 1: 0.125 ± 0.3067 → neutral, agrees.
+    res = decision_boxes(moments(), estimators=[INF, ONE], policy="new", level=0.80)
+    b = res.boxes
+    assert b["offline_decision"].tolist() == ["positive", "neutral"]
+    assert b["online_decision"].tolist() == ["neutral", "neutral"]
+    assert b["category"].tolist() == ["false positive", "agree"]
+    s = res.summary
+    assert s["precision"].tolist()[0] == 0.0                    # the one offline positive is not online positive
+    assert s["agreement"].tolist() == [0.0, 1.0]
+    assert s["n_false_positive"].tolist() == [1, 0]
+
+
+def test_adjusted_decisions_with_one_box_per_family():
+    # a family of one: Holm leaves the p-value unchanged, so the decisions are the unadjusted p-value's
+    res = decision_boxes(moments(), estimators=[INF], policy="new", level=0.80, adjust="holm")
+    b = res.boxes.iloc[0]
+    p = 2 * sps.norm.sf(0.5 / SE_INF)                          # 0.157 < α = 0.2
+    assert b["offline_p_adj"] == pytest.approx(p, abs=1e-12)
+    assert b["offline_decision"] == "positive"
+    assert b["online_p_adj"] == pytest.approx(2 * sps.t.sf(0.5 / SE_INF, 6), abs=1e-9)   # 0.209 > 0.2
+    assert b["online_decision"] == "neutral"
+    assert res.family == "1 A/B test × 1 policy" and res.family_size == 1
+
+
+def test_decide_adjusted_at_p_equal_to_alpha():
+    assert decide_adjusted(0.2, 0.05, 0.05) == "positive"
+    assert decide_adjusted(-0.2, 0.05, 0.05) == "negative"
+    assert decide_adjusted(0.2, 0.05000001, 0.05) == "neutral"
+    assert decide_adjusted(0.0, 0.01, 0.05) == "neutral"
+    assert decide_adjusted(0.2, math.nan, 0.05) == "neutral"
+    assert decide(0.0, 0.0) == "neutral"
+    assert decide(1e-300, 1.0) == "positive" and decide(-1.0, -1e-300) == "negative"
