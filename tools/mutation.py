@@ -76,7 +76,7 @@ MODULES: dict[str, Module] = {
     "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
     "engine-grid": _m("offeval_core/engine/grid.py", "test_engine.py", "test_formulas.py"),
     "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
-                            "test_importance_keys.py", "test_ncis_session_scale.py"),
+                            "test_importance_keys.py", "test_ncis_session_scale.py", "test_importance_point_ncis.py"),
     "importance-weights": _m("offeval_core/importance/weights.py", "test_formulas.py", "test_importance.py",
                              "test_ncis_session_scale.py"),
     "importance-bootstrap": _m("offeval_core/importance/bootstrap.py", "test_formulas.py", "test_importance.py",
