@@ -278,7 +278,9 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict) -> dict:
     if proc.returncode:
         tail = "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-30:])
         raise SystemExit(f"{tail}\nmutmut failed on {name} (exit {proc.returncode}); the whole log: {log}")
-    if not full and prev.get("tests") != tkey:
+    selection = _existing_tests(mod)
+    if not full and prev.get("tests") != tkey and prev.get("selection") == selection:
+        # (a changed selection makes mutmut itself rerun every mutant)
         # the tests changed (or were never recorded): mutmut keeps every earlier result, so the mutants that
         # survived an earlier run are run again against the current tests
         codes = _meta(work, mod)["exit_code_by_key"]
@@ -288,7 +290,7 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict) -> dict:
             print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
             _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
     result = _summarise(name, mod, work)
-    state[name] = {"source": skey, "tests": tkey, "seconds": round(time.perf_counter() - t0),
+    state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
                    "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
     _save_state(state)
     return state[name]
