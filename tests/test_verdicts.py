@@ -12,7 +12,14 @@ import pytest
 
 from offeval_core.diagnose import AssumptionCheck
 from offeval_core.logs import read_logs
-from offeval_core.verdicts import RANKING_NEEDS, SLATE_NEEDS, ranking_estimators, slate_estimators, verdict
+from offeval_core.verdicts import (
+    RANKING_NEEDS,
+    SLATE_NEEDS,
+    EstimatorCheck,
+    ranking_estimators,
+    slate_estimators,
+    verdict,
+)
 
 
 def check(name, *, fires=True, effect=0.5, p=0.001, label="odds ratio"):
@@ -166,3 +173,94 @@ def test_slate_verdicts_follow_the_needed_checks():
     out = {e.estimator: e for e in slate_estimators(slate_logs(), "click", "new", cascade)}
     # no estimator here needs the cascade (IIPS, which does, lacks its columns)
     assert not any("cascade check fires" in e.reason for e in out.values())
+
+
+def ranking_frame(lengths, target, rewards):
+    """Control sessions of the given lengths; ``target`` and ``rewards`` give per session the target rank and
+    reward of each logged rank."""
+    rows = []
+    for s, n in enumerate(lengths):
+        for k in range(1, n + 1):
+            rows.append({"session_id": s, "rank": k, "click": rewards[s][k - 1], "rank__new": target[s][k - 1]})
+    return read_logs(pd.DataFrame(rows))
+
+
+def test_ranking_weights_divide_by_the_learnt_pbm():
+    # lengths (2, 1, 2, 1): the learnt PBM is P(V | 1) = 1, P(V | 2) = 1/2. The target keeps the logged order and
+    # D = reciprocal, so w = D(k) / D0(k) = 1 at rank 1 and (1/2) / (1/2) = 1 at rank 2; every item clicked:
+    # DCG = mean(2, 1, 2, 1) = 1.5
+    logs = ranking_frame([2, 1, 2, 1], [[1, 2], [1], [1, 2], [1]], [[1, 1], [1], [1, 1], [1]])
+    d = ranking_estimators(logs, "click", "new", {}, "reciprocal")[0]
+    assert d.value == pytest.approx(1.5, abs=1e-12)
+    # D = the learnt PBM itself (it needs the logs): w = 1 everywhere, the same 1.5
+    assert ranking_estimators(logs, "click", "new", {}, "pbm")[0].value == pytest.approx(1.5, abs=1e-12)
+
+
+def test_identical_sessions_have_no_clip_sensitivity():
+    # 20 identical sessions, weights (1/2, 1) as in ranking_logs' session 0 with both items clicked: the SE is 0,
+    # so the clip sensitivity is 0; ESS (30²)/(20 · 1.25) = 36 of 40 rows, largest share 1/30 < 5 %: trust
+    logs = ranking_frame([2] * 20, [[2, 1]] * 20, [[1, 1]] * 20)
+    d, s = ranking_estimators(logs, "click", "new", {}, "reciprocal")
+    assert (d.value, d.stderr, d.clip_sensitivity) == (pytest.approx(1.5, abs=1e-12), 0.0, 0.0)
+    assert d.ess == pytest.approx(36.0, abs=1e-12) and d.max_share == pytest.approx(1 / 30, abs=1e-12)
+    assert (d.verdict, d.reason) == ("trust", TRUST.format(0.9, 0.0))
+    assert s.stderr == 0.0 and s.clip_sensitivity == 0.0
+
+
+def test_a_rarely_reached_rank_concentrates_the_weights():
+    # 29 sessions of length 1 and one of length 2: P(V | 2) = 1/30. The target moves every rank-1 item to
+    # rank 2 (w = 1/2) and the one rank-2 item to rank 1 (w = 1 / (1/30) = 30): Σw = 45, Σw² = 907.5,
+    # ESS 2025 / 907.5 = 2.23 of 31 rows (7.2 %)
+    logs = ranking_frame([1] * 29 + [2], [[2]] * 29 + [[2, 1]], [[0]] * 29 + [[0, 1]])
+    d = ranking_estimators(logs, "click", "new", {}, "reciprocal")[0]
+    assert d.ess == pytest.approx(2025 / 907.5, abs=1e-12)
+    assert (d.verdict, d.reason) == ("caution", "its effective sample size is only 7.2% of the weights (2).")
+    assert d.value == pytest.approx(1.0, abs=1e-12)                       # 30 · 1 / 30 sessions
+
+
+def test_estimator_check_to_dict():
+    e = ranking_estimators(ranking_logs(), "click", "new", {}, "reciprocal")[0]
+    d = e.to_dict()
+    assert d["needs"] == list(RANKING_NEEDS) and d["estimator"] == "dcg"
+    assert d["value"] == pytest.approx(5 / 6) and d["clip_sensitivity"] == pytest.approx(0.025)
+    nan = EstimatorCheck("x", "X", math.nan, math.nan, 1.0, 0.5, 0.1, 0.0, ("support",), "trust", "")
+    assert nan.to_dict()["value"] is None and nan.to_dict()["stderr"] is None and nan.to_dict()["ess"] == 1.0
+
+
+def slate_frame(sessions):
+    """Control sessions of two slots: (rewards, logging conditionals, target conditionals) each."""
+    rows = []
+    for s, (rewards, logp, tgt) in enumerate(sessions):
+        for k in (1, 2):
+            rows.append({"session_id": s, "rank": k, "click": rewards[k - 1],
+                         "logging_conditional_propensity": logp[k - 1],
+                         "target_conditional_propensity__new": tgt[k - 1]})
+    return read_logs(pd.DataFrame(rows))
+
+
+def test_slate_clip_at_the_99th_percentile_below_two():
+    # cumulative RIPS weights A (1.2, 1.5), B (0.8, 0.8): the 99th percentile of (0.8, 0.8, 1.2, 1.5) is
+    # 1.2 + 0.97 · 0.3 = 1.491, the cap. Rewards A (1, 1), B (1, 0): RIPS (2.7 + 0.8) / 2 = 1.75, capped
+    # (1.2 + 1.491 + 0.8) / 2 = 1.7455; session values (2.7, 0.8) have SE 0.95
+    logs = slate_frame([((1, 1), (0.5, 0.4), (0.6, 0.5)), ((1, 0), (0.5, 0.5), (0.4, 0.5))])
+    r = {e.estimator: e for e in slate_estimators(logs, "click", "new", {})}["rips"]
+    assert (r.value, r.stderr) == (pytest.approx(1.75, abs=1e-12), pytest.approx(0.95, abs=1e-12))
+    assert r.clip_sensitivity == pytest.approx((1.75 - 1.7455) / 0.95, abs=1e-12)
+
+
+def test_slate_identical_sessions_and_a_concentrated_weight():
+    same = slate_frame([((1, 0), (0.5, 0.5), (0.6, 0.5))] * 20)
+    for e in slate_estimators(same, "click", "new", {}):
+        assert e.stderr == 0.0 and e.clip_sensitivity == 0.0, e.estimator
+    # one session of 30 with a slot-1 ratio 50 (0.5 / 0.01): slot-1 ESS (29 + 50)² / (29 + 2500) = 2.47 of 30
+    skew = slate_frame([((1, 0), (0.5, 0.5), (0.5, 0.5))] * 29 + [((1, 0), (0.01, 0.5), (0.5, 0.5))])
+    r = {e.estimator: e for e in slate_estimators(skew, "click", "new", {})}["rips"]
+    assert r.ess == pytest.approx(79 ** 2 / 2529, abs=1e-12)
+    assert (r.verdict, r.reason) == ("caution", "its effective sample size is only 8.2% of the weights (2).")
+
+
+def test_slate_dont_names_the_estimator():
+    fired = {"support": check("support", effect=0.5, p=0.001, label="share")}
+    r = {e.estimator: e for e in slate_estimators(slate_logs(), "click", "new", fired)}["rips"]
+    assert r.reason == "RIPS assumes no support problem, and the support check fires (share 0.5, p = 0.001)."
+    assert r.stderr == pytest.approx(2.4, abs=1e-12)

@@ -126,6 +126,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the adjusted p-values do not depend on alpha (only the rejections do, and holm returns the p-values)",
     ("multiple", "benjamini_hochberg", 'return adjust(p_values, method="bh", ).adjusted'):
         "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
+    ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
+        "parse_discount reads the kind case-insensitively",
+    ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
+        "the session codes are dense (pd.factorize), so the bincount already has n entries",
+    ("verdicts", "ranking_estimators", "den = np.bincount(codes, weights=weights, )"):
+        "the session codes are dense (pd.factorize), so the bincount already has n entries",
+    ("verdicts", "ranking_estimators", "return float(per.mean()), per + per.mean()"):
+        "only the SD of the influence values is used, and adding a constant does not change it",
 }
 
 
@@ -245,8 +253,7 @@ def _diffs(work: Path, mod: Module, keys: list[str]) -> dict[str, str]:
 
 def _function(key: str) -> str:
     fn = key.rpartition(".")[2].partition("__mutmut_")[0]
-    fn = fn[2:] if fn.startswith("x_") else fn
-    return fn.replace("ǁ", ".").strip(".")
+    return fn.removeprefix("x_").removeprefix("xǁ").replace("ǁ", ".")
 
 
 def _summarise(name: str, mod: Module, work: Path) -> dict:
