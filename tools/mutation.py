@@ -339,12 +339,37 @@ def report(state: dict, names, *, survivors: bool) -> int:
     return 0 if worst >= 0.9 else 1
 
 
+def markdown(state: dict, names) -> str:
+    """The rate table and the equivalent survivors of docs/mutation.md, from the recorded results."""
+    out = ["| module | source | mutants | killed | rate | survivors | equivalent | untriaged |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    eq_lines = []
+    for name in names:
+        entry = state.get(name)
+        if entry is None:
+            out.append(f"| {name} | `{MODULES[name].source}` | not run | | | | | |")
+            continue
+        r = entry["result"]
+        eq = [(s, equivalence(name, s)) for s in r["survivors"]]
+        n_eq = sum(1 for _, reason in eq if reason)
+        rate = r["killed"] / r["total"] if r["total"] else float("nan")
+        out.append(f"| {name} | `{MODULES[name].source}` | {r['total']} | {r['killed']} | {rate:.1%} | "
+                   f"{len(r['survivors'])} | {n_eq} | {len(r['survivors']) - n_eq} |")
+        for s, reason in eq:
+            change = " → ".join(f"`{line[1:].strip()}`" for line in s["diff"].splitlines())
+            eq_lines.append(f"| {name} | `{s['function']}` | {change} | "
+                            + (reason if reason else f"**untriaged** ({s['status']})") + " |")
+    out += ["", "| module | function | change | why it is equivalent |", "|---|---|---|---|", *eq_lines]
+    return "\n".join(out).replace("\u01c1", ".")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("modules", nargs="*", help="module ids (default: every module whose source or tests changed)")
     ap.add_argument("--list", action="store_true", help="list the modules and their test selections")
     ap.add_argument("--report", action="store_true", help="print the recorded results, run nothing")
     ap.add_argument("--survivors", action="store_true", help="with the report: every survivor and its diff")
+    ap.add_argument("--markdown", action="store_true", help="the rate table and survivors for docs/mutation.md")
     ap.add_argument("--full", action="store_true", help="rerun every mutant of the chosen modules")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machine is shared)")
     args = ap.parse_args(argv)
@@ -357,6 +382,9 @@ def main(argv=None) -> int:
             print(f"{n:28s} {MODULES[n].source:42s} {' '.join(_existing_tests(MODULES[n]))}")
         return 0
     state = _load_state()
+    if args.markdown:
+        print(markdown(state, names))
+        return 0
     if not args.report:
         for n in names:
             entry = state.get(n)
