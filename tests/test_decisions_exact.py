@@ -33,10 +33,10 @@ INF = ("dcg", "reciprocal", "reciprocal", math.inf)
 ONE = ("dcg", "reciprocal", "reciprocal", 1.0)
 
 
-def moments():
+def moments(treatment=((1, 1), (1, 1), (0, 1), (1, 1))):
     rows = []
     spec = [("control", (1, 0)), ("control", (0, 1)), ("control", (0, 1)), ("control", (1, 1)),
-            ("treatment", (1, 1)), ("treatment", (1, 1)), ("treatment", (0, 1)), ("treatment", (1, 1))]
+            *(("treatment", t) for t in treatment)]
     for s, (arm, rewards) in enumerate(spec):
         for k in (1, 2):
             rows.append({"session_id": s, "experiment_id": "e1", "arm": arm, "rank": k, "click": rewards[k - 1],
@@ -133,3 +133,20 @@ def test_decide_adjusted_at_p_equal_to_alpha():
     assert decide_adjusted(0.2, math.nan, 0.05) == "neutral"
     assert decide(0.0, 0.0) == "neutral"
     assert decide(1e-300, 1.0) == "positive" and decide(-1.0, -1e-300) == "negative"
+
+
+def test_adjusted_sentence_counts_the_decisions_that_survive():
+    # treatment totals (2, 2, 2, 2): online effect 0.75, SE √(0.25/4) = 0.25 on 3 degrees of freedom; at level
+    # 0.80 the t-CI 0.75 ± 1.638 · 0.25 excludes 0 (positive), and Holm over one A/B test keeps p = 0.058 < 0.2.
+    # Offline, m = ∞ is positive both ways (p 0.157), m = 1 neutral both ways (p 0.60).
+    res = decision_boxes(moments(treatment=((1, 1),) * 4), estimators=[INF, ONE], policy="new", level=0.80,
+                         adjust="holm")
+    inf, one = res.estimators
+    assert res.boxes["online_decision"].tolist() == ["positive", "positive"]
+    assert res.boxes["online_p_adj"].tolist() == pytest.approx([2 * sps.t.sf(3.0, 3)] * 2, abs=1e-9)
+    assert res.takeaway.endswith(
+        f"With Holm (family-wise error) adjustment over 1 A/B test × 1 policy (m = 1, α = 0.2): {inf} keeps 1 of 1 "
+        f"offline decisions; {one} keeps 0 of 0 offline decisions; online 1 of 1 A/B tests stay significant.")
+    assert res.adjustment == ("Decisions on adjusted p-values, Holm (family-wise error) at α = 0.2; family: 1 A/B "
+                              "test × 1 policy per estimator (m = 1); the online decisions are adjusted over the "
+                              "same A/B tests.")
