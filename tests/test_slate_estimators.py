@@ -16,6 +16,7 @@ from offeval_core import cli, stats
 from offeval_core.errors import InputError, UnknownName
 from offeval_core.logs import LogValidationError, read_logs
 from offeval_core.slate import estimate, from_arrays, from_logs, slate_weights, slot_discount
+from offeval_core.slate.estimators import weights_for
 
 IPS = ("iips", "rips", "sips", "sniips", "snrips", "snsips")
 
@@ -235,3 +236,32 @@ def test_cli_slot_weights_and_text(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "SIPS (none on the reward (whole-slate weight))" in text
     assert "2.3750" in text
+
+
+def test_slot_discount_and_clip_boundaries():
+    assert slot_discount(None, 2).tolist() == [1.0, 1.0]
+    assert slot_discount(" Sum ", 2).tolist() == [1.0, 1.0] and slot_discount("", 3).tolist() == [1.0] * 3
+    assert slot_discount([1.0, 0.5, 0.25], 2).tolist() == [1.0, 0.5]          # longer arrays are cut to K
+    assert slot_discount("log2", 3).tolist() == pytest.approx([1.0, 1 / math.log2(3), 0.5], abs=1e-15)
+    with pytest.raises(ValueError, match="length ≥ 3"):
+        slot_discount([1.0, 0.5], 3)
+    with pytest.raises(ValueError, match="finite 1-d array"):
+        slot_discount([1.0, math.nan], 2)
+    # clip 1 is allowed (every weight capped at 1), below 1 is not
+    assert estimate(hand(), estimator="iips", clip=1.0).target.value == pytest.approx((1.0 + 1.0) / 2, abs=1e-12)
+    with pytest.raises(ValueError, match="clip must be ≥ 1"):
+        estimate(hand(), estimator="iips", clip=0.99)
+    with pytest.raises(ValueError, match="has no single weight per row"):
+        weights_for(hand(), "cascade-dr")
+    with pytest.raises(ValueError, match="unknown slate estimator 'dr'"):
+        estimate(hand(), estimator="dr")
+    assert weights_for(hand(), "snrips", clip=1.5).tolist() == pytest.approx([1.2, 0.75, 1.5, 1.5], abs=1e-12)
+
+
+def test_slot_weights_enter_plain_and_normalised_values():
+    # λ = (1, 0.5): IIPS (1.2 + 0.5 · 1) / 2 = 0.85; SNIIPS 1.2 / 3.2 + 0.5 · 1 / 1.5 = 0.7083
+    assert estimate(hand(), estimator="iips", slot_weights=[1.0, 0.5]).target.value == pytest.approx(0.85, abs=1e-12)
+    assert estimate(hand(), estimator="sniips", slot_weights=[1.0, 0.5]).target.value == pytest.approx(
+        1.2 / 3.2 + 0.5 / 1.5, abs=1e-12)
+    # the logging value weighs the slots the same way: (1 + 0.5) / 2
+    assert estimate(hand(), estimator="iips", slot_weights=[1.0, 0.5]).logging.value == pytest.approx(0.75, abs=1e-12)

@@ -186,7 +186,7 @@ def _toml_list(xs) -> str:
     return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
 
 
-def _prepare(name: str, mod: Module) -> Path:
+def _prepare(name: str, mod: Module, *, isolation: str = "fork") -> Path:
     """The module's work directory: links to the package and the tests, and a pyproject.toml with mutmut's
     settings for this module appended to the project's."""
     work = WORK / name
@@ -202,6 +202,8 @@ def _prepare(name: str, mod: Module) -> Path:
         f"pytest_add_cli_args_test_selection = {_toml_list(_existing_tests(mod))}",
         f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}",
         "use_git_change_detection = false",
+        f'process_isolation = "{isolation}"',
+        'forkserver_warmup = "collect"',
         "timeout_multiplier = 10.0",
     ]) + "\n"
     cfg = work / "pyproject.toml"
@@ -215,8 +217,23 @@ def _meta(work: Path, mod: Module) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"exit_code_by_key": {}}
 
 
+def _forget_crashes(work: Path, mod: Module) -> None:
+    """A worker that crashed (a signal other than the CPU-time limit) says nothing about the mutant: run it again."""
+    path = work / "mutants" / (mod.source + ".meta")
+    if not path.exists():
+        return
+    meta = json.loads(path.read_text())
+    codes = meta["exit_code_by_key"]
+    crashed = [k for k, c in codes.items() if c is not None and c < 0 and c != -24]
+    if crashed:
+        for k in crashed:
+            codes[k] = None
+        path.write_text(json.dumps(meta))
+
+
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked",
+          -11: "crashed", -9: "crashed"}
 
 
 def _status(code) -> str:
@@ -269,7 +286,7 @@ def _summarise(name: str, mod: Module, work: Path) -> dict:
     return {"total": total, "killed": killed, "counts": counts, "survivors": survivors}
 
 
-def run_module(name: str, *, full: bool, jobs: int, state: dict) -> dict:
+def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0) -> dict:
     mod = MODULES[name]
     work = _prepare(name, mod)
     prev = state.get(name, {})
@@ -278,6 +295,7 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict) -> dict:
         shutil.rmtree(work / "mutants")
     t0 = time.perf_counter()
     print(f"== {name}: {mod.source} against {' '.join(_existing_tests(mod))}", flush=True)
+    _forget_crashes(work, mod)
     before = _meta(work, mod)["exit_code_by_key"]
     log = work / "run.log"
     log.write_text("")
@@ -296,6 +314,25 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict) -> dict:
         if again:
             print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
             _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
+    # Workers fork from mutmut's process, which ran the tests (and their DuckDB queries) once: fast, but a few
+    # workers crash (SIGSEGV) or hang there. Those mutants, and a sample of the killed ones as a check, are run
+    # again with workers forked from a server that has only collected the tests (slower, nothing inherited).
+    codes = _meta(work, mod)["exit_code_by_key"]
+    again = sorted(k for k, c in codes.items() if _status(c) in ("crashed", "timeout", "suspicious"))
+    killed = sorted(k for k, c in codes.items() if _status(c) == "killed")
+    sample = [killed[i] for i in range(0, len(killed), max(1, len(killed) // check))] if check and killed else []
+    if again or sample:
+        print(f"   isolated rerun: {len(again)} crashed or timed out, {len(sample)} killed ones as a check", flush=True)
+        _prepare(name, mod, isolation="forkserver")
+        try:
+            _mutmut(work, "run", "--max-children", str(jobs), *again, *sample, log=log)
+        finally:
+            _prepare(name, mod)
+        after = _meta(work, mod)["exit_code_by_key"]
+        flipped = [k for k in sample if _status(after[k]) != "killed"]
+        if flipped:
+            print(f"   WARNING: {len(flipped)} of {len(sample)} killed mutants survive the isolated run: "
+                  + ", ".join(flipped), flush=True)
     result = _summarise(name, mod, work)
     state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
                    "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
@@ -372,6 +409,8 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="the rate table and survivors for docs/mutation.md")
     ap.add_argument("--full", action="store_true", help="rerun every mutant of the chosen modules")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machine is shared)")
+    ap.add_argument("--check", type=int, default=0,
+                    help="rerun about this many killed mutants in isolated workers to confirm the kills")
     args = ap.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
@@ -392,7 +431,7 @@ def main(argv=None) -> int:
                          and entry["tests"] == tests_key(MODULES[n]))
             if unchanged and not args.full and not args.modules:
                 continue
-            run_module(n, full=args.full, jobs=args.jobs, state=state)
+            run_module(n, full=args.full, jobs=args.jobs, state=state, check=args.check)
             print(_line(n, state[n]), flush=True)
     print()
     return report(state, names, survivors=args.survivors)
