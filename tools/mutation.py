@@ -175,10 +175,13 @@ def _load_state() -> dict:
     return json.loads(STATE.read_text()) if STATE.exists() else {}
 
 
-def _save_state(state: dict) -> None:
+def _save_state(state: dict, name: str) -> None:
+    """Record one module's entry (merged into the file as it is now: two runs may share it)."""
     WORK.mkdir(exist_ok=True)
-    tmp = STATE.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+    current = _load_state()
+    current[name] = state[name]
+    tmp = STATE.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(current, indent=1, sort_keys=True))
     tmp.replace(STATE)
 
 
@@ -336,7 +339,7 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
     result = _summarise(name, mod, work)
     state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
                    "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
-    _save_state(state)
+    _save_state(state, name)
     return state[name]
 
 
