@@ -150,3 +150,42 @@ def test_adjusted_sentence_counts_the_decisions_that_survive():
     assert res.adjustment == ("Decisions on adjusted p-values, Holm (family-wise error) at α = 0.2; family: 1 A/B "
                               "test × 1 policy per estimator (m = 1); the online decisions are adjusted over the "
                               "same A/B tests.")
+
+
+def test_takeaway_names_the_best_and_the_worst_estimator():
+    # level 0.80 (see above): m = ∞ is a false positive (agreement 0, precision 0, no online positive → FNR n/a),
+    # m = 1 agrees (agreement 1, no offline positive → precision n/a)
+    res = decision_boxes(moments(), estimators=[INF, ONE], policy="new", level=0.80)
+    inf, one = res.estimators
+    assert res.takeaway == (f"{one} takes the online decision in 100 % of 1 A/B tests (precision n/a, "
+                            f"false-negative rate n/a); {inf} only in 0 % (false-negative rate n/a).")
+    # one estimator: no worst part
+    solo = decision_boxes(moments(), estimators=[ONE], policy="new", level=0.80)
+    assert solo.takeaway == f"{one} takes the online decision in 100 % of 1 A/B tests (precision n/a, false-negative rate n/a)."
+    assert solo.adjustment == ("Unadjusted: each of the 1 boxes per estimator (1 A/B test × 1 policy) is decided on "
+                               "its own 80 % CI; choose Holm or Benjamini-Hochberg to control the errors over the "
+                               "family.")
+
+
+def test_family_counts_ab_tests_and_rewards():
+    # the same sessions logged under two A/B tests and with two rewards: each estimator decides 4 boxes
+    rows = []
+    spec = [("control", (1, 0)), ("control", (0, 1)), ("control", (0, 1)), ("control", (1, 1)),
+            ("treatment", (1, 1)), ("treatment", (1, 1)), ("treatment", (0, 1)), ("treatment", (1, 1))]
+    s = 0
+    for exp in ("e1", "e2"):
+        for arm, rewards in spec:
+            for k in (1, 2):
+                rows.append({"session_id": s, "experiment_id": exp, "arm": arm, "rank": k, "click": rewards[k - 1],
+                             "like": 1 - rewards[k - 1], "rank__new": 3 - k})
+            s += 1
+    logs = read_logs(pd.DataFrame(rows))
+    m = reduce(logs, Grid(rewards=("click", "like"), policies=("new",), discounts=("reciprocal",),
+                          exposures=("reciprocal",), clips=(math.inf,)))
+    res = decision_boxes(m, estimators=[INF], policy="new", level=0.95, rewards=("click", "like"), adjust="bh")
+    assert (res.family, res.family_size) == ("2 A/B tests × 1 policy × 2 rewards", 4)
+    assert len(res.boxes) == 4
+    # like = 1 − click: control differences −0.5·like1 + like2 = (1, −0.5, −0.5, 0), mean 0
+    effects = res.boxes.set_index(["experiment_id", "reward"])["offline_effect"]
+    assert effects.to_dict() == pytest.approx({("e1", "click"): 0.5, ("e2", "click"): 0.5, ("e1", "like"): 0.0,
+                                               ("e2", "like"): 0.0}, abs=1e-12)
