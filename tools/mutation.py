@@ -65,7 +65,7 @@ MODULES: dict[str, Module] = {
     "stats": _m("offeval_core/stats.py", "test_stats.py", "test_formulas.py"),
     "estimators": _m("offeval_core/estimators.py", "test_formulas.py", "test_worked_examples.py", "test_stats.py",
                      "test_one_place.py"),
-    "arms": _m("offeval_core/arms.py", "test_formulas.py", "test_one_place.py"),
+    "arms": _m("offeval_core/arms.py", "test_formulas.py", "test_one_place.py", DOCTEST, "offeval_core/arms.py"),
     "discounts": _m("offeval_core/discounts.py", "test_discounts.py"),
     "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
                         "test_engine.py"),
@@ -126,6 +126,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the adjusted p-values do not depend on alpha (only the rejections do, and holm returns the p-values)",
     ("multiple", "benjamini_hochberg", 'return adjust(p_values, method="bh", ).adjusted'):
         "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
+    ("arms", "offline_mask",
+     "values = arms if (isinstance(arms, pd.Series)) and False else pd.Series(np.asarray(arms, dtype=object))"):
+        "re-wrapping a Series only resets its index, and the mask is read by position",
+    ("arms", "offline_rows", 'mask = offline_mask(frame["arm"], )'):
+        "offline_mask's default arm is the same OFFLINE_ARM",
+    ("arms", "offline_rows", "return frame if (mask.all()) and False else frame[mask]"):
+        "when every row is offline, frame[mask] holds the same rows (a copy instead of the frame itself)",
     ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
         "parse_discount reads the kind case-insensitively",
     ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
