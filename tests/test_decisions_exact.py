@@ -18,6 +18,7 @@ Online: per-session totals control (1, 1, 1, 2), treatment (2, 2, 1, 2): effect 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pandas as pd
@@ -33,6 +34,7 @@ INF = ("dcg", "reciprocal", "reciprocal", math.inf)
 ONE = ("dcg", "reciprocal", "reciprocal", 1.0)
 
 
+@functools.cache
 def moments(treatment=((1, 1), (1, 1), (0, 1), (1, 1))):
     rows = []
     spec = [("control", (1, 0)), ("control", (0, 1)), ("control", (0, 1)), ("control", (1, 1)),
