@@ -65,7 +65,8 @@ MODULES: dict[str, Module] = {
     "stats": _m("offeval_core/stats.py", "test_stats.py", "test_formulas.py"),
     "estimators": _m("offeval_core/estimators.py", "test_formulas.py", "test_worked_examples.py", "test_stats.py",
                      "test_one_place.py"),
-    "arms": _m("offeval_core/arms.py", "test_formulas.py", "test_one_place.py", DOCTEST, "offeval_core/arms.py"),
+    "arms": _m("offeval_core/arms.py", "test_arms.py", "test_formulas.py", "test_one_place.py", DOCTEST,
+               "offeval_core/arms.py"),
     "discounts": _m("offeval_core/discounts.py", "test_discounts.py"),
     "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
                         "test_engine.py"),
@@ -129,6 +130,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("arms", "offline_mask",
      "values = arms if (isinstance(arms, pd.Series)) and False else pd.Series(np.asarray(arms, dtype=object))"):
         "re-wrapping a Series only resets its index, and the mask is read by position",
+    ("arms", "offline_mask", "mask = (values == arm).to_numpy(dtype=None)"):
+        "values == arm is already a boolean Series",
+    ("arms", "offline_mask",
+     "values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, dtype=None))"):
+        "a string or an object array compares equal to the arm name in the same places",
+    ("arms", "offline_mask", "values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, ))"):
+        "a string or an object array compares equal to the arm name in the same places",
     ("arms", "offline_rows", 'mask = offline_mask(frame["arm"], )'):
         "offline_mask's default arm is the same OFFLINE_ARM",
     ("arms", "offline_rows", "return frame if (mask.all()) and False else frame[mask]"):
@@ -314,7 +322,7 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
         tail = "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-30:])
         raise SystemExit(f"{tail}\nmutmut failed on {name} (exit {proc.returncode}); the whole log: {log}")
     selection = _existing_tests(mod)
-    if not full and prev.get("tests") != tkey and prev.get("selection") == selection:
+    if not full and prev.get("tests") != tkey and prev.get("selection", selection) == selection:
         # (a changed selection makes mutmut itself rerun every mutant)
         # the tests changed (or were never recorded): mutmut keeps every earlier result, so the mutants that
         # survived an earlier run are run again against the current tests
