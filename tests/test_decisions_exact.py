@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
@@ -191,3 +192,57 @@ def test_family_counts_ab_tests_and_rewards():
     effects = res.boxes.set_index(["experiment_id", "reward"])["offline_effect"]
     assert effects.to_dict() == pytest.approx({("e1", "click"): 0.5, ("e2", "click"): 0.5, ("e1", "like"): 0.0,
                                                ("e2", "like"): 0.0}, abs=1e-12)
+
+
+@functools.cache
+def two_tests():
+    """The four control and four treatment sessions of :func:`moments` logged under two A/B tests."""
+    rows = []
+    spec = [("control", (1, 0)), ("control", (0, 1)), ("control", (0, 1)), ("control", (1, 1)),
+            ("treatment", (1, 1)), ("treatment", (1, 1)), ("treatment", (0, 1)), ("treatment", (1, 1))]
+    s = 0
+    for exp in ("e1", "e2"):
+        for arm, rewards in spec:
+            for k in (1, 2):
+                rows.append({"session_id": s, "experiment_id": exp, "arm": arm, "rank": k, "click": rewards[k - 1],
+                             "rank__new": 3 - k})
+            s += 1
+    return reduce(read_logs(pd.DataFrame(rows)), Grid(rewards=("click",), policies=("new",),
+                                                       discounts=("reciprocal",), exposures=("reciprocal",),
+                                                       clips=(math.inf,)))
+
+
+def test_holm_over_two_ab_tests_overrides_the_ci_decisions():
+    # each box alone: offline p = 0.157 < α = 0.2 and the 80 % CI excludes 0 → positive. Holm over the two
+    # A/B tests doubles the smaller p: 0.315 > 0.2 → neutral; BH keeps 2 · 0.157 / 2 = 0.157 → positive.
+    p = 2 * sps.norm.sf(0.5 / SE_INF)
+    raw = decision_boxes(two_tests(), estimators=[INF], policy="new", level=0.80)
+    assert raw.boxes["offline_decision"].tolist() == ["positive", "positive"]
+    assert raw.boxes["offline_p_adj"].tolist() == pytest.approx([p, p], abs=1e-12)   # no adjustment: the p-values
+    holm = decision_boxes(two_tests(), estimators=[INF], policy="new", level=0.80, adjust="holm")
+    assert holm.boxes["offline_p_adj"].tolist() == pytest.approx([2 * p, 2 * p], abs=1e-12)
+    assert holm.boxes["offline_decision"].tolist() == ["neutral", "neutral"]
+    online_p = 2 * sps.t.sf(0.5 / SE_INF, 6)
+    assert holm.boxes["online_p_adj"].tolist() == pytest.approx([min(1.0, 2 * online_p)] * 2, abs=1e-9)
+    assert holm.boxes["online_decision"].tolist() == ["neutral", "neutral"]
+    bh = decision_boxes(two_tests(), estimators=[INF], policy="new", level=0.80, adjust="bh")
+    assert bh.boxes["offline_p_adj"].tolist() == pytest.approx([p, p], abs=1e-12)
+    assert bh.boxes["offline_decision"].tolist() == ["positive", "positive"]
+    assert (holm.family, holm.family_size) == ("2 A/B tests × 1 policy", 2)
+    assert list(holm.boxes.columns) == [
+        "experiment_id", "reward", "estimator", "offline_effect", "offline_low", "offline_high", "offline_baseline",
+        "online_effect", "online_low", "online_high", "online_baseline", "online_p", "offline_p",
+        "offline_rel_width", "offline_decision", "online_decision", "offline_p_adj", "online_p_adj", "category",
+        "colour"]
+    assert holm.boxes["offline_p_adj"].dtype == np.float64
+
+
+def test_takeaway_with_a_precision_and_a_false_negative_rate():
+    # treatment totals (2, 2, 2, 2), level 0.80: online positive; m = ∞ offline positive (agree: precision 100 %,
+    # FNR 0 %), m = 1 neutral (a false negative: FNR 100 %)
+    res = decision_boxes(moments(treatment=((1, 1),) * 4), estimators=[INF, ONE], policy="new", level=0.80)
+    inf, one = res.estimators
+    assert res.takeaway == (f"{inf} takes the online decision in 100 % of 1 A/B tests (precision 100 %, "
+                            f"false-negative rate 0 %); {one} only in 0 % (false-negative rate 100 %).")
+    s = res.summary.set_index("estimator")
+    assert s.loc[one, "n_false_negative"] == 1 and s.loc[inf, "n_false_positive"] == 0
