@@ -153,3 +153,56 @@ def test_weight_diagnostics_by_hand():
     assert g.ess_share == pytest.approx(3.2 ** 2 / 5.44 / 2, abs=1e-12)
     assert g.max_share == pytest.approx(1.0, abs=1e-12)                     # slot 2: one weight of one
     assert not math.isnan(g.mean_weight)
+
+
+def test_defaults_prior_ten_and_two_folds():
+    # item-slot rates with the default prior of 10 pseudo-sessions: (r + 10 · 0.5) / (1 + 10) = 6/11 after a
+    # reward, 5/11 after none (the rewards and items of test_item_slot_rates_shrink_to_the_slot_mean)
+    d = rows(reward=(1.0, 0.0, 0.0, 1.0))
+    dist = np.array([[0.6, 0.4], [0.5, 0.5], [0.5, 0.5], [1.0, 0.0]])
+    q, _ = cross_fitted_model(d, model="item-slot", folds=1, target_distribution=dist)
+    assert q.tolist() == pytest.approx([6 / 11, 5 / 11, 5 / 11, 6 / 11], abs=1e-12)
+    per, _, note = cascade_dr_values(d, lam=np.ones(2), model="item-slot", folds=1, target_distribution=dist)
+    # A: 1.2·(1 − 6/11) + (0.6·6/11 + 0.4·5/11);  0.75·(0 − 5/11) + 1.2·(0.5·6/11 + 0.5·5/11)
+    a = 1.2 * 5 / 11 + 5.6 / 11 - 0.75 * 5 / 11 + 1.2 * 5.5 / 11
+    assert per[0] == pytest.approx(a, abs=1e-12)
+    assert note == "reward model: item-slot rates shrunk with 10 pseudo-sessions, cross-fitted over 1 folds"
+    assert cascade_dr_values(d, lam=np.ones(2), rng=0)[2].endswith("cross-fitted over 2 folds")
+    # the default of cross_fitted_model is two folds too: the same draw as folds=2, not as folds=3
+    big = from_arrays(np.repeat(np.arange(30), 2), np.tile([1, 2], 30), np.tile([1.0, 0.0, 0.0, 1.0, 1.0, 1.0], 10),
+                      logging_conditional=np.full(60, 0.5), target_conditional=np.full(60, 0.5))
+    assert cross_fitted_model(big, rng=7)[0].tolist() == cross_fitted_model(big, folds=2, rng=7)[0].tolist()
+    assert cross_fitted_model(big, rng=7)[0].tolist() != cross_fitted_model(big, folds=3, rng=7)[0].tolist()
+
+
+def test_cascade_dr_uses_the_folds_of_its_rng():
+    # v = Σ_k W_k (r − q̂) + W_{k−1} q̄ with q̂, q̄ from cross_fitted_model on the same seed, over 30 sessions
+    rng = np.random.default_rng(2)
+    n = 30
+    d = from_arrays(np.repeat(np.arange(n), 2), np.tile([1, 2], n), rng.binomial(1, 0.4, 2 * n),
+                    logging_conditional=rng.uniform(0.2, 0.8, 2 * n), target_conditional=rng.uniform(0.2, 0.8, 2 * n))
+    q, qbar = cross_fitted_model(d, folds=2, rng=5)
+    cum = slate_weights(d, "rips")
+    prev = previous_weight(cum, d)
+    want = np.bincount(d.session, weights=cum * (d.reward - q) + prev * qbar)
+    assert cascade_dr_values(d, lam=np.ones(2), folds=2, rng=5)[0] == pytest.approx(want, abs=1e-12)
+
+
+def test_rates_keep_every_slot_and_item_cell():
+    d = rows(reward=(1.0, 0.0, 0.0, 1.0))
+    # only the first row (slot 1): slot 2 has no row, its mean is 0 (not a missing entry)
+    assert fit_rates(d, np.array([0]), n_items=0, prior=2.0).tolist() == [[1.0, 0.0]]
+    # session A only, three items: item 2 is never logged and gets the slot means (1, 0)
+    r = fit_rates(d, np.arange(2), n_items=3, prior=2.0)
+    assert r.ravel().tolist() == pytest.approx([1.0, 0.0, 1.0, 0.0, 1.0, 0.0], abs=1e-12)
+
+
+def test_cascade_dr_needs_conditional_propensities_and_contiguous_slots():
+    from offeval_core.errors import InputError, UnknownName
+
+    marg = from_arrays([0, 0], [1, 2], [1.0, 0.0], logging_marginal=[0.5, 0.5], target_marginal=[0.5, 0.5])
+    with pytest.raises(UnknownName, match="estimator cascade-dr needs the column"):
+        estimate(marg, estimator="cascade-dr")
+    gap = from_arrays([0, 0], [1, 3], [1.0, 0.0], logging_conditional=[0.5, 0.5], target_conditional=[0.5, 0.5])
+    with pytest.raises(InputError, match="estimator cascade-dr multiplies the conditional ratios"):
+        estimate(gap, estimator="cascade-dr")

@@ -141,6 +141,28 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "offline_mask's default arm is the same OFFLINE_ARM",
     ("arms", "offline_rows", "return frame if (mask.all()) and False else frame[mask]"):
         "when every row is offline, frame[mask] holds the same rows (a copy instead of the frame itself)",
+    ("slate-dr", "cascade_dr_values", "per = np.bincount(data.session, weights=term, )"):
+        "the session codes are dense and every session has a row, so the bincount already has n entries",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if (folds > 1) or True else np.zeros(data.n_rows, int)"):
+        "with one fold the draw rng.integers(0, 1) is all zeros, as the else branch",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, int)"):
+        "rng.integers(high) draws from [0, high), as rng.integers(0, high)",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds >= 1 else np.zeros(data.n_rows, int)"):
+        "with one fold the draw rng.integers(0, 1) is all zeros, as the else branch",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, None)"):
+        "float zeros compare equal to the fold number 0 as integer zeros do",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, )"):
+        "float zeros compare equal to the fold number 0 as integer zeros do",
+    ("slate-dr", "cross_fitted_model", "for f in range(max(folds, 2)):"):
+        "with one fold, fold 1 has no row, so the extra pass assigns nothing",
+    ("slate-dr", "cross_fitted_model",
+     'qbar[idx] = np.einsum("IJ,JI->I", target_distribution[idx], rates[:, k])'):
+        "einsum subscripts may be upper-case letters; the contraction is the same",
     ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
         "parse_discount reads the kind case-insensitively",
     ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
@@ -347,7 +369,7 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
         finally:
             _prepare(name, mod)
         after = _meta(work, mod)["exit_code_by_key"]
-        flipped = [k for k in sample if _status(after[k]) != "killed"]
+        flipped = [k for k in sample if _status(after[k]) not in ("killed", "timeout")]
         if flipped:
             print(f"   WARNING: {len(flipped)} of {len(sample)} killed mutants survive the isolated run: "
                   + ", ".join(flipped), flush=True)
