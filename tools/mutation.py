@@ -67,7 +67,7 @@ MODULES: dict[str, Module] = {
                      "test_one_place.py"),
     "arms": _m("offeval_core/arms.py", "test_arms.py", "test_formulas.py", "test_one_place.py", DOCTEST,
                "offeval_core/arms.py"),
-    "discounts": _m("offeval_core/discounts.py", "test_discounts.py"),
+    "discounts": _m("offeval_core/discounts.py", "test_discounts.py", "test_security_inputs.py"),
     "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
                         "test_engine.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
