@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from offeval_core.slate import SlateConfig, build_world, estimate, from_arrays, sample
-from offeval_core.slate.adaptive import _mse, choose
+from offeval_core.slate import SlateConfig, build_world, estimate, from_arrays, sample, slate_weights
+from offeval_core.slate.adaptive import CANDIDATES, _mse, choose
 
 
 def test_mse_formula_on_known_columns():
@@ -95,3 +95,84 @@ def test_aips_value_uses_each_leaf_choice_fitted_on_the_other_half():
 
 def test_mse_of_fewer_than_two_sessions_prefers_sips():
     assert _mse(np.array([[1.0, 2.0, 3.0]])).tolist() == [math.inf, math.inf, 0.0]
+
+
+def test_leaf_names_follow_sorted_values_and_ties_keep_no_split():
+    # the same sessions with segment b listed first: the leaves are still named in sorted order
+    d = _two_segment_rows()
+    flipped = from_arrays(d.session, d.slot, d.reward, logging_marginal=d.logging_marginal,
+                          target_marginal=d.target_marginal, logging_conditional=d.logging_conditional,
+                          target_conditional=d.target_conditional,
+                          contexts=pd.DataFrame({"segment": ["z", "z", "b", "b"]}))
+    c = choose(flipped)
+    assert c.describe() == "adaptive IPS (split on segment): b → RIPS; z → IIPS"
+    # every candidate identical in every session: no-split and split totals tie at 0, and no split is kept
+    same = from_arrays(np.repeat(np.arange(4), 2), np.tile([1, 2], 4), np.tile([0.0, 1.0], 4),
+                       logging_marginal=np.full(8, 0.5), target_marginal=np.full(8, 0.5),
+                       logging_conditional=np.full(8, 0.5), target_conditional=np.full(8, 0.5),
+                       contexts=pd.DataFrame({"segment": ["a", "b", "a", "b"]}))
+    assert choose(same).feature is None
+    # no contexts, or a feature the contexts lack: no split
+    bare = from_arrays(same.session, same.slot, same.reward, logging_marginal=same.logging_marginal,
+                       target_marginal=same.target_marginal, logging_conditional=same.logging_conditional,
+                       target_conditional=same.target_conditional)
+    assert choose(bare).feature is None
+    assert choose(d, features=("device",)).feature is None
+
+
+def test_split_totals_add_over_leaves():
+    # segment a now has RIPS (0.2, 2.2) against IIPS (0.6, 1.4) (IIPS weight 0.6 and 1.4 at slot 2): its MSE is
+    # no longer 0, so the split total is the sum of two non-zero leaf terms
+    d = _two_segment_rows()
+    marg = np.array([1.0, 0.6, 1.0, 1.4, 1.0, 1.0, 1.0, 1.0])
+    d2 = from_arrays(d.session, d.slot, d.reward, logging_marginal=np.full(8, 0.5), target_marginal=0.5 * marg,
+                     logging_conditional=d.logging_conditional, target_conditional=d.target_conditional,
+                     contexts=d.contexts)
+    t = choose(d2).table.set_index("leaf")
+    # leaf a: IIPS (0.6, 1.4) var 0.32/2 = 0.16; gap (0.4, −0.8) mean² 0.04 < var 0.72/2 → MSE_IIPS 0.16, RIPS 1
+    assert t.loc["a", ["mse_iips", "mse_rips"]].tolist() == pytest.approx([0.16, 1.0], abs=1e-12)
+    assert t.loc["a", "chosen"] == "iips" and t.loc["b", "chosen"] == "rips"
+    # split total 0.25 · 0.16 + 0.25 · 0.25 = 0.1025; no split (four sessions): IIPS (0.6, 1.4, 1, 1) has var
+    # 0.32/3/4 = 0.0267 and the gap to RIPS (0.4, −0.8, −0.5, −1.5) mean² 0.36 − var 1.86/3/4 = 0.205, so its
+    # MSE 0.2317 is the smallest: 0.1025 < 0.2317 and the split wins
+    assert choose(d2).feature == "segment"
+
+
+def test_aips_clip_slot_weights_and_features_reach_the_choice():
+    d = _two_segment_rows(repeat=10)
+    # clip 2: RIPS values 0.2, 2 (a) and 1.5, 2 (b); the choices stay IIPS in a, RIPS in b:
+    # (20 · 1 + 10 · 1.5 + 10 · 2) / 40 = 1.375
+    assert estimate(d, estimator="aips", rng=3, clip=2.0).target.value == pytest.approx(1.375, abs=1e-12)
+    # λ = (1, 0): nothing is rewarded at a weighted slot, every candidate is 0: no split, IIPS
+    res = estimate(d, estimator="aips", rng=3, slot_weights=[1.0, 0.0])
+    assert res.target.value == 0.0 and res.note == "adaptive IPS (no split): all sessions → IIPS"
+    # without the segment feature: no split
+    assert estimate(d, estimator="aips", rng=3, features=()).note.startswith("adaptive IPS (no split)")
+
+
+def test_aips_cross_fits_the_choice_on_the_other_half():
+    # 16 sessions with random propensities: for each half h the choice is the one choose() makes on the other
+    # half's sessions, applied to h's sessions (the halves are drawn per session with rng.integers(0, 2))
+    rng = np.random.default_rng(8)
+    n = 16
+    d = from_arrays(np.repeat(np.arange(n), 2), np.tile([1, 2], n), rng.binomial(1, 0.5, 2 * n).astype(float),
+                    logging_marginal=rng.uniform(0.2, 0.8, 2 * n), target_marginal=rng.uniform(0.2, 0.8, 2 * n),
+                    logging_conditional=rng.uniform(0.2, 0.8, 2 * n), target_conditional=rng.uniform(0.2, 0.8, 2 * n),
+                    contexts=pd.DataFrame({"segment": np.tile(["a", "b"], n // 2)}))
+    values = np.column_stack([_session_values(d, c) for c in CANDIDATES])
+    half = np.random.default_rng(11).integers(0, 2, size=n)
+    want = np.empty(n)
+    for h in (0, 1):
+        c = choose(d.subset(half != h))
+        table = c.table.set_index("leaf")["chosen"]
+        for i in np.flatnonzero(half == h):
+            leaf = "all sessions" if c.feature is None else d.contexts[c.feature].iloc[i]
+            want[i] = values[i, CANDIDATES.index(table[leaf])]
+    got = estimate(d, estimator="aips", rng=11).target.value
+    assert got == pytest.approx(want.mean(), abs=1e-12)
+    assert estimate(d, estimator="aips", rng=11).target.value == got          # the same seed, the same halves
+
+
+def _session_values(d, candidate):
+    w = slate_weights(d, candidate)
+    return np.bincount(d.session, weights=w * d.reward)

@@ -163,6 +163,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("slate-dr", "cross_fitted_model",
      'qbar[idx] = np.einsum("IJ,JI->I", target_distribution[idx], rates[:, k])'):
         "einsum subscripts may be upper-case letters; the contraction is the same",
+    ("slate-adaptive", "_fit", "total, chosen = 1.0, np.empty(n_leaf, dtype=np.int64)"):
+        "every feature's total starts at the same constant, so the comparison between features is unchanged",
+    ("slate-adaptive", "_fit", "n_leaf = int(codes.max()) + 2"):
+        "an extra leaf holds no session: its share is 0 and nothing indexes its choice",
+    ("slate-adaptive", "_leaves", "if ctx is not None and f in ctx.columns and ctx[f].nunique() >= 1:"):
+        "a one-valued feature gives one leaf whose total equals no split's, and a tie keeps no split",
+    ("slate-adaptive", "adaptive_values", "half = np.random.default_rng(rng).integers(2, size=data.n_sessions)"):
+        "rng.integers(high) draws from [0, high), as rng.integers(0, high)",
+    ("slate-adaptive", "candidate_values", "w = w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
+        "np.minimum(w, inf) is w",
     ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
         "parse_discount reads the kind case-insensitively",
     ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
