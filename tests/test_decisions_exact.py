@@ -188,6 +188,9 @@ def test_family_counts_ab_tests_and_rewards():
     res = decision_boxes(m, estimators=[INF], policy="new", level=0.95, rewards=("click", "like"), adjust="bh")
     assert (res.family, res.family_size) == ("2 A/B tests × 1 policy × 2 rewards", 4)
     assert len(res.boxes) == 4
+    # one reward of the two: its boxes only
+    only = decision_boxes(m, estimators=[INF], policy="new", level=0.95, rewards=("like",))
+    assert set(only.boxes["reward"]) == {"like"} and only.family_size == 2
     # like = 1 − click: control differences −0.5·like1 + like2 = (1, −0.5, −0.5, 0), mean 0
     effects = res.boxes.set_index(["experiment_id", "reward"])["offline_effect"]
     assert effects.to_dict() == pytest.approx({("e1", "click"): 0.5, ("e2", "click"): 0.5, ("e1", "like"): 0.0,
@@ -246,3 +249,35 @@ def test_takeaway_with_a_precision_and_a_false_negative_rate():
                             f"false-negative rate 0 %); {one} only in 0 % (false-negative rate 100 %).")
     s = res.summary.set_index("estimator")
     assert s.loc[one, "n_false_negative"] == 1 and s.loc[inf, "n_false_positive"] == 0
+
+
+def test_ab_tests_without_both_arms_are_skipped():
+    # "e0" logs only control sessions (no online effect): its box is skipped and e1's is kept, whatever the order
+    rows = [{"session_id": 100 + s, "experiment_id": "e0", "arm": "control", "rank": k, "click": 1, "rank__new": 3 - k}
+            for s in range(3) for k in (1, 2)]
+    base = moments()
+    spec = [("control", (1, 0)), ("control", (0, 1)), ("control", (0, 1)), ("control", (1, 1)),
+            ("treatment", (1, 1)), ("treatment", (1, 1)), ("treatment", (0, 1)), ("treatment", (1, 1))]
+    for s, (arm, rewards) in enumerate(spec):
+        for k in (1, 2):
+            rows.append({"session_id": s, "experiment_id": "e1", "arm": arm, "rank": k, "click": rewards[k - 1],
+                         "rank__new": 3 - k})
+    m = reduce(read_logs(pd.DataFrame(rows)), base.grid)
+    res = decision_boxes(m, estimators=[INF], policy="new", level=0.95)
+    assert res.boxes["experiment_id"].tolist() == ["e1"]
+    assert res.boxes["offline_effect"].tolist() == pytest.approx([0.5], abs=1e-12)
+
+
+def test_ndcg_box_and_argument_names():
+    # nDCG per session = DCG / iDCG over de-biased labels Q̂ = c / D0: (1, 0) → target 0.5 / 1, logging 1 / 1;
+    # (0, 1) → Q̂ (0, 2), iDCG 2: target 2 / 2, logging 1 / 2; (1, 1) → Q̂ (1, 2), iDCG 2 + 0.5: target 2.5 / 2.5,
+    # logging 2 / 2.5. Differences (−0.5, 0.5, 0.5, 0.2): mean 0.175
+    ndcg = ("ndcg", "reciprocal", "reciprocal", math.inf)
+    res = decision_boxes(moments(), estimators=[ndcg], policy="new", level=0.95)
+    assert res.boxes["offline_effect"].tolist() == pytest.approx([0.175], abs=1e-12)
+    with pytest.raises(Exception, match="estimators entry metric must be one of"):
+        decision_boxes(moments(), estimators=[("nope", "reciprocal", "reciprocal", 1.0)], policy="new")
+    with pytest.raises(Exception, match="reference metric must be one of"):
+        decision_boxes(moments(), estimators=[INF], policy="new", reference=("nope", "reciprocal", "reciprocal", 1.0))
+    with pytest.raises(Exception, match="adjust must be one of"):
+        decision_boxes(moments(), estimators=[INF], policy="new", adjust="sidak")

@@ -173,6 +173,46 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "rng.integers(high) draws from [0, high), as rng.integers(0, high)",
     ("slate-adaptive", "candidate_values", "w = w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
         "np.minimum(w, inf) is w",
+    ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=None):'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, ):'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=False):'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', 'decision_boxes', 'if off_base <= 0:'):
+        'a zero baseline makes both relative bounds NaN, and swapping two NaNs changes nothing',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], )]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], strict=False)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], strict=None)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["offline_sign"], out["offline_p_adj"], )]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["offline_sign"], out["offline_p_adj"], strict=False)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["offline_sign"], out["offline_p_adj"], strict=None)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'for _, idx in out.groupby("estimator", ).groups.items():'):
+        "each estimator's rows are assigned by index, in any group order",
+    ('analyses-decisions', '_adjust_boxes', 'for _, idx in out.groupby("estimator", sort=True).groups.items():'):
+        "each estimator's rows are assigned by index, in any group order",
+    ('analyses-decisions', '_adjust_boxes', 'for _, idx in out.groupby("estimator", sort=None).groups.items():'):
+        "each estimator's rows are assigned by index, in any group order",
+    ('analyses-decisions', '_adjust_boxes', 'out.loc[idx, "offline_p_adj"] = adjust_p(out.loc[idx, "offline_p"].to_numpy(), method=method,\n).adjusted'):
+        'the adjusted p-values do not depend on alpha',
+    ('analyses-decisions', '_adjust_boxes', ').adjusted'):
+        'the adjusted p-values do not depend on alpha',
+    ('analyses-decisions', '_adjust_boxes', 'online["online_p_adj"] = adjust_p(online["online_p"].to_numpy(), method=method, ).adjusted'):
+        'the adjusted p-values do not depend on alpha',
+    ('analyses-decisions', '_adjust_boxes', 'out = out.merge(online.drop(columns="online_p"), on=None, how="left")'):
+        "the frames share exactly the columns experiment_id and reward, pandas' default keys",
+    ('analyses-decisions', '_adjust_boxes', 'out = out.merge(online.drop(columns="online_p"), how="left")'):
+        "the frames share exactly the columns experiment_id and reward, pandas' default keys",
+    ('analyses-decisions', '_adjust_boxes', 'out = out.merge(online.drop(columns="online_p"), on=["experiment_id", "reward"], )'):
+        'every box has its online row, so the inner merge keeps every row in the left order',
+    ('analyses-decisions', '_adjust_boxes', 'out["offline_p_adj"] = None'):
+        "every row's value is assigned in the loop below, which makes the column float",
     ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
         "parse_discount reads the kind case-insensitively",
     ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
