@@ -176,3 +176,39 @@ def test_aips_cross_fits_the_choice_on_the_other_half():
 def _session_values(d, candidate):
     w = slate_weights(d, candidate)
     return np.bincount(d.session, weights=w * d.reward)
+
+
+def test_mse_accumulates_both_bias_steps():
+    # SIPS s = (0, 1, 2, 3), RIPS s + 2, IIPS s + 3: noiseless gaps, steps 1² and 2²; each variance 5/3 / 4
+    s = np.arange(4.0)
+    v = np.column_stack([s + 3, s + 2, s])
+    var = 5 / 3 / 4
+    assert _mse(v).tolist() == pytest.approx([1 + 4 + var, 4 + var, var], abs=1e-12)
+
+
+def test_split_total_sums_every_leaf():
+    # every candidate equal per session (reward at slot 2 only, all weights c2): values (0, 2) in a, (1, 1) in b.
+    # Split: 0.5² · (2/2) + 0.5² · 0 = 0.25; no split: var(0, 2, 1, 1) / 4 = 0.1667 — no split wins (counting
+    # only the last leaf, 0, would split)
+    c2 = np.array([1.0, 2.0, 1.0, 1.0])
+    r2 = np.array([0.0, 1.0, 1.0, 1.0])
+    d = from_arrays(np.repeat(np.arange(4), 2), np.tile([1, 2], 4), np.column_stack([np.zeros(4), r2]).ravel(),
+                    logging_marginal=np.full(8, 0.5), target_marginal=0.5 * np.column_stack([np.ones(4), c2]).ravel(),
+                    logging_conditional=np.full(8, 0.5), target_conditional=0.5 * np.column_stack([np.ones(4), c2]).ravel(),
+                    contexts=pd.DataFrame({"segment": ["a", "a", "b", "b"]}))
+    c = choose(d)
+    assert c.feature is None
+    assert c.table["mse_iips"].tolist() == pytest.approx([2 / 3 / 4], abs=1e-12)
+
+
+def test_choose_reads_the_clip_and_the_slot_weights():
+    # clip 1: RIPS is 0.2 or 1 in segment a (IIPS 1): bias 0.4² − 0.0084 makes IIPS worse, RIPS var
+    # (20 · 0.16 / 19) / 20 = 0.0084 → RIPS; in b every candidate is 1 → IIPS (first of a tie). Split total
+    # 0.25 · 0.0084 = 0.0021 < no split's 0.0031 (RIPS over all 40: 4.8 / 39 / 40)
+    d = _two_segment_rows(repeat=10)
+    c = choose(d, clip=1.0)
+    assert c.describe() == "adaptive IPS (split on segment): a → RIPS; b → IIPS"
+    assert c.table.set_index("leaf").loc["a", "mse_rips"] == pytest.approx(20 * 0.16 / 19 / 20, abs=1e-12)
+    assert estimate(d, estimator="aips", rng=3, clip=1.0).note == c.describe()
+    # λ = (1, 0): every value is 0 → no split
+    assert choose(d, lam=np.array([1.0, 0.0])).describe() == "adaptive IPS (no split): all sessions → IIPS"

@@ -213,6 +213,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'every box has its online row, so the inner merge keeps every row in the left order',
     ('analyses-decisions', '_adjust_boxes', 'out["offline_p_adj"] = None'):
         "every row's value is assigned in the loop below, which makes the column float",
+    ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=None)}})'):
+        '_mse returns one value per candidate (three)',
+    ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, )}})'):
+        '_mse returns one value per candidate (three)',
+    ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=False)}})'):
+        '_mse returns one value per candidate (three)',
     ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
         "parse_discount reads the kind case-insensitively",
     ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
