@@ -171,6 +171,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a one-valued feature gives one leaf whose total equals no split's, and a tie keeps no split",
     ("slate-adaptive", "adaptive_values", "half = np.random.default_rng(rng).integers(2, size=data.n_sessions)"):
         "rng.integers(high) draws from [0, high), as rng.integers(0, high)",
+    ("slate-adaptive", "adaptive_values", "train = half == h"):
+        "the loop runs over both halves: each half is still chosen on the other, in the other order",
     ("slate-adaptive", "candidate_values", "w = w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
         "np.minimum(w, inf) is w",
     ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=None):'):
