@@ -329,6 +329,26 @@ def _forget_crashes(work: Path, mod: Module) -> None:
         path.write_text(json.dumps(meta))
 
 
+def _fresh_process(work: Path, mod: Module, key: str) -> int | None:
+    """The mutant's exit code from its own pytest process over the module's selection (1 = a test failed)."""
+    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
+               MUTANT_UNDER_TEST=key)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *PYTEST_ARGS, *_existing_tests(mod)]
+    try:
+        return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900).returncode
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _record(work: Path, mod: Module, codes: dict) -> None:
+    if not codes:
+        return
+    path = work / "mutants" / (mod.source + ".meta")
+    meta = json.loads(path.read_text())
+    meta["exit_code_by_key"].update(codes)
+    path.write_text(json.dumps(meta))
+
+
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
           36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked",
           -11: "crashed", -9: "crashed"}
@@ -412,24 +432,20 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
         if again:
             print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
             _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
-    # Workers fork from mutmut's process, which ran the tests (and their DuckDB queries) once: fast, but a few
-    # workers crash (SIGSEGV) or hang there. Those mutants, and a sample of the killed ones as a check, are run
-    # again with workers forked from a server that has only collected the tests (slower, nothing inherited).
+    # Workers fork from mutmut's process, which ran the tests (and their DuckDB queries) once: fast, but some
+    # workers crash there (SIGSEGV). Those mutants, and a sample of the killed ones as a check, are run again,
+    # each in a fresh pytest process in mutmut's copy with MUTANT_UNDER_TEST naming the mutant (nothing forked).
     codes = _meta(work, mod)["exit_code_by_key"]
-    again = sorted(k for k, c in codes.items() if _status(c) in ("crashed", "timeout", "suspicious"))
+    again = sorted(k for k, c in codes.items() if _status(c) in ("crashed", "suspicious"))
     killed = sorted(k for k, c in codes.items() if _status(c) == "killed")
     sample = [killed[i] for i in range(0, len(killed), max(1, len(killed) // check))] if check and killed else []
     if again or sample:
-        print(f"   isolated rerun: {len(again)} crashed or timed out, {len(sample)} killed ones as a check", flush=True)
-        _prepare(name, mod, isolation="forkserver")
-        try:
-            _mutmut(work, "run", "--max-children", str(jobs), *again, *sample, log=log)
-        finally:
-            _prepare(name, mod)
-        after = _meta(work, mod)["exit_code_by_key"]
-        flipped = [k for k in sample if _status(after[k]) not in ("killed", "timeout")]
+        print(f"   fresh-process rerun: {len(again)} crashed, {len(sample)} killed ones as a check", flush=True)
+        fresh = {k: _fresh_process(work, mod, k) for k in [*again, *sample]}
+        _record(work, mod, {k: c for k, c in fresh.items() if k in again and c in (0, 1)})
+        flipped = [k for k in sample if fresh[k] != 1]
         if flipped:
-            print(f"   WARNING: {len(flipped)} of {len(sample)} killed mutants survive the isolated run: "
+            print(f"   WARNING: {len(flipped)} of {len(sample)} killed mutants are not killed in a fresh process: "
                   + ", ".join(flipped), flush=True)
     result = _summarise(name, mod, work)
     state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
