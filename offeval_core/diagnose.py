@@ -367,7 +367,8 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
              categories: Mapping | pd.Series | None = None, alpha: float = 0.05, level: float = 0.95) -> Diagnosis:
     """Every assumption check and every applicable estimator's verdict on these logs.
 
-    ``policy`` defaults to ``treatment`` when the logs have it, else the first target policy.
+    ``policy`` defaults to the default target policy (:mod:`offeval_core.target_policy`): ``treatment`` when
+    the logs have it, else the first policy that is not the logging policy.
     """
     logs.check_reward(reward)
     if not 0 < alpha < 1:
@@ -376,7 +377,9 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
                     if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))})
     known = list(logs.policies) + props
     if policy is None and known:
-        policy = "treatment" if "treatment" in known else known[0]
+        from offeval_core.target_policy import default_target_policy
+
+        policy = default_target_policy(logs)
     if policy is not None and policy not in known:
         raise UnknownName(f"unknown policy {policy!r}; the logs have: {', '.join(known) or 'no target policy'}")
     checks = (
