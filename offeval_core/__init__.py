@@ -70,6 +70,11 @@ _export("offeval_core.slate", "SlateData", "SlateEstimate", "SlateConfig", "Slat
 _export("offeval_core.diagnose", "check_cascade", "check_interaction", "check_context_position_bias", "check_support",
         diagnose_logs="diagnose")
 _export("offeval_core.analyses.plan", "plan_moments", "PlannedReduce")
+_export("offeval_core.target_policy", "default_target_policy", "target_policies", "choose_target_policy",
+        "TargetPolicies")
+_export("offeval_core.understanding", "understand", "Understanding")
+_export("offeval_core.arm_values", "ArmValues", "parse_arms")
+_export("offeval_core.errors", "NeedsAnswers")
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 

@@ -89,7 +89,7 @@ class ArmValues:
         return ", ".join(parts)
 
 
-def parse_arms(text: str | Mapping[str, str] | None, *, what: str = "--arms") -> ArmValues | str | None:
+def parse_arms(text: str | Mapping[str, str] | ArmValues | None, *, what: str = "--arms") -> ArmValues | str | None:
     """Parse ``"control=A,treatment=B"`` (or ``none``) into an :class:`ArmValues` (or :data:`NO_ARMS`).
 
     >>> parse_arms("control=A, treatment=B")
@@ -99,6 +99,8 @@ def parse_arms(text: str | Mapping[str, str] | None, *, what: str = "--arms") ->
     """
     if text is None or (isinstance(text, str) and not text.strip()):
         return None
+    if isinstance(text, ArmValues):
+        return text
     if isinstance(text, str) and text.strip().lower() == NO_ARMS:
         return NO_ARMS
     items = text.items() if isinstance(text, Mapping) else [
