@@ -143,6 +143,8 @@ def test_arm_labels_that_are_no_common_pair_name_the_labels_and_the_option(capsy
     code, out, err = run(capsys, "estimate", colours, "--reward", "clicked", "--map", "arm=bucket", "--arms",
                          "control=red,treatment=blue", "--json")
     assert code == 0, err
+    _, ab, _ = run(capsys, "estimate", path, "--reward", "clicked", "--json")
+    assert json.loads(out)["groups"] == json.loads(ab)["groups"]
 
 
 def test_estimate_defaults_to_the_tested_policy_and_matches_the_core(capsys, files):
