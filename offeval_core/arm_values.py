@@ -109,7 +109,7 @@ def parse_arms(text: str | Mapping[str, str] | ArmValues | None, *, what: str = 
     got: dict[str, str] = {}
     for key, value in items:
         key = str(key).strip().lower()
-        if key not in ARM_NAMES or not str(value).strip():
+        if key not in ARM_NAMES or not str(value).strip() or "=" in str(value):
             raise SpecError(f"{what} must look like control=<your label>,treatment=<your label> (or 'none' when "
                             f"the file has no arm column), got {text!r}", source=what,
                             expected="control=A,treatment=B")

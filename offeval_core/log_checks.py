@@ -161,12 +161,14 @@ def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
     chk.notes.extend(guessed)
     if arms == NO_ARMS:  # the user says the file has no arm column
         columns.pop("arm", None)
+    from_rows = columns.get("session_id") == column_mapping.EACH_ROW
+    if from_rows:  # bandit logs: each row is one round, numbered from 1
+        columns.pop("session_id")
     chk.columns = dict(columns)
     df = _apply_mapping(raw, columns, chk)
     if arms == NO_ARMS and "arm" in df.columns:
         df = df.drop(columns=["arm"])
-    from_rows = guess and "session_id" not in df.columns and any(c in df.columns for c in LOGGING_PROPENSITIES)
-    if from_rows:  # bandit logs: each row is one round
+    if from_rows:
         df = df.assign(session_id=np.arange(1, len(df) + 1, dtype=np.int64))
     _check_required(df, chk)
     reading = read_columns(df, source=label, columns=columns, how=how, rewards=_reward_list(rewards),
@@ -244,9 +246,6 @@ def _classify_columns(df: pd.DataFrame, rewards, reading: Reading, chk: _Check
                 chk.problems.append(f"'{r}' is a schema column and cannot be used as a reward")
         if not reward_cols:
             chk.problems.append("rewards must name at least one reward column, got an empty list")
-    if "arm" in df.columns and reading.arm_values is None:
-        labels = [str(v) for v in pd.unique(df["arm"].dropna())]
-        chk.problems.append(Problem(arm_label_problem(reading.arm_column or "arm", labels), kind="arm"))
     chk.stop_if_problems()
     return reward_cols, policy_cols, propensity_cols
 
@@ -307,7 +306,10 @@ def _check_values(df, reward_cols, policy_cols, propensity_cols, reading: Readin
         props[c] = values
 
     arm = None
-    if "arm" in df.columns:
+    if "arm" in df.columns and reading.arm_values is None:
+        labels = [str(v) for v in pd.unique(df["arm"].dropna())]
+        problems.append(Problem(arm_label_problem(reading.arm_column or "arm", labels), kind="arm"))
+    elif "arm" in df.columns:
         arm = map_arm_values(df["arm"], reading.arm_values)
         bad = np.flatnonzero(pd.isna(arm))
         if len(bad):

@@ -26,10 +26,14 @@ from offeval_core.arm_values import guess_arm_values
 from offeval_core.errors import SpecError
 
 __all__ = [
-    "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "day_like", "describe", "expand_mapping", "guess_mapping", "is_pattern",
+    "EACH_ROW", "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "dates_like", "day_like", "describe", "expand_mapping", "guess_mapping", "is_pattern",
     "parse_mapping", "rank_like_note", "rank_like_rewards", "resolve",
 ]
 
+
+EACH_ROW = "(each row)"
+"""The mapping ``session_id=(each row)``: the file has no session column and each row is one session (a bandit
+round of logs with propensities, such as the Open Bandit Dataset)."""
 
 SCHEMA_FIELDS = ("session_id", "rank", "item_id", "day", "experiment_id", "arm", "segment",
                  "logging_propensity")
@@ -145,20 +149,30 @@ def _arm_like(col: pd.Series) -> bool:
 _TIME_NAMES = ("timestamp", "datetime", "event_time")
 
 
-def day_like(name: str, col: pd.Series) -> bool:
-    """Dates as text or datetimes; for ``day`` / ``date`` names also integers with few values (20260302)."""
+def dates_like(col: pd.Series) -> bool:
+    """Datetimes, or text whose first 1000 values parse as ISO dates / timestamps."""
     if pd.api.types.is_datetime64_any_dtype(col):
         return True
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
-        return name.lower() not in _TIME_NAMES and _is_int_like(col) and col.nunique() <= 1000
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return False
     sample = col.dropna().head(1000)
     if sample.empty:
         return False
     try:
         pd.to_datetime(sample.astype(str), format="ISO8601")
     except (ValueError, TypeError):
-        return name.lower() not in _TIME_NAMES
+        return False
     return True
+
+
+def day_like(name: str, col: pd.Series) -> bool:
+    """A day column: dates or datetimes; for ``day`` / ``date``-like names also integers with few values
+    (20260302) or other text (day labels); a ``timestamp`` column must hold dates."""
+    if dates_like(col):
+        return True
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        return name.lower() not in _TIME_NAMES and _is_int_like(col) and col.nunique() <= 1000
+    return name.lower() not in _TIME_NAMES and not col.dropna().empty
 
 
 def guess_mapping(frame: pd.DataFrame, mapping: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -166,7 +180,8 @@ def guess_mapping(frame: pd.DataFrame, mapping: Mapping[str, str] | None = None)
 
     Only columns not already used are guessed; ``rank`` must hold integers, ``arm`` ``control`` /
     ``treatment`` or a common pair of labels (A / B, 0 / 1, …; :mod:`offeval_core.arm_values`), ``day`` dates
-    (a ``timestamp`` column becomes its date). Once the logged rank column ``X`` is known, integer columns ``X_<policy>`` (or
+    (a ``timestamp`` column becomes its date); without a session column, logs with a logging propensity get
+    ``session_id=(each row)`` (:data:`EACH_ROW`). Once the logged rank column ``X`` is known, integer columns ``X_<policy>`` (or
     ``X__<policy>``) become the policies ``rank__<policy>`` when the file has no ``rank__`` column.
     Returns only the new entries (schema name → column).
 
@@ -196,6 +211,10 @@ def guess_mapping(frame: pd.DataFrame, mapping: Mapping[str, str] | None = None)
             new[name] = col
             used.add(col)
             break
+    has = {**mapping, **new}
+    if "session_id" not in has and "session_id" not in columns and ("logging_propensity" in has
+                                                                     or "logging_propensity" in columns):
+        new["session_id"] = EACH_ROW  # bandit logs without a round id: each row is one round
     for field, prefix, fits in (("rank", "rank__", _is_int_like), ("logging_propensity", "target_propensity__",
                                                                      _probability_like)):
         base = mapping.get(field) or new.get(field) or (field if field in columns else None)

@@ -29,7 +29,7 @@ from offeval_core.log_schema import (
     TARGET_CONDITIONAL_PREFIX,
     TARGET_PROPENSITY_PREFIX,
 )
-from offeval_core.mapping import day_like, rank_like_rewards
+from offeval_core.mapping import dates_like, rank_like_rewards
 
 __all__ = ["ColumnReading", "Hint", "Question", "Reading", "arm_labels", "identifier_reason", "read_columns",
            "reward_named"]
@@ -294,7 +294,7 @@ def read_columns(df: pd.DataFrame, *, source: str, columns: Mapping[str, str], h
     has_arm = "arm" in df.columns
     declined = arms == NO_ARMS
     arm_values = arm_labels(df, arms) if has_arm else None
-    named = [c for c in others if reward_named(c)]
+    named = [c for c in rewards if c in df.columns] if rewards is not None else [c for c in others if reward_named(c)]
     logged = pd.to_numeric(df["rank"], errors="coerce").max()
     deepest = int(min(1000, 4 * logged)) if np.isfinite(logged) else 1000  # a policy ranks about as deep
     varying: list[bool] = []
@@ -323,9 +323,9 @@ def read_columns(df: pd.DataFrame, *, source: str, columns: Mapping[str, str], h
         if values is None:
             decided[c] = ColumnReading(c, "ignored", "inferred", "text, not a number", _text_hint(c, col, frame))
             continue
-        if rewards is not None:
+        if c in explicit:
             continue
-        if reward_named(c):
+        if rewards is None and reward_named(c):
             candidates.append(c)
             continue
         hint = None
@@ -337,6 +337,8 @@ def read_columns(df: pd.DataFrame, *, source: str, columns: Mapping[str, str], h
         why = _feature_named(c) or identifier_reason(c, values, frame, items=items)
         if why.startswith("an identifier: no value repeats") and "item_id" not in df.columns:
             hint = Hint("item_id", c, why="the item shown")
+        if not why and np.all(np.isfinite(values)) and len(values) and np.all(values == values[0]):
+            why = "the same value on every row: carries nothing to estimate"
         if not why and not np.all(np.isfinite(values)):
             why = "has empty or infinite values: not a reward"
         if not why and (values < 0).any():
@@ -345,7 +347,7 @@ def read_columns(df: pd.DataFrame, *, source: str, columns: Mapping[str, str], h
             why = "the same on every row of a session while the rewards vary by row: a session attribute"
         if why:
             decided[c] = ColumnReading(c, "ignored", "inferred", why, hint)
-        else:
+        elif rewards is None:
             candidates.append(c)
 
     if rewards is not None:
@@ -423,7 +425,7 @@ def _text_hint(name: str, col: pd.Series, frame: _Frame) -> Hint | None:
     """What an unused text column probably is: dates → the day; a few labels constant within sessions → the
     experiment (or the segment, when the experiment is mapped)."""
     df = frame.df
-    if "day" not in df.columns and day_like(name, col):
+    if "day" not in df.columns and dates_like(col):
         return Hint("day", name, why="dates")
     if not frame.multi_row.any() or col.head(200_000).nunique() > 100 or col.isna().any():
         return None

@@ -20,7 +20,8 @@ from offeval_core.reading import ColumnReading, Hint, Question, Reading
 from offeval_core.sanitize import escape_markdown
 from offeval_core.target_policy import TargetPolicies, target_policies
 
-__all__ = ["Understanding", "hint_action", "hint_text", "question_action", "reading_lines", "understand"]
+__all__ = ["Understanding", "hint_action", "hint_text", "markdown_table", "question_action", "reading_lines",
+           "understand"]
 
 STYLES = ("cli", "form")
 
@@ -137,6 +138,19 @@ def reading_lines(reading: Reading, columns=None, *, style: str = "cli") -> list
     return lines
 
 
+def markdown_table(lines: list[tuple[str, str]], title: str = "what offeval understood") -> str:
+    """(topic, text) lines as a two-column Markdown table; every cell escaped, so names show as text.
+
+    >>> print(markdown_table([("rewards", "**x** (named like a reward)")]))
+    | | what offeval understood |
+    |---|---|
+    | **rewards** | \\*\\*x\\*\\* (named like a reward) |
+    """
+    rows = [f"| | {title} |", "|---|---|"]
+    rows += [f"| **{escape_markdown(t)}** | {escape_markdown(x)} |" for t, x in lines]
+    return "\n".join(rows)
+
+
 @dataclass(frozen=True)
 class Understanding:
     """What offeval understood of one file (module docstring); ``lines`` are (topic, text) pairs with the
@@ -233,9 +247,7 @@ class Understanding:
 
     def to_markdown(self) -> str:
         """The Data page's rendering: a two-column Markdown table, every name escaped."""
-        rows = ["| | what offeval understood |", "|---|---|"]
-        rows += [f"| **{escape_markdown(t)}** | {escape_markdown(x)} |" for t, x in self.lines("form")]
-        return "\n".join(rows)
+        return markdown_table(self.lines("form"))
 
     def to_dict(self) -> dict:
         return {**self.summary.to_dict(), "understood": [{"topic": t, "text": x} for t, x in self.lines("cli")],

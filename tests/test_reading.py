@@ -177,6 +177,7 @@ def _frame(n_sessions=60, length=4, seed=0, **cols):
                                                             "never 0), not a reward"),
     ("age", lambda r, n: np.repeat(r.integers(18, 80, n // 4), 4), "the same on every row of a session while the "
                                                                    "rewards vary by row: a session attribute"),
+    ("flag", lambda r, n: np.zeros(n), "the same value on every row: carries nothing to estimate"),
 ])
 def test_columns_that_cannot_be_rewards_are_left_out_with_their_reason(name, values, reason):
     logs = read_logs(_frame(**{name: values}), ask="ambiguous")

@@ -22,7 +22,8 @@ import pandas as pd
 import streamlit as st
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
-from offeval_core.errors import NeedsRawLogs
+from offeval_core.arm_values import parse_arms
+from offeval_core.errors import NeedsAnswers, NeedsRawLogs
 from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
@@ -244,14 +245,31 @@ def upload_key(sha: str, name: str, mapping: dict[str, str]) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def load_upload(key: str) -> Dataset:
+def _read_upload(key: str) -> Dataset | NeedsAnswers:
+    """The upload read with the mapping form's entries, or the questions it leaves open (cached either way, so
+    a pending question does not read the file again on every rerun)."""
     _, rest = key.split(":", 1)
     sha, name, mapping = rest.split("|", 2)
     raw = upload_raw(sha, name)
     columns = json.loads(mapping)
     rewards = columns.pop("reward", "")  # the reward picker of the mapping form, comma-separated
-    logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name)
+    arms = columns.pop("arms", "")  # the arm labels of the mapping form: control=A,treatment=B or none
+    guess = bool(columns.pop("guess", ""))  # a fresh upload: common names guessed, as the command line does
+    try:
+        logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name,
+                         arms=parse_arms(arms, what="Arm labels") if arms else None, guess=guess, ask="guesses")
+    except NeedsAnswers as exc:  # nothing is computed until the user answers in the form
+        return exc
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
+
+
+def load_upload(key: str) -> Dataset:
+    """An uploaded file as a dataset; raises NeedsAnswers (with what was understood) when the file does not say
+    which columns are rewards or which column is the arm, or a reward was chosen by value alone."""
+    out = _read_upload(key)
+    if isinstance(out, NeedsAnswers):
+        raise out
+    return out
 
 
 # ------------------------------------------------------------------------------------------ moments files
