@@ -162,7 +162,7 @@ def _show_questions(exc: NeedsAnswers) -> None:
     st.warning("**Before anything is computed, please confirm in the column mapping below:**\n" + "\n".join(lines),
                icon=":material/help:")
     with st.expander("What offeval understood so far", expanded=True):
-        st.markdown(markdown_table(reading_lines(exc.reading, style="form")))
+        st.markdown(markdown_table([x for x in reading_lines(exc.reading, style="form") if x[0] != "question"]))
 
 
 def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
@@ -170,10 +170,12 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
     of what each column becomes; applied with one button."""
     cols = [str(x) for x in raw.columns]
     _init_mapping_widgets(raw, info)
-    if "w_map_open" not in ss or ss.get("_map_open_for") != info["sha"]:
-        ss["w_map_open"] = expanded  # open when the file needs a mapping; then as the user leaves it
-        ss["_map_open_for"] = info["sha"]
-    with st.expander("Column mapping", key="w_map_open", icon=":material/swap_horiz:"):
+    err = ss.get("_load_error") if ss.get("w_dataset") == "upload" else None
+    state = f"{info['sha']}|{type(err).__name__ if err is not None else ''}"
+    if "w_map_open" not in ss or ss.get("_map_open_for") != state:
+        ss["w_map_open"] = expanded  # open when the file needs a mapping or an answer; then as the user leaves it
+        ss["_map_open_for"] = state
+    with st.expander("Column mapping", key="w_map_open", on_change="rerun", icon=":material/swap_horiz:"):
         st.caption("Which of your columns holds each schema field (common names such as visit, pos, variant, "
                    "date and test are guessed), which columns are the target policies' ranks, and which are "
                    "rewards. The preview updates as you choose; **Apply mapping** reloads the file.")
@@ -297,6 +299,10 @@ if source == "sim":
         st.caption(f"Current simulation: `{ss['sim_spec']}`")
 
 st.divider()
+if c.dataset is None and isinstance(ss.get("_load_error"), NeedsAnswers):
+    st.info("Nothing is computed until the question(s) above are answered in the column mapping.",
+            icon=":material/hourglass_empty:")
+    st.stop()
 if c.dataset is None:
     st.error(f"No valid data is loaded. {escape_markdown(c.problem)} Use one of the tabs above.", icon=":material/error:")
     st.stop()
