@@ -114,10 +114,23 @@ def _question_text(q: Question, style: str) -> str:
     return f"{q.text}: {action}" if action else q.text
 
 
-def reading_lines(reading: Reading, columns=None, *, style: str = "cli") -> list[tuple[str, str]]:
-    """(topic, text) lines of a reading alone: rewards and why, ignored columns and why, guesses and
-    questions. ``columns`` maps schema names to the user's (for the arm's column name)."""
+def reading_lines(reading: Reading, columns=None, *, style: str = "cli", fields: bool = False
+                  ) -> list[tuple[str, str]]:
+    """(topic, text) lines of a reading alone: with ``fields`` the schema fields and their columns first (what
+    is shown before the logs are loaded), then the rewards and why, ignored columns and why, guesses and
+    questions."""
     lines: list[tuple[str, str]] = []
+    if fields:
+        if reading.sessions_from_rows:
+            lines.append(("session_id", "each row (no session column: a bandit round per row)"))
+        policies = [c for c in reading.columns if c.policy]
+        for c in reading.columns:
+            if c.role not in ("reward", "ignored") and not c.policy:
+                lines.append((c.role, f"column {c.column} ({c.why})"))
+        if policies:
+            shown = ", ".join(f"{c.policy} = {c.column}" for c in policies[:12])
+            more = f", … ({len(policies)} policies)" if len(policies) > 12 else ""
+            lines.append(("target policies", shown + more))
     rewards = [c for c in reading.columns if c.role == "reward"]
     if rewards:
         by_why: dict[str, list[str]] = {}

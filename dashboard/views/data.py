@@ -162,7 +162,8 @@ def _show_questions(exc: NeedsAnswers) -> None:
     st.warning("**Before anything is computed, please confirm in the column mapping below:**\n" + "\n".join(lines),
                icon=":material/help:")
     with st.expander("What offeval understood so far", expanded=True):
-        st.markdown(markdown_table([x for x in reading_lines(exc.reading, style="form") if x[0] != "question"]))
+        st.markdown(markdown_table([x for x in reading_lines(exc.reading, style="form", fields=True)
+                                    if x[0] != "question"]))
 
 
 def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:

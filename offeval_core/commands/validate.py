@@ -35,11 +35,11 @@ def run(args) -> int:
     except NeedsAnswers as exc:  # what was understood so far, then the questions and how to answer them
         if args.json:
             print(json.dumps({"source": exc.source, "valid": False, "questions": [q.text for q in exc.questions],
-                              "understood": [{"topic": t, "text": x} for t, x in reading_lines(exc.reading)]},
+                              "understood": [{"topic": t, "text": x} for t, x in reading_lines(exc.reading, fields=True)]},
                              indent=2))
             return 2
         print(f"{exc.source}: what offeval understood so far")
-        print("\n".join(f"  {t + ':':<19} {x}" for t, x in reading_lines(exc.reading)))
+        print("\n".join(f"  {t + ':':<19} {x}" for t, x in reading_lines(exc.reading, fields=True)))
         print(f"offeval validate: error: {exc}", file=sys.stderr)
         print(f"offeval validate: hint: {map_hint(exc)}", file=sys.stderr)
         return 2
