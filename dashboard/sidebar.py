@@ -240,7 +240,7 @@ def render(page_url_path: str = "") -> ui.Context:
         reward = ss["w_reward"]
         policies = list(dataset.policies)
         if policies:
-            page_defaults["policy"] = "treatment" if "treatment" in policies else policies[0]
+            page_defaults["policy"] = data.default_policy(dataset.key)  # never the logging policy if another exists
             if ss.get("w_policy") not in policies:
                 ss["w_policy"] = page_defaults["policy"]
             if "policy" in uses:

@@ -100,6 +100,10 @@ def test_a_common_pair_loads_at_once_and_the_summary_says_what_was_guessed(world
     assert "probably the item id: choose asset as item_id in the column mapping" in table
     assert at.text_input(key="w_map_arms").value == "control=A,treatment=B"
     assert [m.value for m in at.metric if m.label == "Target policies"] == ["3"]
+    # the pages' default target is the tested ranker, never the logging policy 'current' (the first column)
+    assert at.session_state["w_policy"] == "ranker_v2"
+    at.switch_page("views/clip_tuning.py").run()
+    assert at.selectbox(key="w_policy").value == "ranker_v2"
 
 
 def test_a_reward_chosen_by_value_is_confirmed_first(world, demo):

@@ -9,7 +9,18 @@ import streamlit as st
 
 from dashboard.data.datasets import load
 
-__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview", "understanding"]
+__all__ = ["default_policy", "discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview", "understanding"]
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def default_policy(key: str) -> str | None:
+    """The default target policy among the dataset's rank policies (the sidebar's list): never the logging
+    policy when another exists (:mod:`offeval_core.target_policy`), computed once per dataset."""
+    from offeval_core.target_policy import choose_target_policy, target_policies
+
+    ds = load(key)
+    data = ds.file_moments if ds.is_moments else ds.logs
+    return choose_target_policy(ds.policies, logging=target_policies(data).logging)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
