@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from offeval_core.arm_values import ArmValues, guess_arm_values, map_arm_values, parse_arms
+from offeval_core.column_kinds import identifier_reason, reward_named
 from offeval_core.engine import Grid, reduce
 from offeval_core.errors import LogValidationError, NeedsAnswers, SpecError
 from offeval_core.estimators import dcg, summarize_groups
 from offeval_core.logs import read_logs
-from offeval_core.reading import identifier_reason, reward_named
 from tests.export_fixtures import demo_sample, open_bandit_like, team_export
 
 
