@@ -88,12 +88,22 @@ class SessionFrame:
     df: pd.DataFrame
     _codes: np.ndarray | None = None
     _multi: np.ndarray | None = None
+    _items: np.ndarray | None = None
 
     @property
     def codes(self) -> np.ndarray:
         if self._codes is None:
             self._codes = pd.factorize(self.df["session_id"])[0].astype(np.int64)
         return self._codes
+
+    @property
+    def items(self) -> np.ndarray | None:
+        """Integer codes of the item column (None without one), computed on first use."""
+        if "item_id" not in self.df.columns:
+            return None
+        if self._items is None:
+            self._items = pd.factorize(self.df["item_id"])[0]
+        return self._items
 
     @property
     def n_sessions(self) -> int:

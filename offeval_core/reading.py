@@ -150,7 +150,6 @@ def read_columns(df: pd.DataFrame, *, source: str, columns: Mapping[str, str], h
     special = set(KNOWN) | set(policy_cols)
     others = [c for c in df.columns if c not in special]
     explicit = set(rewards or ())
-    items = pd.factorize(df["item_id"])[0] if "item_id" in df.columns else None
     has_arm = "arm" in df.columns
     declined = arms == NO_ARMS
     arm_values = arm_labels(df, arms) if has_arm else None
@@ -194,7 +193,7 @@ def read_columns(df: pd.DataFrame, *, source: str, columns: Mapping[str, str], h
             decided[c] = ColumnReading(c, "ignored", "inferred", why,
                                        Hint("rank__*", c, why="the ranks a target policy would give"))
             continue
-        why = feature_reason(c) or identifier_reason(c, values, frame, items=items)
+        why = feature_reason(c) or identifier_reason(c, values, frame, items=frame.items)
         if why.startswith("an identifier: no value repeats") and "item_id" not in df.columns:
             hint = Hint("item_id", c, why="the item shown")
         if not why and np.all(np.isfinite(values)) and len(values) and np.all(values == values[0]):
