@@ -47,7 +47,7 @@ class Context:
     def kind(self) -> str | None:
         """The target policy's kind: ``rank`` (DCG family and exposure weights) or ``propensity`` (importance
         weights π_t / π_p); None without a policy."""
-        return self.dataset.policy_kind(self.policy) if self.dataset is not None and self.policy else None
+        return self.dataset.targets.kind(self.policy) if self.dataset is not None and self.policy else None
 
     @property
     def propensity(self) -> bool:

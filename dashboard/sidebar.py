@@ -242,28 +242,29 @@ def render(page_url_path: str = "") -> ui.Context:
             box.selectbox("Reward", rewards, key="w_reward",
                           help="The reward column whose online mean the offline metrics estimate")
         reward = ss["w_reward"]
-        policies = list(dataset.target_policies)
+        targets = dataset.targets
+        policies = list(targets.all)
         if policies:
-            page_defaults["policy"] = data.default_policy(dataset.key)
+            page_defaults["policy"] = targets.default  # never the logging policy if another exists
             if ss.get("w_policy") not in policies:
                 ss["w_policy"] = page_defaults["policy"]
             if "policy" in uses:
-                copies = set(data.logging_copies(dataset.key))
                 box.selectbox("Target policy", policies, key="w_policy",
-                              format_func=lambda p: p + (" (propensities)" if dataset.policy_kind(p) == "propensity"
-                                                         else "") + (" = the logging policy" if p in copies else ""),
+                              format_func=lambda p: p + (" (propensities)" if targets.kind(p) == "propensity"
+                                                         else "") + (" = the logging policy" if p in targets.logging
+                                                                     else ""),
                               help="The candidate policy, given by ranks (a rank__<policy> column) or by "
                                    "propensities (target_propensity__<policy>). It opens on 'treatment' (the policy "
                                    "that served the treatment arm) when there is one, else on the first candidate "
                                    "that is not a copy of the logging policy.")
             policy = ss["w_policy"]
-            if dataset.policy_kind(policy) == "propensity" and "policy" in uses:  # weights π_t / π_p: no D, D0
+            if targets.kind(policy) == "propensity" and "policy" in uses:  # weights π_t / π_p: no D, D0
                 uses = tuple(u for u in uses if u not in ("discount", "exposure"))
                 weights_only = True
         elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
         if page_url_path == "candidates" and policies and all(
-                dataset.policy_kind(p) == "propensity" for p in data.candidate_policies(dataset.key)):
+                targets.kind(p) == "propensity" for p in data.candidate_policies(dataset.key)):
             uses = tuple(u for u in uses if u not in ("discount", "exposure"))  # no rank candidate to discount
             weights_only = True
 

@@ -39,6 +39,8 @@ _FIXES_BY_TYPE = (
                        "e.g. 'log2@10'), a clip ≥ 1 or 'inf', and an estimator key like 'ncis-zero@impression'."),
     (errors.UnknownName, "Pick a name the loaded data has in the sidebar (rewards are numeric columns; target "
                          "policies come from the policy columns of the column mapping)."),
+    (errors.NeedsAnswers, "Answer in the column mapping on the Data page and apply it: nothing is computed until "
+                          "then."),
     (errors.NeedsArms, "These logs have no treatment arm; add an 'arm' column with 'control' and 'treatment' "
                        "sessions to compare offline with online results."),
 )
@@ -48,7 +50,8 @@ _FIXES_BY_KIND = {
     "reward": "Reward columns (e.g. click) must hold finite numbers ≥ 0.",
     "rank": "Ranks are 1-based positions: 1 = top of the feed, no 0, no text.",
     "duplicate": "Each (session_id, rank) pair must appear once: remove repeated rows or fix the ranks.",
-    "arm": "Rename the arm values to 'control' / 'treatment'.",
+    "arm": "Enter which label is control and which treatment under Arm labels in the column mapping (e.g. "
+           "control=A,treatment=B), or none if the column is not the arm.",
 }
 """How to fix a problem line of invalid logs, by its :class:`~offeval_core.errors.Problem` kind."""
 
@@ -140,7 +143,7 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
                  "estimate would be 0. Pick another reward in the sidebar, or check that the column holds "
                  "the rewards (1 = clicked, liked, …).", icon=":material/error:")
         return False
-    if policy and not ds.target_policies:
+    if policy and not ds.targets.all:
         st.error("These logs have no target policy: add one `rank__<policy>` column per candidate policy, "
                  "holding the rank at which that policy would show the logged item in the session (or, for a "
                  "stochastic policy, `target_propensity__<policy>` next to `logging_propensity`).",

@@ -41,6 +41,7 @@ from offeval_core.discounts import parse_discount
 from offeval_core.errors import UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
+from offeval_core.policies import choose_target_policy, target_policies
 from offeval_core.results import json_number
 from offeval_core.verdicts import EstimatorCheck, ranking_estimators, slate_estimators
 
@@ -379,7 +380,9 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
              categories: Mapping | pd.Series | None = None, alpha: float = 0.05, level: float = 0.95) -> Diagnosis:
     """Every assumption check and every applicable estimator's verdict on these logs.
 
-    ``policy`` defaults to ``treatment`` when the logs have it, else the first target policy.
+    ``policy`` defaults to the default target policy (:func:`offeval_core.policies.choose_target_policy` over
+    the rank, propensity and slate policies): ``treatment`` when the logs have it and it is not the logging
+    policy, else the first policy that is not the logging policy.
     """
     logs.check_reward(reward)
     if not 0 < alpha < 1:
@@ -388,7 +391,7 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
                     if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))})
     known = list(logs.policies) + props
     if policy is None and known:
-        policy = "treatment" if "treatment" in known else known[0]
+        policy = choose_target_policy(known, logging=target_policies(logs).logging)
     if policy is not None and policy not in known:
         raise UnknownName(f"unknown policy {policy!r}; the logs have: {', '.join(known) or 'no target policy'}")
     checks = (

@@ -242,12 +242,12 @@ def test_column_mapping_form_fixes_other_names(logs):
 
 def test_reward_without_positives_and_single_day_are_explained(logs):
     frame = logs.frame[logs.frame["day"] == logs.frame["day"].min()].drop(columns=["session"]).copy()
-    frame["never"] = 0.0
+    frame["purchased"] = 0.0  # named like a reward, so a reward; it never happened
     at = app()
     upload(at, frame, "one_day.csv")
     at.switch_page("views/correlation.py").run()
     assert any("needs at least 3" in e for e in errors(at))
-    at.selectbox(key="w_reward").set_value("never").run()
+    at.selectbox(key="w_reward").set_value("purchased").run()
     assert any("has no positive value" in e for e in errors(at))
 
 

@@ -22,7 +22,7 @@ from offeval_core.analyses import (
 from offeval_core.analyses.clip_tuning import clip_tuning, mean_offline_effect, recommend_clip
 from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
 from offeval_core.logs import read_logs
-from offeval_core.policies import default_target_policy, logging_copies, target_policies
+from offeval_core.policies import target_policies
 from offeval_core.sanitize import escape_html
 
 LEVEL = 0.99
@@ -58,10 +58,10 @@ def offline(world, tmp_path_factory):
 
 def test_offline_only_logs_open_on_a_candidate_not_on_the_logging_policy(offline):
     logs = _mapped(offline)
-    assert logging_copies(logs) == ("production",)
+    t = target_policies(logs)
+    assert t.logging == ("production",)
     at = open_page("clip_tuning", timeout=300)
-    assert at.selectbox(key="w_policy").value == "ranker_v2" == default_target_policy(
-        target_policies(logs), logging=("production",))
+    assert at.selectbox(key="w_policy").value == "ranker_v2" == t.default
     assert dict(at.query_params) == {}                     # the default is derived from the data: not in the URL
     assert any("of ranker_v2 is" in t for t in _takes(at))
 

@@ -234,10 +234,19 @@ def test_holm_over_two_ab_tests_overrides_the_ci_decisions():
     assert (holm.family, holm.family_size) == ("2 A/B tests × 1 policy", 2)
     assert list(holm.boxes.columns) == [
         "experiment_id", "reward", "estimator", "offline_effect", "offline_low", "offline_high", "offline_baseline",
-        "online_effect", "online_low", "online_high", "online_baseline", "online_p", "offline_p",
-        "offline_rel_width", "offline_decision", "online_decision", "offline_p_adj", "online_p_adj", "category",
-        "colour"]
+        "online_effect", "online_low", "online_high", "online_baseline", "online_p", "offline_target",
+        "offline_target_low", "offline_target_high", "online_treatment", "online_treatment_low",
+        "online_treatment_high", "offline_p", "offline_rel_width", "offline_decision", "online_decision",
+        "offline_p_adj", "online_p_adj", "category", "colour"]
     assert holm.boxes["offline_p_adj"].dtype == np.float64
+    # the levels beside the uplifts: the target's DCG per control session 0.5 c1 + 2 c2 = 0.5, 2, 2, 2.5 (mean 1.75,
+    # SE √(0.75 / 4)); the treatment arm's online reward per session 2, 2, 1, 2 (mean 1.75, SE 0.25); 80 % normal CIs
+    z = sps.norm.ppf(0.90)
+    box = holm.boxes.iloc[0]
+    assert [box["offline_target"], box["offline_target_low"], box["offline_target_high"]] == pytest.approx(
+        [1.75, 1.75 - z * math.sqrt(0.75 / 4), 1.75 + z * math.sqrt(0.75 / 4)], abs=1e-12)
+    assert [box["online_treatment"], box["online_treatment_low"], box["online_treatment_high"]] == pytest.approx(
+        [1.75, 1.75 - z * 0.25, 1.75 + z * 0.25], abs=1e-12)
 
 
 def test_takeaway_with_a_precision_and_a_false_negative_rate():

@@ -160,6 +160,28 @@ def test_the_sidebar_lists_bts_and_opens_on_it(served):
     assert settings["policy"] == "bts" and "D" not in settings and "D0" not in settings   # exports say so too
 
 
+def test_the_summary_lists_the_target_policies_and_the_default_the_pages_use(served):
+    """``offeval dashboard --check``, ``offeval validate`` and the Data page say what the sidebar opens on."""
+    lines = {}
+    for command in (["dashboard", str(LOGS), "--check"], ["validate", str(LOGS)]):
+        r = subprocess.run([sys.executable, "-m", "offeval_core.cli", *command], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.returncode == 0, r.stderr
+        lines[command[0]] = r.stdout.splitlines()
+    for out in lines.values():
+        assert "  target policies:    bts (propensity); from column target_propensity__bts" in out
+        assert "  default target:     bts (no policy named treatment; the first target policy)" in out
+    from offeval_core.sanitize import escape_markdown
+
+    at = open_page("data", timeout=300)
+    table = next(m.value for m in at.markdown if "| | what offeval understood |" in m.value)
+    assert "| **target policies** | " + escape_markdown("bts (propensity); from column target_propensity__bts") + " |" \
+        in table
+    assert "| **default target** | " + escape_markdown("bts (no policy named treatment; the first target policy)") \
+        + " |" in table
+    assert at.session_state["w_policy"] == "bts"
+
+
 def test_decisions_show_bts_offline_estimate_and_ci_next_to_its_online_click_rate(served, moments):
     at = open_page("decisions", timeout=300)
     assert not at.error, [e.value for e in at.error]

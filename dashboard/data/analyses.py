@@ -21,7 +21,6 @@ from dashboard.data.datasets import (
     parse_sim_spec,
     propensity_moments,
 )
-from dashboard.data.overview import logging_copies
 from offeval_core.analyses.plan import estimator_family, plan_moments
 from offeval_core.engine import DEFAULT_CLIPS, Moments
 from offeval_core.errors import NeedsRawLogs
@@ -258,9 +257,9 @@ rank policies, CIS (Gilotte Sec. 4.2) for propensity policies — the estimators
 
 
 def candidate_policies(key: str) -> tuple[str, ...]:
-    """The candidates of a dataset: every target policy except the copies of the logging policy."""
-    copies = set(logging_copies(key))
-    return tuple(p for p in load(key).target_policies if p not in copies)
+    """The candidates of a dataset: every target policy except those that are the logging policy."""
+    t = load(key).targets
+    return tuple(p for p in t.all if p not in t.logging)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -277,9 +276,9 @@ def candidates_result(key: str, reward: str, discount: str, exposure: str, level
     cands = candidate_policies(key)
     if not cands:
         raise ValueError(f"{ds.label} has no candidate policy besides the logging policy "
-                         f"({', '.join(ds.target_policies) or 'no target policy'}): add one rank__<policy> or "
+                         f"({', '.join(ds.targets.all) or 'no target policy'}): add one rank__<policy> or "
                          "target_propensity__<policy> column per candidate")
-    models = {p: (PROPENSITY, PROPENSITY) if ds.policy_kind(p) == "propensity" else (discount, exposure)
+    models = {p: (PROPENSITY, PROPENSITY) if ds.targets.kind(p) == "propensity" else (discount, exposure)
               for p in cands}
     if clip_rule == "recommended" and not ds.is_moments:
         recs = {p: clip_recommendation(key, reward, p, *models[p], level, "slope").clip for p in cands}

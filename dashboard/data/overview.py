@@ -9,8 +9,17 @@ import streamlit as st
 
 from dashboard.data.datasets import load
 
-__all__ = ["default_policy", "discount_problem", "learnt_pbm", "logging_copies", "max_rank", "pbm_chart", "pbm_curves",
-           "reward_overview"]
+__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview", "understanding"]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def understanding(key: str):
+    """What offeval understood of a dataset's logs (:func:`offeval_core.understanding.understand`), once per
+    dataset: the same summary ``offeval validate`` prints."""
+    from offeval_core.understanding import understand
+
+    ds = load(key)
+    return understand(ds.logs, summary=ds.summary)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -28,32 +37,6 @@ def reward_overview(key: str) -> pd.DataFrame:
                          "per impression": [format_reward_value(v if kinds[r] == "binary" else float(frame[r].mean()),
                                                                 kinds[r]) for r, v in s.reward_rates.items()],
                          "sessions with ≥ 1": [s.sessions_with_reward[r] for r in s.reward_rates]})
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def logging_copies(key: str) -> tuple[str, ...]:
-    """The target policies of a dataset that copy the logging policy on every offline row
-    (``policies.logging_copies``); for a moments file, those whose paired DCG difference is 0 in every offline
-    group (sums and sums of squares), computed once."""
-    from offeval_core import policies
-
-    ds = load(key)
-    if not ds.is_moments:
-        return policies.logging_copies(ds.logs)
-    from offeval_core.arms import offline_mask
-
-    off = ds.file_moments.offline
-    off = off[(off["metric"] == "dcg") & offline_mask(off["arm"].astype(str)) & (off["policy"] != "logging")]
-    zero = (off["sum_diff"].abs() + off["sumsq_diff"].abs()).groupby(off["policy"], observed=True).max() == 0
-    return tuple(p for p in ds.target_policies if bool(zero.get(p, False)))
-
-
-def default_policy(key: str) -> str | None:
-    """The target policy a page opens on (``policies.default_target_policy``): never a copy of the logging
-    policy while another exists, ``treatment`` when there is one, else the first other candidate."""
-    from offeval_core.policies import default_target_policy
-
-    return default_target_policy(load(key).target_policies, logging=logging_copies(key))
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

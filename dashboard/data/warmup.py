@@ -74,7 +74,7 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
     rates = ds.reward_rates
     rewards = tuple(r for r in ds.rewards if rates.get(r, 0) > 0)
     arms = ds.has_arms
-    propensity = ds.policy_kind(policy) == "propensity"
+    propensity = ds.targets.kind(policy) == "propensity"
     # the target policy's models: a propensity policy's estimators read the logged propensities (D = D0 = propensity)
     d, e = (PROPENSITY, PROPENSITY) if propensity else (D.discount, D.exposure)
 

@@ -22,13 +22,13 @@ if not ui.needs(c, policy=True):
 s = c.settings
 ds = c.dataset
 candidates = data.candidate_policies(c.key)
-copies = data.logging_copies(c.key)
+copies = ds.targets.logging
 if not candidates:
     st.error(f"These logs have no candidate besides the logging policy ({ui.md_escape(', '.join(copies))} "
-             "equals it on every offline row): add one `rank__<policy>` or `target_propensity__<policy>` column per "
-             "candidate.", icon=":material/error:")
+             f"{'is' if len(copies) == 1 else 'are'} the logging policy): add one `rank__<policy>` or "
+             "`target_propensity__<policy>` column per candidate.", icon=":material/error:")
     st.stop()
-kinds = {ds.policy_kind(p) for p in candidates}
+kinds = {ds.targets.kind(p) for p in candidates}
 
 with ui.controls():
     a, b, r, p = st.columns([2.2, 2.2, 1.6, 1.6])
@@ -81,8 +81,8 @@ with ui.guarded("Candidates"):
                           "with its CI, its one-sided p-value of H0 effect ≤ 0 and that p-value adjusted over the "
                           "candidates; beats_logging = adjusted p ≤ (1 − level) / 2.")
     if copies:
-        st.caption(f"Not a candidate: {ui.md_escape(', '.join(copies))} — equal to the logging policy on every offline row (its "
-                   "effect is 0 by construction).")
+        st.caption(f"Not a candidate: {ui.md_escape(', '.join(copies))} — the logging policy (named like it, or "
+                   "equal to it on every offline row; its effect is 0 by construction).")
     if ds.has_arms:
         st.markdown("These logs also hold an online A/B test: compare the offline decisions with its outcome on")
         ui.links(("decisions", "sensitivity"))

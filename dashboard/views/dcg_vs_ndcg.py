@@ -31,8 +31,9 @@ def _logged() -> None:
                            "over sessions)")
         return
     policies = list(c.logs.policies)
-    if len(policies) < 2 and len(c.dataset.target_policies) > len(policies):
-        given = [p for p in c.dataset.target_policies if c.dataset.policy_kind(p) == "propensity"]
+    targets = c.dataset.targets
+    if len(policies) < 2 and len(targets.all) > len(policies):
+        given = [p for p in targets.all if targets.kind(p) == "propensity"]
         st.info(f"DCG and nDCG score a ranking: they need the rank at which each candidate would show each item "
                 f"(`rank__<policy>` columns, two candidates at least). "
                 f"{ui.md_escape(', '.join(given))} {'is' if len(given) == 1 else 'are'} given by propensities "

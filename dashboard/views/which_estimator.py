@@ -26,7 +26,7 @@ with ui.controls():
                              key="w_which_alpha")
 
 with ui.guarded("Which estimator?"):
-    policy = c.policy if c.policy in (c.dataset.target_policies or ()) else None
+    policy = c.policy if c.policy in c.dataset.targets.all else None
     d = ui.with_progress("Testing the assumptions on the logs…", data.is_ready("diagnosis", c.key, c.reward,
                                                                                 policy, c.settings.discount, alpha),
                          lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))

@@ -127,6 +127,7 @@ def compare_candidates(moments: Moments, *, candidates: Sequence[tuple[str, obje
     Two candidates, one-sided p-values 0.001 and 0.004: Holm multiplies the smallest by 2 and the next by 1
     (then keeps the order): 0.002 and 0.004, both ≤ (1 − 0.99) / 2 = 0.005, so both beat the logging policy.
 
+    >>> import numpy as np
     >>> adjust_p(np.array([0.001, 0.004]), method="holm", alpha=0.005).adjusted.tolist()
     [0.002, 0.004]
     """
