@@ -3,8 +3,8 @@ classification, row-level values, assembly of :class:`~offeval_core.log_schema.L
 every problem it finds; the first phase with problems stops with one
 :class:`~offeval_core.errors.LogValidationError` listing them (data rows 1-based, at most ``MAX_SHOWN`` shown).
 
-Slightly over 400 lines on purpose: the phases share the row-formatting helpers and the ``_Check`` state, and
-every message of the schema's contract is kept in this one file.
+The rules on values and the problem texts are defined once in :mod:`offeval_core.log_rules`, which the
+reduce over Parquet files (:mod:`offeval_core.engine.checks`) runs too; this module evaluates them on pandas.
 """
 
 from __future__ import annotations
@@ -17,10 +17,16 @@ import pandas as pd
 from offeval_core import mapping as column_mapping
 from offeval_core.errors import LogValidationError, Problem
 from offeval_core.limits import Limits
+from offeval_core.log_rules import (
+    column_rules,
+    duplicate_examples,
+    duplicates_text,
+    mixed_key_text,
+    problem_text,
+    value_phase,
+)
 from offeval_core.log_schema import (
-    ARMS,
     KNOWN,
-    LOGGING_POLICY,
     LOGGING_PROPENSITIES,
     MAX_SHOWN,
     POLICY_PREFIX,
@@ -30,29 +36,12 @@ from offeval_core.log_schema import (
     Logs,
 )
 
-__all__ = ["validate"]
+__all__ = ["first_problem", "looks_numeric", "validate"]
 
 
 def _problem(exc: Exception, label: str) -> str:
     text = str(exc)
     return text[len(label) + 2:] if text.startswith(label + ": ") else text
-
-
-def _rows(index: np.ndarray) -> str:
-    """Format 0-based positions as 1-based data-row numbers, at most MAX_SHOWN of them."""
-    shown = ", ".join(str(int(i) + 1) for i in index[:MAX_SHOWN])
-    more = f" and {len(index) - MAX_SHOWN} more" if len(index) > MAX_SHOWN else ""
-    return f"data row{'s' if len(index) > 1 else ''} {shown}{more}"
-
-
-def _show(v) -> str:
-    if isinstance(v, np.generic):
-        v = v.item()
-    return repr(v) if isinstance(v, str) else str(v)
-
-
-def _values(series: pd.Series, index: np.ndarray) -> str:
-    return ", ".join(_show(v) for v in series.iloc[index[:MAX_SHOWN]].tolist())
 
 
 def _normalise_day(day: pd.Series) -> pd.Series:
@@ -74,62 +63,18 @@ def _normalise_day(day: pd.Series) -> pd.Series:
     return day
 
 
-def _looks_numeric(col: pd.Series) -> bool:
+def looks_numeric(col: pd.Series) -> bool:
     """A reward candidate: a numeric/bool column, or a text column whose values are mostly numbers
-    (so a stray 'yes' in a click column is reported instead of the column being silently ignored)."""
+    (so a stray 'yes' in a click column is reported instead of the column being silently ignored); never a
+    date or time column."""
+    if pd.api.types.is_datetime64_any_dtype(col) or pd.api.types.is_timedelta64_dtype(col):
+        return False
     if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
         return True
     present = col.dropna()
     if present.empty:
         return False
     return bool(pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5)
-
-
-class _Tagged:
-    """A problem list seen through one kind: every line appended becomes a :class:`Problem` of that kind."""
-
-    def __init__(self, problems: list[str], kind: str):
-        self.problems, self.kind = problems, kind
-
-    def append(self, text: str) -> None:
-        self.problems.append(Problem(text, kind=self.kind))
-
-
-def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool,
-                    ceiling: int = np.iinfo(np.int32).max) -> np.ndarray | None:
-    """Check a column holds positive integers; return int32 values (missing → -1) or None on error."""
-    numeric = pd.to_numeric(raw, errors="coerce")
-    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & raw.notna().to_numpy())
-    if len(non_numeric):
-        problems.append(
-            f"column '{col}' must hold positive integers; found non-numbers "
-            f"{_values(raw, non_numeric)} at {_rows(non_numeric)}"
-        )
-        return None
-    values = numeric.to_numpy(dtype=float, na_value=np.nan)
-    missing = np.isnan(values)
-    if missing.any() and not allow_missing:
-        idx = np.flatnonzero(missing)
-        problems.append(f"column '{col}' must hold positive integers; found empty values at {_rows(idx)}")
-        return None
-    present = ~missing
-    bad = np.flatnonzero(present & ((values < 1) | (values != np.floor(values)) | ~np.isfinite(values)))
-    if len(bad):
-        problems.append(
-            f"column '{col}' must hold positive integers (1 = top position); found "
-            f"{_values(raw, bad)} at {_rows(bad)}"
-        )
-        return None
-    ceiling = min(int(ceiling), np.iinfo(np.int32).max)
-    if present.any() and np.nanmax(values) > ceiling:
-        big = np.flatnonzero(present & (values > ceiling))
-        problems.append(
-            f"column '{col}' has ranks above the rank ceiling {ceiling:,} (OFFEVAL_MAX_RANK / --max-rank); "
-            f"found {_values(raw, big)} at {_rows(big)}"
-        )
-        return None
-    out = np.where(missing, -1, values).astype(np.int32)
-    return out
 
 
 @dataclass
@@ -209,7 +154,7 @@ def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str]
     special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
 
     if rewards is None:
-        reward_cols = [c for c in df.columns if c not in special and _looks_numeric(df[c])]
+        reward_cols = [c for c in df.columns if c not in special and looks_numeric(df[c])]
         chosen = set(reward_cols)
         ignored = [c for c in df.columns if c not in special and c not in chosen]
         if ignored:
@@ -243,92 +188,33 @@ class _Values:
     arm: np.ndarray | None
 
 
+def first_problem(item) -> str | None:
+    """The problem of one item of :func:`~offeval_core.log_rules.value_phase` on pandas columns: the fixed
+    line, or the first rule of the column that finds offending rows (None when none does)."""
+    if isinstance(item, str):
+        return item
+    for rule in item:
+        idx = np.flatnonzero(rule.bad)
+        if len(idx):
+            values = [] if rule.shown is None else rule.shown.iloc[idx[:MAX_SHOWN]].tolist()
+            return Problem(problem_text(rule, values=values, rows=idx[:MAX_SHOWN] + 1, total=len(idx)),
+                           kind=rule.kind)
+    return None
+
+
 def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) -> _Values:
-    """Row-level checks of every used column: ids present, ranks positive integers under the ceiling,
-    rewards finite and non-negative, probabilities in range, arms known."""
-    problems = chk.problems
-    sid_missing = np.flatnonzero(df["session_id"].isna().to_numpy())
-    if len(sid_missing):
-        problems.append(f"column 'session_id' must not be empty; found empty values at {_rows(sid_missing)}")
-    ranks = _integer_column(df["rank"], "rank", _Tagged(problems, "rank"), allow_missing=False,
-                            ceiling=chk.limits.max_rank)
-    rewards = {}
-    for r in reward_cols:
-        values = _reward_column(df[r], r, _Tagged(problems, "reward"))
-        if values is not None:
-            rewards[r] = values
-
-    policy_ranks = {}
-    for c in policy_cols:
-        if c == POLICY_PREFIX:
-            problems.append(f"column '{c}' has no policy name after the '{POLICY_PREFIX}' prefix")
-            continue
-        vals = _integer_column(df[c], c, problems, allow_missing=True, ceiling=chk.limits.max_rank)
-        if vals is not None:
-            policy_ranks[c] = vals
-    if POLICY_PREFIX + LOGGING_POLICY in policy_cols:
-        problems.append(
-            f"column '{POLICY_PREFIX}{LOGGING_POLICY}' is reserved: '{LOGGING_POLICY}' names the logged ranks"
-        )
-
-    props = {}
-    for c in [c for c in LOGGING_PROPENSITIES if c in df.columns] + propensity_cols:
-        numeric = pd.to_numeric(df[c], errors="coerce")
-        values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.flatnonzero(~((values > 0) & (values <= 1)))
-        if c in LOGGING_PROPENSITIES and len(bad):
-            problems.append(
-                f"column '{c}' must hold probabilities in (0, 1]; found {_values(df[c], bad)} at {_rows(bad)}"
-            )
-            continue
-        bad_t = np.flatnonzero(~((values >= 0) & (values <= 1)))
-        if c not in LOGGING_PROPENSITIES and len(bad_t):
-            problems.append(
-                f"column '{c}' must hold probabilities in [0, 1]; found {_values(df[c], bad_t)} at {_rows(bad_t)}"
-            )
-            continue
-        props[c] = values
-
-    arm = None
-    if "arm" in df.columns:
-        arm_vals = df["arm"].astype("string").str.strip().str.lower()
-        bad = np.flatnonzero(~arm_vals.isin(ARMS).fillna(False).to_numpy())
-        if len(bad):
-            problems.append(Problem(
-                f"column 'arm' must be 'control' or 'treatment'; found {_values(df['arm'], bad)} at {_rows(bad)}",
-                kind="arm"))
-        else:
-            arm = arm_vals.to_numpy(dtype=object)
+    """Row-level checks of every used column (:func:`~offeval_core.log_rules.value_phase`): ids present, ranks
+    positive integers under the ceiling, rewards finite and non-negative, probabilities in range, arms known."""
+    items = value_phase(list(df.columns), reward_cols, policy_cols, propensity_cols, df.__getitem__,
+                        ceiling=chk.limits.max_rank)
+    chk.problems.extend(p for p in map(first_problem, items) if p is not None)
     chk.stop_if_problems()
-    return _Values(ranks=ranks, rewards=rewards, policy_ranks=policy_ranks, props=props, arm=arm)
-
-
-def _reward_column(col: pd.Series, r: str, problems: list[str]) -> np.ndarray | None:
-    if pd.api.types.is_bool_dtype(col):
-        col = col.astype(np.float64)
-    numeric = pd.to_numeric(col, errors="coerce")
-    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
-    if len(non_numeric):
-        problems.append(
-            f"reward column '{r}' must be numeric; found {_values(col, non_numeric)} at {_rows(non_numeric)}"
-        )
-        return None
-    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if len(bad):
-        problems.append(
-            f"reward column '{r}' must hold finite numbers (no NaN, empty or inf); found "
-            f"{_values(numeric, bad)} at {_rows(bad)}"
-        )
-        return None
-    neg = np.flatnonzero(values < 0)
-    if len(neg):
-        problems.append(
-            f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); found "
-            f"{_values(numeric, neg)} at {_rows(neg)}"
-        )
-        return None
-    return values
+    converted = {item[0].column: item[0].converted for item in items if not isinstance(item, str)}
+    policy_ranks = {c: np.where(np.isnan(converted[c]), -1, converted[c]).astype(np.int32) for c in policy_cols}
+    props = [c for c in LOGGING_PROPENSITIES if c in df.columns] + propensity_cols
+    return _Values(ranks=converted["rank"].astype(np.int32), rewards={r: converted[r] for r in reward_cols},
+                   policy_ranks=policy_ranks, props={c: converted[c] for c in props},
+                   arm=converted["arm"].to_numpy(dtype=object) if "arm" in df.columns else None)
 
 
 def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check) -> Logs:
@@ -341,18 +227,18 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check)
     order = np.lexsort((ranks, session))
     session_sorted = session[order]
     ranks_sorted = ranks[order]
-    dup = np.flatnonzero((session_sorted[1:] == session_sorted[:-1]) & (ranks_sorted[1:] == ranks_sorted[:-1]))
-    if len(dup):
-        examples = []
-        for k in dup[:MAX_SHOWN]:
-            a, b = sorted((int(order[k]) + 1, int(order[k + 1]) + 1))
-            examples.append(
-                f"session {_show(uniques[session_sorted[k]])} rank {int(ranks_sorted[k])} (data rows {a} and {b})"
-            )
-        more = f" and {len(dup) - MAX_SHOWN} more" if len(dup) > MAX_SHOWN else ""
-        problems.append(Problem(
-            "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more,
-            kind="duplicate"))
+    examples, total = duplicate_examples(session_sorted, ranks_sorted, order + 1,
+                                         lambda k: uniques[session_sorted[k]])
+    if total:
+        problems.append(Problem(duplicates_text("(session_id, rank)", examples, total), kind="duplicate"))
+    for c, target in v.policy_ranks.items():  # a target policy ranks each item of a session at its own position
+        shown = np.flatnonzero(target >= 1)
+        if not len(shown):
+            continue
+        by = shown[np.argsort(session[shown] * (int(target.max()) + 1) + target[shown], kind="stable")]
+        examples, total = duplicate_examples(session[by], target[by], by + 1, lambda k, by=by: uniques[session[by[k]]])
+        if total:
+            problems.append(Problem(duplicates_text(c, examples, total), kind="duplicate"))
 
     starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
     uniques = np.asarray(uniques)
@@ -375,9 +261,8 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check)
             codes_k, cats = pd.factorize(v.arm, sort=True)
         elif key in df.columns:
             codes_k, cats = pd.factorize(df[key], sort=True)
-            col_missing = np.flatnonzero(codes_k < 0)
-            if len(col_missing):
-                problems.append(f"column '{key}' must not be empty; found empty values at {_rows(col_missing)}")
+            if (problem := first_problem(column_rules("key", key, df[key]))) is not None:
+                problems.append(problem)
                 continue
         else:
             codes_k, cats = np.zeros(n, dtype=np.int64), np.array([default], dtype=object)
@@ -391,11 +276,8 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check)
             first_row = starts[mixed[0]]
             stop = starts[mixed[0] + 1] if mixed[0] + 1 < len(starts) else n
             k = first_row + int(np.flatnonzero(codes_sorted[first_row:stop] != codes_sorted[first_row])[0])
-            problems.append(
-                f"column '{key}' must be the same on every row of a session; session "
-                f"{_show(cols['session_id'][k])} has {_show(cats[codes_sorted[first_row]])} and "
-                f"{_show(cats[codes_sorted[k]])} (data row {int(order[k]) + 1})"
-            )
+            problems.append(mixed_key_text(key, cols["session_id"][k], cats[codes_sorted[first_row]],
+                                           cats[codes_sorted[k]], int(order[k]) + 1))
             continue
         keys[key] = (codes_sorted, cats)
     chk.stop_if_problems()
