@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import glob
 import gzip
 import io
 import os
@@ -25,19 +26,21 @@ import re
 import stat
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from offeval_core.errors import LimitExceeded, MissingInput, UnreadableInput
-from offeval_core.limits import DATA_DIR_ENV, Limits, data_dir
+from offeval_core.limits import DATA_DIR_ENV, Limits, data_dir, load_memory
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "data_file", "data_files", "file_kind", "open_regular",
-           "read_csv_limited", "read_parquet_limited"]
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "ParquetDataset", "data_file", "data_files", "file_kind",
+           "open_regular", "parquet_dataset", "parquet_files", "read_csv_limited", "read_parquet_limited"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".tsv.gz", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 _CHUNK = 1 << 16
+_BATCH_ROWS = 1 << 16
 _SPECIAL_TREES = ("/proc/", "/sys/", "/dev/")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _DECODE_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, OSError, ValueError)
@@ -164,13 +167,14 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
     return next(csv.reader([text], delimiter=sep), [])
 
 
-def _prescan(path, *, source: str, limits: Limits) -> None:
+def _prescan(path, *, source: str, limits: Limits) -> tuple[int, int]:
     """Stream the (decompressed) file once, counting bytes and lines, before anything is parsed: a
-    compression bomb or an oversized file stops here in constant memory."""
+    compression bomb or an oversized file stops here in constant memory. Returns (bytes, lines)."""
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
     try:
         while stream.read(1 << 20):
             pass
+        return stream.bytes, stream.lines
     finally:
         stream.close()
 
@@ -192,7 +196,9 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
                             "OFFEVAL_MAX_BYTES / --max-bytes", source=source,
                             expected=f"at most {limits.max_bytes:,} bytes")
     header = _header(path, source=source, sep=sep, limits=limits)  # cheap: the first line only
-    _prescan(path, source=source, limits=limits)
+    nbytes, lines = _prescan(path, source=source, limits=limits)
+    columns = max(len(header), 1)
+    _check_memory(source, lines, columns, max(nbytes, lines * columns * 8), limits)  # 8 bytes per parsed number
     wanted = set(text_columns)
     dtype = {c: str for c in header if c in wanted} or None
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
@@ -219,50 +225,197 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
         stream.close()
 
 
-def _parquet_files(path: Path, source: str) -> list[Path]:
-    if not path.is_dir():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.name.lower().endswith(PARQUET_SUFFIXES))
+def parquet_files(path, *, source: str) -> list[Path]:
+    """The Parquet files ``path`` names, in the order they are read: the file itself, every ``.parquet`` /
+    ``.pq`` file under a directory, or the files a glob pattern (``logs/day-*.parquet``) matches, sorted.
+
+    Raises MissingInput (no such file, a pattern matching nothing, an empty path) or UnreadableInput (a
+    directory without Parquet files).
+    """
+    text = os.fspath(path)
+    if not str(text).strip():
+        raise MissingInput("no file named: the path is empty", source=source, expected="a file, directory or pattern")
+    p = Path(text)
+    if not p.exists() and any(ch in str(text) for ch in "*?["):
+        files = sorted(Path(m) for m in glob.glob(str(text), recursive=True)
+                       if m.lower().endswith(PARQUET_SUFFIXES) and os.path.isfile(m))
+        if not files:
+            raise MissingInput(f"{source}: no .parquet file matches this pattern", source=source)
+        return files
+    if not p.exists():
+        raise MissingInput(f"{source}: no such file or directory", source=source)
+    if not p.is_dir():
+        return [p]
+    files = sorted(f for f in p.rglob("*") if f.name.lower().endswith(PARQUET_SUFFIXES) and f.is_file())
     if not files:
         raise UnreadableInput(f"{source}: the directory holds no .parquet files", source=source)
     return files
 
 
-def read_parquet_limited(path, *, source: str, limits: Limits) -> pd.DataFrame:
-    """Read a Parquet file (or a directory of them) within ``limits``: sizes are checked from each file's
-    footer before any data is decoded."""
+@dataclass(frozen=True)
+class ParquetDataset:
+    """Parquet files checked at the boundary (:func:`parquet_dataset`): their one schema (the files' schemas
+    unified) and their row counts, all read from the footers."""
+
+    source: str
+    files: tuple[Path, ...]
+    schema: object  # pyarrow.Schema
+    rows: tuple[int, ...]
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self.rows)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+
+def _file_label(f: Path, files: list[Path], source: str) -> str:
+    return source if len(files) == 1 else f.name
+
+
+def _decoded_bytes(md, schema) -> int:
+    """Bytes the values of one file decode to: exact for fixed-width columns (rows × width), the footer's
+    uncompressed size plus 8 bytes of offset per value for text and other variable-width columns."""
+    total = 0
+    for field in schema:
+        try:
+            width = max(field.type.bit_width // 8, 1)
+        except ValueError:  # text, lists, nulls: no fixed width
+            width = None
+        if width is not None:
+            total += md.num_rows * width
+            continue
+        leaves = [j for j in range(md.num_columns) if md.schema.column(j).path.split(".")[0] == field.name]
+        total += md.num_rows * 8 + sum(max(md.row_group(g).column(j).total_uncompressed_size, 0)
+                                       for g in range(md.num_row_groups) for j in leaves)
+    return total
+
+
+def _unify(schemas: list, files: list[Path], source: str):
+    """One schema for every file, or UnreadableInput naming the first file and column that differ: every file
+    must have the same columns; a column's type may differ only by numeric width (int32 / int64 / float)."""
+    import pyarrow as pa
+
+    first, names = schemas[0], set(schemas[0].names)
+    for f, sch in zip(files[1:], schemas[1:], strict=True):
+        lacks = [c for c in first.names if c not in sch.names]
+        extra = [c for c in sch.names if c not in names]
+        if lacks or extra:
+            what = (f"lacks column '{lacks[0]}' that {files[0].name} has" if lacks
+                    else f"has column '{extra[0]}' that {files[0].name} lacks")
+            raise UnreadableInput(f"{source}: the Parquet files do not have the same columns: {f.name} {what}; "
+                                  "every file must have the same columns", source=source,
+                                  expected="files with one schema")
+    fields = []
+    for field in first:
+        types = [sch.field(field.name).type for sch in schemas]
+        if all(t == field.type for t in types):
+            fields.append(field)
+            continue
+        numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in types)
+        if not numeric:
+            k = next(i for i, t in enumerate(types) if t != field.type)
+            raise UnreadableInput(f"{source}: column '{field.name}' is {field.type} in {files[0].name} but {types[k]} in "
+                                  f"{files[k].name}; every file must give a column the same type", source=source,
+                                  column=field.name, expected="files with one schema")
+        common = pa.float64() if any(pa.types.is_floating(t) for t in types) else pa.int64()
+        fields.append(pa.field(field.name, common))
+    return pa.schema(fields)
+
+
+def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True) -> ParquetDataset:
+    """Check Parquet files from their footers before any value is decoded: regular files, not empty, at most
+    ``max_columns`` columns with distinct names, at most ``max_rows`` rows and ``max_bytes`` bytes in all, one
+    schema across the files (:func:`_unify`) and, with ``memory``, an estimated load within ``max_memory``."""
     import pyarrow.parquet as pq
 
-    path = Path(path)
-    if not path.exists():
-        raise MissingInput(f"{source}: no such file or directory", source=source)
-    files = _parquet_files(path, source)
-    rows = nbytes = 0
+    files = parquet_files(path, source=source)
+    schemas, rows, nbytes, decoded = [], [], 0, 0
     try:
         for f in files:
+            label = _file_label(f, files, source)
             with open_regular(f, source=source) as fh:
                 if os.fstat(fh.fileno()).st_size == 0:
-                    raise UnreadableInput(f"{source}: the file is empty (0 bytes); expected a Parquet file",
+                    raise UnreadableInput(f"{label}: the file is empty (0 bytes); expected a Parquet file",
                                           source=source)
-                pf = pq.ParquetFile(fh)
-                md = pf.metadata
-                if md.num_columns > limits.max_columns:
-                    raise LimitExceeded(f"{source}: the file has {md.num_columns:,} columns, more than the limit "
-                                        f"{limits.max_columns:,} (OFFEVAL_MAX_COLUMNS / --max-columns)",
-                                        source=source, expected=f"at most {limits.max_columns:,} columns")
-                rows += md.num_rows
-                nbytes += sum(max(md.row_group(i).total_byte_size, 0) for i in range(md.num_row_groups))
-                if rows > limits.max_rows:
-                    raise LimitExceeded(f"{source}: the file has more than {limits.max_rows:,} rows, the limit "
-                                        "OFFEVAL_MAX_ROWS / --max-rows", source=source,
-                                        expected=f"at most {limits.max_rows:,} rows")
-                if nbytes > limits.max_bytes:
-                    raise LimitExceeded(f"{source}: the file holds more than {limits.max_bytes:,} bytes (after "
-                                        "decompression), the limit OFFEVAL_MAX_BYTES / --max-bytes",
-                                        source=source, expected=f"at most {limits.max_bytes:,} bytes")
-                if len(files) == 1:
-                    return pf.read().to_pandas()
-        return pq.read_table(path).to_pandas()
+                md = pq.ParquetFile(fh).metadata
+                schema = md.schema.to_arrow_schema()
+            if md.num_columns > limits.max_columns or len(schema) > limits.max_columns:
+                raise LimitExceeded(f"{label}: the file has {max(md.num_columns, len(schema)):,} columns, more than "
+                                    f"the limit {limits.max_columns:,} (OFFEVAL_MAX_COLUMNS / --max-columns)",
+                                    source=source, expected=f"at most {limits.max_columns:,} columns")
+            twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+            if twice:
+                raise UnreadableInput(f"{label}: column name '{twice[0]}' appears twice; every column needs its own "
+                                      "name", source=source, column=twice[0])
+            schemas.append(schema)
+            rows.append(md.num_rows)
+            nbytes += sum(max(md.row_group(i).total_byte_size, 0) for i in range(md.num_row_groups))
+            decoded += _decoded_bytes(md, schema)
+            _check_size(source, sum(rows), nbytes, limits)
+    except (LimitExceeded, UnreadableInput):
+        raise
+    except Exception as exc:  # any decoder failure of a corrupt footer
+        raise UnreadableInput(f"{source}: cannot read the file: not a valid Parquet file (corrupt or truncated: "
+                              f"{type(exc).__name__})", source=source) from None
+    unified = _unify(schemas, files, source)
+    if memory:
+        _check_memory(source, sum(rows), len(unified), decoded, limits)
+    return ParquetDataset(source=source, files=tuple(files), schema=unified, rows=tuple(rows))
+
+
+def _check_size(source: str, rows: int, nbytes: int, limits: Limits) -> None:
+    if rows > limits.max_rows:
+        raise LimitExceeded(f"{source}: the file has more than {limits.max_rows:,} rows, the limit OFFEVAL_MAX_ROWS / "
+                            "--max-rows", source=source, expected=f"at most {limits.max_rows:,} rows")
+    if nbytes > limits.max_bytes:
+        raise LimitExceeded(f"{source}: the file holds more than {limits.max_bytes:,} bytes (after decompression), "
+                            "the limit OFFEVAL_MAX_BYTES / --max-bytes", source=source,
+                            expected=f"at most {limits.max_bytes:,} bytes")
+
+
+def _check_memory(source: str, rows: int, columns: int, decoded: int, limits: Limits) -> None:
+    need = load_memory(rows, columns, decoded)
+    if need > limits.max_memory:
+        raise LimitExceeded(f"{source}: the file would take about {need / 2**30:.1f} GiB of memory once loaded "
+                            f"({rows:,} rows × {columns:,} columns), more than the limit {limits.max_memory:,} bytes "
+                            "(OFFEVAL_MAX_MEMORY / --max-memory); reduce it where it lies with `offeval reduce`, or "
+                            "raise the limit", source=source, expected=f"at most {limits.max_memory:,} bytes")
+
+
+def _conform(batch, schema):
+    """A record batch with the unified schema's column order and types."""
+    import pyarrow as pa
+
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays([batch.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+
+def read_parquet_limited(path, *, source: str, limits: Limits) -> pd.DataFrame:
+    """Read a Parquet file, a directory of them or a glob within ``limits``: the footers are checked first
+    (:func:`parquet_dataset`), then the values are decoded in batches, counted as they come (rows, decoded
+    bytes, the memory estimate), and the files are joined under their one schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ds = parquet_dataset(path, source=source, limits=limits)
+    batches, rows, decoded = [], 0, 0
+    try:
+        for f in ds.files:
+            with open_regular(f, source=source) as fh:
+                for batch in pq.ParquetFile(fh).iter_batches(batch_size=_BATCH_ROWS):
+                    batch = _conform(batch, ds.schema)
+                    rows += batch.num_rows
+                    decoded += batch.nbytes
+                    _check_size(source, rows, 0, limits)
+                    _check_memory(source, rows, len(ds.schema), decoded, limits)
+                    batches.append(batch)
+        table = pa.Table.from_batches(batches, schema=ds.schema)
+        del batches
+        return table.to_pandas()
     except (LimitExceeded, UnreadableInput):
         raise
     except MemoryError:

@@ -77,6 +77,8 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
         Over one of the limits (bytes, rows, columns).
     """
     limits = limits or Limits.from_env()
+    if not str(source).strip():  # Path("") is the working directory: never read it by accident
+        raise MissingInput("no file named: the path is empty", source="", expected="a file, directory or pattern")
     path = Path(source)
     label = name or str(source)
     mapping = dict(columns or {})
