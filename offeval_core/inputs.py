@@ -325,10 +325,11 @@ def _unify(schemas: list, files: list[Path], source: str):
     return pa.schema(fields)
 
 
-def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True) -> ParquetDataset:
+def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True, sizes: bool = True) -> ParquetDataset:
     """Check Parquet files from their footers before any value is decoded: regular files, not empty, at most
-    ``max_columns`` columns with distinct names, at most ``max_rows`` rows and ``max_bytes`` bytes in all, one
-    schema across the files (:func:`_unify`) and, with ``memory``, an estimated load within ``max_memory``."""
+    ``max_columns`` columns with distinct names, one schema across the files (:func:`_unify`) and, for files to
+    be loaded into memory (``sizes``, ``memory``), at most ``max_rows`` rows and ``max_bytes`` bytes in all and
+    an estimated load within ``max_memory``. ``offeval reduce`` reads the files out of core, without those."""
     import pyarrow.parquet as pq
 
     files = parquet_files(path, source=source)
@@ -354,7 +355,8 @@ def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True) -
             rows.append(md.num_rows)
             nbytes += sum(max(md.row_group(i).total_byte_size, 0) for i in range(md.num_row_groups))
             decoded += _decoded_bytes(md, schema)
-            _check_size(source, sum(rows), nbytes, limits)
+            if sizes:
+                _check_size(source, sum(rows), nbytes, limits)
     except (LimitExceeded, UnreadableInput):
         raise
     except Exception as exc:  # any decoder failure of a corrupt footer

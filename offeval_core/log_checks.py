@@ -36,7 +36,7 @@ from offeval_core.log_schema import (
     Logs,
 )
 
-__all__ = ["first_problem", "looks_numeric", "validate"]
+__all__ = ["Check", "classify_columns", "first_problem", "looks_numeric", "mapped_columns", "validate"]
 
 
 def _problem(exc: Exception, label: str) -> str:
@@ -78,7 +78,7 @@ def looks_numeric(col: pd.Series) -> bool:
 
 
 @dataclass
-class _Check:
+class Check:
     """State passed along the validation phases: the problems and notes found so far."""
 
     label: str
@@ -97,7 +97,7 @@ def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
               limits: Limits | None = None, guess: bool = False) -> Logs:
     """Validation as a pipeline of phases; each collects every problem it finds, and the first phase
     with problems stops the pipeline with one LogValidationError listing them."""
-    chk = _Check(label=label, limits=limits or Limits.from_env())
+    chk = Check(label=label, limits=limits or Limits.from_env())
     _check_shape(raw, chk)
     try:  # patterns (rank__*=pos_*) and, on request, guesses for common names
         columns, guessed = column_mapping.resolve(raw, columns, guess=guess)
@@ -106,71 +106,76 @@ def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
     chk.notes.extend(guessed)
     chk.columns = dict(columns)
     df = _apply_mapping(raw, columns, chk)
-    reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, chk)
+    reward_cols, policy_cols, propensity_cols = classify_columns(list(df.columns), rewards,
+                                                                 lambda c: looks_numeric(df[c]), chk)
     if rewards is None and (ranky := column_mapping.rank_like_rewards(df, reward_cols)):
         chk.notes.append(column_mapping.rank_like_note([columns.get(c, c) for c in ranky]))
     values = _check_values(df, reward_cols, policy_cols, propensity_cols, chk)
     return _assemble(df, reward_cols, values, chk)
 
 
-def _check_shape(raw: pd.DataFrame, chk: _Check) -> None:
+def _check_shape(raw: pd.DataFrame, chk: Check) -> None:
     if len(raw.columns) == 0 or len(raw) == 0:
         raise LogValidationError(chk.label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
 
 
-def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> pd.DataFrame:
-    present = set(raw.columns)
-    for key, user in columns.items():
-        if user not in present:
-            chk.problems.append(
-                f"column mapping {key}={user}: the logs have no column '{user}' "
-                f"(columns found: {', '.join(map(str, raw.columns))})"
-            )
-    chk.stop_if_problems()
-    rename = {user: key for key, user in columns.items()}
-    df = raw.rename(columns=rename)
-    names = [str(c) for c in df.columns]
+def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: Check) -> pd.DataFrame:
+    names = mapped_columns([str(c) for c in raw.columns], columns, chk)
+    df = raw.rename(columns={user: key for key, user in columns.items()})
     df.columns = names
-    seen: dict[str, int] = {}
-    for c in names:
-        seen[c] = seen.get(c, 0) + 1
-    dupes = sorted(c for c, k in seen.items() if k > 1)
-    if dupes:
-        raise LogValidationError(chk.label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
     return df
 
 
-def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str], list[str], list[str]]:
-    """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
-    missing = [c for c in REQUIRED if c not in df.columns]
+def mapped_columns(names: list[str], columns: dict[str, str], chk: Check) -> list[str]:
+    """The column names once the user's columns are renamed to the schema's (``columns``: schema name → the
+    user's column); a mapping that names an absent column, or a name that then appears twice, stops here."""
+    present = set(names)
+    for key, user in columns.items():
+        if user not in present:
+            chk.problems.append(f"column mapping {key}={user}: the logs have no column '{user}' "
+                                f"(columns found: {', '.join(names)})")
+    chk.stop_if_problems()
+    rename = {user: key for key, user in columns.items()}
+    out = [rename.get(c, c) for c in names]
+    dupes = sorted({c for c in out if out.count(c) > 1})
+    if dupes:
+        raise LogValidationError(chk.label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
+    return out
+
+
+def classify_columns(names: list[str], rewards, looks_numeric_column, chk: Check
+                     ) -> tuple[list[str], list[str], list[str]]:
+    """The reward, target-rank and target-propensity columns among ``names`` (``looks_numeric_column(name)``
+    decides which other columns are reward candidates); problems for missing or unusable ones."""
+    missing = [c for c in REQUIRED if c not in names]
     chk.unmapped.extend(missing)
     for c in missing:
         chk.problems.append(
-            f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
+            f"missing required column '{c}' (columns found: {', '.join(names)}); "
             f"if your logs call it differently, map your column to '{c}'"
         )
-    policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
-    propensity_cols = [c for c in df.columns if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
+    policy_cols = [c for c in names if c.startswith(POLICY_PREFIX)]
+    propensity_cols = [c for c in names if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
     special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
 
     if rewards is None:
-        reward_cols = [c for c in df.columns if c not in special and looks_numeric(df[c])]
+        reward_cols = [c for c in names if c not in special and looks_numeric_column(c)]
         chosen = set(reward_cols)
-        ignored = [c for c in df.columns if c not in special and c not in chosen]
+        ignored = [c for c in names if c not in special and c not in chosen]
         if ignored:
             chk.notes.append(f"non-numeric column(s) ignored (not rewards): {', '.join(ignored)}")
         if not reward_cols and not missing:
             chk.problems.append(
                 "no reward column: expected at least one numeric column besides the schema columns "
-                f"(columns found: {', '.join(df.columns)})"
+                f"(columns found: {', '.join(names)})"
             )
     else:
         if isinstance(rewards, str):
             rewards = [rewards]
         reward_cols = list(rewards)
         for r in reward_cols:
-            if r not in df.columns:
-                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
+            if r not in names:
+                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(names)})")
             elif r in special:
                 chk.problems.append(f"'{r}' is a schema column and cannot be used as a reward")
         if not reward_cols:
@@ -202,7 +207,7 @@ def first_problem(item) -> str | None:
     return None
 
 
-def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) -> _Values:
+def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: Check) -> _Values:
     """Row-level checks of every used column (:func:`~offeval_core.log_rules.value_phase`): ids present, ranks
     positive integers under the ceiling, rewards finite and non-negative, probabilities in range, arms known."""
     items = value_phase(list(df.columns), reward_cols, policy_cols, propensity_cols, df.__getitem__,
@@ -217,7 +222,7 @@ def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) ->
                    arm=converted["arm"].to_numpy(dtype=object) if "arm" in df.columns else None)
 
 
-def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check) -> Logs:
+def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: Check) -> Logs:
     """Sort by session and rank, check duplicates and session-level keys, build the frame and sessions."""
     problems, notes = chk.problems, chk.notes
     n = len(df)

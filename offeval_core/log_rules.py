@@ -202,11 +202,13 @@ def problem_text(rule: ColumnRule, *, values: Sequence, rows: Sequence[int], tot
 
 
 def duplicates_text(what: str, examples: Sequence[tuple], total: int) -> str:
-    """The problem line for repeated keys: ``examples`` are (session, rank, row a, row b) in session order.
+    """The problem line for repeated keys: ``examples`` are (session, rank, row a, row b) in session order
+    (row a None: row b is how many rows repeat the pair, for a table without row numbers).
 
     ``what`` is ``"(session_id, rank)"`` for the logged ranks or a ``rank__<policy>`` column.
     """
-    shown = "; ".join(f"session {show(s)} rank {int(r)} (data rows {a} and {b})" for s, r, a, b in examples[:MAX_SHOWN])
+    shown = "; ".join(f"session {show(s)} rank {int(r)} " + (f"(data rows {a} and {b})" if a is not None else f"({b} rows)")
+                      for s, r, a, b in examples[:MAX_SHOWN])
     more = f" and {total - MAX_SHOWN} more" if total > MAX_SHOWN else ""
     if what == "(session_id, rank)":
         return "each (session_id, rank) must appear once, found duplicates: " + shown + more
@@ -230,9 +232,11 @@ def duplicate_examples(codes: np.ndarray, ranks: np.ndarray, rows: np.ndarray, l
     return examples, len(same)
 
 
-def mixed_key_text(key: str, session, first, other, row: int) -> str:
+def mixed_key_text(key: str, session, first, other, row: int | None) -> str:
+    """The problem line of a key that changes within a session (``row``: the data row of the second value)."""
+    where = f" (data row {int(row)})" if row else ""
     return (f"column '{key}' must be the same on every row of a session; session {show(session)} has "
-            f"{show(first)} and {show(other)} (data row {int(row)})")
+            f"{show(first)} and {show(other)}{where}")
 
 
 def value_phase(columns: Sequence[str], rewards: Sequence[str], policies: Sequence[str],

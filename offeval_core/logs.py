@@ -15,6 +15,7 @@ in :mod:`offeval_core.log_checks`; this module reads, validates and summarises, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,7 @@ from offeval_core.log_schema import (
 __all__ = [
     "ARMS", "ID_COLUMNS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_SHOWN", "OPTIONAL",
     "POLICY_PREFIX", "REQUIRED", "SESSION_KEYS", "TARGET_CONDITIONAL_PREFIX", "TARGET_PROPENSITY_PREFIX",
-    "LogSummary", "LogValidationError", "Logs", "read_logs", "read_table", "summarize",
+    "LogSummary", "LogValidationError", "Logs", "logs_boundary", "read_logs", "read_table", "summarize",
 ]
 
 
@@ -83,7 +84,7 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
     label = name or str(source)
     mapping = dict(columns or {})
     text_columns = [mapping.get(c, c) for c in ID_COLUMNS]
-    try:
+    with logs_boundary(label):
         if path.is_dir() or file_kind(path.name) == "parquet":
             return read_parquet_limited(path, source=label, limits=limits)
         if file_kind(path.name) == "csv":
@@ -91,6 +92,14 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
         open_regular(path, source=label).close()  # missing or special files say so first
         raise UnreadableInput(f"{label}: unsupported file type {path.suffix[:20]!r}; expected .csv, .csv.gz, "
                               ".tsv or .parquet", source=label)
+
+
+@contextmanager
+def logs_boundary(label: str):
+    """Input-boundary errors of logs as log problems: UnreadableLogs and LogsOverLimit, one problem each (a
+    missing file stays MissingInput). Every reader of logs (``read_table``, the reduce's files) uses it."""
+    try:
+        yield
     except MissingInput:
         raise
     except LimitExceeded as exc:

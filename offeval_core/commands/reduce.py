@@ -60,24 +60,6 @@ def _check_logs(path: str) -> None:
     open_regular(path, source=path).close()
 
 
-def _mapping(logs: str, text: str | None) -> dict[str, str]:
-    """The --map entries, patterns (rank__*=pos_*) expanded over the Parquet schema (the reduce reads Parquet
-    where it lies, without loading it)."""
-    from pathlib import Path
-
-    import pyarrow.parquet as pq
-
-    from offeval_core.mapping import expand_mapping
-
-    path = Path(logs)  # a named file is a Parquet file here (checked by _check_logs)
-    mapping = parse_mapping(text)
-    if any("*" in k for k in mapping):
-        first = path if path.is_file() else next(iter(sorted(path.glob("**/*.parquet"))), None)
-        names = pq.read_schema(first).names if first is not None else []
-        mapping = expand_mapping(names, mapping)
-    return mapping
-
-
 def run(args) -> int:
     t0 = time.perf_counter()
     check_output(args.out, inputs=[args.logs], force=args.force)
@@ -89,7 +71,7 @@ def run(args) -> int:
         backend = connect_spark(args.spark_master)
     else:
         backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
-    source = source_from_files(args.logs, backend, columns=_mapping(args.logs, args.map),
+    source = source_from_files(args.logs, backend, columns=parse_mapping(args.map),  # patterns expanded there
                                rewards=_split(args.rewards) or None)
     policies = _split(args.policies) or source.policies
     clips = tuple(parse_clip(c) for c in _split(args.clips)) or DEFAULT_CLIPS

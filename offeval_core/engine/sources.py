@@ -14,7 +14,6 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import ibis
 import ibis.expr.types as ir
@@ -22,9 +21,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from offeval_core.engine.checks import IbisColumns, check_table
 from offeval_core.engine.grid import GROUP_KEYS
-from offeval_core.errors import LogValidationError
-from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.inputs import ParquetDataset, parquet_dataset
+from offeval_core.limits import Limits
+from offeval_core.logs import POLICY_PREFIX, Logs, logs_boundary
 
 __all__ = ["Source", "connect", "connect_spark", "logs_source", "source_from_files", "source_from_logs"]
 
@@ -180,77 +181,47 @@ def _prepared(logs: Logs) -> dict:
 
 
 def source_from_files(path, backend=None, *, columns: dict[str, str] | None = None,
-                      rewards: Sequence[str] | None = None) -> Source:
+                      rewards: Sequence[str] | None = None, limits: Limits | None = None) -> Source:
     """Point the reduce at Parquet files (a file, a directory of day files or a glob) without loading them.
 
     The backend reads the files itself (DuckDB by default; Spark, or a warehouse table through any other
-    Ibis backend: pass ``path`` as an Ibis table). One pass over the rows computes the session table's
-    summaries (sessions per group, the session-length histogram for the learnt ``pbm``); only rows with a
-    positive reward are cached for the heavy path. Cheap checks run in the same pass: required columns,
-    ranks ≥ 1, rewards finite and ≥ 0.
+    Ibis backend: pass ``path`` as an Ibis table). The files pass the input boundary first (regular files,
+    one schema, at most ``max_columns`` columns: :func:`~offeval_core.inputs.parquet_dataset`), then every
+    check of ``read_logs`` runs as queries on the backend (:func:`~offeval_core.engine.checks.check_table`,
+    the same rules, rank ceiling and messages), so ``reduce`` refuses exactly the logs ``validate`` refuses.
+    One pass over the rows computes the session table's summaries (sessions per group, the session-length
+    histogram for the learnt ``pbm``); only rows with a positive reward are cached for the heavy path.
     """
     backend = backend or connect()
+    limits = limits or Limits.from_env()
+    files = None
     if isinstance(path, ir.Table):
         table, name = path, getattr(path.op(), "name", "<table>")
     else:
         name = str(path)
-        target = _parquet_glob(path)
-        if getattr(backend, "name", "") != "duckdb":
-            target = str(path)  # Spark and others read a directory of Parquet files themselves
-        table = backend.read_parquet(target)
-    rename = {user: key for key, user in (columns or {}).items()}
-    missing = [u for u in rename if u not in table.columns]
-    if missing:
-        raise ValueError(f"{name}: column mapping names columns the logs do not have: {', '.join(missing)} "
-                         f"(columns found: {', '.join(table.columns)})")
-    if rename:
-        table = table.rename({k: u for u, k in rename.items()})
-    missing = [c for c in ("session_id", "rank") if c not in table.columns]
-    if missing:  # the same problem text as read_logs; each interface says how to map (LogValidationError.unmapped)
-        raise LogValidationError(name, [f"missing required column '{c}' (columns found: {', '.join(table.columns)}); "
-                                        f"if your logs call it differently, map your column to '{c}'" for c in missing],
-                                 unmapped=missing)
+        with logs_boundary(name):
+            files = parquet_dataset(path, source=name, limits=limits, memory=False, sizes=False)
+        table = _read_files(backend, files)
+    checked = check_table(table, backend, name=name, columns=columns, rewards=rewards, limits=limits, files=files)
+    table, rewards = checked.table, checked.rewards
+    policies = tuple(c[len(POLICY_PREFIX):] for c in checked.policies)
     schema = table.schema()
-    policies = tuple(c[len(POLICY_PREFIX):] for c in table.columns if c.startswith(POLICY_PREFIX))
-    special = {"session_id", "rank", "item_id", "logging_propensity", *GROUP_KEYS}
-    if rewards is None:
-        rewards = tuple(c for c in table.columns if c not in special and not c.startswith((POLICY_PREFIX, "target_"))
-                        and (schema[c].is_numeric() or schema[c].is_boolean()))
-    else:
-        rewards = tuple(rewards)
-        for r in rewards:
-            if r not in table.columns:
-                raise ValueError(f"{name}: unknown reward {r!r}; no such column (columns found: {', '.join(table.columns)})")
-    if not rewards:
-        raise ValueError(f"{name}: no reward column: expected at least one numeric column besides the schema columns")
     defaults = {"experiment_id": "all", "day": "1", "arm": "control", "segment": "all"}
     keys = {k: (table[k].cast("string") if k != "day" else table[k]) if k in table.columns else ibis.literal(v)
             for k, v in defaults.items()}
+    if "arm" in table.columns:  # the schema's reading of arm values (stripped, lower case), as read_logs
+        keys["arm"] = IbisColumns.arm(table["arm"])[0]
     if "day" in table.columns and not (schema["day"].is_date() or schema["day"].is_integer()):
         keys["day"] = table["day"].cast("string")
     rows = table.select(session=table["session_id"], rank=table["rank"].cast("int64"), **keys,
                         **{r: table[r].cast("float64") for r in rewards},
-                        **{POLICY_PREFIX + p: table[POLICY_PREFIX + p].cast("int64") for p in policies})
+                        **{POLICY_PREFIX + p: _policy_ranks(table[POLICY_PREFIX + p]) for p in policies})
     gk = list(GROUP_KEYS)
-    # the checks, then the groups with the hash of their keys (a group's identity in the session pass)
+    # the groups with the hash of their keys (a group's identity in the session pass)
     key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
-    checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
-              "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
-              if policies else rows["rank"].max()}
-    for i, r in enumerate(rewards):
-        checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
-    stats = _fetch_table(backend, rows.aggregate(**checks)).iloc[0]
-    if int(stats["n_rows"]) == 0:
-        raise ValueError(f"{name}: no data rows: the logs are empty")
-    problems = []
-    if int(stats["min_rank"]) < 1:
-        problems.append("column 'rank' must hold positive integers (1 = top position); the smallest is "
-                        f"{int(stats['min_rank'])}")
-    for i, r in enumerate(rewards):
-        if int(stats[f"bad_{i}"]):
-            problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'])} rows are not")
-    if problems:
-        raise ValueError(f"{name}: " + "; ".join(problems))
+    stats = _fetch_table(backend, rows.aggregate(
+        n_rows=rows.count(), max_rank=ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
+        if policies else rows["rank"].max())).iloc[0]
     # groups get a dense integer code g, in the order of their keys
     distinct = rows.select(*gk).distinct()
     distinct = backend.to_pyarrow(distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash()))
@@ -258,22 +229,17 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
     groups_all = group_arrow.to_pandas()
     if _hash_identifies(groups_all):  # per session its length and its group's hash: integer aggregates
-        per = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min(), h_hi=key_hash.max())
-        mixed, by, on = per.h != per.h_hi, ["h"], ["h"]
+        per = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min())
+        by, on = ["h"], ["h"]
         code = ibis.memtable(groups_all[["h", "g"]])
         pos = rows.filter(_any_reward(rows, rewards)).mutate(h=key_hash).join(code, "h")
     else:  # two groups share a hash: per session the group keys themselves
-        per = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk},
-                                                 **{f"{k}__hi": rows[k].max() for k in gk})
-        mixed, by, on = functools.reduce(lambda a, b: a | b, [per[k] != per[f"{k}__hi"] for k in gk]), gk, gk
+        per = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk})
+        by, on = gk, gk
         code = ibis.memtable(group_arrow.select([*gk, "g"]))
         pos = rows.filter(_any_reward(rows, rewards)).join(code, gk)
     backend.execute(code.count())  # registers the small table: some backends cache() without doing so
-    hist = backend.to_pyarrow(per.group_by(["length", *by]).aggregate(n=per.count(),
-                                                                      mixed=mixed.cast("int64").sum())).to_pandas()
-    if int(hist["mixed"].sum()):
-        raise ValueError(f"{name}: columns experiment_id, day, arm and segment must be the same on every row of a "
-                         f"session; {int(hist['mixed'].sum())} session(s) have more than one value")
+    hist = backend.to_pyarrow(per.group_by(["length", *by]).aggregate(n=per.count())).to_pandas()
     hist = hist.merge(groups_all[[*on, "g", "arm"] if "arm" not in on else [*on, "g"]], on=on)
     sessions = per.join(code, on).select("session", "length", "g")
     counts = (hist.groupby("g")["n"].sum().reindex(groups_all["g"], fill_value=0).rename("n").reset_index())
@@ -286,6 +252,27 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
                   counts=counts, n_rows=int(stats["n_rows"]))
 
 
+def _policy_ranks(col: ir.Column) -> ir.IntegerColumn:
+    """A target policy's ranks as integers, missing (NULL or NaN: the policy would not show the item) as NULL."""
+    return ibis.ifelse(IbisColumns.missing(col), ibis.null().cast("int64"), col.cast("int64"))
+
+
+def _read_files(backend, files: ParquetDataset) -> ir.Table:
+    """The checked Parquet files as one table of the backend, under their one schema."""
+    paths = [str(f) for f in files.files]
+    kind = getattr(backend, "name", "")
+    if kind == "duckdb":
+        return backend.read_parquet(paths, union_by_name=True)
+    if kind == "pyspark":
+        from ibis import util
+
+        frame = backend._session.read.option("mergeSchema", "true").parquet(*paths)
+        view = util.gen_name("read_parquet")
+        frame.createOrReplaceTempView(view)
+        return backend.table(view)
+    return backend.read_parquet(paths if len(paths) > 1 else paths[0])
+
+
 def _hash_identifies(groups: pd.DataFrame) -> bool:
     """Whether the hash ``h`` of the group keys tells every group apart (else the keys themselves are used)."""
     return bool(groups["h"].is_unique)
@@ -293,18 +280,6 @@ def _hash_identifies(groups: pd.DataFrame) -> bool:
 
 def _any_reward(rows: ir.Table, rewards: Sequence[str]) -> ir.BooleanValue:
     return functools.reduce(lambda a, b: a | b, [rows[r] > 0 for r in rewards])
-
-
-def _parquet_glob(path) -> str | list[str]:
-    p = Path(str(path))
-    if p.is_dir():
-        files = sorted(str(f) for f in p.rglob("*.parquet"))
-        if not files:
-            raise FileNotFoundError(f"{path}: no .parquet files in this directory")
-        return files
-    if not any(ch in str(path) for ch in "*?[") and not p.exists() and "://" not in str(path):
-        raise FileNotFoundError(f"{path}: no such file or directory")
-    return str(path)
 
 
 def _fetch_table(backend, expr: ir.Table) -> pd.DataFrame:
