@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("offeval_core.stats", "offeval_core.registry", "offeval_core.discounts", "offeval_core.log_schema", "offeval_core.log_rules", "offeval_core.log_checks", "offeval_core.logs", "offeval_core.agreement",
      "offeval_core.charts", "offeval_core.export", "offeval_core.simulate_config", "offeval_core.simulate", "offeval_core.heldout.io",
      "offeval_core.heldout.world"),
-    ("offeval_core.engine", "offeval_core.moments_io", "offeval_core.heldout.metrics", "offeval_core.heldout.mnar",
+    ("offeval_core.engine", "offeval_core.moments_checks", "offeval_core.moments_io", "offeval_core.heldout.metrics", "offeval_core.heldout.mnar",
      "offeval_core.heldout.zoo"),
     ("offeval_core.estimators",),
     ("offeval_core.importance", "offeval_core.analyses", "offeval_core.heldout.analyses", "offeval_core.heldout.charts",
