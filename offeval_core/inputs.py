@@ -25,7 +25,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from offeval_core.errors import LimitExceeded, MissingInput, UnreadableInput
 from offeval_core.limits import DATA_DIR_ENV, Limits, data_dir, load_memory
 
 __all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "ParquetDataset", "data_file", "data_files", "file_kind",
-           "open_regular", "parquet_dataset", "parquet_files", "read_csv_limited", "read_parquet_limited"]
+           "open_regular", "parquet_dataset", "parquet_files", "read_csv_limited", "read_parquet_limited", "text_lines"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".tsv.gz", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -83,7 +83,7 @@ def open_regular(path: str | os.PathLike, *, source: str) -> io.BufferedReader:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnreadableInput(f"{source}: not a regular file (a directory, pipe, device or socket); "
-                                  "expected a CSV or Parquet file", source=source, expected="a regular file")
+                                  "expected a file", source=source, expected="a regular file")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", closefd=True)
     except BaseException:
@@ -179,11 +179,13 @@ def _prescan(path, *, source: str, limits: Limits) -> tuple[int, int]:
         stream.close()
 
 
-def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterable[str] = ()) -> pd.DataFrame:
+def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterable[str] = (),
+                     as_text: bool = False) -> pd.DataFrame:
     """Read a (possibly gzip / bz2 compressed) CSV or TSV file within ``limits``.
 
-    Columns named in ``text_columns`` are read as text, so identifiers such as ``001`` and ``1`` stay
-    distinct. Raises MissingInput, UnreadableInput (empty, corrupt, truncated, not text) or LimitExceeded.
+    Columns named in ``text_columns`` (every column with ``as_text``, empty cells then '') are read as text,
+    so identifiers such as ``001`` and ``1`` stay distinct. Raises MissingInput, UnreadableInput (empty,
+    corrupt, truncated, not text) or LimitExceeded.
     """
     sep = "\t" if ".tsv" in str(path).lower() else ","
     with open_regular(path, source=source) as fh:
@@ -200,11 +202,11 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
     columns = max(len(header), 1)
     _check_memory(source, lines, columns, max(nbytes, lines * columns * 8), limits)  # 8 bytes per parsed number
     wanted = set(text_columns)
-    dtype = {c: str for c in header if c in wanted} or None
+    dtype = str if as_text else {c: str for c in header if c in wanted} or None
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
     try:
         return pd.read_csv(io.BufferedReader(stream, buffer_size=_CHUNK), sep=sep, dtype=dtype,
-                           low_memory=False, encoding="utf-8")
+                           low_memory=False, encoding="utf-8", keep_default_na=not as_text)
     except (LimitExceeded, UnreadableInput):
         raise
     except pd.errors.EmptyDataError:
@@ -223,6 +225,30 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
         raise UnreadableInput(f"{source}: cannot read the file: {type(exc).__name__}", source=source) from None
     finally:
         stream.close()
+
+
+_MAX_LINE = 1 << 16
+
+
+def text_lines(path, *, source: str, limits: Limits, fields: int) -> Iterator[str]:
+    """The lines of a (possibly gzip / bz2 compressed) text file within ``limits``: the file is streamed once
+    first, counting bytes and lines, and the memory of keeping ``fields`` values of every line is estimated
+    before the first line is returned; a line longer than 65,536 characters stops the reading. Undecodable
+    bytes become U+FFFD; messages never quote a line."""
+    with open_regular(path, source=source) as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise UnreadableInput(f"{source}: the file is empty (0 bytes)", source=source)
+    nbytes, lines = _prescan(path, source=source, limits=limits)
+    _check_memory(source, lines, fields, max(nbytes, lines * fields * 64), limits)  # a Python str per value
+    stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
+    with io.TextIOWrapper(io.BufferedReader(stream, buffer_size=_CHUNK), encoding="utf-8", errors="replace") as text:
+        no = 0
+        while line := text.readline(_MAX_LINE + 1):
+            no += 1
+            if len(line) > _MAX_LINE:
+                raise LimitExceeded(f"{source}: line {no} is longer than {_MAX_LINE:,} characters", source=source,
+                                    rows=[no], expected=f"lines of at most {_MAX_LINE:,} characters")
+            yield line
 
 
 def parquet_files(path, *, source: str) -> list[Path]:
@@ -383,8 +409,9 @@ def _check_memory(source: str, rows: int, columns: int, decoded: int, limits: Li
     if need > limits.max_memory:
         raise LimitExceeded(f"{source}: the file would take about {need / 2**30:.1f} GiB of memory once loaded "
                             f"({rows:,} rows × {columns:,} columns), more than the limit {limits.max_memory:,} bytes "
-                            "(OFFEVAL_MAX_MEMORY / --max-memory); reduce it where it lies with `offeval reduce`, or "
-                            "raise the limit", source=source, expected=f"at most {limits.max_memory:,} bytes")
+                            "(OFFEVAL_MAX_MEMORY / --max-memory); raise the limit if this machine has the memory, or, "
+                            "for logs, compute their moments where they lie with `offeval reduce`", source=source,
+                            expected=f"at most {limits.max_memory:,} bytes")
 
 
 def _conform(batch, schema):

@@ -55,16 +55,20 @@ def _fail(source, part, col, bad, text):
     raise moments_error(source, f"{part} {text}; rows {_rows(bad)}", column=col, rows=bad[:_SHOWN] + 1)
 
 
-def check_part(df: pd.DataFrame, part: str, source: str) -> None:
-    """Row by row, by role: numeric columns, positive integer counts, finite values (a target policy's
-    paired difference only; the logging policy has none), non-negative sums and squares, and the
-    Cauchy-Schwarz bounds of second and cross moments."""
+def check_part(df: pd.DataFrame, part: str, source: str, *, ndcg_rule: str = "zero") -> None:
+    """Row by row, by role: numeric columns, positive integer counts (0 only for nDCG rows when sessions
+    without a reward are dropped, and then every sum is 0), finite values (a target policy's paired
+    difference only; the logging policy has none), non-negative sums and squares, and the Cauchy-Schwarz
+    bounds of second and cross moments."""
     for col in df.columns:
         if col not in LABELS and not (pd.api.types.is_numeric_dtype(df[col])
                                       and not pd.api.types.is_bool_dtype(df[col])):
             raise moments_error(source, f"{part} column '{col}' must be numeric", column=col)
     n = pd.to_numeric(df["n"], errors="coerce").to_numpy(dtype=float)
-    bad = np.flatnonzero(~((n >= 1) & (n == np.floor(n)) & np.isfinite(n)))
+    may_be_empty = np.zeros(len(df), dtype=bool)
+    if ndcg_rule == "drop" and "metric" in df.columns:
+        may_be_empty = (df["metric"].astype(str) == "ndcg").to_numpy()
+    bad = np.flatnonzero(~(((n >= 1) | (may_be_empty & (n == 0))) & (n == np.floor(n)) & np.isfinite(n)))
     if len(bad):
         raise moments_error(source, f"{part} counts 'n' must be positive integers; rows {_rows(bad)} are not",
                             column="n", rows=bad[:_SHOWN] + 1)
@@ -86,10 +90,15 @@ def check_part(df: pd.DataFrame, part: str, source: str) -> None:
             if len(bad):
                 _fail(source, part, col, bad, f"column '{col}' is a {role} and cannot be negative")
         values[col] = v
-    with np.errstate(over="ignore", invalid="ignore"):  # (1e308)² is inf: then inconsistent
+    empty = n == 0
+    for col, v in values.items():
+        bad = np.flatnonzero(empty & (v != 0) & ~np.isnan(v))
+        if len(bad):
+            _fail(source, part, col, bad, f"column '{col}' must be 0 where no session is counted (n = 0)")
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (1e308)² is inf: then inconsistent
         for first, second in SQUARES:
             if first in values and second in values:
-                floor = values[first] * values[first] / n
+                floor = np.where(empty, 0.0, values[first] * values[first] / np.where(empty, 1.0, n))
                 bad = np.flatnonzero((values[second] < floor - _TOL * np.maximum(1.0, np.abs(floor))) | np.isinf(floor))
                 if len(bad):
                     raise moments_error(source, f"{part} second moments '{second}' are smaller than ('{first}')² / n "

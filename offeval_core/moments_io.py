@@ -213,7 +213,7 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
     keys = [c for c in ("experiment_id", "day", "arm", "segment") if c in on.columns]
     on = on[[*keys, "reward", *_ONLINE_COLUMNS]]
     for part, df in (("offline", off), ("online", on)):
-        check_part(df, part, source)
+        check_part(df, part, source, ndcg_rule=grid.ndcg_rule)
     for df in (off, on):
         df["n"] = df["n"].astype("int64")
     clips = pd.to_numeric(off["clip"], errors="coerce").to_numpy(dtype=float)
