@@ -15,7 +15,7 @@ LAYERS: list[tuple[str, ...]] = [
      "offeval_core.mapping", "offeval_core.formatting", "offeval_core.multiple", "offeval_core.intervals",
      "offeval_core.defaults"),
     ("offeval_core.stats", "offeval_core.registry", "offeval_core.discounts", "offeval_core.log_schema", "offeval_core.log_rules", "offeval_core.log_checks", "offeval_core.logs", "offeval_core.agreement",
-     "offeval_core.charts", "offeval_core.export", "offeval_core.simulate_config", "offeval_core.simulate", "offeval_core.heldout.io",
+     "offeval_core.charts", "offeval_core.export", "offeval_core.simulate_config", "offeval_core.sim_spec", "offeval_core.simulate", "offeval_core.heldout.io",
      "offeval_core.heldout.world"),
     ("offeval_core.engine", "offeval_core.moments_checks", "offeval_core.moments_io", "offeval_core.heldout.metrics", "offeval_core.heldout.mnar",
      "offeval_core.heldout.zoo"),

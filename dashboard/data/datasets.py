@@ -28,18 +28,18 @@ from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
+from offeval_core.sim_spec import SIM_LIMITS, SIM_PRESETS, SIM_SWITCHES, parse_sim_spec, sim_spec, simulated_config
 
 __all__ = [
-    "DEMO_SEED", "REPO", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
+    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "load", "load_demo",
     "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
-    "needs_raw_logs_text", "parse_sim_spec", "sim_spec", "upload_key", "upload_moments", "upload_raw",
+    "needs_raw_logs_text", "parse_sim_spec", "sim_spec", "simulated_config", "upload_key", "upload_moments",
+    "upload_raw",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SEED = 0  # the seed of `make data`
-SIM_PRESETS = ("small", "demo")
-SIM_SWITCHES = ("cascade", "reward_interactions", "contextual_position_bias")
 _READY: set[tuple] = set()  # keys whose heavy work is already cached in this process (for progress UI)
 
 
@@ -115,55 +115,6 @@ class Dataset:
 # ------------------------------------------------------------------------------------------ simulation
 
 
-def sim_spec(preset: str = "small", seed: int = 1, *, sessions: int | None = None, days: int | None = None,
-             switches: Sequence[str] = (), support_depth: int | None = None) -> str:
-    """Canonical text of a simulation request, used in the URL and as the cache key.
-
-    >>> sim_spec("small", 7, switches=["cascade"], days=5)
-    'small;seed=7;days=5;cascade'
-    """
-    parts = [preset, f"seed={int(seed)}"]
-    if sessions:
-        parts.append(f"sessions={int(sessions)}")
-    if days:
-        parts.append(f"days={int(days)}")
-    if support_depth:
-        parts.append(f"support={int(support_depth)}")
-    parts += [s for s in SIM_SWITCHES if s in switches]
-    return ";".join(parts)
-
-
-def parse_sim_spec(spec: str) -> dict:
-    """Inverse of :func:`sim_spec`; raises ValueError naming the bad part.
-
-    >>> parse_sim_spec("small;seed=7;days=5;cascade")["overrides"]
-    {'n_days': 5, 'cascade': True}
-    """
-    parts = [p.strip() for p in str(spec).split(";") if p.strip()]
-    if not parts or parts[0] not in SIM_PRESETS:
-        raise ValueError(f"simulation spec must start with a preset ({', '.join(SIM_PRESETS)}), got {spec!r}")
-    out = {"preset": parts[0], "seed": 1, "overrides": {}}
-    names = {"sessions": "sessions_per_arm_day", "days": "n_days", "support": "support_depth"}
-    for p in parts[1:]:
-        key, eq, value = p.partition("=")
-        if not eq:
-            if key not in SIM_SWITCHES:
-                raise ValueError(f"unknown simulation switch {key!r} in {spec!r}; known: {', '.join(SIM_SWITCHES)}")
-            out["overrides"][key] = True
-            continue
-        try:
-            number = int(value)
-        except ValueError:
-            raise ValueError(f"simulation option {key!r} needs an integer, got {value!r} in {spec!r}") from None
-        if key == "seed":
-            out["seed"] = number
-        elif key in names:
-            out["overrides"][names[key]] = number
-        else:
-            raise ValueError(f"unknown simulation option {key!r} in {spec!r}")
-    return out
-
-
 def _from_world(world, *, key: str, label: str, note: str = "") -> Dataset:
     logs = read_logs(world.logs, name=label)
     return Dataset(key=key, label=label, logs=logs, summary=summarize(logs), ground_truth=world.ground_truth,
@@ -172,11 +123,12 @@ def _from_world(world, *, key: str, label: str, note: str = "") -> Dataset:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def load_simulated(spec: str) -> Dataset:
-    from offeval_core.simulate import preset_config, simulate
+    """A simulated world named by a spec (a link's ``sim=`` or the Data page), its options and its size
+    checked first (:func:`offeval_core.sim_spec.simulated_config`)."""
+    from offeval_core.simulate import simulate
 
-    parsed = parse_sim_spec(spec)
-    config = preset_config(parsed["preset"], **parsed["overrides"])
-    world = simulate(config, seed=parsed["seed"])
+    config, seed = simulated_config(spec)
+    world = simulate(config, seed=seed)
     return _from_world(world, key=f"sim:{spec}", label=f"simulated ({spec})")
 
 
