@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import pandas as pd
 import streamlit as st
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
-from offeval_core.errors import NeedsRawLogs
+from offeval_core.errors import LimitExceeded, NeedsRawLogs
 from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
@@ -182,13 +183,24 @@ def upload_raw(sha: str, name: str, _data: bytes | None = None) -> pd.DataFrame:
     if _data is None:
         raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
     safe = Path(name).name or "upload.csv"
-    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp, _memory_bounded(name):
         path = Path(tmp) / safe
         with open(path, "wb") as fh:
             view = memoryview(_data)
             for start in range(0, len(view), 1 << 20):
                 fh.write(view[start:start + (1 << 20)])
         return read_table(path, name=name)
+
+
+@contextmanager
+def _memory_bounded(name: str):
+    """A MemoryError while reading one user's file becomes that user's LimitExceeded (the input limits are
+    estimated before decoding, so this is the last resort); the server and the other sessions go on."""
+    try:
+        yield
+    except MemoryError:
+        raise LimitExceeded(f"{name}: the file does not fit in this server's memory (OFFEVAL_MAX_MEMORY is above "
+                            "what the machine has)", source=name) from None
 
 
 def upload_key(sha: str, name: str, mapping: dict[str, str]) -> str:
@@ -202,7 +214,8 @@ def load_upload(key: str) -> Dataset:
     raw = upload_raw(sha, name)
     columns = json.loads(mapping)
     rewards = columns.pop("reward", "")  # the reward picker of the mapping form, comma-separated
-    logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name)
+    with _memory_bounded(name):
+        logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name)
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
 
 
@@ -244,7 +257,7 @@ def upload_moments(sha: str, name: str, _data: bytes | None = None) -> Dataset |
     through a private temporary directory deleted at once."""
     if _data is None:
         raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
-    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp, _memory_bounded(name):
         path = _write_temp(tmp, name, _data)
         if not is_moments_file(path):
             return None
