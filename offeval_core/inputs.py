@@ -343,12 +343,25 @@ def _unify(schemas: list, files: list[Path], source: str):
         numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in types)
         if not numeric:
             k = next(i for i, t in enumerate(types) if t != field.type)
-            raise UnreadableInput(f"{source}: column '{field.name}' is {field.type} in {files[0].name} but {types[k]} in "
-                                  f"{files[k].name}; every file must give a column the same type", source=source,
-                                  column=field.name, expected="files with one schema")
+            raise UnreadableInput(f"{source}: column '{field.name}' holds {_kind_of(field.type)} in {files[0].name} but "
+                                  f"{_kind_of(types[k])} in {files[k].name}; every file must give a column the same "
+                                  "type", source=source, column=field.name, expected="files with one schema")
         common = pa.float64() if any(pa.types.is_floating(t) for t in types) else pa.int64()
         fields.append(pa.field(field.name, common))
     return pa.schema(fields)
+
+
+def _kind_of(t) -> str:
+    """An Arrow type in words: integers, numbers, text, true/false, dates or times, or its Arrow name."""
+    import pyarrow as pa
+
+    for test, words in ((pa.types.is_integer, "integers"), (pa.types.is_floating, "numbers"),
+                        (pa.types.is_boolean, "true/false"), (pa.types.is_temporal, "dates or times")):
+        if test(t):
+            return words
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "text"
+    return str(t)
 
 
 def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True, sizes: bool = True) -> ParquetDataset:
@@ -407,7 +420,8 @@ def _check_size(source: str, rows: int, nbytes: int, limits: Limits) -> None:
 def _check_memory(source: str, rows: int, columns: int, decoded: int, limits: Limits) -> None:
     need = load_memory(rows, columns, decoded)
     if need > limits.max_memory:
-        raise LimitExceeded(f"{source}: the file would take about {need / 2**30:.1f} GiB of memory once loaded "
+        size = f"{need / 2**30:.1f} GiB" if need >= 2**30 else f"{need / 2**20:,.0f} MiB"
+        raise LimitExceeded(f"{source}: the file would take about {size} of memory once loaded "
                             f"({rows:,} rows × {columns:,} columns), more than the limit {limits.max_memory:,} bytes "
                             "(OFFEVAL_MAX_MEMORY / --max-memory); raise the limit if this machine has the memory, or, "
                             "for logs, compute their moments where they lie with `offeval reduce`", source=source,
