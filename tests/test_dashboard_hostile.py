@@ -5,27 +5,13 @@ the process's peak memory by little, start no lasting thread, and a second sessi
 
 from __future__ import annotations
 
-import io
 import threading
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from dashboard_support import environment, metric, open_page, write_small_world
-from security_support import small_logs
+from security_support import parquet_bomb, small_logs
 
 pytestmark = pytest.mark.slow
-
-
-def parquet_bomb(rows: int = 19_000_000) -> bytes:
-    """session_id, rank, like of ``rows`` rows, delta-encoded: about 0.4 MB, 456 MB once decoded."""
-    i = np.arange(rows, dtype=np.int64)
-    table = pa.table({"session_id": i // 10, "rank": i % 10 + 1, "like": np.zeros(rows)})
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", use_dictionary=False,
-                   column_encoding={"session_id": "DELTA_BINARY_PACKED", "rank": "DELTA_BINARY_PACKED"})
-    return buf.getvalue()
 
 
 def _peak_reset() -> None:
@@ -58,8 +44,8 @@ def _errors(at) -> str:
     return "\n".join(str(e.value) for e in at.error)
 
 
-def test_a_second_session_works_after_the_first_ones_hostile_upload(demo):
-    bomb, good = parquet_bomb(), small_logs().to_csv(index=False).encode()
+def test_a_second_session_works_after_the_first_ones_hostile_upload(demo, tmp_path):
+    bomb, good = parquet_bomb(tmp_path / "bomb.parquet").read_bytes(), small_logs().to_csv(index=False).encode()
     assert len(bomb) < 600_000
     first = open_page("data")
     threads = threading.active_count()
@@ -95,7 +81,7 @@ def test_a_link_to_a_huge_simulated_world_shows_the_demo_with_the_reason(demo):
     assert not _errors(ok) and metric(ok, "Experiments") == "3"
 
 
-def test_hostile_qrels_uploads_show_a_notice_without_content_and_the_next_upload_works(demo):
+def test_hostile_qrels_uploads_show_a_notice_without_content_and_the_next_upload_works(demo, tmp_path):
     from security_support import SECRET
 
     from dashboard import data
@@ -107,12 +93,9 @@ def test_hostile_qrels_uploads_show_a_notice_without_content_and_the_next_upload
 
     run = (b"u1 Q0 a 1 2 r1\nu1 Q0 b 2 1 r1\nu2 Q0 c 1 2 r1\nu2 Q0 d 2 1 r1\n"
            b"u1 Q0 a 1 1 r2\nu1 Q0 b 2 2 r2\nu2 Q0 c 1 1 r2\nu2 Q0 d 2 2 r2\n")
-    buf = io.BytesIO()
-    n = 19_000_000
-    pq.write_table(pa.table({"user": np.zeros(n, dtype=np.int64), "item": np.zeros(n, dtype=np.int64),
-                             "rel": np.ones(n)}), buf, compression="zstd")
+    bomb = parquet_bomb(tmp_path / "qrels.parquet", names=("user", "item", "rel")).read_bytes()
     cases = {"passwd.txt": (f"root:x:0:0:{SECRET}:/root:/bin/bash\n".encode(), "line 1: expected 4"),
-             "bomb.parquet": (buf.getvalue(), "would take about 3.8 GiB of memory once loaded")}
+             "bomb.parquet": (bomb, "would take about 3.8 GiB of memory once loaded")}
     for name, (payload, fragment) in cases.items():
         at = open_page("dcg_vs_ndcg", timeout=90)
         at.session_state["w_ho_kind"] = "upload"

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from security_support import SECRET, fifo, moments_file, rewrite_moments
+from security_support import SECRET, fifo, moments_file, parquet_bomb, rewrite_moments
 
 from offeval_core import errors
 from offeval_core.cli import main
@@ -44,14 +44,6 @@ SPOILED = {  # name: the columns that replace BASE's
     "rank11": {"rank": [1, 11, 1, 2]},
     "arm_mixed": {"arm": ["control", "treatment", "treatment", "treatment"]},
 }
-
-
-def _bomb(path: Path, rows: int = 19_000_000) -> Path:
-    i = np.arange(rows, dtype=np.int64)
-    pq.write_table(pa.table({"session_id": i // 10, "rank": i % 10 + 1, "like": np.zeros(rows)}), path,
-                   compression="zstd", use_dictionary=False,
-                   column_encoding={"session_id": "DELTA_BINARY_PACKED", "rank": "DELTA_BINARY_PACKED"})
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +111,7 @@ def f(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def bombs(f):
     """Small files of 19 M rows (made once, for the slow rows)."""
-    f["bomb"] = _bomb(f["dir"] / "bomb.parquet")
+    f["bomb"] = parquet_bomb(f["dir"] / "bomb.parquet")
     with gzip.open(f["dir"] / "bomb.csv.gz", "wb", compresslevel=9) as fh:
         fh.write(b"session_id,rank,like\n")
         chunk = b"1,1,0\n" * 1_000_000
