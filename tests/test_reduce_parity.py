@@ -58,7 +58,9 @@ def logs_frames(draw, *, hostile: bool):
 def _spoil(df: pd.DataFrame, col: str, i: int, value) -> pd.DataFrame:
     df = df.copy()
     if value == "duplicate":  # the row's target rank repeats another row's of the same session
-        same = np.flatnonzero((df["session_id"] == df.loc[i, "session_id"]).to_numpy())
+        same = np.flatnonzero((df["session_id"] == df.loc[i, "session_id"]).fillna(False).to_numpy())
+        if not len(same):  # the row's session id is empty: no session to repeat a rank in
+            return df
         value = df.loc[same[0], col] if same[0] != i else df.loc[same[-1], col]
         value = 1 if pd.isna(value) else value
     elif value == "mix":  # a session key that changes within a session (when the session has several rows)
@@ -121,3 +123,18 @@ def test_reduce_of_the_file_gives_the_estimates_of_read_logs(df, tmp_path_factor
                     assert y.value == pytest.approx(x.value, rel=1e-12, abs=1e-12)
                     if not math.isnan(x.stderr):
                         assert y.stderr == pytest.approx(x.stderr, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("ranks", [
+    [70, 70, 1, 2], [70, 132, 1, 2],        # the second 62-bit word of a session's bitset
+    [62, 124, 1, 63], [62, 62, 1, 63],      # the last bit of a word and the first of the next
+    [1000, 1000, 1, 2], [1000, 999, 1, 2],  # beyond 8 words: the repeated pairs are grouped instead
+])
+def test_repeated_target_ranks_are_found_at_every_size_of_rank(ranks, tmp_path, duckdb):
+    df = pd.DataFrame({"session_id": ["a", "a", "b", "b"], "rank": [1, 2, 1, 2], "like": [1.0, 0.0, 1.0, 1.0],
+                       "rank__new": ranks})
+    path = tmp_path / "logs.parquet"
+    df.to_parquet(path, index=False)
+    expected = _problems(lambda: read_logs(path))
+    assert _problems(lambda: source_from_files(path, duckdb)) == expected
+    assert (expected is not None) == (ranks[0] == ranks[1])

@@ -11,11 +11,13 @@ values match); a table without files (a warehouse table) is reported with counts
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import ibis
+import ibis.expr.datatypes as dt
 import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
@@ -34,25 +36,26 @@ from offeval_core.log_rules import (
 from offeval_core.log_schema import ARMS, MAX_SHOWN
 from offeval_core.mapping import expand_mapping
 
-__all__ = ["CheckedLogs", "IbisColumns", "check_table"]
+__all__ = ["CheckedLogs", "IbisColumns", "SessionChecks", "check_table"]
 
 _KEYS = ("experiment_id", "day", "arm", "segment")
 
 
 class IbisColumns:
     """The column namespace of a query engine: a raw column is an Ibis column, masks are boolean columns (a
-    NULL mask counts as False). NaN is missing, as in pandas."""
+    NULL mask counts as False). NaN is missing, as in pandas. Integer columns keep their type, so the rules
+    that cannot fail on them (not a number, not finite, not whole) are constants the engine drops."""
 
     @staticmethod
     def numeric(raw):
         dt = raw.type()
+        if dt.is_integer() or dt.is_floating():
+            return raw, raw, ibis.literal(False)
         if dt.is_boolean() or dt.is_numeric():
             values = raw.cast("float64")
-        elif dt.is_string():
-            values = raw.strip().try_cast("float64")
-        else:  # dates, times, binary: not numbers
-            values = ibis.null().cast("float64")
-        return values, values, raw.notnull() & values.isnull()
+            return values, values, ibis.literal(False)
+        values = raw.strip().try_cast("float64") if dt.is_string() else ibis.null().cast("float64")
+        return values, values, raw.notnull() & values.isnull()  # text that is not a number; dates, binary
 
     @staticmethod
     def missing(raw):
@@ -62,15 +65,15 @@ class IbisColumns:
 
     @staticmethod
     def present(values):
-        return values.notnull() & ~values.isnan()
+        return ~IbisColumns.missing(values)
 
     @staticmethod
     def finite(values):
-        return ~(values.isnan() | values.isinf())
+        return ~(values.isnan() | values.isinf()) if values.type().is_floating() else ibis.literal(True)
 
     @staticmethod
     def integral(values):
-        return (values % 1.0) == 0.0
+        return (values % 1.0) == 0.0 if values.type().is_floating() else ibis.literal(True)
 
     @staticmethod
     def arm(raw):
@@ -80,24 +83,32 @@ class IbisColumns:
 
 @dataclass(frozen=True)
 class CheckedLogs:
-    """A table that passed every check, with the schema's column names, and its classified columns."""
+    """A table whose columns and values passed every check, with the schema's column names, its classified
+    columns, and the checks across rows (``sessions``) that the source's pass over the sessions runs."""
 
     table: ir.Table
     rewards: tuple[str, ...]
     policies: tuple[str, ...]
     n_rows: int
+    sessions: SessionChecks
 
 
-def _count(mask) -> ir.IntegerScalar:
+def _count(mask, table: ir.Table) -> ir.IntegerScalar:
+    """Rows of ``table`` where ``mask`` holds (NULL counts as False); a constant mask costs nothing per row."""
+    if isinstance(mask, ir.Scalar):
+        return ibis.ifelse(mask, 1, 0) * table.count()
     return ibis.ifelse(mask, 1, 0).sum()
 
 
 def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] | None = None,
                 rewards: Sequence[str] | None = None, limits: Limits | None = None, files=None) -> CheckedLogs:
     """Run the checks of ``read_logs`` on ``table`` (the user's column names; ``columns`` maps schema names to
-    them, patterns such as ``rank__*=pos_*`` included). ``files`` (an
-    :class:`~offeval_core.inputs.ParquetDataset`) lets messages name the first offending data rows as
-    ``read_logs`` does. Raises LogValidationError listing the problems of the first phase that has any."""
+    them, patterns such as ``rank__*=pos_*`` included): the column names, then every rule on values in one
+    aggregate query. ``files`` (an :class:`~offeval_core.inputs.ParquetDataset`) lets messages name the first
+    offending data rows as ``read_logs`` does. Raises LogValidationError listing the problems of the first
+    phase that has any; the checks across rows are returned (``CheckedLogs.sessions``) for the source's own
+    pass over the sessions (:func:`~offeval_core.engine.sources.source_from_files`), or run by
+    :meth:`SessionChecks.run`."""
     chk = Check(label=name, limits=limits or Limits.from_env())
     n_rows = files.n_rows if files is not None else int(backend.execute(table.count()))
     if n_rows == 0 or not table.columns:
@@ -117,7 +128,12 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     items = value_phase(names, reward_cols, policy_cols, prop_cols, renamed.__getitem__, IbisColumns,
                         ceiling=chk.limits.max_rank)
     rules = [r for item in items if not isinstance(item, str) for r in item]
-    counts = _fetch(backend, renamed.aggregate(**{f"c{i}": _count(r.bad) for i, r in enumerate(rules)})) if rules else {}
+    ranked = ["rank", *policy_cols]  # the largest rank of each rank column sizes the session pass's bitsets
+    keys = [k for k in _KEYS if k in names and k != "arm"]  # the arm's values are checked with the values
+    counts = _fetch(backend, renamed.aggregate(
+        **{f"c{i}": _count(r.bad, renamed) for i, r in enumerate(rules)},
+        **{f"max{i}": IbisColumns.numeric(renamed[c])[0].max() for i, c in enumerate(ranked)},
+        **{f"empty{j}": _count(IbisColumns.missing(renamed[k]), renamed) for j, k in enumerate(keys)}))
     failing = []
     for item in items:
         if isinstance(item, str):
@@ -130,9 +146,12 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
         chk.problems.extend(lookup.rule_problems(failing, names, chk.limits.max_rank))
         chk.stop_if_problems()
 
-    _session_checks(renamed, backend, names, policy_cols, lookup, chk)
-    chk.stop_if_problems()
-    return CheckedLogs(table=renamed, rewards=tuple(reward_cols), policies=tuple(policy_cols), n_rows=n_rows)
+    tops = {c: int(counts[f"max{i}"]) for i, c in enumerate(ranked) if not pd.isna(counts[f"max{i}"])}
+    empty = {k: int(counts[f"empty{j}"] or 0) for j, k in enumerate(keys)}
+    sessions = SessionChecks(table=renamed, backend=backend, names=names, tops=tops, empty=empty, lookup=lookup,
+                             chk=chk)
+    return CheckedLogs(table=renamed, rewards=tuple(reward_cols), policies=tuple(policy_cols), n_rows=n_rows,
+                       sessions=sessions)
 
 
 def _fetch(backend, expr) -> dict:
@@ -155,36 +174,119 @@ def _numeric_candidates(table: ir.Table, backend, names: list[str]) -> set[str]:
 
 def _present(col):
     """The column with its missing values (NULL, NaN) as NULL, so counts and distinct counts skip them."""
+    if not col.type().is_floating():
+        return col
     return ibis.ifelse(IbisColumns.missing(col), ibis.null().cast(col.type()), col)
 
 
-def _session_checks(t: ir.Table, backend, names: list[str], policies: list[str], lookup, chk: Check) -> None:
-    """One pass over the sessions: repeated (session, rank), a target policy's repeated ranks, empty keys and
-    keys that change within a session; problems in the order ``read_logs`` lists them."""
-    keys = [k for k in _KEYS if k in names]
-    value = {k: (IbisColumns.arm(t[k])[0] if k == "arm" else t[k]) for k in keys}
-    per = t.group_by(t["session_id"].name("s")).aggregate(
-        n=t.count(), n_rank=t["rank"].nunique(),
-        **{f"p{i}": _present(t[p]).count() - _present(t[p]).nunique() for i, p in enumerate(policies)},
-        **{f"lo{j}": value[k].min() for j, k in enumerate(keys)},
-        **{f"hi{j}": value[k].max() for j, k in enumerate(keys)})
-    totals = _fetch(backend, per.aggregate(
-        dup=(per.n - per.n_rank).sum(), **{f"p{i}": per[f"p{i}"].sum() for i in range(len(policies))},
-        **{f"mixed{j}": _count(per[f"lo{j}"] != per[f"hi{j}"]) for j in range(len(keys))}))
-    empty_of = {k: _count(IbisColumns.missing(t[k])) for k in keys if k != "arm"}  # arms are checked already
-    empty = {k: int(v or 0) for k, v in _fetch(backend, t.aggregate(**empty_of)).items()} if empty_of else {}
-    if int(totals["dup"] or 0):
-        chk.problems.append(Problem(lookup.duplicates("rank", int(totals["dup"])), kind="duplicate"))
-    for i, p in enumerate(policies):
-        if int(totals[f"p{i}"] or 0):
-            chk.problems.append(Problem(lookup.duplicates(p, int(totals[f"p{i}"])), kind="duplicate"))
-    for j, k in enumerate(keys):
-        if empty.get(k):
-            rule = column_rules("key", k, t[k], IbisColumns)[0]
-            chk.problems.extend(lookup.rule_problems([(rule, empty[k])], names, chk.limits.max_rank))
-        elif int(totals[f"mixed{j}"] or 0):
-            first = per.filter(per[f"lo{j}"] != per[f"hi{j}"]).select("s").order_by("s").limit(1)
-            chk.problems.append(lookup.mixed(k, backend.to_pyarrow(first).to_pandas()["s"].iloc[0]))
+_WORD = 62  # ranks per 64-bit word of a session's bitset (bits 0..61: the words stay positive)
+_MAX_WORDS = 8  # ranks up to 496 in bitsets; a column with larger ranks is checked by grouping its pairs
+
+
+@ibis.udf.scalar.builtin(name="bit_count")
+def _bit_count(x: dt.int64) -> dt.int64:
+    """The number of set bits (``bit_count`` in DuckDB and Spark SQL)."""
+
+
+@ibis.udf.agg.builtin(name="bit_or")
+def _bit_or(x: dt.int64) -> dt.int64:
+    """The bitwise OR over a group (``bit_or`` in DuckDB and Spark SQL)."""
+
+
+def _rank_bits(col, words: int) -> list:
+    """Per row, its rank as one bit of one of ``words`` 62-bit words (0 in the other words and when missing):
+    OR-ed over a session, the words' set bits count the session's distinct ranks."""
+    v = _present(col)
+    v = v if v.type().is_int64() else v.cast("int64")
+    one = ibis.literal(1, "int8").cast("int64")  # a 64-bit one in every dialect (Spark's literal 1 is 32-bit)
+    if words == 1:
+        return [one << (v - 1)]  # NULL for a missing rank: the OR skips it
+    return [ibis.ifelse((v > _WORD * w) & (v <= _WORD * (w + 1)), one << (v - (_WORD * w + 1)),
+                        ibis.literal(0, "int8").cast("int64")) for w in range(words)]
+
+
+@dataclass
+class SessionChecks:
+    """The checks across rows: repeated (session, rank), a target policy's repeated ranks (per session, its rows
+    minus its distinct ranks, counted with a bitset of 62-bit words), keys that change within a session. Their
+    aggregates ride on a pass over the sessions the caller makes anyway (:meth:`aggregates`, :meth:`totals`);
+    :meth:`problems` then raises with ``read_logs``'s problems, looking up the details only when one fails."""
+
+    table: ir.Table
+    backend: object
+    names: list[str]
+    tops: dict[str, int]  # largest rank of rank and each target policy (columns without a rank are left out)
+    empty: dict[str, int]  # rows with an empty experiment_id / day / segment
+    lookup: _Lookup
+    chk: Check
+
+    @property
+    def _words(self) -> dict[str, int]:
+        return {c: -(-top // _WORD) for c, top in self.tops.items() if -(-top // _WORD) <= _MAX_WORDS}
+
+    def aggregates(self, rows: ir.Table) -> dict:
+        """Per-session aggregates (of a group-by on the session) over ``rows``, which has the rank columns as
+        whole numbers (NULL when missing)."""
+        aggs = {}
+        for i, (c, words) in enumerate(self._words.items()):
+            aggs[f"_chk_n{i}"] = rows[c].count()
+            aggs |= {f"_chk_b{i}_{w}": _bit_or(bit) for w, bit in enumerate(_rank_bits(rows[c], words))}
+        return aggs
+
+    def totals(self, per: ir.Table) -> dict:
+        """Aggregates over the sessions' rows of :meth:`aggregates`: the repeats of each rank column."""
+        out = {}
+        for i, (_, words) in enumerate(self._words.items()):
+            distinct = sum(_bit_count(per[f"_chk_b{i}_{w}"].fill_null(0)).cast("int64") for w in range(words))
+            out[f"_chk_d{i}"] = (per[f"_chk_n{i}"] - distinct).sum()
+        return out
+
+    def run(self) -> None:
+        """The checks in a pass of their own, for a caller without a pass over the sessions."""
+        t = self.table
+        keys = [k for k in _KEYS if k in self.names]
+        rows = t.select(s=t["session_id"], **{c: _present(t[c]).cast("int64") for c in self.tops},
+                        **{f"k{j}": (IbisColumns.arm(t[k])[0] if k == "arm" else t[k]) for j, k in enumerate(keys)})
+        per = rows.group_by("s").aggregate(**self.aggregates(rows),
+                                           **{f"lo{j}": rows[f"k{j}"].min() for j in range(len(keys))},
+                                           **{f"hi{j}": rows[f"k{j}"].max() for j in range(len(keys))})
+        mixed = functools.reduce(lambda a, b: a | b, [per[f"lo{j}"] != per[f"hi{j}"] for j in range(len(keys))],
+                                 ibis.literal(False))
+        self.problems(_fetch(self.backend, per.aggregate(**self.totals(per), _mixed=_count(mixed, per))))
+
+    def problems(self, totals: dict) -> None:
+        """Raise LogValidationError with the problems of ``totals`` (the sums of :meth:`totals`, and ``_mixed``:
+        the sessions whose keys change), details looked up; nothing when there are none."""
+        t, chk = self.table, self.chk
+        dups = {c: int(totals[f"_chk_d{i}"] or 0) for i, c in enumerate(self._words)}
+        for c in self.tops:
+            if c not in dups:  # ranks too large for a bitset: count the repeated pairs themselves
+                f = t.filter(~IbisColumns.missing(t[c]))
+                pairs = f.group_by([f["session_id"].name("s"), f[c].name("r")]).aggregate(n=f.count())
+                dups[c] = int(_fetch(self.backend, pairs.aggregate(d=(pairs.n - 1).sum()))["d"] or 0)
+        for c in self.tops:
+            if dups[c]:
+                chk.problems.append(Problem(self.lookup.duplicates(c, dups[c]), kind="duplicate"))
+        keys = [k for k in _KEYS if k in self.names]
+        mixed_keys: dict[str, object] = {}
+        if int(totals.get("_mixed") or 0):  # which keys change, and the first session where each does
+            value = {k: (IbisColumns.arm(t[k])[0] if k == "arm" else t[k]) for k in keys}
+            per = t.group_by(t["session_id"].name("s")).aggregate(
+                **{f"lo{j}": value[k].min() for j, k in enumerate(keys)},
+                **{f"hi{j}": value[k].max() for j, k in enumerate(keys)})
+            for j, k in enumerate(keys):
+                first = per.filter(per[f"lo{j}"] != per[f"hi{j}"]).select("s").order_by("s").limit(1)
+                found = self.backend.to_pyarrow(first).to_pandas()["s"]
+                if len(found):
+                    mixed_keys[k] = found.iloc[0]
+        for k in keys:
+            if self.empty.get(k):
+                rule = column_rules("key", k, t[k], IbisColumns)[0]
+                chk.problems.extend(self.lookup.rule_problems([(rule, self.empty[k])], self.names,
+                                                              chk.limits.max_rank))
+            elif k in mixed_keys:
+                chk.problems.append(self.lookup.mixed(k, mixed_keys[k]))
+        chk.stop_if_problems()
 
 
 class _Lookup:

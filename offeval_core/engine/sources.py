@@ -219,27 +219,32 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     gk = list(GROUP_KEYS)
     # the groups with the hash of their keys (a group's identity in the session pass)
     key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
-    stats = _fetch_table(backend, rows.aggregate(
-        n_rows=rows.count(), max_rank=ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
-        if policies else rows["rank"].max())).iloc[0]
     # groups get a dense integer code g, in the order of their keys
     distinct = rows.select(*gk).distinct()
     distinct = backend.to_pyarrow(distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash()))
     group_arrow = distinct.sort_by([(k, "ascending") for k in gk])
     group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
     groups_all = group_arrow.to_pandas()
+    checks = checked.sessions  # the checks across rows ride on this pass over the sessions
     if _hash_identifies(groups_all):  # per session its length and its group's hash: integer aggregates
         per = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min())
-        by, on = ["h"], ["h"]
+        full = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min(), h_hi=key_hash.max(),
+                                                   **checks.aggregates(rows))
+        mixed, by, on = full.h != full.h_hi, ["h"], ["h"]
         code = ibis.memtable(groups_all[["h", "g"]])
         pos = rows.filter(_any_reward(rows, rewards)).mutate(h=key_hash).join(code, "h")
     else:  # two groups share a hash: per session the group keys themselves
         per = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk})
-        by, on = gk, gk
+        full = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk},
+                                                   **{f"{k}__hi": rows[k].max() for k in gk}, **checks.aggregates(rows))
+        mixed, by, on = functools.reduce(lambda a, b: a | b, [full[k] != full[f"{k}__hi"] for k in gk]), gk, gk
         code = ibis.memtable(group_arrow.select([*gk, "g"]))
         pos = rows.filter(_any_reward(rows, rewards)).join(code, gk)
     backend.execute(code.count())  # registers the small table: some backends cache() without doing so
-    hist = backend.to_pyarrow(per.group_by(["length", *by]).aggregate(n=per.count())).to_pandas()
+    hist = backend.to_pyarrow(full.group_by(["length", *by]).aggregate(
+        n=full.count(), _mixed=mixed.cast("int64").sum(), **checks.totals(full))).to_pandas()
+    checks.problems({c: hist[c].sum() for c in hist.columns if c.startswith(("_chk_", "_mixed"))})
+    hist = hist[["length", *by, "n"]]
     hist = hist.merge(groups_all[[*on, "g", "arm"] if "arm" not in on else [*on, "g"]], on=on)
     sessions = per.join(code, on).select("session", "length", "g")
     counts = (hist.groupby("g")["n"].sum().reindex(groups_all["g"], fill_value=0).rename("n").reset_index())
@@ -247,13 +252,16 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
                .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
     positives = pos.select("session", "g", *[c for c in rows.columns if c not in ("session", *gk)]).cache()
-    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]),
+    max_rank = max(checked.sessions.tops.values())  # the checks' pass over the values found the largest ranks
+    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=max_rank,
                   name=name, keys=("g",), groups=groups, rewards=rewards, policies=policies, lengths=lengths,
-                  counts=counts, n_rows=int(stats["n_rows"]))
+                  counts=counts, n_rows=checked.n_rows)
 
 
 def _policy_ranks(col: ir.Column) -> ir.IntegerColumn:
     """A target policy's ranks as integers, missing (NULL or NaN: the policy would not show the item) as NULL."""
+    if not col.type().is_floating():
+        return col.cast("int64")
     return ibis.ifelse(IbisColumns.missing(col), ibis.null().cast("int64"), col.cast("int64"))
 
 
