@@ -43,8 +43,8 @@ def check_sim_option(name: str, value, *, shown: str | None = None) -> int:
     lo, hi, meaning = SIM_LIMITS[name]
     label = shown or f"simulation option {name!r}"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(f"{label} needs a whole number ({meaning}), got {str(value)[:40]!r}", source=label,
-                        expected=f"{lo:,}…{hi:,}")
+        raise SpecError(f"{label} needs an integer, got {str(value)[:40]!r}", source=label,
+                        expected=f"{lo:,}…{hi:,} ({meaning})")
     if not lo <= value <= hi:
         raise SpecError(f"{label} must be between {lo:,} and {hi:,} ({meaning}), got {value:,}", source=label,
                         expected=f"{lo:,}…{hi:,}")
