@@ -30,7 +30,8 @@ from offeval_core.errors import (
     UnreadableInput,
     UnreadableLogs,
 )
-from offeval_core.inputs import file_kind, open_regular, read_csv_limited, read_parquet_limited
+from offeval_core.inputs import file_kind, open_regular, read_csv_limited
+from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
 from offeval_core.log_checks import _problem, validate
 from offeval_core.log_schema import (

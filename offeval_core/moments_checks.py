@@ -118,19 +118,40 @@ def _describe(row) -> str:
                      for k, v in row.items())
 
 
+def _kind(col: pd.Series) -> str:
+    return "numbers" if pd.api.types.is_numeric_dtype(col) else "text or other values"
+
+
+def _labelled(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy whose label columns are text (clip: numbers), so rows of any file can be compared."""
+    out = df.copy()
+    for c in LABELS:
+        if c in out.columns:
+            out[c] = pd.to_numeric(out[c], errors="coerce").astype(float) if c == "clip" else out[c].astype(str)
+    return out
+
+
 def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> None:
     """Across rows: one row per (group, variant) and per (group, reward); a row for every variant of
     ``grid`` in every group and for nothing else; each group's offline n equal to its online n (nDCG rows
     with ``ndcg_rule = "drop"``: at most it)."""
     keys = [k for k in GROUP_KEYS if k in on.columns and k in off.columns]
+    for k in keys:
+        kinds = [_kind(df[k]) for df in (off, on)]
+        if kinds[0] != kinds[1]:
+            raise moments_error(source, f"column '{k}' holds {kinds[0]} in the offline rows but {kinds[1]} in the "
+                                        "online rows; a group is named the same way in both", column=k)
+    shown = off
+    off, on = _labelled(off), _labelled(on)  # labels compared as text, clip values as numbers
     for part, df, names in (("offline", off, [*keys, *LABELS[len(GROUP_KEYS):]]), ("online", on, [*keys, "reward"])):
         dup = np.flatnonzero(df.duplicated(subset=names, keep=False).to_numpy())
         if len(dup):
             raise moments_error(source, f"{part} rows {_rows(dup)} repeat the same group and variant "
-                                        f"({_describe(df.iloc[dup[0]][names])}); each has one row, and a repeated "
-                                        "row would count its sessions twice", rows=dup[:_SHOWN] + 1)
+                                        f"({_describe((shown if part == 'offline' else df).iloc[dup[0]][names])}); "
+                                        "each has one row, and a repeated row would count its sessions twice",
+                                rows=dup[:_SHOWN] + 1)
     variants = pd.MultiIndex.from_product(
-        [list(grid.rewards), list(grid.discounts), list(grid.exposures), list(grid.clips),
+        [list(grid.rewards), list(grid.discounts), list(grid.exposures), [float(c) for c in grid.clips],
          [LOGGING_POLICY, *grid.policies], list(METRICS)],
         names=["reward", "discount", "exposure", "clip", "policy", "metric"]).to_frame(index=False)
     groups = pd.concat([off[keys], on[keys]]).drop_duplicates().reset_index(drop=True)
@@ -141,7 +162,7 @@ def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> 
     if len(extra):
         rows = np.sort(extra["_row"].to_numpy(dtype=np.int64))
         raise moments_error(source, f"offline rows {_rows(rows)} are for a group or variant the grid does not list "
-                                    f"({_describe(off.iloc[rows[0]][expected.columns.tolist()])})",
+                                    f"({_describe(shown.iloc[rows[0]][expected.columns.tolist()])})",
                             rows=rows[:_SHOWN] + 1)
     missing = both[both["_merge"] == "right_only"]
     if len(missing):

@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 
 from offeval_core.engine import Grid, Moments
 from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput
-from offeval_core.inputs import file_kind, open_regular, read_parquet_limited
+from offeval_core.inputs import file_kind, open_regular
+from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
 from offeval_core.moments_checks import check_grid, check_part, moments_error
 from offeval_core.safe_io import atomic_write, check_output

@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parents[1] / "offeval_core"
 # lowest first; a module takes the layer of the longest matching prefix (new modules of a package inherit it)
 LAYERS: list[tuple[str, ...]] = [
     ("offeval_core.errors", "offeval_core.results", "offeval_core.validation", "offeval_core.arms",
-     "offeval_core.limits", "offeval_core.sanitize", "offeval_core.safe_io", "offeval_core.inputs",
+     "offeval_core.limits", "offeval_core.sanitize", "offeval_core.safe_io", "offeval_core.inputs", "offeval_core.inputs_parquet",
      "offeval_core.mapping", "offeval_core.formatting", "offeval_core.multiple", "offeval_core.intervals",
      "offeval_core.defaults"),
     ("offeval_core.stats", "offeval_core.registry", "offeval_core.discounts", "offeval_core.log_schema", "offeval_core.log_rules", "offeval_core.log_checks", "offeval_core.logs", "offeval_core.agreement",

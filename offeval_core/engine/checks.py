@@ -12,73 +12,24 @@ values match); a table without files (a warehouse table) is reported with counts
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import ibis
 import ibis.expr.datatypes as dt
 import ibis.expr.types as ir
-import numpy as np
 import pandas as pd
 
+from offeval_core.engine.check_rows import KEYS as _KEYS
+from offeval_core.engine.check_rows import RowLookup
+from offeval_core.engine.ibis_columns import IbisColumns, present_or_null
 from offeval_core.errors import LogValidationError, Problem
 from offeval_core.limits import Limits
 from offeval_core.log_checks import Check, classify_columns, mapped_columns
-from offeval_core.log_rules import (
-    NumpyColumns,
-    column_rules,
-    duplicates_text,
-    mixed_key_text,
-    problem_text,
-    value_phase,
-)
-from offeval_core.log_schema import ARMS, MAX_SHOWN
+from offeval_core.log_rules import column_rules, value_phase
 from offeval_core.mapping import expand_mapping
 
 __all__ = ["CheckedLogs", "IbisColumns", "SessionChecks", "check_table"]
-
-_KEYS = ("experiment_id", "day", "arm", "segment")
-
-
-class IbisColumns:
-    """The column namespace of a query engine: a raw column is an Ibis column, masks are boolean columns (a
-    NULL mask counts as False). NaN is missing, as in pandas. Integer columns keep their type, so the rules
-    that cannot fail on them (not a number, not finite, not whole) are constants the engine drops."""
-
-    @staticmethod
-    def numeric(raw):
-        dt = raw.type()
-        if dt.is_integer() or dt.is_floating():
-            return raw, raw, ibis.literal(False)
-        if dt.is_boolean() or dt.is_numeric():
-            values = raw.cast("float64")
-            return values, values, ibis.literal(False)
-        values = raw.strip().try_cast("float64") if dt.is_string() else ibis.null().cast("float64")
-        return values, values, raw.notnull() & values.isnull()  # text that is not a number; dates, binary
-
-    @staticmethod
-    def missing(raw):
-        if raw.type().is_floating():
-            return raw.isnull() | raw.isnan()
-        return raw.isnull()
-
-    @staticmethod
-    def present(values):
-        return ~IbisColumns.missing(values)
-
-    @staticmethod
-    def finite(values):
-        return ~(values.isnan() | values.isinf()) if values.type().is_floating() else ibis.literal(True)
-
-    @staticmethod
-    def integral(values):
-        return (values % 1.0) == 0.0 if values.type().is_floating() else ibis.literal(True)
-
-    @staticmethod
-    def arm(raw):
-        text = raw.cast("string").strip().lower()
-        return text, text.isnull() | ~text.isin(list(ARMS))
 
 
 @dataclass(frozen=True)
@@ -104,7 +55,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
                 rewards: Sequence[str] | None = None, limits: Limits | None = None, files=None) -> CheckedLogs:
     """Run the checks of ``read_logs`` on ``table`` (the user's column names; ``columns`` maps schema names to
     them, patterns such as ``rank__*=pos_*`` included): the column names, then every rule on values in one
-    aggregate query. ``files`` (an :class:`~offeval_core.inputs.ParquetDataset`) lets messages name the first
+    aggregate query. ``files`` (an :class:`~offeval_core.inputs_parquet.ParquetDataset`) lets messages name the first
     offending data rows as ``read_logs`` does. Raises LogValidationError listing the problems of the first
     phase that has any; the checks across rows are returned (``CheckedLogs.sessions``) for the source's own
     pass over the sessions (:func:`~offeval_core.engine.sources.source_from_files`), or run by
@@ -123,7 +74,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     looks = _numeric_candidates(renamed, backend, names)
     reward_cols, policy_cols, prop_cols = classify_columns(names, None if rewards is None else list(rewards),
                                                            looks.__contains__, chk)
-    lookup = _Lookup(renamed, backend, files, mapping)
+    lookup = RowLookup(renamed, backend, files, mapping)
 
     items = value_phase(names, reward_cols, policy_cols, prop_cols, renamed.__getitem__, IbisColumns,
                         ceiling=chk.limits.max_rank)
@@ -172,13 +123,6 @@ def _numeric_candidates(table: ir.Table, backend, names: list[str]) -> set[str]:
     return out
 
 
-def _present(col):
-    """The column with its missing values (NULL, NaN) as NULL, so counts and distinct counts skip them."""
-    if not col.type().is_floating():
-        return col
-    return ibis.ifelse(IbisColumns.missing(col), ibis.null().cast(col.type()), col)
-
-
 _WORD = 62  # ranks per 64-bit word of a session's bitset (bits 0..61: the words stay positive)
 _MAX_WORDS = 8  # ranks up to 496 in bitsets; a column with larger ranks is checked by grouping its pairs
 
@@ -196,7 +140,7 @@ def _bit_or(x: dt.int64) -> dt.int64:
 def _rank_bits(col, words: int) -> list:
     """Per row, its rank as one bit of one of ``words`` 62-bit words (0 in the other words and when missing):
     OR-ed over a session, the words' set bits count the session's distinct ranks."""
-    v = _present(col)
+    v = present_or_null(col)
     v = v if v.type().is_int64() else v.cast("int64")
     one = ibis.literal(1, "int8").cast("int64")  # a 64-bit one in every dialect (Spark's literal 1 is 32-bit)
     if words == 1:
@@ -217,7 +161,7 @@ class SessionChecks:
     names: list[str]
     tops: dict[str, int]  # largest rank of rank and each target policy (columns without a rank are left out)
     empty: dict[str, int]  # rows with an empty experiment_id / day / segment
-    lookup: _Lookup
+    lookup: RowLookup
     chk: Check
 
     @property
@@ -245,7 +189,7 @@ class SessionChecks:
         """The checks in a pass of their own, for a caller without a pass over the sessions."""
         t = self.table
         keys = [k for k in _KEYS if k in self.names]
-        rows = t.select(s=t["session_id"], **{c: _present(t[c]).cast("int64") for c in self.tops},
+        rows = t.select(s=t["session_id"], **{c: present_or_null(t[c]).cast("int64") for c in self.tops},
                         **{f"k{j}": (IbisColumns.arm(t[k])[0] if k == "arm" else t[k]) for j, k in enumerate(keys)})
         per = rows.group_by("s").aggregate(**self.aggregates(rows),
                                            **{f"lo{j}": rows[f"k{j}"].min() for j in range(len(keys))},
@@ -287,128 +231,3 @@ class SessionChecks:
             elif k in mixed_keys:
                 chk.problems.append(self.lookup.mixed(k, mixed_keys[k]))
         chk.stop_if_problems()
-
-
-class _Lookup:
-    """The first offending rows of failed checks: from the files in ``read_logs``'s order when there are files
-    (the same numpy rules on each batch, so row numbers and quoted values match), else from the engine."""
-
-    def __init__(self, table: ir.Table, backend, files, mapping: dict[str, str]):
-        self.table, self.backend, self.files, self.mapping = table, backend, files, mapping
-
-    def _batches(self, columns: list[str]):
-        """(offset, pandas frame of ``columns`` under the schema's names) of every batch of the files, in order."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from offeval_core.inputs import _conform, open_regular
-
-        wanted = [self.mapping.get(c, c) for c in columns]  # the user's names
-        sub = pa.schema([self.files.schema.field(c) for c in wanted])
-        offset = 0
-        for f in self.files.files:
-            with open_regular(f, source=self.files.source) as fh:
-                for batch in pq.ParquetFile(fh).iter_batches(batch_size=1 << 16, columns=wanted):
-                    frame = _conform(batch, sub).to_pandas()
-                    frame.columns = list(columns)
-                    yield offset, frame
-                    offset += len(frame)
-
-    def rule_problems(self, failing: list, names: list[str], ceiling: int) -> list[str]:
-        """The problem lines of failing rules (fixed lines pass through), rows and values looked up."""
-        rules = [f for f in failing if not isinstance(f, str)]
-        found: dict[tuple, tuple[list, list]] = {(r.column, r.name): ([], []) for r, _ in rules}
-        if rules and self.files is not None:
-            role = _roles(names)
-            columns = sorted({r.column for r, _ in rules})
-            for offset, frame in self._batches(columns):
-                for col in columns:
-                    for rule in column_rules(role[col], col, frame[col], NumpyColumns, ceiling=ceiling):
-                        rows, values = found.get((col, rule.name), (None, None))
-                        if rows is None or len(rows) >= MAX_SHOWN:
-                            continue
-                        idx = np.flatnonzero(rule.bad)[:MAX_SHOWN - len(rows)]
-                        rows += [offset + int(i) + 1 for i in idx]
-                        if rule.shown is not None:
-                            values += rule.shown.iloc[idx].tolist()
-                if all(len(r) >= MAX_SHOWN for r, _ in found.values()):
-                    break
-        elif rules:
-            for rule, _ in rules:
-                if rule.shown is not None:
-                    sample = self.table.filter(rule.bad).select(v=rule.shown).limit(MAX_SHOWN)
-                    found[(rule.column, rule.name)][1].extend(self.backend.to_pyarrow(sample).to_pandas()["v"])
-        out = []
-        for f in failing:
-            if isinstance(f, str):
-                out.append(f)
-                continue
-            rule, total = f
-            rows, values = found[(rule.column, rule.name)]
-            out.append(Problem(problem_text(rule, values=values, rows=rows, total=int(total)), kind=rule.kind))
-        return out
-
-    def _session_rows(self, sessions, columns: list[str]) -> pd.DataFrame:
-        """Every row of the given sessions with its 1-based data row (``row``; 0 when unknown)."""
-        if self.files is not None:
-            parts = []
-            wanted = set(sessions)
-            for offset, frame in self._batches(["session_id", *columns]):
-                keep = frame["session_id"].isin(wanted).to_numpy()
-                if keep.any():
-                    parts.append(frame[keep].assign(row=offset + np.flatnonzero(keep) + 1))
-            return pd.concat(parts, ignore_index=True)
-        t = self.table
-        expr = t.filter(t["session_id"].isin(list(sessions))).select("session_id", *columns)
-        return self.backend.to_pyarrow(expr).to_pandas().assign(row=0)
-
-    def duplicates(self, column: str, total: int) -> str:
-        """The repeated (session, rank) — or target ranks of ``rank__<policy>`` — problem of read_logs."""
-        t = self.table
-        f = t.filter(~IbisColumns.missing(t[column]))
-        pairs = f.group_by([f["session_id"].name("s"), f[column].name("r")]).aggregate(n=f.count())
-        dup = pairs.filter(pairs.n > 1).order_by(["s", "r"]).limit(MAX_SHOWN)
-        keys = self.backend.to_pyarrow(dup).to_pandas()
-        rows = self._session_rows(keys["s"].tolist(), [column])
-        rows = rows.merge(keys.rename(columns={"s": "session_id", "r": column}), on=["session_id", column])
-        rows = rows.sort_values(["session_id", column, "row"], kind="stable")
-        examples = []
-        for (s, r), g in rows.groupby(["session_id", column], sort=True):
-            found = g["row"].tolist()
-            if found[0] == 0:  # no row numbers: say how many rows repeat the pair
-                examples.append((s, r, None, len(found)))
-            else:
-                examples += [(s, r, a, b) for a, b in itertools.pairwise(found)]
-        return duplicates_text("(session_id, rank)" if column == "rank" else column, examples[:MAX_SHOWN], total)
-
-    def mixed(self, key: str, session) -> str:
-        """The 'must be the same on every row of a session' problem for ``session`` (the first one that mixes)."""
-        rows = self._session_rows([session], ["rank", key] if key != "rank" else ["rank"])
-        rows = rows.sort_values(["rank", "row"], kind="stable")
-        values = rows[key] if key != "arm" else NumpyColumns.arm(rows[key])[0]
-        values = values.tolist()
-        k = next(i for i, v in enumerate(values) if v != values[0])
-        return mixed_key_text(key, session, values[0], values[k], int(rows["row"].iloc[k]) or None)
-
-
-def _roles(names: list[str]) -> dict[str, str]:
-    from offeval_core.log_schema import LOGGING_PROPENSITIES, POLICY_PREFIX
-
-    role = {}
-    for c in names:
-        if c == "session_id":
-            role[c] = "session_id"
-        elif c in ("rank", "arm"):
-            role[c] = c
-        elif c.startswith(POLICY_PREFIX):
-            role[c] = "policy"
-        elif c in LOGGING_PROPENSITIES:
-            role[c] = "logging_propensity"
-        elif c.startswith("target_"):
-            role[c] = "target_propensity"
-        elif c in _KEYS:
-            role[c] = "key"
-        else:
-            role[c] = "reward"
-    return role
-

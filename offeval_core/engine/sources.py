@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from offeval_core.engine.checks import IbisColumns, check_table
+from offeval_core.engine.checks import check_table
 from offeval_core.engine.grid import GROUP_KEYS
-from offeval_core.inputs import ParquetDataset, parquet_dataset
+from offeval_core.engine.ibis_columns import IbisColumns
+from offeval_core.inputs_parquet import ParquetDataset, parquet_dataset
 from offeval_core.limits import Limits
 from offeval_core.logs import POLICY_PREFIX, Logs, logs_boundary
 
@@ -186,7 +187,7 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
 
     The backend reads the files itself (DuckDB by default; Spark, or a warehouse table through any other
     Ibis backend: pass ``path`` as an Ibis table). The files pass the input boundary first (regular files,
-    one schema, at most ``max_columns`` columns: :func:`~offeval_core.inputs.parquet_dataset`), then every
+    one schema, at most ``max_columns`` columns: :func:`~offeval_core.inputs_parquet.parquet_dataset`), then every
     check of ``read_logs`` runs as queries on the backend (:func:`~offeval_core.engine.checks.check_table`,
     the same rules, rank ceiling and messages), so ``reduce`` refuses exactly the logs ``validate`` refuses.
     One pass over the rows computes the session table's summaries (sessions per group, the session-length

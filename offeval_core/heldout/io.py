@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.errors import HeldoutValidationError, MissingInput, SpecError
-from offeval_core.inputs import read_csv_limited, read_parquet_limited, text_lines
+from offeval_core.inputs import read_csv_limited, text_lines
+from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
 
 __all__ = [
