@@ -29,6 +29,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     limits.add_argument("--max-rows", default=None, metavar="N", help="most data rows of one file (20 000 000)")
     limits.add_argument("--max-columns", default=None, metavar="N", help="most columns of one file (1 000)")
     limits.add_argument("--max-rank", default=None, metavar="N", help="rank ceiling of rank columns (100 000)")
+    limits.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="memory one input may take once loaded (estimated before decoding), e.g. 8GiB "
+                             "(default 2 GiB)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS if only is None else [only]:
         importlib.import_module(f"offeval_core.commands.{name}").register(sub)

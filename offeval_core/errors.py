@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "EstimatorWarning",
+    "HeldoutValidationError",
     "InputError",
     "LimitExceeded",
     "LogValidationError",
@@ -139,6 +140,11 @@ class LogValidationError(InputError):
 
 class MomentsValidationError(InputError):
     """A moments file whose content is inconsistent (counts, sums, second moments, metadata)."""
+
+
+class HeldoutValidationError(InputError):
+    """Qrels or runs that do not follow their layout (fields, columns, numbers, repeated pairs); the message
+    names the lines or rows, never their content."""
 
 
 class NeedsRawLogs(OffevalError, LookupError):

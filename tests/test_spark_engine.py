@@ -53,3 +53,51 @@ def test_spark_and_duckdb_give_the_same_moments(spark, small_parquet):
     assert a.online[on_keys].astype(str).equals(b.online[on_keys].astype(str))
     for col in ("n", "sum", "sumsq"):
         np.testing.assert_allclose(b.online[col].to_numpy(float), a.online[col].to_numpy(float), rtol=1e-9)
+
+
+BASE = {"session_id": ["a", "a", "b", "b"], "rank": [1, 2, 1, 2], "like": [1.0, 0.0, 1.0, 1.0],
+        "arm": ["control", "control", "treatment", "treatment"], "rank__new": [2, 1, 1, 2]}
+SPOILED = {
+    "rank 1.5": {"rank": [1, 1.5, 1, 2]},
+    "duplicate (session, rank)": {"rank": [1, 1, 1, 2]},
+    "arm labels no common pair names": {"arm": ["ctrl", "ctrl", "control", "control"]},
+    "arm label missing": {"arm": ["control", None, "treatment", "treatment"]},
+    "null session id": {"session_id": ["a", None, "b", "b"]},
+    "target rank 0": {"rank__new": [0, 1, 1, 2]},
+    "target rank -5": {"rank__new": [-5, 1, 1, 2]},
+    "two items at target rank 1": {"rank__new": [1, 1, 1, 2]},
+    "rank above the ceiling": {"rank": [1, 300_000_000, 1, 2]},
+    "arm changes within a session": {"arm": ["control", "treatment", "treatment", "treatment"]},
+}
+
+
+def test_spark_refuses_what_read_logs_refuses_with_the_same_problems(spark, tmp_path):
+    import pandas as pd
+
+    from offeval_core.errors import LogValidationError
+    from offeval_core.logs import read_logs
+
+    for name, change in SPOILED.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.parquet"
+        pd.DataFrame({**BASE, **change}).to_parquet(path)
+        with pytest.raises(LogValidationError) as expected:
+            read_logs(path)
+        with pytest.raises(LogValidationError) as got:
+            source_from_files(path, spark)
+        assert got.value.problems == expected.value.problems, name
+    # labels given with arms: a label the mapping leaves out is refused alike
+    path = tmp_path / "ab.parquet"
+    pd.DataFrame({**BASE, "arm": ["A", "A", "B", "B"]}).to_parquet(path)
+    with pytest.raises(LogValidationError) as expected:
+        read_logs(path, arms="control=B,treatment=C")
+    with pytest.raises(LogValidationError) as got:
+        source_from_files(path, spark, arms="control=B,treatment=C")
+    assert got.value.problems == expected.value.problems
+    # 'Control', a common pair (ctrl / treatment) and labels given with arms map to the arms on both engines
+    for arm, arms in ((["Control", "Control", "treatment", "treatment"], None),
+                      (["ctrl", "ctrl", "treatment", "treatment"], None), (["A", "A", "B", "B"], "control=A,treatment=B")):
+        pd.DataFrame({**BASE, "arm": arm}).to_parquet(path)
+        m = reduce(source_from_files(path, spark, arms=arms), Grid(rewards=("like",), policies=("new",),
+                                                                   discounts=("log2",), exposures=("log2",), clips=(1.0,)))
+        assert sorted(m.online["arm"]) == ["control", "treatment"]
+        assert m.online.set_index("arm")["sum"].to_dict() == {"control": 1.0, "treatment": 2.0}

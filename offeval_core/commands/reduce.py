@@ -10,7 +10,7 @@ import sys
 import time
 
 from offeval_core.arm_values import parse_arms
-from offeval_core.commands.log_options import ARMS_HELP
+from offeval_core.commands.log_options import ARMS_HELP, say_guesses
 from offeval_core.engine import DEFAULT_CLIPS, Grid, connect, connect_spark, reduce, source_from_files
 from offeval_core.errors import UnreadableInput
 from offeval_core.inputs import file_kind, open_regular
@@ -37,7 +37,9 @@ def register(sub) -> None:
     p.add_argument("--memory-limit", default=None, help="DuckDB memory limit, e.g. 2GB (spills beyond it)")
     p.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all cores)")
     p.add_argument("--temp-dir", default=None, help="DuckDB spill directory")
-    p.add_argument("--rewards", default="", help="reward columns, comma-separated (default: all)")
+    p.add_argument("--rewards", default="", help="reward columns, comma-separated (default: the columns read as "
+                                                 "rewards, as validate reads them)")
+    p.add_argument("--reward", action="append", default=[], help="a reward column (repeatable; with --rewards)")
     p.add_argument("--policies", default="", help="target policies, comma-separated (default: all rank__ columns)")
     p.add_argument("--discounts", default="pbm,log2", help="target discounts D (default pbm,log2)")
     p.add_argument("--exposures", default="pbm", help="exposure models D0 (default pbm)")
@@ -63,24 +65,6 @@ def _check_logs(path: str) -> None:
     open_regular(path, source=path).close()
 
 
-def _mapping(logs: str, text: str | None) -> dict[str, str]:
-    """The --map entries, patterns (rank__*=pos_*) expanded over the Parquet schema (the reduce reads Parquet
-    where it lies, without loading it)."""
-    from pathlib import Path
-
-    import pyarrow.parquet as pq
-
-    from offeval_core.mapping import expand_mapping
-
-    path = Path(logs)  # a named file is a Parquet file here (checked by _check_logs)
-    mapping = parse_mapping(text)
-    if any("*" in k for k in mapping):
-        first = path if path.is_file() else next(iter(sorted(path.glob("**/*.parquet"))), None)
-        names = pq.read_schema(first).names if first is not None else []
-        mapping = expand_mapping(names, mapping)
-    return mapping
-
-
 def run(args) -> int:
     t0 = time.perf_counter()
     check_output(args.out, inputs=[args.logs], force=args.force)
@@ -92,8 +76,10 @@ def run(args) -> int:
         backend = connect_spark(args.spark_master)
     else:
         backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
-    source = source_from_files(args.logs, backend, columns=_mapping(args.logs, args.map),
-                               rewards=_split(args.rewards) or None, arms=parse_arms(args.arms))
+    source = source_from_files(args.logs, backend, columns=parse_mapping(args.map),  # patterns expanded there
+                               rewards=(*_split(args.rewards), *args.reward) or None, arms=parse_arms(args.arms),
+                               ask="ambiguous")
+    say_guesses(source, "reduce")
     policies = _split(args.policies) or source.policies
     clips = tuple(parse_clip(c) for c in _split(args.clips)) or DEFAULT_CLIPS
     grid = Grid(rewards=source.rewards, policies=policies, discounts=_split(args.discounts),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from offeval_core.sim_spec import check_sim_option
 from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, true_survival, write_world
 
 __all__ = ["NCIS_PRESET", "register", "run"]
@@ -68,6 +69,10 @@ def _run_ncis(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.preset == NCIS_PRESET:
         return _run_ncis(args)
+    check_sim_option("seed", args.seed, shown="--seed")  # the caps of the dashboard's widgets and links
+    for option, value, flag in (("days", args.days, "--days"), ("support", args.support_depth, "--support-depth")):
+        if value is not None:
+            check_sim_option(option, value, shown=flag)
     overrides: dict = {}
     if args.days is not None:
         overrides["n_days"] = args.days
@@ -90,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         mean_len = float(true_survival(config).sum())
         groups = config.n_experiments * config.n_days * 2
         per_group = max(1, round(args.impressions / mean_len / groups))
+        check_sim_option("sessions", per_group, shown=f"the sessions that --impressions {args.impressions:,} asks for")
         config = preset_config(args.preset, **overrides, sessions_per_arm_day=per_group)
     partition = args.partition_by_day or args.preset == "large"
     s = write_world(config, args.out, seed=args.seed, partition_by_day=partition)
