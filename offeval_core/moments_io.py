@@ -24,6 +24,7 @@ from offeval_core.engine import Grid, Moments
 from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput
 from offeval_core.inputs import file_kind, open_regular, read_parquet_limited
 from offeval_core.limits import Limits
+from offeval_core.moment_columns import OFFLINE_ROLES, ONLINE_ROLES
 from offeval_core.safe_io import atomic_write, check_output
 from offeval_core.validation import clip_value, parse_clip
 
@@ -33,8 +34,12 @@ __all__ = [
 
 
 META_KEY = b"offeval"
-FORMAT = "offeval-moments/1"
-_ONLINE_COLUMNS = ("n", "sum", "sumsq")
+FORMAT = "offeval-moments/2"
+"""Version 2: centred second moments and co-moments (``m2``, ``co_*``; :mod:`offeval_core.moment_columns`)
+instead of version 1's raw sums of squares and products."""
+_OLD_FORMATS = {"offeval-moments/1": "raw sums of squares, which lose every digit of a variance when the values "
+                                     "share a large offset"}
+_ONLINE_COLUMNS = tuple(ONLINE_ROLES)
 
 
 def _clip_json(c: float):
@@ -51,8 +56,8 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
     >>> import tempfile, os
     >>> off = pd.DataFrame({"experiment_id": ["e"], "day": [1], "arm": ["control"], "segment": ["all"],
     ...                     "reward": ["click"], "discount": ["pbm"], "exposure": ["pbm"], "clip": [math.inf],
-    ...                     "policy": ["logging"], "metric": ["dcg"], "n": [4], "sum": [2.0], "sumsq": [1.5]})
-    >>> on = off[["experiment_id", "day", "arm", "segment", "reward", "n", "sum", "sumsq"]]
+    ...                     "policy": ["logging"], "metric": ["dcg"], "n": [4], "sum": [2.0], "m2": [0.5]})
+    >>> on = off[["experiment_id", "day", "arm", "segment", "reward", "n", "sum", "m2"]]
     >>> m = Moments(offline=off, online=on, grid=Grid(rewards=("click",), policies=(), clips=(math.inf,)))
     >>> p = write_moments(m, os.path.join(tempfile.mkdtemp(), "m.parquet"), settings={"engine": "duckdb"})
     >>> r = read_moments(p)
@@ -83,8 +88,7 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
 
 _GRID_KEYS = ("rewards", "policies", "discounts", "exposures", "clips", "ndcg_rule")
 _KEY_COLUMNS = ("reward",)
-_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "sumsq")
-_PAIRS = (("sum", "sumsq"), ("den_sum", "den_sumsq"), ("sum_diff", "sumsq_diff"))
+_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "m2")
 _SHOWN = 5
 
 
@@ -130,6 +134,11 @@ def read_metadata(path: str | Path, *, name: str | None = None, limits: Limits |
         raise _bad(source, "its metadata is not JSON") from None
     if not isinstance(meta, dict):
         raise _bad(source, "its metadata is not a JSON object")
+    if meta.get("format") in _OLD_FORMATS:
+        old = meta["format"]
+        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {old!r}: {_OLD_FORMATS[old]}); "
+                                     f"compute it again with `offeval reduce LOGS --out FILE` (format {FORMAT!r})",
+                                     source=source)
     if meta.get("format") != FORMAT:
         shown = str(meta.get("format"))[:40]
         raise MomentsValidationError(f"{source}: unsupported moments format {shown!r}, expected {FORMAT!r}",
@@ -180,8 +189,8 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
     MissingInput, UnreadableInput, LimitExceeded
         The file is missing, not a regular Parquet file, or over the limits.
     MomentsValidationError
-        Metadata missing or malformed; counts that are not positive integers, non-finite sums, second
-        moments below the square of the first (Σx² < (Σx)² / n), missing columns.
+        Metadata missing or malformed (or an earlier format); counts that are not positive integers,
+        non-finite sums, negative second moments (Σ(x − x̄)² < 0), missing columns.
     """
     source = name or str(path)
     limits = limits or Limits.from_env()
@@ -247,15 +256,10 @@ def _check_moments(df: pd.DataFrame, part: str, source: str) -> None:
         if len(bad):
             raise _bad(source, f"{part} column '{col}' must hold finite numbers; rows {_rows(bad)} do not",
                        column=col, rows=bad[:_SHOWN] + 1)
-    for first, second in _PAIRS:
-        if first not in df.columns or second not in df.columns:
+    for col, role in OFFLINE_ROLES.items():
+        if role.kind != "m2" or col not in df.columns:
             continue
-        s1 = df[first].to_numpy(dtype=float)
-        s2 = df[second].to_numpy(dtype=float)
-        # Cauchy-Schwarz: Σx² ≥ (Σx)² / n, with room for rounding
-        with np.errstate(over="ignore", invalid="ignore"):  # (1e308)² is inf: then inconsistent
-            floor = s1 * s1 / n
-            bad = np.flatnonzero((s2 < floor - 1e-9 * np.maximum(1.0, np.abs(floor))) | np.isinf(floor))
+        bad = np.flatnonzero(df[col].to_numpy(dtype=float) < 0)  # Σ(x − x̄)² ≥ 0 for any data
         if len(bad):
-            raise _bad(source, f"{part} second moments '{second}' are smaller than ('{first}')² / n at rows "
-                               f"{_rows(bad)}, which no data can give", column=second, rows=bad[:_SHOWN] + 1)
+            raise _bad(source, f"{part} second moments '{col}' must be ≥ 0 (a sum of squared deviations); rows "
+                               f"{_rows(bad)} are negative", column=col, rows=bad[:_SHOWN] + 1)

@@ -35,8 +35,9 @@ def test_normal_and_t_tails_are_scipy_stats_bit_for_bit(z):
     assert stats.one_sided_p(z, 1.0) == float(sps.norm.sf(z))
     assert stats.two_sided_p(z, 1.0) == float(2 * sps.norm.sf(abs(z)))
     # Welch: n = 7 and 5 of values with the given sums → some finite df; compare with scipy.stats' t
-    eff = stats.welch_effect(7, 7 * z + 3.0, 90.0 + z * z * 7, 5, 2.0, 40.0, level=0.9)
-    a, b = stats.sample_variance(7, 7 * z + 3.0, 90.0 + z * z * 7) / 7, stats.sample_variance(5, 2.0, 40.0) / 5
+    m2_t, m2_c = 90.0 - 6 * z - 9 / 7, 40.0 - 4 / 5  # Σx² = 90 + 7z² and 40 less (Σx)² / n
+    eff = stats.welch_effect(7, 7 * z + 3.0, m2_t, 5, 2.0, m2_c, level=0.9)
+    a, b = stats.sample_variance(7, m2_t) / 7, stats.sample_variance(5, m2_c) / 5
     df = stats.welch_df(a, b, 7, 5)
     t = float(sps.t.ppf(0.95, df))
     assert eff.p_value == float(sps.t.sf(eff.value / eff.stderr, df))
@@ -56,12 +57,16 @@ def _online_group_by_group(m, reward, by, level):
     on = m.online[m.online["reward"] == reward]
     out = {}
     for key, part in on.groupby(list(by), sort=True, observed=True):
-        arms = part.groupby("arm", observed=True)[["n", "sum", "sumsq"]].sum()
-        c = arms.loc["control"]
-        t = arms.loc["treatment"]
-        out[key] = (stats.mean_estimate(c["n"], c["sum"], c["sumsq"], level=level),
-                    stats.welch_effect(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"], level=level),
-                    stats.welch_two_sided_p(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"]))
+        arms = {}
+        for arm, rows in part.groupby("arm", observed=True):  # pooled: M2 = Σ M2_g + Σ n_g (x̄_g − x̄)²
+            n, total = rows["n"].sum(), rows["sum"].sum()
+            spread = (rows["n"] * (rows["sum"] / rows["n"] - total / n) ** 2).sum()
+            arms[arm] = {"n": n, "sum": total, "m2": rows["m2"].sum() + spread}
+        c = arms["control"]
+        t = arms["treatment"]
+        out[key] = (stats.mean_estimate(c["n"], c["sum"], c["m2"], level=level),
+                    stats.welch_effect(t["n"], t["sum"], t["m2"], c["n"], c["sum"], c["m2"], level=level),
+                    stats.welch_two_sided_p(t["n"], t["sum"], t["m2"], c["n"], c["sum"], c["m2"]))
     return out
 
 

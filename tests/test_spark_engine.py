@@ -45,11 +45,11 @@ def test_spark_and_duckdb_give_the_same_moments(spark, small_parquet):
     # per group: rewards × (discounts × exposures × clips) × (logging + 1 policy) × metrics
     assert len(a.offline) == len(b.offline) == n_groups * 2 * (1 * 1 * 3) * 2 * 2
     assert a.offline[KEYS].astype(str).equals(b.offline[KEYS].astype(str))
-    for col in ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq"):
+    for col in ("n", "sum", "m2", "co_den", "sum_diff", "m2_diff", "co_diff_den", "den_sum", "den_m2"):
         x, y = a.offline[col].to_numpy(float), b.offline[col].to_numpy(float)
         np.testing.assert_allclose(y, x, rtol=1e-9, atol=1e-12, err_msg=col)
     assert (a.offline["sum"] > 0).any()  # the comparison is not between two empty tables
     on_keys = ["experiment_id", "day", "arm", "segment", "reward"]
     assert a.online[on_keys].astype(str).equals(b.online[on_keys].astype(str))
-    for col in ("n", "sum", "sumsq"):
+    for col in ("n", "sum", "m2"):
         np.testing.assert_allclose(b.online[col].to_numpy(float), a.online[col].to_numpy(float), rtol=1e-9)
