@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy import special as _sc
 from scipy import stats as _sps
 
-from offeval_core.errors import NonFiniteMoments
+from offeval_core.errors import EstimatorWarning, NonFiniteMoments
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
 from offeval_core.validation import check_level
 
@@ -255,10 +256,32 @@ def ratio_estimate(
     var_y = sample_variance(n, m2_y)
     check_finite(co_xy, what="the co-moments")
     cov = co_xy / (n - 1)
-    var_r = max(var_x - 2 * r * cov + r * r * var_y, 0.0) / (n * mean_y * mean_y)
+    var_r = _delta_variance(var_x, -2 * r * cov, r * r * var_y) / (n * mean_y * mean_y)
     se = math.sqrt(var_r)
-    check_finite(se, what="the ratio's variance terms")
+    if not math.isnan(se):
+        check_finite(se, what="the ratio's variance terms")
     return Estimate(r, se, int(n), normal_ci(r, se, level=level))
+
+
+DELTA_PRECISION = 1e-9
+"""A delta-method variance smaller than this share of the sum of its terms' sizes is below the precision of the
+moments it comes from (second moments carry a relative error of up to about 1e-9 when the values share a large
+offset): it is reported as undefined (NaN), with a warning, rather than as 0 or as rounding noise."""
+
+
+def _delta_variance(*terms: float) -> float:
+    """Σ terms of a delta-method variance, or NaN (with an :class:`EstimatorWarning`) when the terms cancel
+    beyond the moments' precision: the per-unit ratios x/y are (nearly) the same on every unit, e.g. rewards
+    sharing an offset of 10⁸ in SNIPS, so Var(x − R y) is lost against Var(x) ≈ R² Var(y)."""
+    size = sum(abs(t) for t in terms)
+    value = sum(terms)
+    if size > 0 and value <= DELTA_PRECISION * size:
+        warnings.warn("the delta-method standard error of a ratio is below the precision of its moments (the ratio "
+                      "of each unit's values is nearly the same everywhere, e.g. rewards with a large common "
+                      "offset): reported as undefined; subtract the offset from the reward to get it",
+                      EstimatorWarning, stacklevel=3)
+        return math.nan
+    return max(value, 0.0)
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -325,10 +348,11 @@ def ratio_difference(first: RatioMoments, second: RatioMoments, cross: CrossMome
     check_finite(m2_a, m2_b, co_ab, m2_c, m2_e, co_ce, co_ac, co_ae, co_bc, co_be, what="the second moments")
     k = n - 1
     mb, me = sum_b / n, sum_e / n
-    v1 = (m2_a - 2 * r1 * co_ab + r1 * r1 * m2_b) / k
-    v0 = (m2_c - 2 * r0 * co_ce + r0 * r0 * m2_e) / k
-    c10 = (co_ac - r0 * co_ae - r1 * co_bc + r1 * r0 * co_be) / k
-    var = max(v1 / (mb * mb) + v0 / (me * me) - 2 * c10 / (mb * me), 0.0) / n
+    b2, e2, be = k * mb * mb, k * me * me, k * mb * me
+    var = _delta_variance(m2_a / b2, -2 * r1 * co_ab / b2, r1 * r1 * m2_b / b2,  # the first ratio
+                          m2_c / e2, -2 * r0 * co_ce / e2, r0 * r0 * m2_e / e2,  # the second
+                          -2 * co_ac / be, 2 * r0 * co_ae / be, 2 * r1 * co_bc / be, -2 * r1 * r0 * co_be / be) / n
     se = math.sqrt(var)
-    check_finite(se, what="the difference's variance terms")
+    if not math.isnan(se):
+        check_finite(se, what="the difference's variance terms")
     return Effect(value, se, int(n), normal_ci(value, se, level=level), one_sided_p(value, se))

@@ -44,7 +44,7 @@ from offeval_core.engine.grid import INF_CLIP, METRICS
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX
-from offeval_core.moment_columns import Layout, Role, merge
+from offeval_core.moment_columns import Layout, Role, merge, merge_running
 
 __all__ = ["CompiledMoments", "binary_rewards", "compiled_moments", "fresh_moments", "wide_roles"]
 
@@ -80,15 +80,27 @@ def _co(v: ir.Value, y: ir.Value, n: ir.Value, where=None) -> ir.Value:
     return v.cov(y, how="pop", where=where) * n
 
 
+def _values(x: ir.Table, *, policies: Sequence[str]) -> ir.Table:
+    """``x`` with the per-row values :func:`_stats` aggregates computed once (a projection, not once per
+    aggregate): nDCG ``n0``… (0 where iDCG = 0) and the paired differences ``e1``… (DCG) and ``f1``… (nDCG)."""
+    k = len(policies) + 1
+    idcg = x.idcg
+    x = x.mutate(**{f"n{i}": ibis.ifelse(idcg > 0, x[f"d{i}"] / idcg, 0.0) for i in range(k)})
+    return x.mutate(**{f"e{i}": x[f"d{i}"] - x.d0 for i in range(1, k)},
+                    **{f"f{i}": x[f"n{i}"] - x.n0 for i in range(1, k)})
+
+
 def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
-    """Every moment of DCG and nDCG of the logging and target policies over the rows of ``x`` (columns
-    ``idcg`` and ``d0``…: one row per session and clip value): the aggregates of one group-by, with the
-    roles of :func:`wide_roles`.
+    """Every moment of DCG and nDCG of the logging and target policies over the rows of ``x`` (from
+    :func:`_values`: ``idcg``, DCG ``d0``…, nDCG ``n0``…, differences ``e1``…, ``f1``…; one row per session
+    and clip value): the aggregates of one group-by, with the roles of :func:`wide_roles`.
 
     Every moment is over the ``n_r`` rows, nDCG counting 0 where iDCG = 0; ``n_pos`` counts the rows with
     iDCG > 0 and ``pden_m2`` is iDCG's second moment over them (the ``drop`` rule's sessions,
     :func:`~offeval_core.engine.reduction._to_long`). No other aggregate is filtered: a FILTER clause on
-    every nDCG aggregate made DuckDB's group-by three times slower."""
+    every nDCG aggregate made DuckDB's group-by three times slower. The paired co-moments with iDCG are not
+    aggregated: co-moments are linear, so Σ(d − d̄)(y − ȳ) of d = target − logging is co_den(target) −
+    co_den(logging), and a covariance is the costliest aggregate of the query."""
     names = [LOGGING_POLICY, *policies]
     idcg = x.idcg
     pos = idcg > 0
@@ -96,17 +108,15 @@ def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
     aggs = {"n_r": n_r, "n_pos": pos.cast("int64").sum(), "den_sum": idcg.sum(), "den_m2": _m2(idcg, n_r),
             "pden_sum": idcg.sum(),  # = Σ over the rows with iDCG > 0 (iDCG ≥ 0)
             "pden_m2": _m2(idcg, x.count(where=pos), pos)}
-    dcg = [x[f"d{i}"] for i in range(len(names))]
-    for metric, vals in (("dcg", dcg), ("ndcg", [ibis.ifelse(pos, d / idcg, 0.0) for d in dcg])):
+    for metric, own, paired in (("dcg", "d", "e"), ("ndcg", "n", "f")):
         for i, p in enumerate(names):
-            v = vals[i]
+            v = x[f"{own}{i}"]
             aggs |= {f"{metric}__{p}__sum": v.sum(), f"{metric}__{p}__m2": _m2(v, n_r),
                      f"{metric}__{p}__co_den": _co(v, idcg, n_r)}
         for i, p in enumerate(policies, 1):
-            dd = vals[i] - vals[0]
-            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__m2_diff": _m2(dd, n_r),
-                     f"{metric}__{p}__co_diff_den": _co(dd, idcg, n_r)}
-    return aggs
+            dd = x[f"{paired}{i}"]
+            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__m2_diff": _m2(dd, n_r)}
+    return aggs  # co_diff_den = co_den(target) − co_den(logging), exactly: added by :func:`_accumulate`
 
 
 @functools.lru_cache(maxsize=32)
@@ -135,19 +145,16 @@ def wide_layout(columns: tuple[str, ...], policies: tuple[str, ...]) -> Layout:
     return Layout(columns, wide_roles(policies))
 
 
-def empty_as_zero(values: np.ndarray, columns: Sequence[str], roles: dict[str, Role]) -> np.ndarray:
+def empty_as_zero(values: np.ndarray, layout: Layout) -> np.ndarray:
     """Aggregates over no row (NULL from the backend, NaN here) of groups whose count is 0 become 0; any
     other NaN (an overflow) stays."""
-    columns = list(columns)
+    if not np.isnan(values).any():
+        return values
     out = values.copy()
-    for j, c in enumerate(columns):
-        role = roles[c]
-        if role.kind == "count":
-            continue
-        total = role.of[0] if role.kind in ("m2", "co") else c
-        count = roles[total].of[0] if roles[total].kind == "sum" else total
-        empty = np.isnan(out[:, j]) & (values[:, columns.index(count)] == 0)
-        out[empty, j] = 0.0
+    for cols, counts in ((layout.sums, layout.sum_counts), (layout.second, layout.count)):
+        block = out[:, cols]
+        block[np.isnan(block) & (values[:, counts] == 0)] = 0.0
+        out[:, cols] = block
     return out
 
 
@@ -212,6 +219,7 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     per = per.mutate(b=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
     # every moment of both kinds of rows in one group-by
     both = ibis.union(per, free)
+    both = _values(both, policies=policies)
     return both.group_by(["k", "b", *keys]).aggregate(**_stats(both, policies=policies))
 
 
@@ -220,25 +228,31 @@ def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str], pol
     moments of every b ≤ the clip value's position ``order[k]`` (a running Chan merge over b). Every group
     with a rewarded session gets a row for every clip number."""
     keys = list(keys)
-    stats = [c for c in parts.columns if c not in ("k", "b", *keys)]
+    queried = [c for c in parts.columns if c not in ("k", "b", *keys)]
+    paired = [(f"{metric}__{p}__co_diff_den", f"{metric}__{p}__co_den", f"{metric}__{LOGGING_POLICY}__co_den")
+              for metric in METRICS for p in policies]
+    stats = [*queried, *(c for c, _, _ in paired)]
     layout = wide_layout(tuple(stats), tuple(policies))
     n_clips = len(order)
     gid = parts.groupby(keys, sort=True).ngroup().to_numpy()
     groups = parts[keys].assign(_g=gid).drop_duplicates("_g").sort_values("_g")[keys].reset_index(drop=True)
-    values = empty_as_zero(parts[stats].to_numpy(dtype=np.float64), stats, wide_roles(tuple(policies)))
+    values = np.empty((len(parts), len(stats)))
+    values[:, :len(queried)] = parts[queried].to_numpy(dtype=np.float64)
+    pos = {c: i for i, c in enumerate(queried)}
+    values[:, len(queried):] = (values[:, [pos[t] for _, t, _ in paired]]  # co_den(target) − co_den(logging)
+                                - values[:, [pos[lg] for _, _, lg in paired]])
+    values = empty_as_zero(values, layout)
     k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=np.int64)
     free = np.zeros((n_clips + 1, len(groups), len(stats)))  # (b, group, statistic)
     free[b[b >= 0], gid[b >= 0]] = values[b >= 0]
-    for i in range(1, n_clips + 1):  # running merge over b: the sessions unclipped at positions ≥ b
-        free[i] = merge(free[i - 1], free[i], layout)
-    out = free[order]  # (clip number, group, statistic)
+    out = merge_running(free, layout)[order]  # (clip number, group, statistic): sessions unclipped at b ≤ o
     bind = b < 0
     out[k[bind], gid[bind]] = merge(out[k[bind], gid[bind]], values[bind], layout)
     frame = pd.DataFrame(out.reshape(-1, len(stats)), columns=stats)
     frame.insert(0, "k", np.repeat(np.arange(n_clips, dtype=np.int64), len(groups)))
     for i, key in enumerate(keys):
         frame.insert(1 + i, key, np.tile(groups[key].to_numpy(), n_clips))
-    for c in stats:
+    for c in queried:
         if pd.api.types.is_integer_dtype(parts[c].dtype):
             frame[c] = frame[c].round().astype(parts[c].dtype)
     return frame
