@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.discounts import DiscountModel, parse_discount
-from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, METRICS, Grid, Moments
+from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, INF_CLIP, METRICS, Grid, Moments
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
 from offeval_core.engine.sources import Source, _fetch_table, logs_source, source_from_logs
@@ -64,7 +64,7 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
 def _reduce(source: Source, grid: Grid, *, pbm_floor: float | None) -> Moments:
     discounts = [source_discount(d, source, floor=pbm_floor) for d in grid.discounts]
     exposures = [source_discount(e, source, floor=pbm_floor) for e in grid.exposures]
-    _check_exposures(exposures, grid)
+    _check_exposures(exposures, grid, source.max_rank)
     variants = variant_table(grid)
     keys = list(source.keys)
     counts = source.counts
@@ -182,8 +182,17 @@ def _check_source_names(source: Source, grid: Grid) -> None:
                              f"'{POLICY_PREFIX}{p}' (policies found: {known})")
 
 
-def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid) -> None:
+def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid, max_rank: int) -> None:
     for e in exposures:
+        with np.errstate(divide="ignore", over="ignore"):
+            w = 1.0 / e.table(max_rank)
+        beyond = np.flatnonzero(~(w < INF_CLIP))  # 1 / D0 infinite, or past what stands for m = ∞
+        if len(beyond) and e.kind != "table" and math.inf in grid.clips:
+            r = int(beyond[0]) + 1
+            raise NonFiniteMoments(
+                f"exposure model {e.spec!r} gives rank {r} a probability of {e.table(max_rank)[r - 1]:.3g}, so the "
+                f"unclipped (m = ∞) weight 1 / D0 there is beyond double precision; use a finite clip grid or an "
+                "exposure model that stays above 1e-300 at every logged rank")
         if e.kind == "table" and (e.cutoff is not None or min(e.values) <= 0) and math.inf in grid.clips:
             raise ValueError(
                 f"exposure model {e.spec!r} gives probability 0 to some ranks, so 1 / D0 is infinite there; "
