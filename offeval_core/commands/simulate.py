@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from offeval_core.commands.argtypes import non_negative_int, positive_int
+from offeval_core.safe_io import atomic_write, check_output
 from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, true_survival, write_world
 
 __all__ = ["NCIS_PRESET", "register", "run"]
@@ -18,15 +20,19 @@ def register(subparsers) -> None:
         "--partition-by-day / --preset large, DIR/logs/day-YYYY-MM-DD.parquet) and "
         "DIR/ground_truth.parquet. The bundled demo data: offeval simulate --out data --preset demo --seed 0",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing; files already "
+                                                               "there are kept unless --force)")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (with --partition-by-day, also remove the day files of an "
+                        "earlier run that this one does not write)")
     p.add_argument("--preset", default="demo", choices=[*PRESETS, NCIS_PRESET],
                    help="world size (default: demo); 'ncis-counterexample' writes the one-item logs of Gilotte "
                    "et al. (WSDM'18) Table 1 with propensity columns (sessions per arm: --impressions, default "
                    "10000, a multiple of 1000; exact population frequencies, so --seed is not used)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     p.add_argument("--impressions", type=int, default=None, metavar="N",
                    help="target number of logged impressions (sets the sessions per experiment-day-arm)")
-    p.add_argument("--days", type=int, default=None, help="number of days")
+    p.add_argument("--days", type=positive_int, default=None, help="number of days")
     p.add_argument("--survival", choices=list(SURVIVALS), default=None,
                    help="viewing curve P(V=1|R=r): heavy-tailed 'learnt' (default) or 'exponential'")
     p.add_argument("--cascade", action="store_true", help="break Asm. 2: stopping is likelier after a reward")
@@ -34,7 +40,7 @@ def register(subparsers) -> None:
                    help="break Asm. 3: diminishing returns for same-topic items ranked above")
     p.add_argument("--contextual-position-bias", action="store_true",
                    help="break the context-free PBM: registered users scroll deeper")
-    p.add_argument("--support-depth", type=int, default=None, metavar="D",
+    p.add_argument("--support-depth", type=positive_int, default=None, metavar="D",
                    help="break Asm. 5: nobody scrolls beyond rank D, so items the logger ranks below D are "
                    "never logged")
     p.add_argument("--no-watch-time", action="store_true", help="omit the real-valued watch_time reward")
@@ -54,10 +60,8 @@ def _run_ncis(args: argparse.Namespace) -> int:
     if isinstance(n, bool) or n < 1:
         raise ValueError(f"--impressions must be a positive integer, got {n!r}")
     logs = ncis_counterexample(n)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "logs.parquet"
-    logs.to_parquet(path, index=False)
+    path = check_output(Path(args.out) / "logs.parquet", force=args.force)
+    atomic_write(path, lambda tmp: logs.to_parquet(tmp, index=False))
     print(f"Wrote {path} ({_mb(path.stat().st_size)}): Gilotte et al. Table 1 counter-example, {n:,} control "
           f"sessions logged by π_p and {n:,} treatment sessions served by π_t, one item each; reward 'value', "
           f"propensities 'logging_propensity' and 'target_propensity__test'. Population values: logging "
@@ -92,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         per_group = max(1, round(args.impressions / mean_len / groups))
         config = preset_config(args.preset, **overrides, sessions_per_arm_day=per_group)
     partition = args.partition_by_day or args.preset == "large"
-    s = write_world(config, args.out, seed=args.seed, partition_by_day=partition)
+    s = write_world(config, args.out, seed=args.seed, partition_by_day=partition, force=args.force)
     rates = ", ".join(
         f"{name} {value:.1%} of views" if name != "watch_time" else f"{name} {value:.1f} s per view"
         for name, value in s["reward_rates"].items()
