@@ -161,7 +161,23 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
                             "OFFEVAL_MAX_COLUMNS / --max-columns", source=source,
                             expected=f"at most {limits.max_columns:,} columns")
     text = line.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r")
-    return next(csv.reader([text], delimiter=sep), [])
+    if "\r" in text and b"\n" not in buf:
+        raise UnreadableInput(f"{source}: the lines end in a carriage return alone (CR, as in classic Mac OS "
+                              "files), which CSV readers do not split on; save the file with LF or CRLF line "
+                              "ends", source=source, expected="lines ending in LF or CRLF")
+    try:
+        names = next(csv.reader([text], delimiter=sep), [])
+    except csv.Error:
+        raise UnreadableInput(f"{source}: cannot read the header line as CSV (a quote or line break inside a "
+                              "column name)", source=source, expected="a CSV header line") from None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise UnreadableInput(f"{source}: column {name!r} appears more than once in the header; column names "
+                                  "must be unique (rename or drop the copy)", source=source, column=name,
+                                  expected="unique column names")
+        seen.add(name)
+    return names
 
 
 def _prescan(path, *, source: str, limits: Limits) -> None:

@@ -76,6 +76,9 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
     LogsOverLimit
         Over one of the limits (bytes, rows, columns).
     """
+    if not str(source).strip():  # Path("") is the working directory: never read it by accident
+        raise MissingInput("no logs named: the file name is empty; give a CSV or Parquet file or a directory",
+                           source="", expected="a file or directory name")
     limits = limits or Limits.from_env()
     path = Path(source)
     label = name or str(source)
