@@ -130,19 +130,28 @@ def neutralise_cell(value: object) -> object:
     return value
 
 
-def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` whose text cells and column names are neutralised (numeric columns untouched).
+_LINE_BREAKS = {0x0A: "\\n", 0x0D: "\\r"}
 
-    >>> neutralise_frame(pd.DataFrame({"=x": ["-a", "b"], "v": [-1.0, 2.0]})).to_csv(index=False).splitlines()
-    ["'=x,v", "'-a,-1.0", 'b,2.0']
+
+def _export_cell(value: object) -> object:
+    return neutralise_cell(value.translate(_LINE_BREAKS)) if isinstance(value, str) else value
+
+
+def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
+    r"""A copy of ``df`` whose text cells and column names are neutralised (numeric columns untouched): line
+    breaks shown as ``\n`` / ``\r`` (a name ``"x\n=HYPERLINK(…)"`` cannot start a line of the file, even for a
+    reader that splits lines before quotes) and formula-leading text prefixed with ``'``.
+
+    >>> neutralise_frame(pd.DataFrame({"=x": ["-a", "b\n=1"], "v": [-1.0, 2.0]})).to_csv(index=False).splitlines()
+    ["'=x,v", "'-a,-1.0", 'b\\n=1,2.0']
     """
     out = df.copy()
     for col in out.columns:
         s = out[col]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
             continue
-        out[col] = s.astype(object).map(neutralise_cell)
-    out.columns = [neutralise_cell(str(c)) if isinstance(c, str) else c for c in out.columns]
+        out[col] = s.astype(object).map(_export_cell)
+    out.columns = [_export_cell(c) if isinstance(c, str) else c for c in out.columns]
     return out
 
 

@@ -142,10 +142,11 @@ def test_pooled_moments_equal_the_moments_of_all_values(sizes, offset, seed):
     frame = pd.DataFrame([dict(zip(("n", "sum", "m2"), stats.moments_of(g), strict=True)) for g in groups])
     pooled = pool(frame, roles=ONLINE_ROLES).iloc[0]
     everything = np.concatenate(groups)
-    n, total, want = stats.moments_of(everything)
+    n, total, direct = stats.moments_of(everything)
     assert pooled["n"] == n
     assert pooled["sum"] == pytest.approx(total, rel=1e-12, abs=1e-9)
     assert pooled["m2"] == pytest.approx(np.var(everything - offset) * n, rel=1e-6, abs=1e-9)
+    assert pooled["m2"] == pytest.approx(direct, rel=1e-6, abs=1e-9)
 
 
 def test_pool_co_moments_and_by_keys():

@@ -214,7 +214,7 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
     if len(diags):
         dd = diags.iloc[0]
         print(f"weights: ESS {dd['ess']:.1f} of {int(dd['w_rows'])} rows, max weight {dd['max_weight']:.3g}, "
-              f"capped mass {dd['capped_share']:.1%}, mean weight {dd['mean_weight']:.3f}")
+              f"capped mass {dd['capped_share']:.1%}, mean weight {dd['mean_weight']:.4g}")
     if "bootstrap" in out:
         bt = b.target
         print(f"bootstrap ({b.n_boot} resamples): target {bt.value:.4f} [{bt.ci.low:.4f}, {bt.ci.high:.4f}], "

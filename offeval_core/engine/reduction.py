@@ -269,8 +269,10 @@ _VARIANT = ("experiment_id", "day", "arm", "segment", "discount", "exposure", "c
 
 def check_finite_moments(frame: pd.DataFrame, *, what: str, roles=OFFLINE_ROLES) -> None:
     """Raise :class:`NonFiniteMoments` naming the first row of ``frame`` with an infinite or undefined moment
-    (the paired columns of the logging policy's rows are empty by design)."""
-    cols = [c for c in roles if c in frame.columns and roles[c].kind != "max"]
+    (the paired columns of the logging policy's rows are empty by design). The importance rows' weight
+    diagnostics (``add`` / ``max`` columns, e.g. Σw² of the uncapped weights) may overflow without stopping
+    the estimates of capped weights: their summaries (ESS…) show it."""
+    cols = [c for c in roles if c in frame.columns and roles[c].kind not in ("add", "max")]
     values = frame[cols].to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values)
     if "policy" in frame.columns:  # the logging policy's rows leave the paired columns empty
