@@ -116,17 +116,26 @@ class Layout:
         self.x = np.array([sums.index(roles[c].of[0]) for c in seconds], dtype=np.intp)  # within ``sums``
         self.y = np.array([sums.index(roles[c].of[-1]) for c in seconds], dtype=np.intp)
         self.count = np.array([pos[roles[roles[c].of[0]].of[0]] for c in seconds], dtype=np.intp)
+        within = {int(c): i for i, c in enumerate(self.counts)}  # positions within ``counts``
+        self.sum_count_at = np.array([within[int(c)] for c in self.sum_counts], dtype=np.intp)
+        self.count_at = np.array([within[int(c)] for c in self.count], dtype=np.intp)
 
     def means(self, values: np.ndarray) -> np.ndarray:
-        """Σx / n of every sum column (0 where n = 0)."""
-        n = values[..., self.sum_counts]
-        return np.divide(values[..., self.sums], n, out=np.zeros(n.shape), where=n > 0)
+        """Σx / n of every sum column (0 where n = 0: counts are whole numbers and an empty group's sums are 0,
+        so dividing by max(n, 1) is exact)."""
+        n = np.maximum(values[..., self.counts], 1.0)
+        return values[..., self.sums] / n[..., self.sum_count_at]
+
+    def between(self, na: np.ndarray, nb: np.ndarray, dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
+        """n_a n_b / (n_a + n_b) · dx · dy for every second-moment column, from the counts ``na``, ``nb`` (the
+        count columns, in ``counts`` order) and the mean differences of its x and y."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _weight(na, nb)[..., self.count_at] * dx * dy
 
 
 def _weight(na: np.ndarray, nb: np.ndarray) -> np.ndarray:
-    """n_a n_b / (n_a + n_b), 0 when either is 0."""
-    n = na + nb
-    return np.divide(na * nb, n, out=np.zeros(np.shape(n)), where=n > 0)
+    """n_a n_b / (n_a + n_b), 0 when either is 0 (whole-number counts: the numerator is then 0)."""
+    return na * nb / np.maximum(na + nb, 1.0)
 
 
 def merge(a: np.ndarray, b: np.ndarray, layout: Layout) -> np.ndarray:
@@ -145,9 +154,8 @@ def merge(a: np.ndarray, b: np.ndarray, layout: Layout) -> np.ndarray:
         out[..., layout.maxed] = np.fmax(a[..., layout.maxed], b[..., layout.maxed])
     if len(layout.second):
         d = layout.means(a) - layout.means(b)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out[..., layout.second] += (_weight(a[..., layout.count], b[..., layout.count])
-                                        * d[..., layout.x] * d[..., layout.y])
+        out[..., layout.second] += layout.between(a[..., layout.counts], b[..., layout.counts], d[..., layout.x],
+                                                  d[..., layout.y])
     return out
 
 
@@ -172,8 +180,7 @@ def merge_running(parts: np.ndarray, layout: Layout) -> np.ndarray:
         a, b = before[live], after[live]  # only cells where both sides hold sessions have a between term
         d = layout.means(a) - layout.means(b)
         between = np.zeros((len(before), len(layout.second)))
-        with np.errstate(over="ignore", invalid="ignore"):
-            between[live] = _weight(a[:, layout.count], b[:, layout.count]) * d[:, layout.x] * d[:, layout.y]
+        between[live] = layout.between(a[:, layout.counts], b[:, layout.counts], d[:, layout.x], d[:, layout.y])
         out[1:, ..., layout.second] += np.cumsum(between.reshape(len(parts) - 1, *parts.shape[1:-1], -1), axis=0)
     return out
 
@@ -191,8 +198,7 @@ def add_zeros(values: np.ndarray, zeros, layout: Layout) -> np.ndarray:
     out[..., layout.counts] += z
     if len(layout.second):
         m = layout.means(values)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out[..., layout.second] += _weight(values[..., layout.count], z) * m[..., layout.x] * m[..., layout.y]
+        out[..., layout.second] += layout.between(values[..., layout.counts], z, m[..., layout.x], m[..., layout.y])
     return out
 
 
@@ -211,8 +217,7 @@ def remove_zeros(values: np.ndarray, zeros, layout: Layout) -> np.ndarray:
     out[..., layout.counts] -= z
     if len(layout.second):
         m = layout.means(out)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out[..., layout.second] -= _weight(out[..., layout.count], z) * m[..., layout.x] * m[..., layout.y]
+        out[..., layout.second] -= layout.between(out[..., layout.counts], z, m[..., layout.x], m[..., layout.y])
     return out
 
 
@@ -258,7 +263,7 @@ def pool(frame: pd.DataFrame, by: Sequence[str] = (), roles: Mapping[str, Role] 
     if len(layout.second) and len(values):
         d = layout.means(values) - layout.means(out)[ids]
         with np.errstate(over="ignore", invalid="ignore"):
-            spread = values[:, layout.count] * d[:, layout.x] * d[:, layout.y]
+            spread = values[:, layout.counts][:, layout.count_at] * d[:, layout.x] * d[:, layout.y]
         out[:, layout.second] += _group_sum(spread, ids, n_groups)
     result = pd.DataFrame(out, columns=columns)
     for c in columns:

@@ -27,8 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STATS = ["tests/test_formulas.py", "tests/test_stats.py", "--doctest-modules", "offeval_core/stats.py"]
-EST = ["tests/test_formulas.py", "tests/test_stats.py", "tests/test_worked_examples.py"]
+STATS = ["tests/test_formulas.py", "tests/test_stats.py", "tests/test_stable_moments.py", "--doctest-modules",
+         "offeval_core/stats.py"]
+EST = ["tests/test_formulas.py", "tests/test_stats.py", "tests/test_worked_examples.py", "tests/test_stable_moments.py"]
 IMP = ["tests/test_formulas.py", "tests/test_importance_keys.py", "tests/test_ncis_session_scale.py",
        "tests/test_importance.py::test_identities_on_multislot_logs",
        "tests/test_importance.py::test_counterexample_reproduces_table1_exactly",
@@ -38,7 +39,7 @@ IMP = ["tests/test_formulas.py", "tests/test_importance_keys.py", "tests/test_nc
        "--doctest-modules", "offeval_core/importance"]
 ENGINE = ["tests/test_formulas.py", "tests/test_engine.py::test_reduce_matches_the_reference_loop",
           "tests/test_engine.py::test_paired_effect_and_ndcg_drop_rule_match_the_reference",
-          "tests/test_worked_examples.py"]
+          "tests/test_worked_examples.py", "tests/test_stable_moments.py"]
 DEC = ["tests/test_formulas.py", "tests/test_analyses_decisions.py", "--doctest-modules",
        "offeval_core/analyses/decisions.py"]
 MNAR = ["tests/test_formulas.py", "tests/test_heldout_mnar.py", "--doctest-modules", "offeval_core/heldout/mnar.py"]
