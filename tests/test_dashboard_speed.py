@@ -18,6 +18,7 @@ from offeval_core.charts import DECISION_COLOURS, clip_positions, decision_figur
 from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
 from offeval_core.estimators import online_results
 from offeval_core.logs import read_logs
+from offeval_core.moment_columns import ONLINE_ROLES, pool
 from offeval_core.simulate import preset_config, simulate
 
 
@@ -57,11 +58,7 @@ def _online_group_by_group(m, reward, by, level):
     on = m.online[m.online["reward"] == reward]
     out = {}
     for key, part in on.groupby(list(by), sort=True, observed=True):
-        arms = {}
-        for arm, rows in part.groupby("arm", observed=True):  # pooled: M2 = Σ M2_g + Σ n_g (x̄_g − x̄)²
-            n, total = rows["n"].sum(), rows["sum"].sum()
-            spread = (rows["n"] * (rows["sum"] / rows["n"] - total / n) ** 2).sum()
-            arms[arm] = {"n": n, "sum": total, "m2": rows["m2"].sum() + spread}
+        arms = {arm: pool(rows, roles=ONLINE_ROLES).iloc[0] for arm, rows in part.groupby("arm", observed=True)}
         c = arms["control"]
         t = arms["treatment"]
         out[key] = (stats.mean_estimate(c["n"], c["sum"], c["m2"], level=level),
