@@ -137,8 +137,9 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None
     match = re.fullmatch(r"(.*)@([^@/]*)", text)
     if match:
         text, cut = match.group(1), match.group(2)
-        if not cut.isdigit() or int(cut) < 1:
-            raise SpecError(f"discount cut-off must be a positive integer after '@', got {spec!r}")
+        if not re.fullmatch(r"[0-9]{1,9}", cut.strip()) or int(cut) < 1:  # str.isdigit() also takes '²'
+            raise SpecError(f"discount cut-off must be a positive integer after '@', got {spec!r} (digits 0-9, "
+                            "e.g. 'log2@10')")
         cutoff = int(cut)
     kind, _, arg = text.partition(":")
     kind = kind.strip().lower()

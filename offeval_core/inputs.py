@@ -36,7 +36,7 @@ from offeval_core.errors import LimitExceeded, MissingInput, UnreadableInput
 from offeval_core.limits import DATA_DIR_ENV, Limits, data_dir, load_memory
 
 __all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "check_memory", "data_file", "data_files", "file_kind", "open_regular",
-           "read_csv_limited", "text_lines"]
+           "read_csv_limited", "refuse_special", "text_lines"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".tsv.gz", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -60,16 +60,21 @@ def file_kind(name: str) -> str | None:
     return None
 
 
+def refuse_special(path: str | os.PathLike, *, source: str) -> None:
+    """UnreadableInput when ``path`` (its real path) lies under /proc, /sys or /dev, whether or not it exists:
+    such a name is never opened, listed or globbed."""
+    if os.path.realpath(os.fspath(path)).startswith(_SPECIAL_TREES):
+        raise UnreadableInput(f"{source}: not a regular file (a /proc, /sys or /dev entry)", source=source,
+                              expected="a regular file")
+
+
 def open_regular(path: str | os.PathLike, *, source: str) -> io.BufferedReader:
     """Open ``path`` for reading if it is a regular file; never blocks on a FIFO, never opens a device.
 
     Raises MissingInput when it does not exist and UnreadableInput when it is not a regular file or
     cannot be opened (permissions).
     """
-    real = os.path.realpath(os.fspath(path))
-    if real.startswith(_SPECIAL_TREES):
-        raise UnreadableInput(f"{source}: not a regular file (a /proc, /sys or /dev entry)", source=source,
-                              expected="a regular file")
+    refuse_special(path, source=source)
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -164,7 +169,23 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
                             "OFFEVAL_MAX_COLUMNS / --max-columns", source=source,
                             expected=f"at most {limits.max_columns:,} columns")
     text = line.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r")
-    return next(csv.reader([text], delimiter=sep), [])
+    if "\r" in text and b"\n" not in buf:
+        raise UnreadableInput(f"{source}: the lines end in a carriage return alone (CR, as in classic Mac OS "
+                              "files), which CSV readers do not split on; save the file with LF or CRLF line "
+                              "ends", source=source, expected="lines ending in LF or CRLF")
+    try:
+        names = next(csv.reader([text], delimiter=sep), [])
+    except csv.Error:
+        raise UnreadableInput(f"{source}: cannot read the header line as CSV (a quote or line break inside a "
+                              "column name)", source=source, expected="a CSV header line") from None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise UnreadableInput(f"{source}: column {name!r} appears more than once in the header; column names "
+                                  "must be unique (rename or drop the copy)", source=source, column=name,
+                                  expected="unique column names")
+        seen.add(name)
+    return names
 
 
 def _prescan(path, *, source: str, limits: Limits) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from offeval_core.errors import LimitExceeded, MissingInput, UnreadableInput
-from offeval_core.inputs import PARQUET_SUFFIXES, check_memory, open_regular
+from offeval_core.inputs import PARQUET_SUFFIXES, check_memory, open_regular, refuse_special
 from offeval_core.limits import Limits
 
 __all__ = ["ParquetDataset", "conform", "parquet_dataset", "parquet_files", "read_parquet_limited"]
@@ -37,6 +37,7 @@ def parquet_files(path, *, source: str) -> list[Path]:
     text = os.fspath(path)
     if not str(text).strip():
         raise MissingInput("no file named: the path is empty", source=source, expected="a file, directory or pattern")
+    refuse_special(text, source=source)
     p = Path(text)
     if not p.exists() and any(ch in str(text) for ch in "*?["):
         files = sorted(Path(m) for m in glob.glob(str(text), recursive=True)
@@ -147,6 +148,7 @@ def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True, s
 
     files = parquet_files(path, source=source)
     schemas, rows, nbytes, decoded = [], [], 0, 0
+    label = source
     try:
         for f in files:
             label = _file_label(f, files, source)
@@ -172,8 +174,8 @@ def parquet_dataset(path, *, source: str, limits: Limits, memory: bool = True, s
                 _check_size(source, sum(rows), nbytes, limits)
     except (LimitExceeded, UnreadableInput):
         raise
-    except Exception as exc:  # any decoder failure of a corrupt footer
-        raise UnreadableInput(f"{source}: cannot read the file: not a valid Parquet file (corrupt or truncated: "
+    except Exception as exc:  # any decoder failure of a corrupt footer (named: the file of a directory or glob)
+        raise UnreadableInput(f"{label}: cannot read the file: not a valid Parquet file (corrupt or truncated: "
                               f"{type(exc).__name__})", source=source) from None
     unified = _unify(schemas, files, source)
     if memory:

@@ -1,15 +1,17 @@
 """The invariants of a moments file, checked on read (:func:`~offeval_core.moments_io.read_moments`).
 
 A moments file replaces the logs downstream, so an edited or damaged one must not give silently wrong numbers.
-Every numeric moment column has a *role* (:data:`ROLES`), and the rules are written per role, here and nowhere
-else: counts are positive integers; sums of non-negative quantities (DCG, iDCG, rewards and their products)
-are ≥ 0; every value is finite; second moments are at least the square of the first over n (Σx² ≥ (Σx)² / n)
-and cross moments obey Cauchy-Schwarz ((Σxy)² ≤ Σx² Σy²). Across rows: each (group, variant) has one row,
-every variant of the grid has a row in every group, and a group's offline session count equals its online
+Every numeric moment column has a *role* (:data:`~offeval_core.moment_columns.OFFLINE_ROLES`,
+:data:`~offeval_core.moment_columns.ONLINE_ROLES`: a count, a sum Σx, a centred second moment
+M2 = Σ(x − x̄)², a co-moment C = Σ(x − x̄)(y − ȳ), a plain sum or a maximum), and the rules are written per
+role, here and nowhere else: counts are positive integers; every value is finite; sums of non-negative
+quantities (DCG, iDCG, rewards, importance weights; every sum but a paired difference's) are ≥ 0; second
+moments are ≥ 0; co-moments obey Cauchy-Schwarz (C² ≤ M2_x · M2_y). Across rows: each (group, variant) has one
+row, every variant of the grid has a row in every group, and a group's offline session count equals its online
 one (at most it, for nDCG rows when sessions without a reward are dropped).
 
-A column added to the moments gets a role in :data:`ROLES` (a numeric column without one is only checked for
-being finite); a renamed column keeps its role under the new name.
+A column added to the moments gets a role in :mod:`offeval_core.moment_columns` (a numeric column without one
+is only checked for being finite).
 """
 
 from __future__ import annotations
@@ -20,23 +22,13 @@ import pandas as pd
 from offeval_core.engine import GROUP_KEYS, METRICS, Grid
 from offeval_core.errors import MomentsValidationError
 from offeval_core.log_schema import LOGGING_POLICY
+from offeval_core.moment_columns import OFFLINE_ROLES, ONLINE_ROLES
 
-__all__ = ["LABELS", "ROLES", "check_grid", "check_part", "moments_error"]
+__all__ = ["LABELS", "SIGNED", "check_grid", "check_part", "moments_error"]
 
-ROLES: dict[str, str] = {
-    "n": "count",
-    "sum": "sum of non-negative values", "den_sum": "sum of non-negative values",
-    "sum_x_den": "sum of non-negative values",
-    "sumsq": "sum of squares", "den_sumsq": "sum of squares", "sumsq_diff": "sum of squares",
-    "sum_diff": "signed sum", "sum_diff_den": "signed sum",
-    "clip": "clip",
-}
-"""The role of every numeric column of a moments file (offline and online rows)."""
-
-SQUARES = (("sum", "sumsq"), ("den_sum", "den_sumsq"), ("sum_diff", "sumsq_diff"))
-"""(Σx, Σx²) pairs: Σx² ≥ (Σx)² / n."""
-CROSS = (("sum_x_den", "sumsq", "den_sumsq"), ("sum_diff_den", "sumsq_diff", "den_sumsq"))
-"""(Σxy, Σx², Σy²) triples: (Σxy)² ≤ Σx² · Σy²."""
+SIGNED = ("sum_diff",)
+"""The sums of quantities that may be negative (the paired difference target − logging); every other sum is of
+non-negative values."""
 LABELS = (*GROUP_KEYS, "reward", "discount", "exposure", "clip", "policy", "metric")
 """The columns that name a row of the offline moments; the online rows are named by the group keys and reward."""
 _SHOWN = 5
@@ -57,9 +49,10 @@ def _fail(source, part, col, bad, text):
 
 def check_part(df: pd.DataFrame, part: str, source: str, *, ndcg_rule: str = "zero") -> None:
     """Row by row, by role: numeric columns, positive integer counts (0 only for nDCG rows when sessions
-    without a reward are dropped, and then every sum is 0), finite values (a target policy's paired
-    difference only; the logging policy has none), non-negative sums and squares, and the Cauchy-Schwarz
-    bounds of second and cross moments."""
+    without a reward are dropped, and then every moment is 0), finite values (a target policy's paired
+    difference only; the logging policy has none), non-negative sums of non-negative values, non-negative
+    second moments, and co-moments within the Cauchy-Schwarz bound of their second moments."""
+    roles = OFFLINE_ROLES if part == "offline" else ONLINE_ROLES
     for col in df.columns:
         if col not in LABELS and not (pd.api.types.is_numeric_dtype(df[col])
                                       and not pd.api.types.is_bool_dtype(df[col])):
@@ -84,33 +77,35 @@ def check_part(df: pd.DataFrame, part: str, source: str, *, ndcg_rule: str = "ze
         if len(bad):
             raise moments_error(source, f"{part} column '{col}' must hold finite numbers; rows {_rows(bad)} do not",
                                 column=col, rows=bad[:_SHOWN] + 1)
-        role = ROLES.get(col)
-        if role in ("sum of non-negative values", "sum of squares"):
-            bad = np.flatnonzero(v < 0)
-            if len(bad):
-                _fail(source, part, col, bad, f"column '{col}' is a {role} and cannot be negative")
+        role = roles.get(col)
+        kind = role.kind if role is not None else ""
+        if kind in ("sum", "add", "max") and col not in SIGNED:
+            text = f"column '{col}' is a sum of non-negative values and cannot be negative"
+        elif kind == "m2":
+            text = f"second moments '{col}' must be ≥ 0 (a sum of squared deviations Σ(x − x̄)²)"
+        else:
+            text = ""
+        bad = np.flatnonzero(v < 0) if text else []
+        if len(bad):
+            _fail(source, part, col, bad, text)
         values[col] = v
     empty = n == 0
     for col, v in values.items():
         bad = np.flatnonzero(empty & (v != 0) & ~np.isnan(v))
         if len(bad):
             _fail(source, part, col, bad, f"column '{col}' must be 0 where no session is counted (n = 0)")
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # (1e308)² is inf: then inconsistent
-        for first, second in SQUARES:
-            if first in values and second in values:
-                floor = np.where(empty, 0.0, values[first] * values[first] / np.where(empty, 1.0, n))
-                bad = np.flatnonzero((values[second] < floor - _TOL * np.maximum(1.0, np.abs(floor))) | np.isinf(floor))
+    second = {role.of[0]: col for col, role in roles.items() if role.kind == "m2"}  # sum column → its M2 column
+    with np.errstate(over="ignore", invalid="ignore"):  # (1e200)² is inf: then inconsistent
+        for col, role in roles.items():
+            if role.kind != "co" or col not in values:
+                continue
+            sq_x, sq_y = (second.get(total) for total in role.of)
+            if sq_x in values and sq_y in values:
+                lhs, rhs = values[col] ** 2, values[sq_x] * values[sq_y]
+                bad = np.flatnonzero((lhs > rhs + _TOL * np.maximum(1.0, np.abs(rhs))) | (np.isinf(lhs) & ~np.isinf(rhs)))
                 if len(bad):
-                    raise moments_error(source, f"{part} second moments '{second}' are smaller than ('{first}')² / n "
-                                                f"at rows {_rows(bad)}, which no data can give", column=second,
-                                        rows=bad[:_SHOWN] + 1)
-        for cross, sq_x, sq_y in CROSS:
-            if cross in values and sq_x in values and sq_y in values:
-                lhs, rhs = values[cross] ** 2, values[sq_x] * values[sq_y]
-                bad = np.flatnonzero(lhs > rhs + _TOL * np.maximum(1.0, np.abs(rhs)))
-                if len(bad):
-                    _fail(source, part, cross, bad, f"cross moments '{cross}' are larger than √('{sq_x}' · '{sq_y}') "
-                                                    "(Cauchy-Schwarz), which no data can give")
+                    _fail(source, part, col, bad, f"cross moments '{col}' are larger than √('{sq_x}' · '{sq_y}') "
+                                                  "(Cauchy-Schwarz), which no data can give")
 
 
 def _describe(row) -> str:

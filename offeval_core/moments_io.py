@@ -25,6 +25,7 @@ from offeval_core.errors import InputError, LimitExceeded, MomentsValidationErro
 from offeval_core.inputs import file_kind, open_regular
 from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
+from offeval_core.moment_columns import ONLINE_ROLES
 from offeval_core.moments_checks import check_grid, check_part, moments_error
 from offeval_core.safe_io import atomic_write, check_output
 from offeval_core.validation import clip_value, parse_clip
@@ -35,8 +36,12 @@ __all__ = [
 
 
 META_KEY = b"offeval"
-FORMAT = "offeval-moments/1"
-_ONLINE_COLUMNS = ("n", "sum", "sumsq")
+FORMAT = "offeval-moments/2"
+"""Version 2: centred second moments and co-moments (``m2``, ``co_*``; :mod:`offeval_core.moment_columns`)
+instead of version 1's raw sums of squares and products."""
+_OLD_FORMATS = {"offeval-moments/1": "raw sums of squares, which lose every digit of a variance when the values "
+                                     "share a large offset"}
+_ONLINE_COLUMNS = tuple(ONLINE_ROLES)
 
 
 def _clip_json(c: float):
@@ -53,8 +58,8 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
     >>> import tempfile, os
     >>> off = pd.DataFrame({"experiment_id": "e", "day": 1, "arm": "control", "segment": "all", "reward": "click",
     ...                     "discount": "pbm", "exposure": "pbm", "clip": math.inf, "policy": "logging",
-    ...                     "metric": ["dcg", "ndcg"], "n": 4, "sum": [2.0, 1.0], "sumsq": [1.5, 0.5]})
-    >>> on = off[["experiment_id", "day", "arm", "segment", "reward", "n", "sum", "sumsq"]].iloc[:1]
+    ...                     "metric": ["dcg", "ndcg"], "n": 4, "sum": [2.0, 1.0], "m2": [0.5, 0.25]})
+    >>> on = off[["experiment_id", "day", "arm", "segment", "reward", "n", "sum", "m2"]].iloc[:1]
     >>> m = Moments(offline=off, online=on, grid=Grid(rewards=("click",), policies=(), clips=(math.inf,)))
     >>> p = write_moments(m, os.path.join(tempfile.mkdtemp(), "m.parquet"), settings={"engine": "duckdb"})
     >>> r = read_moments(p)
@@ -85,7 +90,7 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
 
 _GRID_KEYS = ("rewards", "policies", "discounts", "exposures", "clips", "ndcg_rule")
 _KEY_COLUMNS = ("reward",)
-_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "sumsq")
+_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "m2")
 _bad = moments_error
 
 
@@ -127,6 +132,11 @@ def read_metadata(path: str | Path, *, name: str | None = None, limits: Limits |
         raise _bad(source, "its metadata is not JSON") from None
     if not isinstance(meta, dict):
         raise _bad(source, "its metadata is not a JSON object")
+    if meta.get("format") in _OLD_FORMATS:
+        old = meta["format"]
+        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {old!r}: {_OLD_FORMATS[old]}); "
+                                     f"compute it again with `offeval reduce LOGS --out FILE` (format {FORMAT!r})",
+                                     source=source)
     if meta.get("format") != FORMAT:
         shown = str(meta.get("format"))[:40]
         raise MomentsValidationError(f"{source}: unsupported moments format {shown!r}, expected {FORMAT!r}",
@@ -159,7 +169,7 @@ def _clip_ok(c) -> bool:
 
 def is_moments_file(path: str | Path) -> bool:
     """Whether ``path`` is a Parquet file that claims to be a moments file: it has the ``offeval`` metadata of
-    :func:`write_moments`, or the columns of one (``kind``, ``n``, ``sum``, ``sumsq``, ``metric``). Reading such
+    :func:`write_moments`, or the columns of one (``kind``, ``n``, ``sum``, ``m2``, ``metric``). Reading such
     a file as a moments file then reports what is wrong with it (edited metadata is a moments-file problem,
     not a logs one); False for anything else, including files that cannot be read (reading them as logs
     then says why)."""
@@ -175,7 +185,7 @@ def is_moments_file(path: str | Path) -> bool:
             meta = pf.schema_arrow.metadata or {}
         except Exception:  # a footer pyarrow cannot turn into a schema
             return False
-    return META_KEY in meta or {"kind", "n", "sum", "sumsq", "metric"} <= names
+    return META_KEY in meta or ({"kind", "n", "sum", "metric"} <= names and bool({"m2", "sumsq"} & names))
 
 
 def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | None = None) -> Moments:
@@ -186,9 +196,10 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
     MissingInput, UnreadableInput, LimitExceeded
         The file is missing, not a regular Parquet file, or over the limits.
     MomentsValidationError
-        Metadata missing or malformed, missing columns, or any invariant of :mod:`offeval_core.moments_checks`
-        broken: counts that are not positive integers, non-finite or negative sums, second moments below the
-        square of the first (Σx² < (Σx)² / n), repeated or missing rows, offline n not the online n.
+        Metadata missing or malformed (or an earlier format), missing columns, or any invariant of
+        :mod:`offeval_core.moments_checks` broken: counts that are not positive integers, non-finite or negative
+        sums of non-negative values, negative second moments (Σ(x − x̄)² < 0), co-moments beyond
+        Cauchy-Schwarz, repeated or missing rows, offline n not the online n.
     """
     source = name or str(path)
     limits = limits or Limits.from_env()

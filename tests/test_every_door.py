@@ -88,11 +88,12 @@ def f(tmp_path_factory) -> dict[str, Path]:
         return change
 
     for name, kw in {
-        "m_negative": {"frame": lambda df: first_offline("sumsq", 9.0)(first_offline("sum", -3.0)(df))},
+        "m_negative": {"frame": first_offline("sum", -3.0)},
+        "m_negative_m2": {"frame": first_offline("den_m2", -1e-3)},
         "m_duplicated": {"frame": lambda df: pd.concat([df, df[df["kind"] == "offline"].iloc[:2]], ignore_index=True)},
         "m_online_n": {"frame": lambda df: df.assign(n=np.where(df["kind"] == "online", df["n"] * 1000, df["n"]))},
         "m_missing_row": {"frame": lambda df: df.drop(index=[3])},
-        "m_cross": {"frame": first_offline("sum_x_den", 1e6)},
+        "m_cross": {"frame": first_offline("co_den", 1e6)},
         "m_meta_format": {"meta": lambda doc: {**doc, "format": "other/9"}},
         "m_meta_policy": {"meta": lambda doc: {**doc, "grid": {**doc["grid"], "policies": ["other"]}}},
         "m_meta_clips": {"meta": lambda doc: {**doc, "grid": {**doc["grid"], "clips": [1.0, 4.0, "inf"]}}},
@@ -164,7 +165,7 @@ ROWS = [
         fragment="arms:               control 1 session, treatment 1 session (column arm; A → control, B → treatment, "
         "labels mapped by you)"),
     cli("arm-AB-given-estimate", "estimate", "{arm_AB}", "--reward", "like", "--arms", "control=A,treatment=B",
-        status=0, fragment="0.5          1.0000          2.0000"),
+        status=0, fragment="1.0000          2.0000"),
     cli("arm-AB-given-reduce", "reduce", "{arm_AB}", "--out", "{dir}/ab.m.parquet", "--arms", "control=A,treatment=B",
         status=0, fragment='"sessions": 2'),
     cli("arm-AB-given-dashboard-check", "dashboard", "{arm_AB}", "--check", "--arms", "control=A,treatment=B",
@@ -224,10 +225,12 @@ ROWS = [
           "--discount", "log2", fragment=frag, absent="problem(s) in the logs")
       for name, frag in [
           ("m_negative", "offline column 'sum' is a sum of non-negative values and cannot be negative; rows 1"),
+          ("m_negative_m2", "offline second moments 'den_m2' must be ≥ 0 (a sum of squared deviations Σ(x − x̄)²); "
+           "rows 1"),
           ("m_duplicated", "offline rows 1, 2, 17, 18 repeat the same group and variant"),
           ("m_online_n", "do not match the online sessions of their group (n = 15 where the online rows count 15,000)"),
           ("m_missing_row", "the grid is incomplete: 1 offline row(s) missing"),
-          ("m_cross", "cross moments 'sum_x_den' are larger than √('sumsq' · 'den_sumsq') (Cauchy-Schwarz)"),
+          ("m_cross", "cross moments 'co_den' are larger than √('m2' · 'den_m2') (Cauchy-Schwarz)"),
           ("m_meta_format", "unsupported moments format 'other/9'"),
           ("m_meta_policy", "are for a group or variant the grid does not list"),
           ("m_meta_clips", "the grid is incomplete"),
@@ -243,8 +246,11 @@ ROWS = [
         absent="root:"),
     cli("qrels-fifo", "heldout", "--qrels", "{qfifo}", "--run", "{dir}/r.txt", fragment="not a regular file"),
     cli("qrels-dev-zero", "heldout", "--qrels", "/dev/zero", "--run", "{dir}/r.txt", fragment="not a regular file"),
-    cli("qrels-directory", "heldout", "--qrels", "{dir}/qdir", "--run", "{dir}/r.txt", fragment="not a regular file"),
-    cli("qrels-empty-path", "heldout", "--qrels", "", "--run", "{dir}/r.txt", fragment="no qrels file named"),
+    # the command line names the flag (the readers themselves: tests/test_heldout_io.py)
+    cli("qrels-directory", "heldout", "--qrels", "{dir}/qdir", "--run", "{dir}/r.txt",
+        fragment="qdir: is a directory; --qrels must name a file (TREC, .csv or .parquet)"),
+    cli("qrels-empty-path", "heldout", "--qrels", "", "--run", "{dir}/r.txt",
+        fragment="--qrels is empty; name a qrels or run file"),
     cli("qrels-bad-value", "heldout", "--qrels", "{dir}/q_bad.txt", "--run", "{dir}/r.txt",
         fragment="column 'relevance' must be numeric and finite; 1 bad value(s), first: line 2", absent=SECRET),
     cli("qrels-header-is-content", "heldout", "--qrels", "{dir}/q_header.csv", "--run", "{dir}/r.txt",

@@ -109,3 +109,16 @@ def test_user_mismatch_errors():
         evaluate_run(q, r, ["ndcg@1"], missing_in_qrels="skip")
     with pytest.raises(ValueError, match=r"^missing_in_run must be one of 'error', 'zero', 'skip'; got 'drop'$"):
         evaluate_run(q, r, ["ndcg@1"], missing_in_run="drop")
+
+
+@pytest.mark.parametrize("reader", [read_qrels, read_runs])
+def test_readers_refuse_a_directory_and_an_empty_path(reader, tmp_path):
+    """The input boundary of the held-out readers: a directory is not a regular file, an empty path names none
+    (Path("") would be the working directory)."""
+    from offeval_core.errors import UnreadableInput
+
+    with pytest.raises(UnreadableInput, match="not a regular file"):
+        reader(tmp_path)
+    what = "qrels" if reader is read_qrels else "run"
+    with pytest.raises(MissingInput, match=f"no {what} file named: the path is empty"):
+        reader("")

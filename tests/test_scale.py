@@ -18,7 +18,7 @@ from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.simulate import preset_config, simulate
 
 KEYS = ["experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "clip", "policy", "metric"]
-STATS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq")
+STATS = ("n", "sum", "m2", "co_den", "sum_diff", "m2_diff", "co_diff_den", "den_sum", "den_m2")
 
 
 @pytest.fixture(scope="module")

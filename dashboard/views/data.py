@@ -22,9 +22,6 @@ st.title("Data")
 st.caption("Ranking logs: one row per viewed impression (session_id, rank, rewards, optional day, experiment_id, "
            "arm, segment, rank__<policy>). Uploaded data stays on this machine; it only passes through a "
            "temporary directory that is deleted right after reading.")
-for note in c.notes:
-    st.warning(escape_markdown(note), icon=":material/warning:")
-
 NONE = "(not in my file)"
 
 

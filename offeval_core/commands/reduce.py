@@ -10,13 +10,15 @@ import sys
 import time
 
 from offeval_core.arm_values import parse_arms
+from offeval_core.commands.argtypes import memory_size, positive_int
 from offeval_core.commands.log_options import ARMS_HELP, say_guesses
 from offeval_core.engine import DEFAULT_CLIPS, Grid, connect, connect_spark, reduce, source_from_files
-from offeval_core.errors import UnreadableInput
-from offeval_core.inputs import file_kind, open_regular
-from offeval_core.mapping import parse_mapping
+from offeval_core.errors import InputError, SpecError, UnreadableInput
+from offeval_core.inputs import file_kind
+from offeval_core.mapping import PATTERN_PREFIXES, SCHEMA_FIELDS, parse_mapping
 from offeval_core.moments_io import write_moments
 from offeval_core.safe_io import check_output
+from offeval_core.sanitize import one_line
 from offeval_core.validation import clip_value, parse_clip
 
 __all__ = ["register", "run"]
@@ -34,8 +36,9 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--engine", default="duckdb", choices=["duckdb", "spark"], help="default duckdb")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL (default local[2])")
-    p.add_argument("--memory-limit", default=None, help="DuckDB memory limit, e.g. 2GB (spills beyond it)")
-    p.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all cores)")
+    p.add_argument("--memory-limit", type=memory_size, default=None,
+                   help="DuckDB memory limit, e.g. 2GB or 80%% (spills beyond it)")
+    p.add_argument("--threads", type=positive_int, default=None, help="DuckDB threads (default: all cores)")
     p.add_argument("--temp-dir", default=None, help="DuckDB spill directory")
     p.add_argument("--rewards", default="", help="reward columns, comma-separated (default: the columns read as "
                                                  "rewards, as validate reads them)")
@@ -55,38 +58,75 @@ def _split(text: str) -> tuple[str, ...]:
 
 
 def _check_logs(path: str) -> None:
-    """A named file must be a regular Parquet file (globs and directories are listed by the engine)."""
-    if any(ch in path for ch in "*?[") or "://" in path or os.path.isdir(path):
+    """A named file must be a Parquet file (a CSV is refused in one line, pointing to the commands that read
+    it); the path itself, globs, directories and every file's footer pass the input boundary of the reduce
+    (:func:`~offeval_core.inputs_parquet.parquet_dataset`, in ``source_from_files``)."""
+    if not path.strip() or "://" in path or any(ch in path for ch in "*?[") or os.path.isdir(path):
         return
     if file_kind(path) != "parquet":
         raise UnreadableInput(f"{path}: reduce reads Parquet logs only (a file, a directory of Parquet files or "
                               "a glob); for a CSV use `offeval estimate`, `offeval report` or `offeval dashboard`, "
                               "or convert it to Parquet first", source=path)
-    open_regular(path, source=path).close()
+
+
+def _engine_error(logs: str, exc: Exception) -> UnreadableInput:
+    """A backend's failure to read the logs as one line (no traceback): its kind and first line, escaped."""
+    first = one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)[:240]
+    return UnreadableInput(f"{logs}: the engine cannot read the logs ({type(exc).__name__}: {first}); check each "
+                           "file with `offeval validate FILE`", source=logs)
+
+
+def _rewards(args) -> tuple[str, ...] | None:
+    """The --rewards and --reward names; a schema column (session_id, rank, …, rank__<policy>) is not a reward."""
+    names = (*_split(args.rewards), *args.reward)
+    for name in names:
+        if name in SCHEMA_FIELDS or name.startswith(PATTERN_PREFIXES):
+            raise SpecError(f"--rewards names {name!r}, a column of the log schema, not a reward; name the reward "
+                            "columns (numeric, ≥ 0: clicks, likes, watch time…) or leave --rewards out to take "
+                            "the columns read as rewards", source="--rewards")
+    return names or None
+
+
+def _spark_errors() -> tuple[type[Exception], ...]:
+    try:
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return ()
+    return (PySparkException,)
 
 
 def run(args) -> int:
     t0 = time.perf_counter()
     check_output(args.out, inputs=[args.logs], force=args.force)
     _check_logs(args.logs)
+    import duckdb
+
+    rewards = _rewards(args)
     if args.engine == "spark":
         if args.memory_limit:
             print("offeval reduce: note: --memory-limit applies to DuckDB; size Spark executors with "
                   "spark-submit options instead", file=sys.stderr)
         backend = connect_spark(args.spark_master)
     else:
-        backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
-    source = source_from_files(args.logs, backend, columns=parse_mapping(args.map),  # patterns expanded there
-                               rewards=(*_split(args.rewards), *args.reward) or None, arms=parse_arms(args.arms),
-                               ask="ambiguous")
-    say_guesses(source, "reduce")
-    policies = _split(args.policies) or source.policies
-    clips = tuple(parse_clip(c) for c in _split(args.clips)) or DEFAULT_CLIPS
-    grid = Grid(rewards=source.rewards, policies=policies, discounts=_split(args.discounts),
-                exposures=_split(args.exposures), clips=clips, ndcg_rule=args.ndcg_rule)
-    t1 = time.perf_counter()
-    moments = reduce(source, grid)
-    t2 = time.perf_counter()
+        try:
+            backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
+        except duckdb.Error as exc:
+            raise InputError(f"DuckDB refuses these settings (--memory-limit, --threads, --temp-dir): "
+                             f"{one_line(str(exc))[:200]}") from None
+    engine_errors = (duckdb.Error, *_spark_errors())
+    try:
+        source = source_from_files(args.logs, backend, columns=parse_mapping(args.map),  # patterns expanded there
+                                   rewards=rewards, arms=parse_arms(args.arms), ask="ambiguous")
+        say_guesses(source, "reduce")
+        policies = _split(args.policies) or source.policies
+        clips = tuple(parse_clip(c) for c in _split(args.clips)) or DEFAULT_CLIPS
+        grid = Grid(rewards=source.rewards, policies=policies, discounts=_split(args.discounts),
+                    exposures=_split(args.exposures), clips=clips, ndcg_rule=args.ndcg_rule)
+        t1 = time.perf_counter()
+        moments = reduce(source, grid)
+        t2 = time.perf_counter()
+    except engine_errors as exc:
+        raise _engine_error(args.logs, exc) from None
     sessions = int(source.counts["n"].sum())
     settings = {"logs": str(args.logs), "engine": args.engine,
                 "spark_master": args.spark_master if args.engine == "spark" else None,
