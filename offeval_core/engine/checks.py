@@ -169,20 +169,6 @@ def _fetch(backend, expr) -> dict:
     return backend.to_pyarrow(expr).to_pandas().iloc[0].to_dict()
 
 
-def _numeric_candidates(table: ir.Table, backend, names: list[str]) -> set[str]:
-    """The columns ``read_logs`` takes as reward candidates: numbers and booleans, and text columns whose
-    values are mostly numbers (one query for the text columns, none when there are none)."""
-    schema = table.schema()
-    out = {c for c in names if schema[c].is_numeric() or schema[c].is_boolean()}
-    text = [c for c in names if schema[c].is_string()]
-    if text:
-        stats = _fetch(backend, table.aggregate(**{f"n{i}": table[c].count() for i, c in enumerate(text)},
-                                                **{f"k{i}": IbisColumns.numeric(table[c])[0].count()
-                                                   for i, c in enumerate(text)}))
-        out |= {c for i, c in enumerate(text) if stats[f"n{i}"] and stats[f"k{i}"] >= 0.5 * stats[f"n{i}"]}
-    return out
-
-
 _WORD = 62  # ranks per 64-bit word of a session's bitset (bits 0..61: the words stay positive)
 _MAX_WORDS = 8  # ranks up to 496 in bitsets; a column with larger ranks is checked by grouping its pairs
 
