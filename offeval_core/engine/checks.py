@@ -22,6 +22,7 @@ import pandas as pd
 
 from offeval_core.engine.check_rows import KEYS as _KEYS
 from offeval_core.engine.check_rows import RowLookup
+from offeval_core.engine.dialects import columns_for, has_bitsets
 from offeval_core.engine.ibis_columns import IbisColumns, present_or_null
 from offeval_core.errors import LogValidationError, Problem
 from offeval_core.limits import Limits
@@ -61,6 +62,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     pass over the sessions (:func:`~offeval_core.engine.sources.source_from_files`), or run by
     :meth:`SessionChecks.run`."""
     chk = Check(label=name, limits=limits or Limits.from_env())
+    xp = columns_for(backend)  # the rules' column namespace on this engine
     n_rows = files.n_rows if files is not None else int(backend.execute(table.count()))
     if n_rows == 0 or not table.columns:
         raise LogValidationError(name, ["no data rows: the logs are empty (expected one row per viewed impression)"])
@@ -71,19 +73,19 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     chk.columns = dict(mapping)
     names = mapped_columns(list(table.columns), mapping, chk)
     renamed = table.rename({key: user for key, user in mapping.items() if key != user}) if mapping else table
-    looks = _numeric_candidates(renamed, backend, names)
+    looks = _numeric_candidates(renamed, backend, names, xp)
     reward_cols, policy_cols, prop_cols = classify_columns(names, None if rewards is None else list(rewards),
                                                            looks.__contains__, chk)
     lookup = RowLookup(renamed, backend, files, mapping)
 
-    items = value_phase(names, reward_cols, policy_cols, prop_cols, renamed.__getitem__, IbisColumns,
+    items = value_phase(names, reward_cols, policy_cols, prop_cols, renamed.__getitem__, xp,
                         ceiling=chk.limits.max_rank)
     rules = [r for item in items if not isinstance(item, str) for r in item]
     ranked = ["rank", *policy_cols]  # the largest rank of each rank column sizes the session pass's bitsets
     keys = [k for k in _KEYS if k in names and k != "arm"]  # the arm's values are checked with the values
     counts = _fetch(backend, renamed.aggregate(
         **{f"c{i}": _count(r.bad, renamed) for i, r in enumerate(rules)},
-        **{f"max{i}": IbisColumns.numeric(renamed[c])[0].max() for i, c in enumerate(ranked)},
+        **{f"max{i}": xp.numeric(renamed[c])[0].max() for i, c in enumerate(ranked)},
         **{f"empty{j}": _count(IbisColumns.missing(renamed[k]), renamed) for j, k in enumerate(keys)}))
     failing = []
     for item in items:
@@ -100,7 +102,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     tops = {c: int(counts[f"max{i}"]) for i, c in enumerate(ranked) if not pd.isna(counts[f"max{i}"])}
     empty = {k: int(counts[f"empty{j}"] or 0) for j, k in enumerate(keys)}
     sessions = SessionChecks(table=renamed, backend=backend, names=names, tops=tops, empty=empty, lookup=lookup,
-                             chk=chk)
+                             chk=chk, xp=xp)
     return CheckedLogs(table=renamed, rewards=tuple(reward_cols), policies=tuple(policy_cols), n_rows=n_rows,
                        sessions=sessions)
 
@@ -109,7 +111,7 @@ def _fetch(backend, expr) -> dict:
     return backend.to_pyarrow(expr).to_pandas().iloc[0].to_dict()
 
 
-def _numeric_candidates(table: ir.Table, backend, names: list[str]) -> set[str]:
+def _numeric_candidates(table: ir.Table, backend, names: list[str], xp=IbisColumns) -> set[str]:
     """The columns ``read_logs`` takes as reward candidates: numbers and booleans, and text columns whose
     values are mostly numbers (one query for the text columns, none when there are none)."""
     schema = table.schema()
@@ -117,7 +119,7 @@ def _numeric_candidates(table: ir.Table, backend, names: list[str]) -> set[str]:
     text = [c for c in names if schema[c].is_string()]
     if text:
         stats = _fetch(backend, table.aggregate(**{f"n{i}": table[c].count() for i, c in enumerate(text)},
-                                                **{f"k{i}": IbisColumns.numeric(table[c])[0].count()
+                                                **{f"k{i}": xp.numeric(table[c])[0].count()
                                                    for i, c in enumerate(text)}))
         out |= {c for i, c in enumerate(text) if stats[f"n{i}"] and stats[f"k{i}"] >= 0.5 * stats[f"n{i}"]}
     return out
@@ -152,7 +154,8 @@ def _rank_bits(col, words: int) -> list:
 @dataclass
 class SessionChecks:
     """The checks across rows: repeated (session, rank), a target policy's repeated ranks (per session, its rows
-    minus its distinct ranks, counted with a bitset of 62-bit words), keys that change within a session. Their
+    minus its distinct ranks, counted with a bitset of 62-bit words; on engines without bit aggregates by a group-by
+    of the pairs), keys that change within a session. Their
     aggregates ride on a pass over the sessions the caller makes anyway (:meth:`aggregates`, :meth:`totals`);
     :meth:`problems` then raises with ``read_logs``'s problems, looking up the details only when one fails."""
 
@@ -163,9 +166,12 @@ class SessionChecks:
     empty: dict[str, int]  # rows with an empty experiment_id / day / segment
     lookup: RowLookup
     chk: Check
+    xp: type[IbisColumns] = IbisColumns
 
     @property
     def _words(self) -> dict[str, int]:
+        if not has_bitsets(self.backend):  # no bit aggregates: every column's pairs are grouped (problems())
+            return {}
         return {c: -(-top // _WORD) for c, top in self.tops.items() if -(-top // _WORD) <= _MAX_WORDS}
 
     def aggregates(self, rows: ir.Table) -> dict:
@@ -225,7 +231,7 @@ class SessionChecks:
                     mixed_keys[k] = found.iloc[0]
         for k in keys:
             if self.empty.get(k):
-                rule = column_rules("key", k, t[k], IbisColumns)[0]
+                rule = column_rules("key", k, t[k], self.xp)[0]
                 chk.problems.extend(self.lookup.rule_problems([(rule, self.empty[k])], self.names,
                                                               chk.limits.max_rank))
             elif k in mixed_keys:

@@ -40,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offeval_core.discounts import DiscountModel
+from offeval_core.engine.dialects import flag
 from offeval_core.engine.grid import INF_CLIP
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
@@ -75,7 +76,7 @@ def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
     idcg = x.idcg
     pairs = {"d": [x[f"d{i}"] for i in range(len(names))]}
     pairs["n"] = [ibis.ifelse(idcg > 0, d / idcg, 0.0) for d in pairs["d"]]
-    aggs = {"den_sum": idcg.sum(), "den_sumsq": (idcg * idcg).sum(), "n_pos": (idcg > 0).cast("int64").sum()}
+    aggs = {"den_sum": idcg.sum(), "den_sumsq": (idcg * idcg).sum(), "n_pos": flag(idcg > 0).sum()}
     for metric, pre in (("dcg", "d"), ("ndcg", "n")):
         vals = pairs[pre]
         for i, p in enumerate(names):
@@ -121,7 +122,7 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     pos = pos.mutate(maxw=pos.w.max().over(group_by=pos.session),
                      j=ibis.row_number().over(group_by=pos.session, order_by=[pos.u.desc(), pos["rank"]]) + 1)
     pos = pos.join(lut.select(j="r", dj="d"), "j").cross_join(wide)
-    n_bind = functools.reduce(lambda a, b: a + b, [(pos[f"m{k}"] < pos.maxw).cast("int64") for k in range(n_clips)])
+    n_bind = functools.reduce(lambda a, b: a + b, [flag(pos[f"m{k}"] < pos.maxw) for k in range(n_clips)])
     pos = pos.select("session", *keys, "rank", "c", "w", "u", "maxw", "dj", *[f"p{i}" for i in range(n_pol)],
                      b=n_bind)
     # per session, unclipped: counted at every clip number from position b up (rows with k = -1)
