@@ -24,6 +24,7 @@ from offeval_core import mapping as column_mapping
 from offeval_core.arm_values import NO_ARMS, ArmValues, guess_arm_values, parse_arms
 from offeval_core.engine.check_rows import KEYS as _KEYS
 from offeval_core.engine.check_rows import RowLookup
+from offeval_core.engine.dialects import columns_for, has_bitsets
 from offeval_core.engine.ibis_columns import IbisColumns, present_or_null
 from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
 from offeval_core.limits import Limits
@@ -91,6 +92,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     if ask not in ASK_LEVELS:
         raise ValueError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
     chk = Check(label=name, limits=limits or Limits.from_env())
+    xp = columns_for(backend)  # the rules' column namespace on this engine
     n_rows = files.n_rows if files is not None else int(backend.execute(table.count()))
     if n_rows == 0 or not table.columns:
         raise LogValidationError(name, ["no data rows: the logs are empty (expected one row per viewed impression)"])
@@ -117,14 +119,14 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     arm = arm_rule(reading, lambda: _arm_labels(renamed, backend)) if "arm" in names else None
     lookup.arms = arm if isinstance(arm, ArmValues) else None
 
-    items = value_phase(names, reward_cols, policy_cols, prop_cols, renamed.__getitem__, IbisColumns,
+    items = value_phase(names, reward_cols, policy_cols, prop_cols, renamed.__getitem__, xp,
                         ceiling=chk.limits.max_rank, arms=arm)
     rules = [r for item in items if not isinstance(item, str) for r in item]
     ranked = ["rank", *policy_cols]  # the largest rank of each rank column sizes the session pass's bitsets
     keys = [k for k in _KEYS if k in names and k != "arm"]  # the arm's values are checked with the values
     counts = _fetch(backend, renamed.aggregate(
         **{f"c{i}": _count(r.bad, renamed) for i, r in enumerate(rules)},
-        **{f"max{i}": IbisColumns.numeric(renamed[c])[0].max() for i, c in enumerate(ranked)},
+        **{f"max{i}": xp.numeric(renamed[c])[0].max() for i, c in enumerate(ranked)},
         **{f"empty{j}": _count(IbisColumns.missing(renamed[k]), renamed) for j, k in enumerate(keys)}))
     failing = []
     for item in items:
@@ -141,7 +143,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     tops = {c: int(counts[f"max{i}"]) for i, c in enumerate(ranked) if not pd.isna(counts[f"max{i}"])}
     empty = {k: int(counts[f"empty{j}"] or 0) for j, k in enumerate(keys)}
     sessions = SessionChecks(table=renamed, backend=backend, names=names, tops=tops, empty=empty, lookup=lookup,
-                             chk=chk, arms=lookup.arms)
+                             chk=chk, arms=lookup.arms, xp=xp)
     return CheckedLogs(table=renamed, rewards=tuple(reward_cols), policies=tuple(policy_cols), n_rows=n_rows,
                        sessions=sessions, reading=reading, arms=lookup.arms)
 
@@ -198,7 +200,8 @@ def _rank_bits(col, words: int) -> list:
 @dataclass
 class SessionChecks:
     """The checks across rows: repeated (session, rank), a target policy's repeated ranks (per session, its rows
-    minus its distinct ranks, counted with a bitset of 62-bit words), keys that change within a session. Their
+    minus its distinct ranks, counted with a bitset of 62-bit words; on engines without bit aggregates by a group-by
+    of the pairs), keys that change within a session. Their
     aggregates ride on a pass over the sessions the caller makes anyway (:meth:`aggregates`, :meth:`totals`);
     :meth:`problems` then raises with ``read_logs``'s problems, looking up the details only when one fails."""
 
@@ -210,9 +213,12 @@ class SessionChecks:
     lookup: RowLookup
     chk: Check
     arms: ArmValues | None = None  # the arm labels' mapping: a session's arm is its mapped label
+    xp: type[IbisColumns] = IbisColumns
 
     @property
     def _words(self) -> dict[str, int]:
+        if not has_bitsets(self.backend):  # no bit aggregates: every column's pairs are grouped (problems())
+            return {}
         return {c: -(-top // _WORD) for c, top in self.tops.items() if -(-top // _WORD) <= _MAX_WORDS}
 
     def aggregates(self, rows: ir.Table) -> dict:
@@ -272,7 +278,7 @@ class SessionChecks:
                     mixed_keys[k] = found.iloc[0]
         for k in keys:
             if self.empty.get(k):
-                rule = column_rules("key", k, t[k], IbisColumns)[0]
+                rule = column_rules("key", k, t[k], self.xp)[0]
                 chk.problems.extend(self.lookup.rule_problems([(rule, self.empty[k])], self.names,
                                                               chk.limits.max_rank))
             elif k in mixed_keys:

@@ -17,16 +17,21 @@ class IbisColumns:
     NULL mask counts as False). NaN is missing, as in pandas. Integer columns keep their type, so the rules
     that cannot fail on them (not a number, not finite, not whole) are constants the engine drops."""
 
-    @staticmethod
-    def numeric(raw):
+    @classmethod
+    def numeric(cls, raw):
         dt = raw.type()
         if dt.is_integer() or dt.is_floating():
             return raw, raw, ibis.literal(False)
         if dt.is_boolean() or dt.is_numeric():
             values = raw.cast("float64")
             return values, values, ibis.literal(False)
-        values = raw.strip().try_cast("float64") if dt.is_string() else ibis.null().cast("float64")
+        values = cls.text_number(raw.strip()) if dt.is_string() else ibis.null().cast("float64")
         return values, values, raw.notnull() & values.isnull()  # text that is not a number; dates, binary
+
+    @staticmethod
+    def text_number(text):
+        """Stripped text as a double, NULL where it is not a number (the engine's TRY_CAST)."""
+        return text.try_cast("float64")
 
     @staticmethod
     def missing(raw):

@@ -40,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offeval_core.discounts import DiscountModel
+from offeval_core.engine.dialects import flag
 from offeval_core.engine.grid import INF_CLIP, METRICS
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
@@ -105,7 +106,7 @@ def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
     idcg = x.idcg
     pos = idcg > 0
     n_r = x.count()
-    aggs = {"n_r": n_r, "n_pos": pos.cast("int64").sum(), "den_sum": idcg.sum(), "den_m2": _m2(idcg, n_r),
+    aggs = {"n_r": n_r, "n_pos": flag(pos).sum(), "den_sum": idcg.sum(), "den_m2": _m2(idcg, n_r),
             "pden_sum": idcg.sum(),  # = Σ over the rows with iDCG > 0 (iDCG ≥ 0)
             "pden_m2": _m2(idcg, x.count(where=pos), pos)}
     for metric, own, paired in (("dcg", "d", "e"), ("ndcg", "n", "f")):
@@ -190,7 +191,7 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     pos = pos.mutate(maxw=pos.w.max().over(group_by=pos.session),
                      j=ibis.row_number().over(group_by=pos.session, order_by=[pos.u.desc(), pos["rank"]]) + 1)
     pos = pos.join(lut.select(j="r", dj="d"), "j").cross_join(wide)
-    n_bind = functools.reduce(lambda a, b: a + b, [(pos[f"m{k}"] < pos.maxw).cast("int64") for k in range(n_clips)])
+    n_bind = functools.reduce(lambda a, b: a + b, [flag(pos[f"m{k}"] < pos.maxw) for k in range(n_clips)])
     pos = pos.select("session", *keys, "rank", "c", "w", "u", "maxw", "dj", *[f"p{i}" for i in range(n_pol)],
                      b=n_bind)
     # per session, unclipped: counted at every clip number from position b up (rows with k = -1)

@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offeval_core.engine.checks import check_table
+from offeval_core.engine.dialects import flag, hashes_structs
 from offeval_core.engine.grid import GROUP_KEYS
 from offeval_core.engine.ibis_columns import IbisColumns
 from offeval_core.inputs_parquet import ParquetDataset, parquet_dataset
@@ -186,11 +187,12 @@ def _prepared(logs: Logs) -> dict:
 
 def source_from_files(path, backend=None, *, columns: dict[str, str] | None = None,
                       rewards: Sequence[str] | None = None, limits: Limits | None = None, arms=None,
-                      ask: str = "ambiguous") -> Source:
+                      ask: str = "ambiguous", name: str | None = None) -> Source:
     """Point the reduce at Parquet files (a file, a directory of day files or a glob) without loading them.
 
     The backend reads the files itself (DuckDB by default; Spark, or a warehouse table through any other
-    Ibis backend: pass ``path`` as an Ibis table). The files pass the input boundary first (regular files,
+    Ibis backend: pass ``path`` as an Ibis table, and ``name``, what messages call it; a database table named by
+    URL: :func:`~offeval_core.engine.warehouse.source_from_table`). The files pass the input boundary first (regular files,
     one schema, at most ``max_columns`` columns: :func:`~offeval_core.inputs_parquet.parquet_dataset`), then every
     check of ``read_logs`` runs as queries on the backend (:func:`~offeval_core.engine.checks.check_table`,
     the same reading of the columns, arm-label mapping, rules, rank ceiling and messages), so ``reduce``
@@ -204,9 +206,9 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     limits = limits or Limits.from_env()
     files = None
     if isinstance(path, ir.Table):
-        table, name = path, getattr(path.op(), "name", "<table>")
+        table, name = path, name or getattr(path.op(), "name", "<table>")
     else:
-        name = str(path)
+        name = name or str(path)
         with logs_boundary(name):
             files = parquet_dataset(path, source=name, limits=limits, memory=False, sizes=False)
         table = _read_files(backend, files)
@@ -230,8 +232,9 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
     # groups get a dense integer code g, in the order of their keys
     distinct = rows.select(*gk).distinct()
-    distinct = backend.to_pyarrow(distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash()))
-    group_arrow = distinct.sort_by([(k, "ascending") for k in gk])
+    if hashes_structs(backend):
+        distinct = distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash())
+    group_arrow = backend.to_pyarrow(distinct).sort_by([(k, "ascending") for k in gk])
     group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
     groups_all = group_arrow.to_pandas()
     checks = checked.sessions  # the checks across rows ride on this pass over the sessions
@@ -251,7 +254,7 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
         pos = rows.filter(_any_reward(rows, rewards)).join(code, gk)
     backend.execute(code.count())  # registers the small table: some backends cache() without doing so
     hist = backend.to_pyarrow(full.group_by(["length", *by]).aggregate(
-        n=full.count(), _mixed=mixed.cast("int64").sum(), **checks.totals(full))).to_pandas()
+        n=full.count(), _mixed=flag(mixed).sum(), **checks.totals(full))).to_pandas()
     checks.problems({c: hist[c].sum() for c in hist.columns if c.startswith(("_chk_", "_mixed"))})
     hist = hist[["length", *by, "n"]]
     hist = hist.merge(groups_all[[*on, "g", "arm"] if "arm" not in on else [*on, "g"]], on=on)
@@ -291,8 +294,9 @@ def _read_files(backend, files: ParquetDataset) -> ir.Table:
 
 
 def _hash_identifies(groups: pd.DataFrame) -> bool:
-    """Whether the hash ``h`` of the group keys tells every group apart (else the keys themselves are used)."""
-    return bool(groups["h"].is_unique)
+    """Whether the hash ``h`` of the group keys tells every group apart (else, or on an engine that does not hash
+    a struct, the keys themselves are used)."""
+    return "h" in groups.columns and bool(groups["h"].is_unique)
 
 
 def _any_reward(rows: ir.Table, rewards: Sequence[str]) -> ir.BooleanValue:

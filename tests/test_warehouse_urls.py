@@ -1,0 +1,168 @@
+"""A database table by URL, without a server: the URL's checks (scheme of an installed Ibis backend, the table
+an identifier, credentials in no message), and a real DuckDB database file (``duckdb:///path?table=NAME``)
+reduced where it lives, equal to the same logs as a Parquet file, refused like ``validate`` refuses the file,
+and left unchanged. tests/test_warehouse_postgres.py runs the same against a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from offeval_core.cli import main
+from offeval_core.engine.warehouse import is_database_url, parse_table_url
+from offeval_core.errors import SpecError
+from offeval_core.moments_io import read_moments
+from offeval_core.simulate import preset_config, simulate
+
+SECRET = "hunter2-Zq9"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("postgresql://me@db:5432/feeds?table=impressions", True),
+    ("postgres://db/feeds?table=impressions", True),
+    ("duckdb:///data/logs.duckdb?table=impressions", True),
+    ("mysql://me@db/feeds?table=impressions", True),  # an Ibis backend, installed or not
+    ("anything://host/path?table=t", True),  # a table parameter: refused below with the reason
+    ("s3a://feeds/logs/2026-03/", False),
+    ("hdfs:///logs/", False),
+    ("data/logs.parquet", False),
+    ("logs/*.parquet", False),
+])
+def test_which_inputs_are_database_urls(text, expected):
+    assert is_database_url(text) is expected
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"postgresql://me:{SECRET}@db:5432/feeds",
+     "postgresql://***@db:5432/feeds: name the table once, as ?table=NAME (or ?table=schema.NAME)"),
+    (f"postgresql://me:{SECRET}@db:5432/feeds?table=a&table=b",
+     "postgresql://***@db:5432/feeds: name the table once, as ?table=NAME (or ?table=schema.NAME)"),
+    (f"postgresql://me:{SECRET}@db/feeds?table=impressions;DROP TABLE x",
+     "postgresql://***@db/feeds: the table must be an identifier (letters, digits and _, not starting with a digit, "
+     "at most 63 characters), or schema.identifier"),
+    ("postgresql://db/feeds?table=a.b.c",
+     "postgresql://db/feeds: the table must be an identifier (letters, digits and _, not starting with a digit, "
+     "at most 63 characters), or schema.identifier"),
+    ("postgresql://db/feeds?table=1st", "postgresql://db/feeds: the table must be an identifier (letters, digits "
+     "and _, not starting with a digit, at most 63 characters), or schema.identifier"),
+    ('postgresql://db/feeds?table="quoted"', "postgresql://db/feeds: the table must be an identifier (letters, "
+     "digits and _, not starting with a digit, at most 63 characters), or schema.identifier"),
+    (f"postgresql://db/feeds?table={'t' * 64}", "postgresql://db/feeds: the table must be an identifier (letters, "
+     "digits and _, not starting with a digit, at most 63 characters), or schema.identifier"),
+    (f"mysql://me:{SECRET}@db/feeds?table=impressions",
+     "mysql://***@db/feeds: the Ibis backend 'mysql' is not installed here (pip install 'ibis-framework[mysql]')"),
+    (f"pyspark://me:{SECRET}@x?table=t", "pyspark://***@x: 'pyspark' holds no tables a URL can name; for Spark, "
+     "give Parquet files with --engine spark --spark-master URL"),
+    (f"foo://me:{SECRET}@h/db?table=t", "foo://***@h/db: 'foo' is not the scheme of an Ibis backend; a database URL "
+     "starts with one of: athena, bigquery, clickhouse, databricks, datafusion, druid, duckdb, exasol, flink, impala, "
+     "materialize, mssql, mysql, oracle, polars, postgres, pyspark, risingwave, singlestoredb, snowflake, sqlite, "
+     "trino (postgresql:// for PostgreSQL)"),
+    (f"postgresql://me:{SECRET}@db:notaport/feeds?table=t",
+     "the database URL cannot be read (expected scheme://user@host:port/database?table=NAME)"),
+])
+def test_a_bad_url_is_refused_with_its_reason_and_without_credentials(text, message):
+    with pytest.raises(SpecError) as err:
+        parse_table_url(text)
+    assert str(err.value) == message
+    assert SECRET not in str(err.value) and SECRET not in repr(err.value.source)
+
+
+def test_the_url_shown_keeps_no_credentials_nor_other_parameters():
+    u = parse_table_url(f"postgresql://me:{SECRET}@db.example:5432/feeds?sslpassword={SECRET}x&table=public.imp"
+                        f"&options=-c%20search_path%3Dx")
+    assert (u.backend, u.database, u.table) == ("postgres", "public", "imp")
+    assert str(u) == u.shown == "postgresql://***@db.example:5432/feeds?table=public.imp"
+    assert SECRET not in repr(u)
+    assert "table=" not in u.url and SECRET in u.url  # the connection gets them, nothing else does
+    assert u.scrub(f'failed for user "me" with {SECRET} and {SECRET}x') == 'failed for user "***" with *** and ***'
+    assert str(parse_table_url(f"postgresql://me:{SECRET}@[::1]:5433/feeds?table=imp")) == (
+        "postgresql://***@[::1]:5433/feeds?table=imp")
+
+
+def test_a_connection_error_names_the_url_without_credentials(capsys, tmp_path):
+    """Port 1 on 127.0.0.1 refuses the connection at once; the driver's message is quoted with the user and the
+    password blanked out."""
+    pytest.importorskip("psycopg")
+    user = "ranker_u"
+    url = f"postgresql://{user}:{SECRET}@127.0.0.1:1/feeds?table=impressions"
+    assert main(["reduce", url, "--out", str(tmp_path / "m.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("offeval reduce: error: postgresql://***@127.0.0.1:1/feeds?table=impressions: cannot "
+                          "connect to the database (psycopg.OperationalError: ")
+    assert "Connection refused" in err and SECRET not in err and user not in err
+    assert not (tmp_path / "m.parquet").exists()
+
+
+@pytest.fixture(scope="module")
+def logs():
+    return simulate(preset_config("small", n_days=2, n_experiments=2, effects=("positive", "negative")), seed=5).logs
+
+
+def _database(path, **tables) -> str:
+    con = duckdb.connect(str(path))
+    for name, frame in tables.items():
+        con.register("frame", frame)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+        con.unregister("frame")
+    con.close()
+    return str(path)
+
+
+def test_a_duckdb_table_by_url_equals_the_same_logs_as_a_file(logs, tmp_path, capsys):
+    db = _database(tmp_path / "feeds.duckdb", impressions=logs)
+    logs.to_parquet(tmp_path / "logs.parquet", index=False)
+    before = (tmp_path / "feeds.duckdb").read_bytes()
+    argv = ["--rewards", "like,watch_time", "--discounts", "log2", "--clips", "1,16,inf", "--policies",
+            "treatment,cand_02"]
+    assert main(["reduce", f"duckdb://{db}?table=impressions", "--out", str(tmp_path / "db.parquet"), *argv]) == 0
+    assert main(["reduce", str(tmp_path / "logs.parquet"), "--out", str(tmp_path / "file.parquet"), *argv]) == 0
+    capsys.readouterr()
+    a, b = read_moments(tmp_path / "file.parquet"), read_moments(tmp_path / "db.parquet")
+    assert len(a.offline) == len(b.offline) > 0 and a.offline["n"].equals(b.offline["n"])
+    for col in ("sum", "m2", "sum_diff", "den_sum"):
+        np.testing.assert_allclose(b.offline[col].to_numpy(float), a.offline[col].to_numpy(float), rtol=1e-12)
+    settings = json.loads(pq.read_schema(tmp_path / "db.parquet").metadata[b"offeval"])["settings"]
+    assert (settings["logs"], settings["engine"]) == (f"duckdb://{db}?table=impressions", "duckdb")
+    assert (tmp_path / "feeds.duckdb").read_bytes() == before  # opened read-only: the database is unchanged
+
+
+def test_a_duckdb_table_is_refused_with_validates_problems(tmp_path, capsys):
+    frame = pd.DataFrame({"session_id": ["a", "a", "b"], "rank": [1, 0, 1], "like": [1.0, 0.0, 1.0]})
+    db = _database(tmp_path / "bad.duckdb", impressions=frame)
+    frame.to_parquet(tmp_path / "bad.parquet", index=False)
+    assert main(["validate", str(tmp_path / "bad.parquet")]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == ("  - column 'rank' must hold positive integers (1 = top "
+                                                       "position); found 0 at data row 2")
+    assert main(["reduce", f"duckdb://{db}?table=impressions", "--out", str(tmp_path / "m.parquet")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"offeval reduce: error: duckdb://{db}?table=impressions: 1 problem(s) in the logs:",
+        "  - column 'rank' must hold positive integers (1 = top position); found 0 at 1 row"]
+
+
+def test_a_missing_database_file_or_table_changes_nothing(logs, tmp_path, capsys):
+    missing = tmp_path / "typo.duckdb"
+    assert main(["reduce", f"duckdb://{missing}?table=impressions", "--out", str(tmp_path / "m.parquet")]) == 2
+    assert "cannot connect to the database" in capsys.readouterr().err
+    assert not missing.exists()  # read-only: a typo creates no database
+    db = _database(tmp_path / "feeds.duckdb", impressions=logs)
+    assert main(["reduce", f"duckdb://{db}?table=impression", "--out", str(tmp_path / "m.parquet")]) == 2
+    assert capsys.readouterr().err == (f"offeval reduce: error: duckdb://{db}?table=impression: no table "
+                                       "'impression' in the database\n")
+    assert main(["reduce", f"duckdb://{db}?table=impressions", "--engine", "spark", "--out",
+                 str(tmp_path / "m.parquet")]) == 2
+    assert capsys.readouterr().err == (f"offeval reduce: error: duckdb://{db}?table=impressions: a database table "
+                                       "is reduced by its own database; --engine spark applies to Parquet files\n")
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_a_table_over_the_column_limit_is_refused(logs, tmp_path, capsys, monkeypatch):
+    db = _database(tmp_path / "feeds.duckdb", impressions=logs)
+    monkeypatch.setenv("OFFEVAL_MAX_COLUMNS", "10")  # as --max-columns 10 sets it
+    assert main(["reduce", f"duckdb://{db}?table=impressions", "--out", str(tmp_path / "m.parquet")]) == 2
+    assert capsys.readouterr().err == (f"offeval reduce: error: duckdb://{db}?table=impressions: the table has 22 "
+                                       "columns, more than the limit 10 (OFFEVAL_MAX_COLUMNS / --max-columns)\n")
