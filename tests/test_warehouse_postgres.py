@@ -131,6 +131,40 @@ def test_postgres_table_with_its_own_names_equals_duckdb_on_the_schema_file(serv
     assert_same_moments(duck, pg, rename_rewards={"clicked": "like", "completed": "watch_complete"})
 
 
+def test_postgres_table_takes_arms_and_asks_what_validate_asks(server, tmp_path, capsys):
+    """A team's export with arm labels X / Y (no common pair): without --arms the table is refused with the
+    question the same rows as a Parquet file get, and nothing is written; with --arms control=X,treatment=Y
+    and no --rewards the rewards are read as read_logs reads them and the moments equal DuckDB's on the file
+    to 1e-9."""
+    from tests.export_fixtures import demo_sample, team_export
+
+    export, _ = team_export(demo_sample(40))
+    export["bucket"] = export["bucket"].map({"A": "X", "B": "Y"})
+    server.load("team", export)
+    parquet = tmp_path / "team.parquet"
+    export.to_parquet(parquet, index=False)
+    url = server.url("team")
+    argv = ["--map", "session_id=visit,rank=pos,day=date,experiment_id=test,arm=bucket,segment=user_type,"
+            "rank__*=pos_*", "--discounts", "pbm,log2", "--clips", "1,4,inf"]
+    errs = {}
+    shown = f"postgresql://***@127.0.0.1:{server.port}/feeds?table=team"  # the URL without its credentials
+    for name, logs, said in (("pg", url, shown), ("duck", str(parquet), str(parquet))):
+        assert main(["reduce", logs, "--out", str(tmp_path / f"{name}0.parquet"), *argv]) == 2
+        errs[name] = capsys.readouterr().err.replace(said, "LOGS")
+        assert not (tmp_path / f"{name}0.parquet").exists()
+    assert errs["pg"] == errs["duck"]
+    assert "column 'arm' (your 'bucket') has the labels 'X', 'Y': say which label is the control" in errs["pg"]
+    assert PASSWORD not in errs["pg"] and USER not in errs["pg"]
+    for name, logs in (("pg", url), ("duck", str(parquet))):
+        assert main(["reduce", logs, "--out", str(tmp_path / f"{name}.parquet"), *argv,
+                     "--arms", "control=X,treatment=Y"]) == 0
+    capsys.readouterr()
+    pg, duck = read_moments(tmp_path / "pg.parquet"), read_moments(tmp_path / "duck.parquet")
+    assert pg.grid.rewards == duck.grid.rewards == ("clicked", "completed")  # the video ids are not a reward
+    assert sorted(pg.online["arm"].astype(str).unique()) == ["control", "treatment"]
+    assert_same_moments(duck, pg)
+
+
 BASE = {"session_id": ["a", "a", "b", "b", "c"], "rank": [1, 2, 1, 2, 1], "like": [1.0, 0.0, 1.0, 1.0, 0.0],
         "arm": ["control", "control", "treatment", "treatment", "control"], "rank__new": [2, 1, 1, 2, 1]}
 BAD = {  # name: (the columns that replace BASE's, or a column to drop; the table's problem line, by hand)

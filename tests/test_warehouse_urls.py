@@ -166,3 +166,84 @@ def test_a_table_over_the_column_limit_is_refused(logs, tmp_path, capsys, monkey
     assert main(["reduce", f"duckdb://{db}?table=impressions", "--out", str(tmp_path / "m.parquet")]) == 2
     assert capsys.readouterr().err == (f"offeval reduce: error: duckdb://{db}?table=impressions: the table has 22 "
                                        "columns, more than the limit 10 (OFFEVAL_MAX_COLUMNS / --max-columns)\n")
+
+
+def _team_table(tmp_path):
+    """A team's export (its own column names, arm labels X / Y that only --arms maps) as a DuckDB table and as
+    the same rows in a Parquet file."""
+    from tests.export_fixtures import demo_sample, team_export
+
+    export, _ = team_export(demo_sample(40))
+    export["bucket"] = export["bucket"].map({"A": "X", "B": "Y"})
+    export.to_parquet(tmp_path / "team.parquet", index=False)
+    return _database(tmp_path / "team.duckdb", team=export), tmp_path / "team.parquet"
+
+
+TEAM_MAP = "session_id=visit,rank=pos,day=date,experiment_id=test,arm=bucket,segment=user_type,rank__*=pos_*"
+
+
+def test_a_table_takes_arms_and_reads_its_columns_as_a_file_does(tmp_path, capsys):
+    """No --arms: the same question as for the file, nothing written; --arms control=X,treatment=Y and no
+    --rewards: the rewards read as read_logs reads them, the same guesses said, the moments equal the file's."""
+    db, parquet = _team_table(tmp_path)
+    url = f"duckdb://{db}?table=team"
+    grid = ["--map", TEAM_MAP, "--discounts", "log2", "--exposures", "log2", "--clips", "1,inf"]
+    errs = {}
+    for name, logs in (("table", url), ("file", str(parquet))):
+        assert main(["reduce", logs, "--out", str(tmp_path / f"{name}0.parquet"), *grid]) == 2
+        errs[name] = capsys.readouterr().err.replace(logs, "LOGS")
+        assert not (tmp_path / f"{name}0.parquet").exists()
+    assert "column 'arm' (your 'bucket') has the labels 'X', 'Y': say which label is the control" in errs["table"]
+    assert errs["table"] == errs["file"]
+    for name, logs in (("table", url), ("file", str(parquet))):
+        assert main(["reduce", logs, "--out", str(tmp_path / f"{name}.parquet"), *grid,
+                     "--arms", "control=X,treatment=Y"]) == 0
+        errs[name] = capsys.readouterr().err.replace(logs, "LOGS")
+    assert errs["table"] == errs["file"]
+    a, b = read_moments(tmp_path / "file.parquet"), read_moments(tmp_path / "table.parquet")
+    assert b.grid.rewards == a.grid.rewards == ("clicked", "completed")  # the video id column is not a reward
+    assert b.grid.policies == a.grid.policies == ("current", "ranker_v2", "ranker_v3")
+    assert set(b.online["arm"].astype(str)) == {"control", "treatment"}
+    keys = ["experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "clip", "policy", "metric"]
+    off_a, off_b = (m.offline.assign(day=m.offline["day"].astype(str)).sort_values(keys).reset_index(drop=True)
+                    for m in (a, b))
+    assert len(off_a) == len(off_b) > 0 and off_a[keys].astype(str).equals(off_b[keys].astype(str))
+    assert off_a["n"].tolist() == off_b["n"].tolist()
+    for col in ("sum", "m2", "co_den", "sum_diff", "m2_diff", "co_diff_den", "den_sum", "den_m2"):
+        np.testing.assert_allclose(off_b[col].to_numpy(float), off_a[col].to_numpy(float), rtol=1e-9, atol=1e-12,
+                                   err_msg=col)
+
+
+def test_a_table_asks_what_validate_asks(tmp_path, capsys):
+    """Two numeric columns neither named like a reward: the question and its hint as for a file; --reward
+    answers it. A column that splits the sessions into A / B is the arm question; mapped, its labels are
+    guessed and said."""
+    n = 50
+    df = pd.DataFrame({"session_id": [s for s in range(n) for _ in range(4)], "rank": [1, 2, 3, 4] * n,
+                       "a": [float((s * 7 + r) % 2) for s in range(n) for r in range(4)],
+                       "b": [float((s + r) % 3) for s in range(n) for r in range(4)]})
+    arm = df.drop(columns="b").rename(columns={"a": "click"}).assign(
+        bucket=["A" if s % 2 else "B" for s in range(n) for _ in range(4)], user_id=range(4 * n))
+    url = "duckdb://{}?table={}".format(_database(tmp_path / "q.duckdb", amb=df, arm=arm), "{}")
+    out = str(tmp_path / "m.parquet")
+    assert main(["reduce", url.format("amb"), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert ("which columns are rewards? none is named like one (click, like, purchase, watch…) and 2 numeric "
+            "columns could be: a, b") in err
+    assert "offeval reduce: hint: name the rewards with --reward a --reward b" in err
+    assert main(["reduce", url.format("amb"), "--out", out, "--reward", "a", "--reward", "b", "--clips", "1"]) == 0
+    capsys.readouterr()
+    assert read_moments(out).grid.rewards == ("a", "b")
+    out2 = str(tmp_path / "m2.parquet")
+    assert main(["reduce", url.format("arm"), "--out", out2]) == 2
+    err = capsys.readouterr().err
+    assert "column 'bucket' looks like the A/B arm (labels 'A' and 'B'" in err
+    assert "hint: if bucket is the arm, map it with --map arm=bucket --arms control=A,treatment=B" in err
+    assert main(["reduce", url.format("arm"), "--out", out2, "--map", "arm=bucket", "--clips", "1"]) == 0
+    assert "offeval reduce: guessed arm labels of column 'bucket': A → control, B → treatment" in capsys.readouterr().err
+    m = read_moments(out2)
+    assert m.grid.rewards == ("click",)  # user_id, a different whole number on every row, is not a reward
+    on = m.online.set_index("arm")
+    assert on["n"].to_dict() == {"control": n // 2, "treatment": n // 2}
+    assert on["sum"].to_dict() == pytest.approx({a: float(arm.loc[arm["bucket"] == label, "click"].sum())
+                                                 for a, label in (("control", "A"), ("treatment", "B"))})

@@ -72,7 +72,8 @@ def _clip_value(m: float) -> float:
 
 def _m2(v: ir.Value, n: ir.Value, where=None) -> ir.Value:
     """Σ(v − v̄)² over the aggregated rows: the backend's population variance (DuckDB and Spark update it
-    row by row with Welford's recurrence, so it is centred: no digit lost to an offset) times the count."""
+    row by row with Welford's recurrence, PostgreSQL with Youngs–Cramer's, so it is centred: no digit lost to
+    an offset) times the count."""
     return v.var(how="pop", where=where) * n
 
 
