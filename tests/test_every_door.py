@@ -95,6 +95,8 @@ def f(tmp_path_factory) -> dict[str, Path]:
         "m_missing_row": {"frame": lambda df: df.drop(index=[3])},
         "m_cross": {"frame": first_offline("co_den", 1e6)},
         "m_meta_format": {"meta": lambda doc: {**doc, "format": "other/9"}},
+        "m_meta_format_object": {"meta": lambda doc: {**doc, "format": {"clips": [0]}}},
+        "m_meta_format_list": {"meta": lambda doc: {**doc, "format": ["offeval-moments/1"]}},
         "m_meta_policy": {"meta": lambda doc: {**doc, "grid": {**doc["grid"], "policies": ["other"]}}},
         "m_meta_clips": {"meta": lambda doc: {**doc, "grid": {**doc["grid"], "clips": [1.0, 4.0, "inf"]}}},
     }.items():
@@ -232,6 +234,8 @@ ROWS = [
           ("m_missing_row", "the grid is incomplete: 1 offline row(s) missing"),
           ("m_cross", "cross moments 'co_den' are larger than √('m2' · 'den_m2') (Cauchy-Schwarz)"),
           ("m_meta_format", "unsupported moments format 'other/9'"),
+          ("m_meta_format_object", "unsupported moments format of JSON type dict, expected"),
+          ("m_meta_format_list", "unsupported moments format of JSON type list, expected"),
           ("m_meta_policy", "are for a group or variant the grid does not list"),
           ("m_meta_clips", "the grid is incomplete"),
       ]],
