@@ -47,6 +47,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     "sens_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the settings
     # Correlation
     "corr_row": Control("str"),
+    "corr_full": Control("bool", False),  # the full heatmap instead of the per-variant summary
     # DCG vs nDCG
     "agr_source": Control("str", "logged", ("logged", "heldout")),
     "agr_policies": Control("list"),
