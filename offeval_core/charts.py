@@ -388,7 +388,9 @@ def _label_boxes(fig: go.Figure, boxes: pd.DataFrame, *, x_range, y_range) -> No
     b = boxes.reset_index(drop=True)
     xs = b["offline_effect"].to_numpy(float)
     ys = b["online_effect"].to_numpy(float)
-    names = [str(e) for e in b["experiment_id"]]
+    several = b["reward"].nunique() > 1 if "reward" in b else False  # a test's boxes per reward: say which
+    names = [f"{e} · {r}" if several else str(e) for e, r in zip(b["experiment_id"], b.get("reward", b["experiment_id"]),
+                                                                   strict=True)]
     order = sorted(range(len(b)), key=lambda i: (b.loc[i, "category"] == "agree", names[i]))
     placed = place_labels(xs, ys, names, x_range=x_range, y_range=y_range, priority=order, max_labels=BOX_LABELS)
     colours = [DECISION_COLOURS[c] for c in b["category"]]

@@ -141,7 +141,7 @@ def exported_figure(fig: go.Figure, *, takeaway: str | None, footer: str, width:
     left = max(60, margin.l or 60) if margin else 60
     title_h = math.ceil(LINE * title_px * len(title_lines))
     take_h = math.ceil(LINE * take_px * len(take_lines))
-    sub_h = math.ceil(LINE * base) + 6 if _subplot_titles(out) else 8
+    sub_h = math.ceil(LINE * base) + 16 if _subplot_titles(out) else 10
     top = pad + title_h + (8 if take_lines else 0) + take_h + sub_h + 6
     axis_h = 64  # tick labels and the x axis title
     foot_h = math.ceil(LINE * foot_px * len(foot_lines))
@@ -162,5 +162,5 @@ def exported_figure(fig: go.Figure, *, takeaway: str | None, footer: str, width:
     notes.append({"text": "<br>".join(foot_lines), "name": "footer", "xref": "paper", "yref": "paper", "x": 0,
                   "xanchor": "left", "xshift": -(left - 30), "y": 0, "yanchor": "bottom", "yshift": -(bottom - pad // 2), "align": "left",
                   "showarrow": False, "font": {"size": foot_px, "color": "#555"}})
-    out.layout.annotations = (*notes, *(out.layout.annotations or ()))
+    out.layout.annotations = (*notes, *(a.to_plotly_json() for a in out.layout.annotations or ()))
     return sanitize_figure(out)  # names from the data (an upload's file name) show as text
