@@ -175,6 +175,8 @@ def _uses(page_url_path: str) -> tuple[str, ...]:
         return ("level",)
     if page_url_path == "candidates" and st.session_state.get("w_cand_clip", "recommended") == "recommended":
         return tuple(u for u in USES["candidates"] if u != "clip")  # the comparison's clip comes from its rule
+    if page_url_path == "sensitivity" and st.session_state.get("w_sens_all", PAGE_CONTROLS["sens_all"].default):
+        return tuple(u for u in USES["sensitivity"] if u != "reward")  # every reward is pooled: no reward to pick
     return USES.get(page_url_path or "data", GLOBAL)
 
 

@@ -62,6 +62,8 @@ if c.propensity:
 else:
     metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
     defaults = [_to_text(v) for v in default_variants()]
+    if s.discount not in ("log2", "pbm"):  # the sidebar's D is a column too: DCG (D, Q̂ at the sidebar's m)
+        defaults.append(_to_text(Variant("dcg", s.discount, s.discount, float(s.clip))))
 candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts
               if not (me in ("is", "snips") and cl != math.inf)]  # IS and SNIPS are uncapped: offered once
 options = list(dict.fromkeys(_to_text(v) for v in candidates))

@@ -23,8 +23,8 @@ if not ui.needs(c):
     st.stop()
 
 with ui.controls():
-    alpha = st.select_slider("Significance level α of every check", options=[0.01, 0.05, 0.1], value=0.05,
-                             key="w_which_alpha")
+    ui.init_control("which_alpha")
+    alpha = st.select_slider("Significance level α of every check", options=[0.01, 0.05, 0.1], key="w_which_alpha")
 
 with ui.guarded("Which estimator?"):
     policy = c.policy if c.policy in c.dataset.targets.all else None
@@ -77,10 +77,12 @@ st.caption("A stochastic-slate world (6 items, 3 slots, Plackett-Luce policies) 
            "Pick how users click; each estimator is run on independent logs and compared with the truth. "
            "Orange bars: bias larger than 4 standard errors.")
 with ui.controls("Slate world"):
-    behaviour = st.radio("Click model", list(CLICK_MODELS), key="w_which_behaviour", horizontal=True,
+    for name in ("which_model", "which_n", "which_reps"):
+        ui.init_control(name)
+    behaviour = st.radio("Click model", list(CLICK_MODELS), key="w_which_model", horizontal=True,
                          format_func=CLICK_MODELS.get)
-    n = st.select_slider("Sessions per log", options=[200, 500, 1000], value=500, key="w_which_n")
-    reps = st.select_slider("Replications", options=[50, 100, 200], value=100, key="w_which_reps")
+    n = st.select_slider("Sessions per log", options=[200, 500, 1000], key="w_which_n")
+    reps = st.select_slider("Replications", options=[50, 100, 200], key="w_which_reps")
 
 with ui.guarded("Slate world"):
     summary, truth = ui.with_progress(f"Running {reps} replications…", False,
