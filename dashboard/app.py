@@ -42,6 +42,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+st.session_state["_page_path"] = page.url_path  # the page's folded controls are its own (ui.controls)
 sidebar.render(page.url_path)
 try:
     page.run()

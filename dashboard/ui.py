@@ -268,9 +268,12 @@ def init_control(name: str, default=None, *, options=None):
 
 
 def controls(label: str = "Page controls"):
-    """A container for a page's own controls, one line above the headline and the chart: collapsed until opened
-    (it stays open while its controls are used), so the chart is never pushed below the fold."""
-    return st.expander(label, expanded=False, icon=":material/tune:")
+    """A container for a page's own controls, one line above the headline and the chart: collapsed until opened,
+    so the chart is never pushed below the fold. Its key keeps it the same element (and open) while its controls
+    are used, even when elements above it come and go; another page, or a new visit, opens it collapsed."""
+    page = st.session_state.get("_page_path") or "data"
+    return st.expander(label, expanded=False, icon=":material/tune:",
+                       key=f"controls_{page}_" + re.sub(r"\W+", "_", label))
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
