@@ -42,7 +42,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not slow and not browser and not spark"
 
 data: setup
-	$(BIN)/offeval simulate --out data --preset demo --seed 0
+	$(BIN)/offeval simulate --out data --preset demo --seed 0 --force
 
 # LARGE=1 adds 100 M impressions out of core (minutes); bench/bench_estimate.py compares pandas and Spark
 bench: setup browser

@@ -17,10 +17,10 @@ from dashboard import data
 from dashboard.context import CTX_KEY, Context
 from offeval_core.figure_text import exported_figure, wrap_title
 from offeval_core.formatting import clip_text
-from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
+from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, one_line, sanitize_figure
 
 __all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "footer_text", "headline", "policy_headline",
-           "raw_logs_notice", "show_figure", "show_table", "shown_table", "takeaway"]
+           "raw_logs_notice", "show_figure", "show_table", "shown_table", "table_csv", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
@@ -95,8 +95,8 @@ def footer_text(c: Context | None) -> str:
 
     dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
     settings = _settings_text(export_settings(c))
-    return (f"Dataset: {dataset}{' · ' + settings if settings else ''} · exported "
-            f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC · offeval")
+    return one_line(f"Dataset: {dataset}{' · ' + settings if settings else ''} · exported "
+                    f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC · offeval")
 
 
 def _export_figure(fig: go.Figure, *, take: str | None, c: Context | None) -> go.Figure:
@@ -206,6 +206,25 @@ def shown_table(df: pd.DataFrame, *, column_config: dict | None = None, kinds: d
     return shown, missing, config
 
 
+def table_csv(df: pd.DataFrame, *, name: str, dataset: str, settings: dict[str, object], units: str | None,
+              when) -> str:
+    r"""The CSV download of a table: two ``#`` lines saying where it comes from (each on one line, whatever the
+    names hold: a reward named ``"x\n=HYPERLINK(…)"`` must not start a line of its own) and the table with
+    formula-leading text cells and names neutralised (:func:`offeval_core.sanitize.neutralise_frame`).
+
+    >>> text = table_csv(pd.DataFrame({"v": ["+1+1"]}), name="t", dataset="a\n=HYPERLINK(1)", settings={},
+    ...                  units="u", when=__import__("datetime").datetime(2026, 1, 1))
+    >>> [line[:1] for line in text.splitlines()], text.splitlines()[-1]
+    (['#', '#', 'v', "'"], "'+1+1")
+    """
+    buf = io.StringIO()
+    buf.write(one_line(f"# {name.replace('_', ' ')} · dataset: {dataset} · {_settings_text(settings)} · exported "
+                       f"{when:%Y-%m-%d %H:%M} UTC by offeval") + "\n")
+    buf.write(one_line(f"# units: {units or DEFAULT_UNITS}") + "\n")
+    neutralise_frame(df).to_csv(buf, index=False)  # formula-leading text cells neutralised
+    return buf.getvalue()
+
+
 def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = None, height: int | None = None,
                column_config: dict | None = None, units: str | None = None, kinds: dict | None = None,
                headers: dict | None = None, reasons: dict | None = None) -> None:
@@ -224,14 +243,14 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
                    + ". The CSV leaves those cells empty.")
 
     def csv() -> str:
-        buf = io.StringIO()
-        buf.write(f"# {name.replace('_', ' ')} · {footer_text(c)}\n")
-        buf.write(f"# units: {units or DEFAULT_UNITS}; numbers at full precision (the page shows ≤ 4 significant "
-                  "digits)\n")
+        import datetime as _dt
+
+        dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
         out = df.copy()
-        out.columns = list(shown.columns)
-        neutralise_frame(out).to_csv(buf, index=False)  # formula-leading text cells neutralised
-        return buf.getvalue()
+        out.columns = list(shown.columns)  # the headers the page shows; the numbers at full precision
+        return table_csv(out, name=name, dataset=dataset, settings=export_settings(c),
+                         units=f"{units or DEFAULT_UNITS}; numbers at full precision (the page shows ≤ 4 significant "
+                               "digits)", when=_dt.datetime.now(_dt.UTC))
 
     from offeval_core.formatting import file_stem
 
