@@ -156,20 +156,38 @@ def test_decisions_estimators_follow_the_clip_after_the_page_was_opened():
     assert url(at)["estimators"] == "dcg:1"
 
 
-def test_the_recommended_clip_is_one_click_away_and_the_link_keeps_it():
-    from dashboard import clip_choice
+def test_the_recommended_clip_is_one_click_away_and_the_link_keeps_it(demo_dir):
+    """"Use the recommended m" sets the clip to the core's rule (``recommended_clip``) computed on the loaded
+    logs, the URL carries it, and a fresh link shows the same clip, reason and page; on every page that reads the
+    clip, the sidebar says which clip is in force and why."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+    from offeval_core.logs import read_logs
 
     at = open_page("decisions", timeout=300)
     caption = " ".join(c.value for c in at.sidebar.get("caption"))
     assert "m = ∞: the default, unclipped" in caption
-    button = at.button(key="w_use_recommended")
-    rec = float(button.proto.label.rsplit("= ", 1)[1].replace("∞", "inf"))
-    button.click().run()
-    assert at.select_slider(key="w_clip").value == rec
-    assert url(at)["clip"] == f"{rec:g}"
+    reward, policy = at.selectbox(key="w_reward").value, at.selectbox(key="w_policy").value
+    core = recommended_clip(read_logs(demo_dir / "logs.parquet"), reward=reward, policy=policy, discount="pbm",
+                            exposure="pbm", level=at.select_slider(key="w_level").value)
+    assert math.isfinite(core.clip)  # the small world's rule clips: the click is a change from the default
+    assert f"the recommended clip is m = {core.clip:g}." in caption
+    at.button(key="w_use_recommended").click().run()
+    assert at.select_slider(key="w_clip").value == core.clip
+    assert url(at)["clip"] == f"{core.clip:g}"
     caption = " ".join(c.value for c in at.sidebar.get("caption"))
-    assert f"m = {rec:g}: the recommended clip" in caption
+    assert f"m = {core.clip:g}: the recommended clip" in caption
     assert not [b for b in at.button if b.key == "w_use_recommended"]  # already in force: no button
-    fresh = open_page("clip_tuning", timeout=300, clip=f"{rec:g}")
-    assert f"m = {rec:g}: the recommended clip" in " ".join(c.value for c in fresh.sidebar.get("caption"))
-    assert clip_choice.RULE == "slope"
+    fresh = open_page("decisions", timeout=300, **url(at))
+    assert fresh.select_slider(key="w_clip").value == core.clip
+    assert output(fresh) == output(at) and url(fresh) == url(at)
+    # the Clip tuning page: its info box and chart line give the same value, and its own button sets it too
+    tuning = open_page("clip_tuning", timeout=300)
+    assert any(i.value.startswith(f"**Recommended m = {core.clip:g}:") for i in tuning.info)
+    tuning.button(key="w_use_recommended_page").click().run()
+    assert tuning.select_slider(key="w_clip").value == core.clip and url(tuning)["clip"] == f"{core.clip:g}"
+    # DCG vs nDCG does not show the target policy: the sidebar names whose recommendation it is
+    agr = open_page("dcg_vs_ndcg", timeout=300)
+    assert f"the recommended clip of {policy} is m = {core.clip:g}." in " ".join(
+        c.value for c in agr.sidebar.get("caption"))
+    agr.button(key="w_use_recommended").click().run()
+    assert url(agr)["clip"] == f"{core.clip:g}"

@@ -208,11 +208,11 @@ def clip_recommendation(key: str, reward: str, policy: str, discount: str, expos
     """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
     ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
     clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
-    from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
+    from offeval_core.analyses.clip_tuning import recommended_clip
 
-    effect = mean_offline_effect(policy_moments(key, reward, discount, exposure), reward=reward, policy=policy,
-                                 discount=discount, exposure=exposure, level=level, metric=tuned_estimator(discount))
-    return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
+    return recommended_clip(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
+                            level=level, moments=policy_moments(key, reward, discount, exposure),
+                            tuning=clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
 
 
 @st.cache_data(show_spinner=False, max_entries=128)

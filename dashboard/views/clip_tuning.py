@@ -31,8 +31,10 @@ if c.propensity:
                "sampling (CIS), the weights π_t / π_p capped at c = m (Gilotte Sec. 4.2, Fig. 2).")
 with ui.controls():
     ui.init_control("clip_rule")
-    rule = st.radio("Recommendation rule", ["slope", "mse"], key="w_clip_rule", horizontal=True,
-                    format_func={"slope": "SLOPE / Lepski (CI overlap)", "mse": "worst-case MSE"}.get)
+    rule = st.radio("Compare with a rule alone", ["slope", "mse"], key="w_clip_rule", horizontal=True,
+                    format_func={"slope": "SLOPE / Lepski (CI overlap)", "mse": "worst-case MSE"}.get,
+                    help="What one rule would choose on its own, explained under the recommendation; the "
+                         "recommendation (the chart's line, the sidebar, every page) is always the one rule")
 
 
 def _estimates(m: float) -> None:
@@ -107,7 +109,7 @@ with ui.guarded("Clip tuning"):
         st.button(f"Use the recommended m = {ui.clip_label(rec)}", key="w_use_recommended_page",
                   on_click=clip_choice.use_clip, args=(rec,), icon=":material/content_cut:",
                   help="Sets the sidebar's clip value m (and the link) to the recommendation; every page follows")
-    with st.expander("How the chart's rule chose (the page control)"):
+    with st.expander(f"What the {'SLOPE / Lepski' if rule == 'slope' else 'worst-case MSE'} rule alone chooses"):
         st.markdown(res.rule_text)
 
     _estimates(m)
