@@ -204,3 +204,23 @@ def test_clip_auto_is_the_one_recommended_clip(tmp_path, capsys):
     assert "--clip auto: m = 4: the SLOPE / Lepski rule alone would clip at m = 1" in out.err
     settings = json.loads(out.out)["settings"]
     assert settings["clip"] == 4.0
+
+
+def test_clip_auto_tunes_a_propensity_policy_as_cis(tmp_path, capsys):
+    """A policy given by propensities: ``--clip auto`` is the same rule on capped importance sampling (cap c = m),
+    the value ``recommended_clip`` computes on the same logs, and a finite one here (the weights reach 18)."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+    from offeval_core.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame({"session_id": np.arange(n), "rank": 1, "click": rng.integers(0, 2, n),
+                          "logging_propensity": rng.uniform(0.05, 0.5, n),
+                          "target_propensity__new": rng.uniform(0.05, 0.9, n)})
+    rec = recommended_clip(read_logs(frame), reward="click", policy="new", level=0.99)
+    assert rec.reason.startswith(f"m = {rec.clip:g}: ") and math.isfinite(rec.clip)
+    path = tmp_path / "prop.csv"
+    frame.to_csv(path, index=False)
+    assert main(["estimate", str(path), "--reward", "click", "--policy", "new", "--estimator", "cis",
+                 "--clip", "auto", "--level", "0.99"]) == 0
+    assert f"--clip auto: {rec.reason}" in capsys.readouterr().err

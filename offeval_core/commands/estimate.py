@@ -107,8 +107,11 @@ def _auto_clip(args, logs) -> float:
     """``--clip auto``: the dashboard's and the report's recommendation
     (``analyses.clip_tuning.recommended_clip``), its reason printed on stderr."""
     from offeval_core.analyses.clip_tuning import recommended_clip
+    from offeval_core.policies import policy_kind
 
-    policy = logs.check_policy(args.policy)
+    policy = args.policy
+    if policy is not None and policy_kind(logs, policy) != "propensity":  # a propensity policy is tuned as CIS
+        policy = logs.check_policy(policy)
     if policy is None:
         raise ValueError("--clip auto needs --policy: the recommendation weighs the bias bound against the "
                          "target policy's effect")
