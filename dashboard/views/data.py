@@ -390,35 +390,33 @@ def _curve() -> None:
 def _rewards() -> None:
     # a 0/1 reward has a rate (a percentage); a real-valued one (watch seconds, counts) a mean
     rates = data.reward_overview(ds.key)
-    st.markdown("**Rewards**")
-    ui.show_table(rates, key="reward_rates", name="reward_rates",
-                  column_config={"sessions with ≥ 1": st.column_config.NumberColumn(
-                      "sessions with a reward > 0", format="percent")},
-                  units="per impression: share of impressions with the reward (0/1 rewards) or mean reward per "
-                        "impression (real-valued rewards); sessions with a reward > 0 as a share of sessions")
-    zero = [r for r, v in s.reward_rates.items() if v == 0]
-    if zero:
-        st.warning(f"Reward(s) {escape_markdown(', '.join(zero))} have no positive value: every estimate on them is 0. "
-                   "Choose another reward in the sidebar.", icon=":material/warning:")
-    st.markdown("**Sessions per arm and session length**")
-    arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
-    ui.show_table(arms, key="arms", name="arms")
-    st.caption(f"Session length: mean {s.mean_length:.1f}; "
-               + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
+    left, right = st.columns([3, 2])  # full width: every header of the rewards table readable at 1280 px
+    with left:
+        st.markdown("**Rewards**")
+        ui.show_table(rates, key="reward_rates", name="reward_rates",
+                      column_config={"sessions with ≥ 1": st.column_config.NumberColumn(
+                          "sessions with a reward > 0", format="percent")},
+                      units="per impression: share of impressions with the reward (0/1 rewards) or mean reward per "
+                            "impression (real-valued rewards); sessions with a reward > 0 as a share of sessions")
+        zero = [r for r, v in s.reward_rates.items() if v == 0]
+        if zero:
+            st.warning(f"Reward(s) {escape_markdown(', '.join(zero))} have no positive value: every estimate on them "
+                       "is 0. Choose another reward in the sidebar.", icon=":material/warning:")
+    with right:
+        st.markdown("**Sessions per arm and session length**")
+        arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
+        ui.show_table(arms, key="arms", name="arms")
+        st.caption(f"Session length: mean {s.mean_length:.1f}; "
+                   + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
     if len(s.days) < 2:
         st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
     if len(s.experiments) < 2:
         st.warning("Only one experiment: the Decisions page needs several A/B tests.", icon=":material/warning:")
 
 
-if c.present:  # the chart first, full width
-    _curve()
-else:
-    left, right = st.columns([2, 3])
-    with right:
-        _curve()
-    with left:
-        _rewards()
+_curve()  # the chart first, full width, in both modes
+if not c.present:
+    _rewards()
 
 m = st.columns(6)
 m[0].metric("Sessions", f"{s.sessions:,}")
