@@ -71,7 +71,9 @@ with ui.guarded("Clip tuning"):
     verdict = ("is the recommended value" if m == rec else
                f"recommended: m = {ui.clip_label(rec)}")
     take = (f"At m = {ui.clip_label(m)} the {label} estimate of {c.policy} is {num(row['estimate'])} ± "
-            f"{num(row['ci_high'] - row['estimate'], 2)}, with a bias of at most {num(row['bias_bound'], 3)} and an "
+            f"{num(row['ci_high'] - row['estimate'], 2)}, "
+            + ("unbiased (nothing is clipped)" if row["bias_bound"] == 0 else
+               f"with a bias of at most {num(row['bias_bound'], 3)}") + " and with an "
             f"effective sample of {format_share(row['ess_share'], 2)} of the rows — {verdict}.")
     online = data.online_arms(c.key, c.reward, d_model, e_model, s.level)
     if online is not None and online.treatment is not None:
