@@ -44,6 +44,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+st.session_state["_page_path"] = page.url_path  # the page's folded controls are its own (ui.controls)
 context = sidebar.render(page.url_path)
 for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
     st.warning(escape_markdown(note), icon=":material/warning:")

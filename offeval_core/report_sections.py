@@ -9,6 +9,7 @@ import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 
 import numpy as np
 
@@ -187,12 +188,12 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     elif has_target:
         ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=discount, exposure=discount,
                          clips=clips, moments=moments, level=sensitivity_level)
-        from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
+        from offeval_core.analyses.clip_tuning import recommended_clip
 
-        effect = mean_offline_effect(moments, reward=rewards[0], policy=policy, discount=discount,
-                                     exposure=discount, level=sensitivity_level) if moments is not None else None
-        doc.p("Recommended " + recommend_clip(ct, effect=effect).reason, "takeaway")  # the dashboard's rule
-        doc.fig(charts.clip_tuning_figure(ct))
+        rec = recommended_clip(logs, reward=rewards[0], policy=policy, discount=discount, exposure=discount,
+                               level=sensitivity_level, clips=clips, moments=moments, tuning=ct)  # the dashboard's
+        doc.p("Recommended " + rec.reason, "takeaway")
+        doc.fig(charts.clip_tuning_figure(with_fields(ct, recommended_clip=rec.clip)))  # the same m
         doc.raw(fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")))
     else:
         doc.note(f"Needs a target policy (rank__{policy}).")

@@ -112,3 +112,11 @@ def choose_option(pg, box, name: str, *, timeout: float = 120) -> None:
         except Exception:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the option {name!r} did not show within {timeout:g} s") from None
+
+
+def open_controls(pg, label: str = "Page controls") -> None:
+    """Open a page's folded controls (``ui.controls``: collapsed until opened) so its widgets can be used."""
+    box = pg.get_by_test_id("stExpander").filter(has=pg.locator("summary", has_text=label)).first
+    if box.locator("details").first.get_attribute("open") is None:
+        box.locator("summary").first.click()
+    box.locator("details[open]").first.wait_for(timeout=30_000)

@@ -35,18 +35,40 @@ def test_sensitivity_figure_data_matches_table(world):
         tpr, pval = [tr for tr in fig.data if tr.name == name and tr.legendgroup == metric][:2]
         assert np.allclose(tpr.y, t["tpr"]) and np.allclose(pval.y, t["mean_p"])
         assert list(fig.layout.xaxis.ticktext)[-1] == "∞"
-        star = next(tr for tr in fig.data if tr.name == f"best m for {name}")
+        stars = [tr for tr in fig.data if tr.name == f"best m for {name}"]
+        if t["tpr"].nunique() == 1:  # a flat line has no best m: no star on it
+            assert not stars
+            continue
+        star = stars[0]
         assert star.y[0] == pytest.approx(t.loc[t["clip"] == res.best_clip[metric], "tpr"].iloc[0])
         # the star sits on its line, at the best m's position on the whole grid (∞ included)
         assert star.x[0] == tpr.x[list(t["clip"]).index(res.best_clip[metric])]
     assert fig.layout.yaxis2.type == "log"
 
 
+def test_sensitivity_star_only_where_the_tpr_varies():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 8.0, math.inf] * 2,
+                      "tpr": [0.1, 0.3, 0.2, 0.06, 0.06, 0.06], "mean_p": [0.5] * 6,
+                      "n_detected": [1, 3, 2, 1, 1, 1], "n_settings": [10] * 6})
+    res = SimpleNamespace(table=t, best_clip={"dcg": 8.0, "ndcg": 1.0}, level=0.99, policy="treatment",
+                          discount="pbm")
+    names = [tr.name for tr in charts.sensitivity_figure(res).data]
+    assert "best m for DCG" in names and "best m for nDCG" not in names
+
+
 def test_correlation_figures_match_result(world):
     res = offline_online_correlation(world[2])
     fig = charts.correlation_figure(res)
     z = np.array(fig.data[0].z, dtype=float)
-    assert np.allclose(np.nan_to_num(np.sort(z.ravel())), np.nan_to_num(np.sort(res.table["r"].to_numpy())))
+    # identity cells (r = 1 by construction) are not coloured: their z is empty, their text ≡
+    shown = res.table["r"].where(~res.table["identity"]).to_numpy(float)
+    assert np.allclose(np.nan_to_num(np.sort(z.ravel())), np.nan_to_num(np.sort(shown)))
+    text = np.array(fig.data[0].text, dtype=object).ravel()
+    assert (text == "≡").sum() == int(res.table["identity"].sum())
     assert list(fig.data[0].x) == list(res.labels)
     s = res.series("exp01", "like", "R0")
     sf = charts.correlation_series_figure(s)

@@ -3,11 +3,11 @@ its number, the verdict counts match the core's diagnosis, the slate section sho
 
 from __future__ import annotations
 
-import pytest
 from dashboard_support import metric, open_page
 
 from dashboard import data
 from offeval_core.diagnose import diagnose
+from offeval_core.formatting import format_number, format_share
 
 SPEC = "small;seed=1;sessions=300;cascade"
 
@@ -24,14 +24,16 @@ def test_which_estimator_page_on_a_cascade_world():
     assert any("Lowest RMSE" in t for t in takes)
     assert not at.error
     # estimator rows: the estimate is the target's value (reward per session) with its 95 % CI, the ESS share its
-    # own column; assumption rows have no ESS share: those cells read "undefined" (the caption says why), never None
+    # own column; assumption rows have no ESS share: those cells read "n/a — why" (the caption says it), never None
     table = next(df.value for df in at.dataframe if "CI low" in df.value.columns)
     est_rows = table[table["row"].str.startswith("estimator")].set_index("row")
     assert len(est_rows) == len(d.estimators)
     for e in d.estimators:
         row = est_rows.loc[f"estimator: {e.label}"]
-        assert float(row["estimate"]) == pytest.approx(e.value, rel=1e-12)
-        assert float(row["CI low"]) == pytest.approx(e.value - 1.959963984540054 * e.stderr, rel=1e-9)
-        assert row["ESS share"] == f"{e.ess_share:.1%}"   # shown in its percent format
+        assert row["estimate"] == format_number(e.value)   # ≤ 4 significant digits, as every number shown
+        assert row["CI low"] == format_number(e.value - 1.959963984540054 * e.stderr)
+        assert row["ESS share"] == format_share(e.ess_share)   # shown in its percent format
     assert all(isinstance(v, str) and v != "None" for v in table["ESS share"])
-    assert any("“undefined” in" in c.value and "ESS share" in c.value for c in at.caption)
+    assumption = table[table["row"].str.startswith("assumption")]
+    assert (assumption["ESS share"] == "n/a — an assumption test has no weights").all()
+    assert any("n/a: " in c.value and "ESS share — an assumption test has no weights" in c.value for c in at.caption)

@@ -102,16 +102,16 @@ with ui.guarded("Sensitivity"):
     for i, (metric, row) in enumerate(at.iterrows()):
         label = ESTIMATORS[metric].label
         best = res.best_clip.get(metric)
+        flat = res.table.loc[res.table["metric"] == metric, "tpr"].nunique() <= 1
+        best_text = ("the same TPR at every m" if flat else
+                     f"best m = {ui.clip_label(best)}" if best is not None else "no best m")
         cols[2 * i].metric(f"{label} TPR", f"{row['tpr']:.0%}",
-                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m = "
-                                f"{ui.clip_label(best) if best is not None else 'n/a'}")
+                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; {best_text}")
         cols[2 * i + 1].metric(f"{label} mean p-value", format_p(row["mean_p"]))
 
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
-                  column_config={"tpr": st.column_config.NumberColumn("TPR", format="percent"),
-                                 "sign_agreement": st.column_config.NumberColumn(format="percent"),
-                                 "mean_p": st.column_config.NumberColumn(format="%.3g")})
+                  headers={"tpr": "TPR"})
     with st.expander(f"Per setting at m = {ui.clip_label(s.clip)} ({n_settings} settings)"):
         per = res.per_setting[res.per_setting["clip"] == s.clip]
         ui.show_table(pd.DataFrame(per), key="sensitivity_settings", name="sensitivity_per_setting")

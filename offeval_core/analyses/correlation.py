@@ -293,10 +293,12 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                               if s.name == "policy" else s, kind="stable").reset_index(drop=True)
 
     days = daily.groupby("experiment_id")["day"].nunique()
-    for exp, n in days.items():
-        if n < MIN_DAYS:
-            warnings.append(f"experiment {exp} has only {n} day(s); a correlation across fewer than "
-                            f"{MIN_DAYS} days is not informative")
+    short = days[days < MIN_DAYS]
+    for n in sorted(set(short)):  # one warning per day count, naming every experiment that has it
+        exps = [str(e) for e, k in short.items() if k == n]
+        warnings.append(f"{'experiment' if len(exps) == 1 else 'experiments'} {', '.join(exps)} "
+                        f"{'has' if len(exps) == 1 else 'have'} only {n} day(s); a correlation across fewer than "
+                        f"{MIN_DAYS} days is not informative")
     n_nan = int(table["r"].isna().sum())
     if n_nan:
         warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
