@@ -17,6 +17,7 @@ import pandas as pd
 from offeval_core import mapping as column_mapping
 from offeval_core.arm_values import NO_ARMS, ArmValues, arm_label_problem, parse_arms
 from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
+from offeval_core.formatting import name_list
 from offeval_core.limits import Limits
 from offeval_core.log_rules import (
     column_rules,
@@ -35,7 +36,6 @@ from offeval_core.log_schema import (
     TARGET_CONDITIONAL_PREFIX,
     TARGET_PROPENSITY_PREFIX,
     Logs,
-    name_list,
 )
 from offeval_core.reading import Reading, read_columns
 

@@ -14,8 +14,8 @@ import pandas as pd
 from offeval_core.errors import UnknownName
 
 __all__ = [
-    "ARMS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_NAMES_SHOWN", "MAX_SHOWN", "OPTIONAL", "POLICY_PREFIX", "REQUIRED",
-    "SESSION_KEYS", "TARGET_CONDITIONAL_PREFIX", "TARGET_PROPENSITY_PREFIX", "Logs", "name_list",
+    "ARMS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_SHOWN", "OPTIONAL", "POLICY_PREFIX", "REQUIRED",
+    "SESSION_KEYS", "TARGET_CONDITIONAL_PREFIX", "TARGET_PROPENSITY_PREFIX", "Logs",
 ]
 
 POLICY_PREFIX = "rank__"
@@ -29,20 +29,6 @@ OPTIONAL = ("item_id", "day", "experiment_id", "arm", "segment", *LOGGING_PROPEN
 KNOWN = REQUIRED + OPTIONAL
 ARMS = ("control", "treatment")
 MAX_SHOWN = 5
-MAX_NAMES_SHOWN = 30
-
-
-def name_list(names, *, limit: int = MAX_NAMES_SHOWN, sep: str = ", ") -> str:
-    """The names joined by ``sep``, the first ``limit`` of them and how many more (a message stays readable
-    when a file has 10 000 columns).
-
-    >>> name_list(["a", "b", "c"], limit=2)
-    'a, b and 1 more'
-    """
-    names = [str(n) for n in names]
-    more = f" and {len(names) - limit:,} more" if len(names) > limit else ""
-    return sep.join(names[:limit]) + more
-
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from offeval_core.arm_values import guess_arm_values
 from offeval_core.errors import SpecError
-from offeval_core.log_schema import name_list
+from offeval_core.formatting import name_list
 
 __all__ = [
     "EACH_ROW", "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "dates_like", "day_like", "describe", "expand_mapping", "guess_mapping", "is_pattern",
