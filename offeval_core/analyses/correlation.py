@@ -39,6 +39,9 @@ __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "corre
            "default_variants", "is_identity", "offline_online_correlation", "pooled_correlation"]
 
 MIN_DAYS = 4
+TRACK_R = 0.5
+"""A variant tracks the online reward when its median correlation across the (experiment, reward, policy) rows is
+at least this (a strong correlation by the usual convention); below it the takeaway says that nothing tracks."""
 METHODS = ("pearson", "kendall", "spearman")
 
 
@@ -300,7 +303,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     n_nan = int(table["r"].isna().sum())
     if n_nan:
         warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
-    takeaway = _takeaway(table, labels, method, daily)
+    takeaway = _takeaway(table, labels, method, daily, alpha=alpha)
     return CorrelationResult(table=table, daily=daily, variants=variants, method=method,
                              warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels, target=target)
 
@@ -340,7 +343,7 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
     return pd.DataFrame(rows, columns=["reward", "variant", "n_points", "r"])
 
 
-def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None) -> str:
+def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None, *, alpha: float = 0.05) -> str:
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
     table = table[~table["identity"]]
@@ -350,12 +353,20 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
     if med.dropna().empty:
         return "No correlation could be computed (too few days)."
     top = med.idxmax()
-    text = (f"Across {n_rows} (experiment, reward, policy) rows, {top} tracks the online reward best: median "
-            f"{sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows")
+    rows_top = table[table["variant"] == top]
+    n_pos = int(((rows_top["r"] > 0) & rows_top["significant"]).sum())
+    support = (f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows")
+    if med[top] >= TRACK_R:
+        text = (f"Across {n_rows} (experiment, reward, policy) rows, {top} tracks the online reward best: median "
+                f"{sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows, {support}")
+    else:
+        text = (f"No variant tracks the online reward across days on these logs: the highest median {sym} over the "
+                f"{n_rows} (experiment, reward, policy) rows is {top}'s {med[top]:.2f}, below {TRACK_R:g} "
+                f"({top} is {support})")
     others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
     worst = min(others, key=lambda lab: med[lab]) if others else None
     if worst is not None:
-        text += f"; {worst} is weakest (median {sym} = {med[worst]:.2f})"
+        text += f"; {worst} is lowest (median {sym} = {med[worst]:.2f})"
     text += "."
     verdict = _paper_verdict(table, sym)
     text += " " + verdict if verdict else ""
@@ -375,7 +386,7 @@ def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str, sym: str
     log2 = set(t.loc[t["discount"] == "log2", "variant"])
     if not pbm_q or not log2:
         return ""
-    pooled = pooled_correlation(daily, method=method)
+    pooled = pooled_correlation(daily, policy=str(t["policy"].iloc[0]), method=method)
     out = []
     for reward, part in pooled.groupby("reward", sort=False):
         a = part[part["variant"].isin(pbm_q)].dropna(subset=["r"])
