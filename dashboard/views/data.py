@@ -381,7 +381,10 @@ with left:
     if len(s.days) < 2:
         st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
     if len(s.experiments) < 2:
-        st.warning("Only one experiment: the Decisions page needs several A/B tests.", icon=":material/warning:")
+        st.warning("Only one experiment: the Decisions page needs several A/B tests, and the offline-online "
+                   "correlation pages have one experiment to go on. The **Candidates** page compares every candidate "
+                   "with the logging policy offline.", icon=":material/warning:")
+        ui.links(("candidates",))
 
 with right:
     with ui.guarded("Position-bias curve"):
