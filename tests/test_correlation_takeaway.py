@@ -1,15 +1,20 @@
 """The Correlation takeaway (KDD'24 Table 2) states the number it rests on and says so when nothing tracks the online
-reward: on the team export (the tested ranker's DCG follows its arm day by day) a variant tracks, on the Open Bandit
-Dataset sample (click rates of ~0.5 %, 7 days × 3 campaigns: the daily estimates are noise) none does."""
+reward. It rests on the target policy's Rₜ rows (its offline estimate on control logs against its own arm): on the
+simulator's small world the de-biased DCG follows the treatment arm day by day; on the Open Bandit Dataset sample
+(click rates of ~0.5 %, 7 days × 3 campaigns: the daily estimates are noise) nothing does; on the team export the
+logging policy's R₀ rows correlate strongly while the tested ranker's do not, and the takeaway does not let the R₀
+rows speak for it."""
 
 from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
+from analyses_world import small_world
 
 from offeval_core.analyses import default_variants, offline_online_correlation
-from offeval_core.analyses.correlation import TRACK_R
+from offeval_core.analyses.correlation import TRACK_R, _takeaway
 from offeval_core.analyses.plan import propensity_estimators
 from offeval_core.engine import Grid, reduce
 from offeval_core.importance import reduce_importance
@@ -17,32 +22,31 @@ from offeval_core.logs import LOGGING_POLICY, read_logs
 from tests.export_fixtures import ROOT, demo_sample, team_export
 
 
-def _medians(res):
-    ranked = res.table[~res.table["identity"]]
-    return ranked.groupby("variant")["r"].median()
+def _target_rows(res, policy):
+    return res.table[(res.table["policy"] == policy) & ~res.table["identity"]]
 
 
-def _support(res, variant):
-    rows = res.table[(res.table["variant"] == variant) & ~res.table["identity"]]
-    return int(((rows["r"] > 0) & (rows["p_value"] < 0.05)).sum()), len(rows)
+def _support(rows, variant):
+    r = rows[rows["variant"] == variant]
+    return int(((r["r"] > 0) & (r["p_value"] < 0.05)).sum()), len(r)
 
 
 def test_a_strong_correlation_is_named_with_its_median_r_and_support():
-    _, schema = team_export(demo_sample(40))
-    logs = read_logs(schema, rewards=["clicked", "completed"])
-    m = reduce(logs, Grid(rewards=("clicked", "completed"), policies=("ranker_v2",), discounts=("pbm", "log2"),
+    world, _, _ = small_world()
+    logs = read_logs(world.logs)
+    m = reduce(logs, Grid(rewards=("like",), policies=("treatment",), discounts=("pbm", "log2"),
                           exposures=("pbm", "log2"), clips=(1.0, math.inf)))
-    res = offline_online_correlation(m, variants=default_variants(math.inf), policies=(LOGGING_POLICY, "ranker_v2"))
-    med = _medians(res)
+    res = offline_online_correlation(m, variants=default_variants(math.inf))
+    rows = _target_rows(res, "treatment")
+    med = rows.groupby("variant")["r"].median()
     top = med.idxmax()
-    assert med[top] >= TRACK_R  # a real signal: the arm's online reward follows the offline DCG day by day
-    k, n = _support(res, top)
-    assert res.takeaway.startswith(f"Across {n} (experiment, reward, policy) rows, {top} tracks the online reward "
-                                   f"best: median r = {med[top]:.2f}, best in ")
-    assert f"positive and significant (p < 0.05) in {k} of {n} rows" in res.takeaway
+    assert med[top] >= 0.9  # the simulator's treatment arm follows its offline DCG day by day
+    k, n = _support(rows, top)
+    wins = int(rows[rows["best"]].groupby("variant").size().get(top, 0))
+    assert res.takeaway.startswith(f"Across the {n} (experiment, reward) rows of Rₜ = treatment, {top} tracks its "
+                                   f"online reward best: median r = {med[top]:.2f}, best in {wins} of {n} rows, "
+                                   f"positive and significant (p < 0.05) in {k} of {n} rows; ")
     assert 0 < k <= n and "No variant tracks" not in res.takeaway
-    # the pooled comparison reads the target policy's days whatever it is named (ranker_v2 here)
-    assert "Pooled over the target policy's experiment-days — clicked: " in res.takeaway
 
 
 def test_a_correlation_near_zero_is_said_to_track_nothing():
@@ -50,30 +54,47 @@ def test_a_correlation_near_zero_is_said_to_track_nothing():
     m = reduce_importance(logs, rewards=("click",), policies=("bts",), clips=(math.inf,), weights="propensity",
                           cappings=("max",), scales=("session",))
     res = offline_online_correlation(m, variants=propensity_estimators(math.inf), policies=(LOGGING_POLICY, "bts"))
-    med = _medians(res)
+    rows = _target_rows(res, "bts")
+    med = rows.groupby("variant")["r"].median()
     top = med.idxmax()
-    assert abs(med[top]) < 0.2  # 3 campaigns × 7 days of noise: r is near 0
-    k, n = _support(res, top)
-    assert res.takeaway.startswith(f"No variant tracks the online reward across days on these logs: the highest "
-                                   f"median r over the {n} (experiment, reward, policy) rows is {top}'s "
+    assert abs(med[top]) < 0.3  # 3 campaigns × 7 days of noise: r is near 0
+    k, n = _support(rows, top)
+    assert n == 3
+    assert res.takeaway.startswith(f"No variant tracks the online reward of Rₜ = bts across days on these logs: the "
+                                   f"highest median r over its 3 (experiment, reward) rows is {top}'s "
                                    f"{med[top]:.2f}, below 0.5 ({top} is positive and significant (p < 0.05) in {k} "
-                                   f"of {n} rows)")
-    assert "tracks the online reward best" not in res.takeaway
+                                   f"of 3 rows)")
+    assert "tracks its online reward best" not in res.takeaway
+
+
+def test_strong_r0_rows_do_not_speak_for_the_target_policy():
+    _, schema = team_export(demo_sample(40))
+    logs = read_logs(schema, rewards=["clicked", "completed"])
+    m = reduce(logs, Grid(rewards=("clicked", "completed"), policies=("ranker_v2",), discounts=("pbm", "log2"),
+                          exposures=("pbm", "log2"), clips=(1.0, math.inf)))
+    res = offline_online_correlation(m, variants=default_variants(math.inf), policies=(LOGGING_POLICY, "ranker_v2"))
+    med_t = _target_rows(res, "ranker_v2").groupby("variant")["r"].median()
+    med_0 = _target_rows(res, LOGGING_POLICY).groupby("variant")["r"].median()
+    assert med_0.max() >= TRACK_R > med_t.max()  # R₀ tracks (same sessions), ranker_v2 does not
+    assert res.takeaway.startswith(f"No variant tracks the online reward of Rₜ = ranker_v2 across days on these "
+                                   f"logs: the highest median r over its 40 (experiment, reward) rows is "
+                                   f"{med_t.idxmax()}'s {med_t.max():.2f}, below 0.5")
+    assert (f"On the R₀ rows (the logging policy, whose offline and online values read the same control sessions) "
+            f"{med_0.idxmax()} has the highest median r, {med_0.max():.2f}.") in res.takeaway
+    # the pooled comparison reads the target policy's days whatever it is named
+    assert "Pooled over the target policy's experiment-days — clicked: " in res.takeaway
 
 
 @pytest.mark.parametrize("r_top", [0.49, 0.5])
 def test_the_threshold_is_inclusive_at_track_r(r_top):
-    import pandas as pd
-
-    from offeval_core.analyses.correlation import _takeaway
-
     t = pd.DataFrame({"experiment_id": ["e", "f"], "reward": "y", "policy": "treatment", "variant": "V",
                       "metric": "dcg", "discount": "pbm", "exposure": "pbm", "clip": 1.0, "r": [r_top, r_top],
                       "p_value": [0.01, 0.2], "significant": [True, False], "identity": False, "best": True})
     text = _takeaway(t, ("V",), "pearson")
     if r_top >= TRACK_R:
-        assert text.startswith("Across 2 (experiment, reward, policy) rows, V tracks the online reward best: median "
-                               "r = 0.50, best in 2 of 2 rows, positive and significant (p < 0.05) in 1 of 2 rows")
+        assert text == ("Across the 2 (experiment, reward) rows of Rₜ = treatment, V tracks its online reward best: "
+                        "median r = 0.50, best in 2 of 2 rows, positive and significant (p < 0.05) in 1 of 2 rows.")
     else:
-        assert text.startswith("No variant tracks the online reward across days on these logs: the highest median r "
-                               "over the 2 (experiment, reward, policy) rows is V's 0.49, below 0.5")
+        assert text == ("No variant tracks the online reward of Rₜ = treatment across days on these logs: the "
+                        "highest median r over its 2 (experiment, reward) rows is V's 0.49, below 0.5 (V is positive "
+                        "and significant (p < 0.05) in 1 of 2 rows).")

@@ -344,30 +344,41 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
 
 
 def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None, *, alpha: float = 0.05) -> str:
+    """Which variant tracks the online reward, on the target policy's Rₜ rows when the table has them (its offline
+    estimate against its own arm: the question a user asks), else on the logging policy's R₀ rows; "tracks" only
+    when the best median r reaches :data:`TRACK_R`, with the rows where it is positive and significant."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
     table = table[~table["identity"]]
-    med = table.groupby("variant")["r"].median()
-    wins = table[table["best"]].groupby("variant").size()
-    n_rows = table.groupby(["experiment_id", "reward", "policy"]).ngroups
-    if med.dropna().empty:
+    if table["r"].dropna().empty:
         return "No correlation could be computed (too few days)."
+    target = table[(table["policy"] != LOGGING_POLICY) & table["r"].notna()]
+    basis = table[table["policy"] == target["policy"].iloc[0]] if len(target) else table
+    who = (f"Rₜ = {target['policy'].iloc[0]}" if len(target) else "R₀ = the logging policy")
+    med = basis.groupby("variant")["r"].median()
+    wins = basis[basis["best"]].groupby("variant").size()
+    n_rows = basis.groupby(["experiment_id", "reward"]).ngroups
     top = med.idxmax()
-    rows_top = table[table["variant"] == top]
+    rows_top = basis[basis["variant"] == top]
     n_pos = int(((rows_top["r"] > 0) & rows_top["significant"]).sum())
-    support = (f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows")
+    support = f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows"
     if med[top] >= TRACK_R:
-        text = (f"Across {n_rows} (experiment, reward, policy) rows, {top} tracks the online reward best: median "
-                f"{sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows, {support}")
+        text = (f"Across the {n_rows} (experiment, reward) rows of {who}, {top} tracks its online reward best: "
+                f"median {sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows, {support}")
     else:
-        text = (f"No variant tracks the online reward across days on these logs: the highest median {sym} over the "
-                f"{n_rows} (experiment, reward, policy) rows is {top}'s {med[top]:.2f}, below {TRACK_R:g} "
-                f"({top} is {support})")
+        text = (f"No variant tracks the online reward of {who} across days on these logs: the highest median {sym} "
+                f"over its {n_rows} (experiment, reward) rows is {top}'s {med[top]:.2f}, below {TRACK_R:g} ({top} "
+                f"is {support})")
     others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
     worst = min(others, key=lambda lab: med[lab]) if others else None
     if worst is not None:
         text += f"; {worst} is lowest (median {sym} = {med[worst]:.2f})"
     text += "."
+    r0 = table[(table["policy"] == LOGGING_POLICY) & table["r"].notna()]
+    if len(target) and len(r0):
+        med0 = r0.groupby("variant")["r"].median()
+        text += (f" On the R₀ rows (the logging policy, whose offline and online values read the same control "
+                 f"sessions) {med0.idxmax()} has the highest median {sym}, {med0.max():.2f}.")
     verdict = _paper_verdict(table, sym)
     text += " " + verdict if verdict else ""
     if daily is not None:
