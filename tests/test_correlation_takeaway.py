@@ -60,9 +60,10 @@ def test_a_correlation_near_zero_is_said_to_track_nothing():
     assert abs(med[top]) < 0.3  # 3 campaigns × 7 days of noise: r is near 0
     k, n = _support(rows, top)
     assert n == 3
+    why = "below 0.5" + (" and positive and significant in no row" if k == 0 else "")
     assert res.takeaway.startswith(f"No variant tracks the online reward of Rₜ = bts across days on these logs: the "
                                    f"highest median r over its 3 (experiment, reward) rows is {top}'s "
-                                   f"{med[top]:.2f}, below 0.5 ({top} is positive and significant (p < 0.05) in {k} "
+                                   f"{med[top]:.2f}, {why} ({top} is positive and significant (p < 0.05) in {k} "
                                    f"of 3 rows)")
     assert "tracks its online reward best" not in res.takeaway
 
@@ -90,7 +91,7 @@ def test_the_threshold_is_inclusive_at_track_r(r_top):
     t = pd.DataFrame({"experiment_id": ["e", "f"], "reward": "y", "policy": "treatment", "variant": "V",
                       "metric": "dcg", "discount": "pbm", "exposure": "pbm", "clip": 1.0, "r": [r_top, r_top],
                       "p_value": [0.01, 0.2], "significant": [True, False], "identity": False, "best": True})
-    text = _takeaway(t, ("V",), "pearson")
+    text = _takeaway(t, ("V",), "pearson")  # significant in 1 of 2 rows: one is enough
     if r_top >= TRACK_R:
         assert text == ("Across the 2 (experiment, reward) rows of Rₜ = treatment, V tracks its online reward best: "
                         "median r = 0.50, best in 2 of 2 rows, positive and significant (p < 0.05) in 1 of 2 rows.")
@@ -98,3 +99,14 @@ def test_the_threshold_is_inclusive_at_track_r(r_top):
         assert text == ("No variant tracks the online reward of Rₜ = treatment across days on these logs: the "
                         "highest median r over its 2 (experiment, reward) rows is V's 0.49, below 0.5 (V is positive "
                         "and significant (p < 0.05) in 1 of 2 rows).")
+
+
+def test_a_strong_r_that_is_significant_in_no_row_does_not_track():
+    t = pd.DataFrame({"experiment_id": ["e", "f", "g"], "reward": "y", "policy": "bts", "variant": "IS",
+                      "metric": "is", "discount": "propensity", "exposure": "propensity", "clip": math.inf,
+                      "r": [0.9, 0.8, 0.7], "p_value": [0.06, 0.2, 0.3], "significant": [False, False, False],
+                      "identity": False, "best": True})
+    assert _takeaway(t, ("IS",), "pearson") == (
+        "No variant tracks the online reward of Rₜ = bts across days on these logs: the highest median r over its 3 "
+        "(experiment, reward) rows is IS's 0.80, positive and significant in no row (IS is positive and "
+        "significant (p < 0.05) in 0 of 3 rows).")

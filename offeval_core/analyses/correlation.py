@@ -40,8 +40,9 @@ __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "corre
 
 MIN_DAYS = 4
 TRACK_R = 0.5
-"""A variant tracks the online reward when its median correlation across the (experiment, reward, policy) rows is
-at least this (a strong correlation by the usual convention); below it the takeaway says that nothing tracks."""
+"""A variant tracks the online reward when its median correlation across the (experiment, reward) rows is at least
+this (a strong correlation by the usual convention) and it is positive and significant in at least one row (a few
+days per experiment leave single rows weak); otherwise the takeaway says that nothing tracks, and why."""
 METHODS = ("pearson", "kendall", "spearman")
 
 
@@ -346,7 +347,7 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
 def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None, *, alpha: float = 0.05) -> str:
     """Which variant tracks the online reward, on the target policy's Rₜ rows when the table has them (its offline
     estimate against its own arm: the question a user asks), else on the logging policy's R₀ rows; "tracks" only
-    when the best median r reaches :data:`TRACK_R`, with the rows where it is positive and significant."""
+    when the best median r reaches :data:`TRACK_R` and it is positive and significant in one row at least."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
     table = table[~table["identity"]]
@@ -362,13 +363,15 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
     rows_top = basis[basis["variant"] == top]
     n_pos = int(((rows_top["r"] > 0) & rows_top["significant"]).sum())
     support = f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows"
-    if med[top] >= TRACK_R:
+    short = ([f"below {TRACK_R:g}"] if med[top] < TRACK_R else []) + (
+        ["positive and significant in no row"] if n_pos == 0 else [])
+    if not short:
         text = (f"Across the {n_rows} (experiment, reward) rows of {who}, {top} tracks its online reward best: "
                 f"median {sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows, {support}")
     else:
         text = (f"No variant tracks the online reward of {who} across days on these logs: the highest median {sym} "
-                f"over its {n_rows} (experiment, reward) rows is {top}'s {med[top]:.2f}, below {TRACK_R:g} ({top} "
-                f"is {support})")
+                f"over its {n_rows} (experiment, reward) rows is {top}'s {med[top]:.2f}, {' and '.join(short)} "
+                f"({top} is {support})")
     others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
     worst = min(others, key=lambda lab: med[lab]) if others else None
     if worst is not None:
