@@ -112,6 +112,21 @@ def test_pages_that_need_an_ab_test_say_so_and_link_to_candidates(offline, page)
     assert not at.main.get("plotly_chart")
 
 
+def _one_experiment(at):
+    return [w.value for w in at.warning if w.value.startswith("Only one experiment")]
+
+
+def test_the_data_page_points_one_experiment_logs_to_candidates(offline):
+    at = open_page("data", timeout=300)
+    assert not at.error, [e.value for e in at.error]
+    assert _one_experiment(at) == ["Only one experiment: the Decisions page needs several A/B tests, and the "
+                                   "offline-online correlation pages have one experiment to go on. The "
+                                   "**Candidates** page compares every candidate with the logging policy offline."]
+    links = at.main.get("page_link")
+    assert [link.proto.page for link in links] == ["candidates"]
+    assert links[0].proto.label == "Candidates: every candidate vs the logging policy"
+
+
 # ----------------------------------------------------------------------------- a policy not named treatment
 
 
@@ -128,6 +143,12 @@ def ab_moments(ab):
     m = reduce(logs, Grid(rewards=("clicked",), policies=logs.policies, discounts=("pbm", "log2"),
                           exposures=("pbm", "log2"), clips=DEFAULT_CLIPS))
     return logs, m
+
+
+def test_the_data_page_of_several_experiments_has_no_one_experiment_notice(ab):
+    at = open_page("data", timeout=300)
+    assert _mapped(ab).frame["experiment_id"].nunique() > 1
+    assert _one_experiment(at) == [] and not at.main.get("page_link")
 
 
 @pytest.mark.parametrize("page", ["sensitivity", "correlation", "decisions", "clip_tuning"])

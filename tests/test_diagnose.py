@@ -184,3 +184,21 @@ def test_interaction_check_is_two_sided_with_the_within_item_slope():
     assert c.fires == (c.p_value < 0.05) and c.n == rows.sum()
     with pytest.raises(ValueError, match=rf"lacks {(items == 5).sum()} logged row\(s\)' items"):
         check_interaction(read_logs(df), "click", categories={i: "x" for i in range(5)})
+
+
+def test_rewards_above_says_what_it_was_stratified_on_without_an_item_column():
+    """Without item_id the rewards-above slope is taken within rank × segment × day only: the finding must not say
+    "given the item" (an export whose item column was left unmapped, e.g. `asset`)."""
+    from offeval_core.diagnose import check_interaction
+
+    rng = np.random.default_rng(5)
+    n, k = 400, 4
+    click = (rng.uniform(size=(n, k)) < 0.3).astype(float)
+    df = pd.DataFrame({"session_id": np.repeat(np.arange(n), k), "rank": np.tile(np.arange(1, k + 1), n),
+                       "item_id": rng.integers(0, 50, size=n * k), "click": click.ravel()})
+    with_item = check_interaction(read_logs(df), "click")
+    without = check_interaction(read_logs(df.drop(columns=["item_id"])), "click")
+    assert " given the item, " in with_item.finding and "item × rank × segment × day" in with_item.test
+    assert " given the rank, segment and day (the logs have no item column), " in without.finding
+    assert "given the item" not in without.finding
+    assert without.test.startswith("within-stratum slope on 'a reward above' (rank × segment × day; no item column)")

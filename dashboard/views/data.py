@@ -411,7 +411,10 @@ def _rewards() -> None:
     if len(s.days) < 2:
         st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
     if len(s.experiments) < 2:
-        st.warning("Only one experiment: the Decisions page needs several A/B tests.", icon=":material/warning:")
+        st.warning("Only one experiment: the Decisions page needs several A/B tests, and the offline-online "
+                   "correlation pages have one experiment to go on. The **Candidates** page compares every candidate "
+                   "with the logging policy offline.", icon=":material/warning:")
+        ui.links(("candidates",))
 
 
 _curve()  # the chart first, full width, in both modes

@@ -39,6 +39,10 @@ __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "corre
            "default_variants", "is_identity", "offline_online_correlation", "pooled_correlation"]
 
 MIN_DAYS = 4
+TRACK_R = 0.5
+"""A variant tracks the online reward when its median correlation across the (experiment, reward) rows is at least
+this (a strong correlation by the usual convention) and it is positive and significant in at least one row (a few
+days per experiment leave single rows weak); otherwise the takeaway says that nothing tracks, and why."""
 METHODS = ("pearson", "kendall", "spearman")
 
 
@@ -302,7 +306,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     n_nan = int(table["r"].isna().sum())
     if n_nan:
         warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
-    takeaway = _takeaway(table, labels, method, daily)
+    takeaway = _takeaway(table, labels, method, daily, alpha=alpha)
     return CorrelationResult(table=table, daily=daily, variants=variants, method=method,
                              warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels, target=target)
 
@@ -342,23 +346,44 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
     return pd.DataFrame(rows, columns=["reward", "variant", "n_points", "r"])
 
 
-def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None) -> str:
+def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None, *, alpha: float = 0.05) -> str:
+    """Which variant tracks the online reward, on the target policy's Rₜ rows when the table has them (its offline
+    estimate against its own arm: the question a user asks), else on the logging policy's R₀ rows; "tracks" only
+    when the best median r reaches :data:`TRACK_R` and it is positive and significant in one row at least."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
     table = table[~table["identity"]]
-    med = table.groupby("variant")["r"].median()
-    wins = table[table["best"]].groupby("variant").size()
-    n_rows = table.groupby(["experiment_id", "reward", "policy"]).ngroups
-    if med.dropna().empty:
+    if table["r"].dropna().empty:
         return "No correlation could be computed (too few days)."
+    target = table[(table["policy"] != LOGGING_POLICY) & table["r"].notna()]
+    basis = table[table["policy"] == target["policy"].iloc[0]] if len(target) else table
+    who = (f"Rₜ = {target['policy'].iloc[0]}" if len(target) else "R₀ = the logging policy")
+    med = basis.groupby("variant")["r"].median()
+    wins = basis[basis["best"]].groupby("variant").size()
+    n_rows = basis.groupby(["experiment_id", "reward"]).ngroups
     top = med.idxmax()
-    text = (f"Across {n_rows} (experiment, reward, policy) rows, {top} tracks the online reward best: median "
-            f"{sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows")
+    rows_top = basis[basis["variant"] == top]
+    n_pos = int(((rows_top["r"] > 0) & rows_top["significant"]).sum())
+    support = f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows"
+    short = ([f"below {TRACK_R:g}"] if med[top] < TRACK_R else []) + (
+        ["positive and significant in no row"] if n_pos == 0 else [])
+    if not short:
+        text = (f"Across the {n_rows} (experiment, reward) rows of {who}, {top} tracks its online reward best: "
+                f"median {sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows, {support}")
+    else:
+        text = (f"No variant tracks the online reward of {who} across days on these logs: the highest median {sym} "
+                f"over its {n_rows} (experiment, reward) rows is {top}'s {med[top]:.2f}, {' and '.join(short)} "
+                f"({top} is {support})")
     others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
     worst = min(others, key=lambda lab: med[lab]) if others else None
     if worst is not None:
-        text += f"; {worst} is weakest (median {sym} = {med[worst]:.2f})"
+        text += f"; {worst} is lowest (median {sym} = {med[worst]:.2f})"
     text += "."
+    r0 = table[(table["policy"] == LOGGING_POLICY) & table["r"].notna()]
+    if len(target) and len(r0):
+        med0 = r0.groupby("variant")["r"].median()
+        text += (f" On the R₀ rows (the logging policy, whose offline and online values read the same control "
+                 f"sessions) {med0.idxmax()} has the highest median {sym}, {med0.max():.2f}.")
     verdict = _paper_verdict(table, sym)
     text += " " + verdict if verdict else ""
     if daily is not None:
@@ -377,7 +402,7 @@ def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str, sym: str
     log2 = set(t.loc[t["discount"] == "log2", "variant"])
     if not pbm_q or not log2:
         return ""
-    pooled = pooled_correlation(daily, method=method)
+    pooled = pooled_correlation(daily, policy=str(t["policy"].iloc[0]), method=method)
     out = []
     for reward, part in pooled.groupby("reward", sort=False):
         a = part[part["variant"].isin(pbm_q)].dropna(subset=["r"])
