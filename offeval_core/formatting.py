@@ -197,6 +197,8 @@ def name_list(names, *, limit: int = MAX_NAMES_SHOWN, sep: str = ", ") -> str:
 
     >>> name_list(["a", "b", "c"], limit=2)
     'a, b and 1 more'
+    >>> name_list(["a", "b"], limit=2)  # exactly the limit: nothing is counted as more
+    'a, b'
     """
     names = [str(n) for n in names]
     more = f" and {len(names) - limit:,} more" if len(names) > limit else ""

@@ -134,8 +134,7 @@ def read_metadata(path: str | Path, *, name: str | None = None, limits: Limits |
         raise _bad(source, "its metadata is not a JSON object")
     fmt = meta.get("format")
     if isinstance(fmt, str) and fmt in _OLD_FORMATS:
-        old = fmt
-        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {old!r}: {_OLD_FORMATS[old]}); "
+        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {fmt!r}: {_OLD_FORMATS[fmt]}); "
                                      f"compute it again with `offeval reduce LOGS --out FILE` (format {FORMAT!r})",
                                      source=source)
     if fmt != FORMAT:

@@ -97,6 +97,7 @@ def f(tmp_path_factory) -> dict[str, Path]:
         "m_meta_format": {"meta": lambda doc: {**doc, "format": "other/9"}},
         "m_meta_format_object": {"meta": lambda doc: {**doc, "format": {"clips": [0]}}},
         "m_meta_format_list": {"meta": lambda doc: {**doc, "format": ["offeval-moments/1"]}},
+        "m_meta_format_old": {"meta": lambda doc: {**doc, "format": "offeval-moments/1"}},
         "m_meta_policy": {"meta": lambda doc: {**doc, "grid": {**doc["grid"], "policies": ["other"]}}},
         "m_meta_clips": {"meta": lambda doc: {**doc, "grid": {**doc["grid"], "clips": [1.0, 4.0, "inf"]}}},
     }.items():
@@ -236,6 +237,7 @@ ROWS = [
           ("m_meta_format", "unsupported moments format 'other/9'"),
           ("m_meta_format_object", "unsupported moments format of JSON type dict, expected"),
           ("m_meta_format_list", "unsupported moments format of JSON type list, expected"),
+          ("m_meta_format_old", "written by an earlier offeval (format 'offeval-moments/1': raw sums of squares"),
           ("m_meta_policy", "are for a group or variant the grid does not list"),
           ("m_meta_clips", "the grid is incomplete"),
       ]],
