@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, demo_environment, free_port, open_popover, serving
+from browser_support import CHROMIUM, demo_environment, free_port, open_popover, serving, upload_logs
 from security_support import SECRET, moments_file, small_logs
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -92,9 +92,7 @@ def test_moments_path_in_link_shows_a_notice_and_no_content(server, tab, tmp_pat
 
 
 def _upload(pg, path: Path) -> None:
-    pg.get_by_test_id("stButtonGroup").get_by_text("Upload a file").first.click()
-    main = pg.get_by_test_id("stMain")  # not the sidebar's discount-table uploader
-    main.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
+    upload_logs(pg, path)
 
 
 def test_markup_in_uploaded_column_names_shows_as_text(server, tab, tmp_path):
