@@ -24,6 +24,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 playwright = pytest.importorskip("playwright.sync_api")
 LOAD = 300_000
+# ten sessions render at once: ten renderers and one server share the two cores with the other test worker, so
+# one page can wait for the nine others (measured: 82-102 s for all ten alone or beside a busy core, 190 s beside
+# two other test runs); a bound on liveness, not on speed (the test prints the seconds)
+CROWD = 600_000
 MARKUP = "**bold**<img src=x id=injected>"
 
 
@@ -135,11 +139,11 @@ def test_ten_concurrent_sessions_load_the_demo_and_an_upload(server, chromium, t
     t0 = time.perf_counter()
     for pg, _ in pages:  # every session loads the demo at the same time
         settle(pg)
-        pg.get_by_text("Validation report").first.wait_for(timeout=LOAD)
+        pg.get_by_text("Validation report").first.wait_for(timeout=CROWD)
     for pg, path in pages:  # then all upload
-        _upload(pg, path)
+        upload_logs(pg, path, timeout=CROWD / 1000)
     for pg, path in pages:
-        pg.get_by_text(f"Validation report — uploaded file {path.name}").first.wait_for(timeout=LOAD)
+        pg.get_by_text(f"Validation report — uploaded file {path.name}").first.wait_for(timeout=CROWD)
         settle(pg)
     seconds = time.perf_counter() - t0
     after = _memory(server["pid"])
