@@ -104,9 +104,9 @@ def test_candidates_page_equals_the_core_on_the_mapped_logs(offline):
         {"cand_clip": "sidebar", "cand_adj": "bh", "clip": "16"}
 
 
-@pytest.mark.parametrize("page", ["sensitivity", "correlation", "decisions"])
-def test_pages_that_need_an_ab_test_say_so_and_link_to_candidates(offline, page):
-    at = open_page(page, timeout=300)
+@pytest.mark.parametrize("view", ["sensitivity", "correlation", "decisions"])
+def test_pages_that_need_an_ab_test_say_so_and_link_to_candidates(offline, view):
+    at = open_page(view, timeout=300)
     assert any("needs an A/B test" in w.value and "**Candidates**" in w.value for w in at.warning)
     assert [link.proto.page for link in at.main.get("page_link")] == ["candidates"]
     assert not at.main.get("plotly_chart")
@@ -151,9 +151,9 @@ def test_the_data_page_of_several_experiments_has_no_one_experiment_notice(ab):
     assert _one_experiment(at) == [] and not at.main.get("page_link")
 
 
-@pytest.mark.parametrize("page", ["sensitivity", "correlation", "decisions", "clip_tuning"])
-def test_every_page_opens_on_ranker_v2_and_names_it(ab, page):
-    at = open_page(page, timeout=300, sens_sel="all")
+@pytest.mark.parametrize("view", ["sensitivity", "correlation", "decisions", "clip_tuning"])
+def test_every_page_opens_on_ranker_v2_and_names_it(ab, view):
+    at = open_page(view, timeout=300, sens_sel="all")
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="w_policy").value == "ranker_v2"
     assert "ranker_v2" in _takes(at)[0]
