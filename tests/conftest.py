@@ -1,7 +1,7 @@
 """Test-suite settings: Hypothesis profiles.
 
 ``dev`` (default): Hypothesis defaults. ``ci`` (selected when the environment has ``CI=true``, or with
-``HYPOTHESIS_PROFILE=ci``): derandomised (the same examples on every run), no deadline (2 shared cores),
+``HYPOTHESIS_PROFILE=ci``, as ``make test`` and ``make test-fast`` do): derandomised (the same examples on every run), no deadline (2 shared cores),
 at most 50 examples for tests that do not set their own, and no shrink phase (only explicit, reuse and
 generate): a failing property reports the example it found at once instead of shrinking for minutes on
 two cores; rerun it locally (``dev`` profile) to get the minimal example.

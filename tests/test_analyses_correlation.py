@@ -169,3 +169,17 @@ def test_kendall_drill_down_names_its_coefficient_tau_not_r(world):
     text = res.series_takeaway(exp, reward, "logging")
     assert f"{best['variant']} follows the online reward most closely (Kendall τ = {best['r']:.2f})" in text
     assert text.endswith("(≡ identity, τ = 1): not evidence, not ranked.") and " r = " not in text
+
+
+def test_no_experiment_day_with_both_values_is_a_clear_error(world):
+    import dataclasses
+
+    m = world[2]
+    no_treatment_arm = dataclasses.replace(m, online=m.online[m.online["arm"] != "treatment"])
+    with pytest.raises(ValueError) as exc:
+        offline_online_correlation(no_treatment_arm, policies=("treatment",), rewards=("like",))
+    assert str(exc.value) == ("no (experiment, day) has both an offline estimate of 'treatment' and an online reward "
+                              "of its arm for 'like'")
+    # the logging policy's rows (the control arm) are still there
+    t = offline_online_correlation(no_treatment_arm, policies=("logging",), rewards=("like",)).table
+    assert set(t["policy"]) == {"logging"} and t["experiment_id"].nunique() == 3

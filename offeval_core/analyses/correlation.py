@@ -272,6 +272,9 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                                    discount=v.discount, exposure=v.exposure, clip=v.clip)
                 daily_parts.append(part)
     daily = pd.concat(daily_parts, ignore_index=True)
+    if daily.empty:
+        raise ValueError(f"no (experiment, day) has both an offline estimate of {', '.join(map(repr, pols))} and "
+                         f"an online reward of its arm for {', '.join(map(repr, rewards))}")
 
     rows, warnings = [], []
     for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=True,
