@@ -137,7 +137,11 @@ def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
     with _LOCK:
         job = _JOBS.get(ds.key)
         if job is None:
-            steps = _steps(ds, reward, policy)
+            try:
+                steps = _steps(ds, reward, policy)
+            except LookupError as exc:  # the upload is gone from the server's store: the page says so itself
+                _LOG.info("no background preparation of %s: %s", ds.key, exc)
+                return None
             job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in steps))
             threading.Thread(target=_run, args=(job, steps), name="offeval-prepare", daemon=True).start()
         return job

@@ -36,6 +36,7 @@ def _on_upload() -> None:
         return
     buf = f.getbuffer()
     sha = data.content_key(buf)
+    data.keep_upload(sha, buf)
     try:
         if data.upload_moments(sha, f.name, buf) is not None:
             ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": {}, "kind": "moments"}
