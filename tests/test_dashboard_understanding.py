@@ -151,6 +151,10 @@ def test_open_bandit_shaped_campaigns_one_round_per_row_and_a_propensity_policy(
     assert "| **target policies** | " + escape_markdown("bts (propensity); from column target_propensity__bts") + " |" \
         in table
     assert escape_markdown("user-item_affinity_0, user-item_affinity_1, … (8 columns): named like a feature") in table
+    # one impression per session: its deepest rank is its position (1 to 3 here), not a session length
+    one = "one position per session: each session is one logged impression (a bandit round)"
+    assert f"| **session length** | {escape_markdown(one)} |" in table
+    assert [c.value for c in at.caption if c.value.startswith("Session length:")] == [f"Session length: {one}."]
     from dashboard import data
 
     ds = data.load(_upload_key(at))
