@@ -60,6 +60,8 @@ def test_the_data_page_says_the_served_file_is_loaded_and_keeps_the_demo_second(
         "In use: **my.csv**, the file this dashboard was started on (`offeval dashboard FILE`)."]
     assert [b.key for b in at.button] == []
     assert [c.value for c in at.caption if c.value.startswith("Session length: mean ")]
+    assert [ch for ch in at.main.get("plotly_chart") if "Position bias" in ch.proto.spec]  # ranking logs: drawn
+    assert not [i.value for i in at.info if i.value.startswith("No position-bias curve")]
     source.set_value("demo").run()
     assert at.selectbox(key="w_dataset").value == "file"  # choosing where to look loads nothing
     demo = at.button(key="w_use_demo")

@@ -155,6 +155,11 @@ def test_open_bandit_shaped_campaigns_one_round_per_row_and_a_propensity_policy(
     one = "one position per session: each session is one logged impression (a bandit round)"
     assert f"| **session length** | {escape_markdown(one)} |" in table
     assert [c.value for c in at.caption if c.value.startswith("Session length:")] == [f"Session length: {one}."]
+    # nor a learnt position-bias curve: sessions do not reach ranks, rounds are logged at one
+    assert ("No position-bias curve: each session is one logged impression (a bandit round), so how far users look "
+            "down a ranking cannot be learnt from these logs — a learnt curve would only count the rounds logged at "
+            "each position.") in [i.value for i in at.info]
+    assert not [ch for ch in at.main.get("plotly_chart") if "Position bias" in ch.proto.spec]
     from dashboard import data
 
     ds = data.load(_upload_key(at))

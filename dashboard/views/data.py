@@ -381,8 +381,18 @@ if flagged:
                icon=":material/warning:")
 
 
+BANDIT_CURVE = ("No position-bias curve: each session is one logged impression (a bandit round), so how far users "
+                "look down a ranking cannot be learnt from these logs — a learnt curve would only count the rounds "
+                "logged at each position.")
+
+
 def _curve() -> None:
-    """The learnt position-bias curve next to 1/log₂(r+1) and p^(r−1), with its headline and options."""
+    """The learnt position-bias curve next to 1/log₂(r+1) and p^(r−1), with its headline and options; none on a
+    log of one impression per session, where the 'share of sessions reaching rank r' counts the rounds logged at
+    a position ≥ r, not how far users look."""
+    if s.rows == s.sessions:
+        st.info(BANDIT_CURVE, icon=":material/info:")
+        return
     with ui.guarded("Position-bias curve"):
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
