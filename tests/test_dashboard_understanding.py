@@ -160,6 +160,9 @@ def test_open_bandit_shaped_campaigns_one_round_per_row_and_a_propensity_policy(
             "down a ranking cannot be learnt from these logs — a learnt curve would only count the rounds logged at "
             "each position.") in [i.value for i in at.info]
     assert not [ch for ch in at.main.get("plotly_chart") if "Position bias" in ch.proto.spec]
+    at.switch_page("views/method.py").run()
+    assert [c.value for c in at.caption if c.value.startswith("Your data:")] == [
+        f"Your data: 2,400 sessions, session length {one}; 1 target policy."]
     from dashboard import data
 
     ds = data.load(_upload_key(at))
