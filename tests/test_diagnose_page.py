@@ -85,3 +85,23 @@ def test_the_headline_names_the_untestable_assumptions_when_the_rest_pass(tmp_pa
     take = html.unescape(next(m.value for m in at.markdown if "offeval-takeaway" in m.value))
     assert ("No assumption is rejected at α = 0.05 on click for bts (1 of 4 testable; not testable: cascade, reward "
             "interaction, context-dependent position bias); the verdicts below rest on the weights alone.") in take
+
+
+def test_clip_tuning_says_why_a_click_rate_ci_reaches_below_0(tmp_path):
+    """Both Open Bandit-shaped campaigns (seed 4): at m = ∞ the CIS estimate of bts has the 99 % CI
+    [-0.002039, 0.0147]: the caption under it says the normal interval is symmetric (a CI above 0 has none: the
+    Decisions test on the Open Bandit fixture checks that side)."""
+    from dashboard_support import environment
+
+    from tests.export_fixtures import open_bandit_like
+
+    export, _ = open_bandit_like(1500, seed=4, both=True)
+    path = tmp_path / "obd.csv"
+    export.to_csv(path, index=False)
+    with environment(OFFEVAL_DATA=str(path), OFFEVAL_MAP="arm=policy", OFFEVAL_REWARDS="",
+                     OFFEVAL_ARMS="control=random,treatment=bts"):
+        at = open_page("clip_tuning", timeout=300)
+        assert not at.error, [e.value for e in at.error]
+        assert metric(at, "Offline 99% CI") == "[-0.002039, 0.0147]"
+        notes = [c.value for c in at.caption if c.value.startswith("The CI's lower end is below 0")]
+        assert len(notes) == 1 and "a click rate cannot be" in notes[0]
