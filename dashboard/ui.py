@@ -170,6 +170,19 @@ PAGE_FILES = {"sensitivity": ("views/sensitivity.py", "Sensitivity", ":material/
 """Pages a refusal can point to: (file relative to app.py, link label, icon)."""
 
 
+def below_zero_note(c: Context, low: float) -> None:
+    """Under a CI of a 0/1 reward whose lower end is below 0: a caption saying why (the normal interval,
+    estimate ± z · SE, is symmetric) and how to read it. Nothing for real-valued rewards or moments files."""
+    if not low < 0 or c.dataset is None or c.dataset.is_moments:
+        return
+    kinds = data.reward_overview(c.key).set_index("reward")["kind"]
+    if kinds.get(c.reward) != "0/1 (rate)":
+        return
+    st.caption(f"The CI's lower end is below 0, which a {md_escape(c.reward)} rate cannot be: the interval is the "
+               "normal approximation (estimate ± z · SE), symmetric by construction, so near 0 it reads as "
+               "\"not distinguishable from 0 at this level\".")
+
+
 def links(pages) -> None:
     """Links (``st.page_link``) to the pages that can answer what this page cannot."""
     for name in pages:

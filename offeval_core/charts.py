@@ -113,6 +113,32 @@ def _clip_axis(fig, clips, *, row=None, col=None, title="clip value m (log₂ sc
 # ---------------------------------------------------------------------------------------- sensitivity
 
 
+def _narrow_log_ticks(values) -> tuple[list[float], list[str]] | None:
+    """Ticks for a log axis whose positive values span less than a decade: five values evenly spaced in log from
+    the smallest to the largest, at the fewest significant digits (at least 2) that tell them apart; None for a
+    wider span, where plotly's own ticks, labelled to 2 digits, are distinct.
+
+    Between 0.5405 and 0.561 (the steps are ratios of (0.561 / 0.5405)^¼ ≈ 1.0094) two digits give 0.54, 0.55,
+    0.55, 0.56, 0.56; three tell them apart:
+
+    >>> _narrow_log_ticks([0.5405, 0.561])[1]
+    ['0.54', '0.546', '0.551', '0.556', '0.561']
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v) or v.max() >= 10 * v.min():
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        return [lo], [f"{lo:.2g}"]
+    raw = np.geomspace(lo, hi, 5)
+    for digits in range(2, 10):
+        text = [f"{x:.{digits}g}" for x in raw]
+        if len(set(text)) == len(text):
+            return [float(x) for x in text], text
+    return [float(x) for x in raw], [f"{x:.10g}" for x in raw]
+
+
 def sensitivity_figure(result) -> go.Figure:
     """KDD'24 Fig. 1: (a) TPR vs clip m, (b) mean one-sided p-value vs m (log y); one line per metric,
     the best m of each metric marked with a star."""
@@ -148,6 +174,9 @@ def sensitivity_figure(result) -> go.Figure:
         _clip_axis(fig, clips, row=1, col=c, **({"title": CAP_AXIS} if propensity else {}))
     fig.update_yaxes(title_text="TPR (share of settings)", range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
     fig.update_yaxes(title_text="mean one-sided p-value", type="log", tickformat=".2g", row=1, col=2)  # full labels
+    ticks = _narrow_log_ticks(t["mean_p"]) if len(t) else None
+    if ticks is not None:  # within a decade plotly's own ticks repeat a label at 2 digits (0.56, 0.56, 0.55…)
+        fig.update_yaxes(tickvals=ticks[0], ticktext=ticks[1], row=1, col=2)
     n = int(t["n_settings"].max()) if len(t) else 0
     weights = "weights π_t / π_p" if propensity else result.discount
     title = (f"Offline sensitivity vs clipping — {n} settings, {result.level:.0%} CI "

@@ -225,8 +225,9 @@ def check_cascade(logs: Logs, reward: str, *, alpha: float = 0.05, level: float 
 
 
 def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, level: float, why: str = ""):
-    p = p[p["rank"] >= 2].copy()
-    above = p.groupby("session")["r"].cumsum() - p["r"]
+    above = p.groupby("session")["r"].cumsum() - p["r"]  # over every row, so rank 1's reward counts as above
+    keep = (p["rank"] >= 2).to_numpy()
+    p, above = p.loc[keep], above.loc[keep]
     has_item = "item" in p.columns
     strata_cols = [p["item"]] if has_item else []
     strata = _codes(*strata_cols, p["rank_cap"], p["segment"], p["day"])

@@ -189,6 +189,17 @@ class LogSummary:
             "session_length": {"mean": self.mean_length, **self.length_quantiles}, "notes": list(self.notes),
         }
 
+    def length_text(self) -> str:
+        """The session length in words: its mean and quantiles, or, when every session is one logged impression
+        (a bandit log), that fact: the deepest rank of a one-row session is its position, not a length.
+
+        >>> LogSummary("f", 3, 3, (), (), {}, (), {}, {}, {"p10": 1.0, "median": 2.0}, 2.0, ()).length_text()
+        'one position per session: each session is one logged impression (a bandit round)'
+        """
+        if self.rows == self.sessions:
+            return "one position per session: each session is one logged impression (a bandit round)"
+        return f"mean {self.mean_length:.1f}; " + ", ".join(f"{k} {v:g}" for k, v in self.length_quantiles.items())
+
     def to_text(self) -> str:
         lines = [
             f"{self.source}: valid ranking logs",
@@ -202,8 +213,7 @@ class LogSummary:
             "  reward rate per impression: " + ", ".join(f"{r} {v:.2%}" for r, v in self.reward_rates.items()),
             "  sessions with ≥ 1 reward:   "
             + ", ".join(f"{r} {v:.1%}" for r, v in self.sessions_with_reward.items()),
-            f"  session length:     mean {self.mean_length:.1f}; "
-            + ", ".join(f"{k} {v:g}" for k, v in self.length_quantiles.items()),
+            f"  session length:     {self.length_text()}",
         ]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)

@@ -26,9 +26,10 @@ playwright = pytest.importorskip("playwright.sync_api")
 LOAD = 420_000  # ms: a page's first computation on the demo on a busy 2-core machine
 PAGES = ("", "candidates", "sensitivity", "correlation", "dcg-vs-ndcg", "estimator-lab", "decisions", "clip-tuning",
          "which-estimator", "method")
-NO_CHART = {"demo": {"method"}, "user csv": {"method"}, "open bandit": {"method", "dcg-vs-ndcg"}}
-"""Pages without a chart: Method (a checklist), and DCG vs nDCG on a propensity log (it says why the metrics do
-not apply and links to the pages that do)."""
+NO_CHART = {"demo": {"method"}, "user csv": {"method"}, "open bandit": {"method", "dcg-vs-ndcg", ""}}
+"""Pages without a chart: Method (a checklist), DCG vs nDCG on a propensity log (it says why the metrics do
+not apply and links to the pages that do), and Data on a log of one impression per session (no position-bias
+curve can be learnt from it; it says so)."""
 VIEWPORTS = {"normal 1280×800": (1280, 800, False), "presentation 1280×720": (1280, 720, True),
              "presentation 1920×1080": (1920, 1080, True)}
 OPEN_BANDIT = ROOT / "tests" / "fixtures" / "open_bandit" / "open_bandit.csv.gz"

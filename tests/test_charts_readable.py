@@ -76,3 +76,20 @@ def test_log_axis_labels_every_tick_in_full():
     res = SimpleNamespace(table=t, best_clip={}, level=0.99, policy="treatment", discount="pbm")
     fig = charts.sensitivity_figure(res)
     assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.tickformat == ".2g"
+
+
+def test_a_p_value_axis_within_a_decade_has_distinct_labels():
+    """Mean p-values between 0.5405 and 0.561 (a team export's Sensitivity page): plotly's own log ticks labelled
+    to 2 digits read 0.56, 0.56, 0.56, 0.55, …; the axis gets five ticks from the smallest to the largest value,
+    every label distinct and each the tick's value at the digits shown. A span of a decade or more keeps plotly's
+    ticks."""
+    t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 8.0, float("inf")] * 2,
+                      "tpr": [0.09, 0.03, 0.03, 0.09, 0.06, 0.06], "mean_p": [0.56, 0.545, 0.5405, 0.561, 0.559, 0.559],
+                      "n_detected": [24, 8, 8, 24, 17, 17], "n_settings": [280] * 6})
+    res = SimpleNamespace(table=t, best_clip={}, level=0.99, policy="ranker_v2", discount="pbm")
+    axis = charts.sensitivity_figure(res).layout.yaxis2
+    assert list(axis.ticktext) == ["0.54", "0.546", "0.551", "0.556", "0.561"]
+    assert list(axis.tickvals) == [0.54, 0.546, 0.551, 0.556, 0.561]
+    wide = t.assign(mean_p=[0.5, 0.05, 0.01, 0.6, 0.2, 0.2])
+    axis = charts.sensitivity_figure(SimpleNamespace(**{**vars(res), "table": wide})).layout.yaxis2
+    assert axis.tickvals is None and axis.tickformat == ".2g"

@@ -202,3 +202,22 @@ def test_rewards_above_says_what_it_was_stratified_on_without_an_item_column():
     assert " given the rank, segment and day (the logs have no item column), " in without.finding
     assert "given the item" not in without.finding
     assert without.test.startswith("within-stratum slope on 'a reward above' (rank × segment × day; no item column)")
+
+
+def test_a_reward_at_rank_1_counts_as_a_reward_above():
+    """Two ranks, one item per rank: rank 1 is clicked in even sessions, rank 2 only in sessions s ≡ 1 (mod 4), so
+    rank 2 is never clicked after a click at rank 1. The slope of rank 2's reward on "a reward above" is then
+    0 − 1/2 = −1/2 on a base rate of 100/400 = 1/4: a relative change of exactly −200 %. Counting rewards above
+    among ranks ≥ 2 only would see no reward above any rank-2 row and call the check not testable."""
+    from offeval_core.diagnose import check_interaction
+
+    n = 400
+    s = np.arange(n)
+    df = pd.DataFrame({"session_id": np.repeat(s, 2), "rank": np.tile([1, 2], n), "item_id": np.tile([1, 2], n),
+                       "click": np.c_[(s % 2 == 0), (s % 4 == 1)].astype(float).ravel()})
+    res = check_interaction(read_logs(df), "click")
+    assert res.identified
+    assert res.n == n  # the rank-2 rows
+    assert res.effect == pytest.approx(-2.0, abs=1e-12)
+    assert res.fires and res.p_value < 1e-10
+    assert res.finding.startswith("a reward above changes the reward rate by -200.0% ")

@@ -143,6 +143,11 @@ def test_the_command_line_gives_the_same_estimates(moments):
 # ------------------------------------------------------------------------------------------ the dashboard
 
 
+BELOW_ZERO = ("The CI's lower end is below 0, which a click rate cannot be: the interval is the normal approximation "
+              "(estimate ± z · SE), symmetric by construction, so near 0 it reads as \"not distinguishable from 0 "
+              "at this level\".")
+
+
 @pytest.fixture(scope="module")
 def served():
     with environment(OFFEVAL_DATA=str(LOGS), OFFEVAL_MAP="", OFFEVAL_REWARDS=""):
@@ -189,6 +194,7 @@ def test_decisions_show_bts_offline_estimate_and_ci_next_to_its_online_click_rat
     ests = [Variant("is", "propensity", "propensity", math.inf), Variant("snips", "propensity", "propensity", math.inf)]
     res = decision_boxes(moments, estimators=ests, policy="bts", level=LEVEL, rewards=("click",))
     assert at.segmented_control(key="w_dec_est").value == "IS (propensity)"
+    seen = []
     for c in CAMPAIGNS:
         if at.selectbox(key="w_experiment").value != c:
             at.selectbox(key="w_experiment").set_value(c).run()
@@ -198,6 +204,11 @@ def test_decisions_show_bts_offline_estimate_and_ci_next_to_its_online_click_rat
         assert metric(at, "Offline 99% CI") == f"[{row['offline_target_low']:.4g}, {row['offline_target_high']:.4g}]"
         assert metric(at, "Covers the online mean") == "yes"
         assert row["offline_target_low"] <= row["online_treatment"] <= row["offline_target_high"]
+        # a click rate cannot be below 0: a CI reaching below it is said to be the symmetric normal interval
+        notes = [x.value for x in at.caption if x.value.startswith("The CI's lower end is below 0")]
+        assert notes == ([BELOW_ZERO] if row["offline_target_low"] < 0 else []), (c, notes)
+        seen.append(row["offline_target_low"] < 0)
+    assert seen == [True, False, False]   # all reaches below 0 (IS of bts −0.0008256), men and women do not
     assert metric(at, "Offline estimate") == "0.006804"     # women: IS of bts
     takes = [m.value for m in at.markdown if "offeval-takeaway" in m.value]
     assert takes[0].startswith('<div class="offeval-takeaway">bts vs the logging policy, IS (propensity): the offline '

@@ -106,6 +106,7 @@ with ui.guarded("Clip tuning"):
         lv[2].metric("Covers the online mean", "yes" if row["ci_low"] <= on.value <= row["ci_high"] else "no",
                      help="Whether the offline CI contains the treatment arm's online mean (the treatment arm is "
                           f"taken to be served by {ui.md_escape(c.policy)})")
+        ui.below_zero_note(c, float(row["ci_low"]))
     st.info(f"**Recommended {escape_markdown(recommendation.reason)}**", icon=":material/lightbulb:")
     if rec != m:
         st.button(f"Use the recommended m = {ui.clip_label(rec)}", key="w_use_recommended_page",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, served, ui
 from offeval_core import mapping as column_mapping
 from offeval_core.arm_values import parse_arms
 from offeval_core.errors import InputError, NeedsAnswers
@@ -240,12 +240,28 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
 SOURCES = {"demo": "Bundled demo", "upload": "Upload a file", "sim": "Simulate a world"}
 
 
+def _sources() -> dict[str, str]:
+    """The Source choices: a dashboard started on a file (``offeval dashboard FILE``) offers that file first."""
+    if not served.served():
+        return SOURCES
+    return {"file": f"Served file ({served.served_name()})", **SOURCES}
+
+
 def _loader() -> None:
-    """Where the data comes from: the demo, an upload (with the column mapping) or a simulated world."""
-    if ss.get("w_source") not in SOURCES or ss.get("_source_for") != ss.get("w_dataset"):
-        ss["w_source"] = ss.get("w_dataset", "demo") if ss.get("w_dataset") in SOURCES else "demo"
+    """Where the data comes from: the served file, the demo, an upload (with the column mapping) or a simulated
+    world."""
+    sources = _sources()
+    if ss.get("w_source") not in sources or ss.get("_source_for") != ss.get("w_dataset"):
+        ss["w_source"] = ss.get("w_dataset", "demo") if ss.get("w_dataset") in sources else next(iter(sources))
     ss["_source_for"] = ss.get("w_dataset")
-    source = st.segmented_control("Source", list(SOURCES), key="w_source", format_func=SOURCES.get, required=True)
+    source = st.segmented_control("Source", list(sources), key="w_source", format_func=sources.get, required=True)
+    if source == "file":
+        if ss.get("w_dataset") == "file":
+            st.caption(f"In use: **{escape_markdown(served.served_name())}**, the file this dashboard was started on "
+                       "(`offeval dashboard FILE`).")
+        else:
+            st.markdown(f"**{escape_markdown(served.served_name())}**, the file this dashboard was started on.")
+            st.button("Use the served file", key="w_use_file", on_click=_use, args=("file",), type="primary")
     if source == "demo":
         about = ("Twenty simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
                  "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
@@ -254,7 +270,9 @@ def _loader() -> None:
             st.caption(f"In use. {about}")
         else:
             st.markdown(about)
-            st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",), type="primary")
+            # beside a served file the demo stays reachable, but it is not the page's main action
+            st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",),
+                      type="secondary" if served.served() else "primary")
 
     if source == "upload":
         st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet logs, or a moments file written "
@@ -364,8 +382,18 @@ if flagged:
                icon=":material/warning:")
 
 
+BANDIT_CURVE = ("No position-bias curve: each session is one logged impression (a bandit round), so how far users "
+                "look down a ranking cannot be learnt from these logs — a learnt curve would only count the rounds "
+                "logged at each position.")
+
+
 def _curve() -> None:
-    """The learnt position-bias curve next to 1/log₂(r+1) and p^(r−1), with its headline and options."""
+    """The learnt position-bias curve next to 1/log₂(r+1) and p^(r−1), with its headline and options; none on a
+    log of one impression per session, where the 'share of sessions reaching rank r' counts the rounds logged at
+    a position ≥ r, not how far users look."""
+    if s.rows == s.sessions:
+        st.info(BANDIT_CURVE, icon=":material/info:")
+        return
     with ui.guarded("Position-bias curve"):
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
@@ -407,8 +435,7 @@ def _rewards() -> None:
         st.markdown("**Sessions per arm and session length**")
         arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
         ui.show_table(arms, key="arms", name="arms")
-        st.caption(f"Session length: mean {s.mean_length:.1f}; "
-                   + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
+        st.caption(f"Session length: {s.length_text()}.")
     if len(s.days) < 2:
         st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
     if len(s.experiments) < 2:

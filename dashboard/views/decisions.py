@@ -143,6 +143,7 @@ with ui.guarded("Decision boxes"):
                  help="The offline estimate's confidence interval, next to the online treatment mean")
     lv[3].metric("Covers the online mean", "yes" if covered else "no",
                  help="Whether the offline CI of the target's estimate contains the treatment arm's online mean")
+    ui.below_zero_note(c, float(row["offline_target_low"]))
     m = st.columns([1, 1, 1.6, 1])
     m[0].metric("Offline uplift", f"{num(row['offline_effect'])}{unit}",
                 help=f"{res.level:.0%} CI [{num(row['offline_low'])}, {num(row['offline_high'])}]")

@@ -42,8 +42,17 @@ with ui.guarded("Which estimator?"):
                 f"{', '.join(ch.name for ch in fired)} — {first.effect_label} {num(first.effect, 3)} "
                 f"[{num(first.low, 3)}, {num(first.high, 3)}].")
     else:
-        take = (f"No assumption is rejected at α = {alpha:g} on {c.reward} for {d.policy or 'the logging policy'}; "
-                "the verdicts below rest on the weights alone.")
+        untestable = [ch.name for ch in d.checks if not ch.identified]
+        whom = f"on {c.reward} for {d.policy or 'the logging policy'}"
+        if len(untestable) == len(d.checks):
+            take = (f"None of the {len(d.checks)} assumptions can be tested {whom} (the reasons are below), so "
+                    "none is rejected or confirmed; the verdicts below rest on the weights alone.")
+        else:
+            tested = len(d.checks) - len(untestable)
+            take = (f"No assumption is rejected at α = {alpha:g} {whom}"
+                    + (f" ({tested} of {len(d.checks)} testable; not testable: {', '.join(untestable)})"
+                       if untestable else "")
+                    + "; the verdicts below rest on the weights alone.")
     trusted = ", ".join(verdicts["trust"]) or "none"
     n_caution, n_dont = len(verdicts["caution"]), len(verdicts["don't"])
     take += f" Trusted here: {trusted}; caution: {n_caution}; don't: {n_dont}."
@@ -66,7 +75,7 @@ with ui.guarded("Which estimator?"):
                           "target policy (reward per session) with its 95 % CI; ESS share = Kish effective sample "
                           "size / rows; the reason names the rule that set the verdict.",
                   kinds={"ESS share": "share", "p-value": "p"},
-                  reasons={"ESS share": "an assumption test has no weights", "p-value": "an estimator is not a test"},
+                  reasons={"ESS share": "an assumption test has no weights", "p-value": "an estimator is not a test, an untestable assumption has none"},
                   column_config={"row": st.column_config.TextColumn(width="medium"),
                                  "reason": st.column_config.TextColumn(width="large")})
     for ch in d.checks:
