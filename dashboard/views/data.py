@@ -246,9 +246,13 @@ def _loader() -> None:
     ss["_source_for"] = ss.get("w_dataset")
     source = st.segmented_control("Source", list(SOURCES), key="w_source", format_func=SOURCES.get, required=True)
     if source == "demo":
-        about = ("Twenty simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
-                 "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
-                 "plus the exact ground truth. Written by `make data`.")
+        loaded = c.dataset is not None and c.dataset.key.startswith("demo:")
+        # what it holds is read from the loaded demo (another demo directory, or the in-memory world before
+        # `make data`, differs from the committed one); not loaded yet: said without numbers
+        about = (escape_markdown(data.demo_description(c.dataset.summary, ground_truth=c.dataset.ground_truth
+                                                       is not None)) if loaded
+                 else "A simulated short-video feed with several A/B tests, candidate rankers and the exact ground "
+                      "truth.") + " Written by `make data`."
         if ss.get("w_dataset") == "demo":  # in use: one line
             st.caption(f"In use. {about}")
         else:
