@@ -425,7 +425,7 @@ _curve()  # the chart first, full width, in both modes
 if not c.present:
     _rewards()
 
-m = st.columns(6)
+m = st.columns(3) * 2 if c.present else st.columns(6)  # presenting: 3 × 2, so 1,207,877 fits at projector size
 m[0].metric("Sessions", f"{s.sessions:,}")
 m[1].metric("Impressions", f"{s.rows:,}")
 m[2].metric("Days", len(s.days), help=f"{s.days[0]} … {s.days[-1]}")
