@@ -200,6 +200,9 @@ html, body, [class*="stMarkdown"] p { font-size: 1.15rem; }
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] p { font-size: 3rem !important;
   line-height: 1.15 !important; }
 [data-testid="stMetricLabel"] p { font-size: 1.1rem !important; }
+[data-testid="stMetricValue"] .stMarkdownEllipsis, [data-testid="stMetricValue"] .stMarkdownEllipsis p,
+[data-testid="stMetricLabel"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 .offeval-takeaway { font-size: 1.3rem !important; line-height: 1.35; padding: 0.3rem 0.8rem !important; }
 .offeval-deck { font-size: 0.95rem; opacity: 0.75; }
 </style>

@@ -75,7 +75,10 @@ PAGE_JS = r"""() => {
   }
   const rect = el => { const r = el.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
   const overflow = [];
-  document.querySelectorAll('.offeval-takeaway, [data-testid=stMain] h1, [data-testid=stMetricValue]').forEach(el => {
+  // a metric's text is cut (…) inside its inner box, not the metric's own: both are checked
+  document.querySelectorAll('.offeval-takeaway, [data-testid=stMain] h1, [data-testid=stMetricValue], '
+                            + '[data-testid=stMetricValue] .stMarkdownEllipsis, '
+                            + '[data-testid=stMetricLabel] .stMarkdownEllipsis').forEach(el => {
     if (visible(el) && el.scrollWidth > el.clientWidth + 1)
       overflow.push(`${el.className || el.tagName}: ${el.textContent.trim().slice(0, 80)} (${el.scrollWidth} > ${el.clientWidth})`);
   });

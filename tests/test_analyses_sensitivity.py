@@ -179,3 +179,20 @@ def test_ndcg_of_a_one_reward_session_does_not_depend_on_the_clip():
     values = [ndcg[m].loc[2] for m in (1.0, 1.5, math.inf)]
     assert values == pytest.approx([two(1.0), two(1.5), two(math.inf)], rel=1e-12)
     assert values[0] > values[1] > values[2]  # the deep click weighs more: the ideal moves it to rank 1
+
+
+def test_takeaway_names_no_best_m_on_a_flat_curve():
+    """A metric whose TPR is the same at every clip has no best m: the headline says "at every m" instead of
+    naming the tie-break's m as if it won ("nDCG detects 6 % at m = 8 (vs 6 % at m = 1 and 6 % at m = ∞)")."""
+    from offeval_core.analyses.sensitivity import _best_clips, _takeaway
+
+    clips = [1.0, 8.0, 256.0, math.inf]
+    table = pd.DataFrame({"metric": ["dcg"] * 4 + ["ndcg"] * 4, "clip": clips * 2,
+                          "tpr": [3 / 47, 9 / 47, 9 / 47, 7 / 47] + [3 / 47] * 4,
+                          "mean_p": [0.8, 0.45, 0.44, 0.44, 0.88, 0.87, 0.88, 0.88], "n_settings": 47,
+                          "n_detected": [3, 9, 9, 7] + [3] * 4})
+    best = _best_clips(table)
+    assert best == {"dcg": 256.0, "ndcg": 8.0}  # the tie-break (lowest mean p) still picks an m for the chart
+    assert _takeaway(table, best, 47, "significant", 0.01, 0.99).startswith(
+        "Of the 47 settings with a significant online effect, at 99% confidence DCG detects 19 % at m = 256 "
+        "(vs 6 % at m = 1 and 15 % at m = ∞); nDCG detects 6 % at every m. Fig. 1 findings: ")

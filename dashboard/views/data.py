@@ -263,9 +263,13 @@ def _loader() -> None:
             st.markdown(f"**{escape_markdown(served.served_name())}**, the file this dashboard was started on.")
             st.button("Use the served file", key="w_use_file", on_click=_use, args=("file",), type="primary")
     if source == "demo":
-        about = ("Twenty simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
-                 "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
-                 "plus the exact ground truth. Written by `make data`.")
+        loaded = c.dataset is not None and c.dataset.key.startswith("demo:")
+        # what it holds is read from the loaded demo (another demo directory, or the in-memory world before
+        # `make data`, differs from the committed one); not loaded yet: said without numbers
+        about = (escape_markdown(data.demo_description(c.dataset.summary, ground_truth=c.dataset.ground_truth
+                                                       is not None)) if loaded
+                 else "A simulated short-video feed with several A/B tests, candidate rankers and the exact ground "
+                      "truth.") + " Written by `make data`."
         if ss.get("w_dataset") == "demo":  # in use: one line
             st.caption(f"In use. {about}")
         else:
@@ -449,7 +453,7 @@ _curve()  # the chart first, full width, in both modes
 if not c.present:
     _rewards()
 
-m = st.columns(6)
+m = st.columns(3) * 2 if c.present else st.columns(6)  # presenting: 3 × 2, so 1,207,877 fits at projector size
 m[0].metric("Sessions", f"{s.sessions:,}")
 m[1].metric("Impressions", f"{s.rows:,}")
 m[2].metric("Days", len(s.days), help=f"{s.days[0]} … {s.days[-1]}")

@@ -11,6 +11,7 @@ from offeval_core.formatting import format_number as num
 from offeval_core.sanitize import escape_markdown
 from offeval_core.slate.experiment import error_chart
 from offeval_core.verdict_chart import verdict_figure
+from offeval_core.verdicts import verdict_summary
 
 CLICK_MODELS = {"independent": "position-based", "cascade": "cascade", "standard": "item-below-competes",
                 "independent+cascade": "half position-based, half cascade"}
@@ -53,9 +54,7 @@ with ui.guarded("Which estimator?"):
                     + (f" ({tested} of {len(d.checks)} testable; not testable: {', '.join(untestable)})"
                        if untestable else "")
                     + "; the verdicts below rest on the weights alone.")
-    trusted = ", ".join(verdicts["trust"]) or "none"
-    n_caution, n_dont = len(verdicts["caution"]), len(verdicts["don't"])
-    take += f" Trusted here: {trusted}; caution: {n_caution}; don't: {n_dont}."
+    take += " " + verdict_summary(verdicts)
     if d.estimators:
         ui.show_figure(verdict_figure(d), key="which_verdicts", name="which_estimator", take=take)
     else:

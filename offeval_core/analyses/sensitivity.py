@@ -255,6 +255,9 @@ def _takeaway(table, best, n, selection, alpha, level, adjust="none") -> str:
     parts = []
     for metric, m in best.items():
         t = table[(table["metric"] == metric)].set_index("clip")
+        if t.loc[t["n_settings"] > 0, "tpr"].nunique() == 1:  # a flat curve has no best m to name
+            parts.append(f"{label[metric]} detects {pct(t.loc[m, 'tpr'])} at every m")
+            continue
         ends = [f"{pct(t.loc[c, 'tpr'])} at m = {clip_text(c)}" for c in (t.index.min(), t.index.max())
                 if c != m]
         extra = f" (vs {' and '.join(ends)})" if ends else ""
