@@ -391,3 +391,30 @@ def test_a_key_is_hex_and_never_a_path(cache):
     for bad in ("../" + "a" * 61, "A" * 64, "a" * 63):
         with pytest.raises(ValueError, match="64 hex digits"):
             cache.path(bad)
+
+
+def test_offeval_reduce_reads_the_cache_for_the_same_files_and_grid(logs_file, tmp_path, monkeypatch, capsys):
+    from offeval_core.cli import main
+    from offeval_core.commands import reduce as reduce_command
+
+    monkeypatch.setenv("OFFEVAL_CACHE", "1")
+    monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cli-cache"))
+    args = ["reduce", str(logs_file), "--clips", "1,4,inf", "--discounts", "pbm,log2"]
+    assert main([*args, "--out", str(tmp_path / "first.parquet")]) == 0
+    assert len(os.listdir(tmp_path / "cli-cache")) == 1
+    capsys.readouterr()
+
+    def refuse(*a, **kw):
+        raise AssertionError("computed although the moments are in the cache")
+
+    monkeypatch.setattr(reduce_command, "reduce", refuse)
+    assert main([*args, "--out", str(tmp_path / "second.parquet")]) == 0
+    assert "in the moments cache" in capsys.readouterr().err
+    assert_same(read_moments(tmp_path / "first.parquet"), read_moments(tmp_path / "second.parquet"))
+    with pytest.raises(AssertionError, match="computed although"):  # another grid is computed
+        main(["reduce", str(logs_file), "--clips", "1,inf", "--out", str(tmp_path / "third.parquet")])
+    df = small_logs()
+    df.loc[3, "click"] = 1.0 - df.loc[3, "click"]
+    df.to_parquet(logs_file, index=False)  # a changed file is computed again
+    with pytest.raises(AssertionError, match="computed although"):
+        main([*args, "--out", str(tmp_path / "fourth.parquet")])
