@@ -124,5 +124,22 @@ def undefined_reason(kind: str) -> str:
     return reasons.get(kind, f"undefined: {kind}")
 
 
-__all__ = ["CORRELATION_SYMBOLS", "P_FLOOR", "ascii_clip", "clip_text", "file_stem", "format_count", "format_p", "format_reward_value",
+MAX_NAMES_SHOWN = 30
+
+
+def name_list(names, *, limit: int = MAX_NAMES_SHOWN, sep: str = ", ") -> str:
+    """The names joined by ``sep``, the first ``limit`` of them and how many more (a message stays readable
+    when a file has 10 000 columns).
+
+    >>> name_list(["a", "b", "c"], limit=2)
+    'a, b and 1 more'
+    >>> name_list(["a", "b"], limit=2)  # exactly the limit: nothing is counted as more
+    'a, b'
+    """
+    names = [str(n) for n in names]
+    more = f" and {len(names) - limit:,} more" if len(names) > limit else ""
+    return sep.join(names[:limit]) + more
+
+
+__all__ = ["CORRELATION_SYMBOLS", "MAX_NAMES_SHOWN", "P_FLOOR", "ascii_clip", "clip_text", "file_stem", "format_count", "format_p", "format_reward_value", "name_list",
            "reward_kind", "reward_unit", "undefined_reason"]

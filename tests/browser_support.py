@@ -94,3 +94,21 @@ def open_popover(pg, label: str, *, timeout: float = 120):
         except Exception:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the popover {label!r} did not open within {timeout:g} s") from None
+
+
+def choose_option(pg, box, name: str, *, timeout: float = 120) -> None:
+    """Open the selectbox ``box`` and choose the option ``name``; like :func:`open_popover`, the click that opens
+    the list is repeated (only while the option is not shown) since a rerun just after it remounts the list
+    closed."""
+    option = pg.get_by_role("option", name=name, exact=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        if not option.first.is_visible():
+            box.click(timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+        try:
+            option.first.wait_for(state="visible", timeout=10_000)
+            option.first.click()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the option {name!r} did not show within {timeout:g} s") from None
