@@ -45,8 +45,11 @@ test: setup browser lint
 test-fast: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not slow and not browser and not spark"
 
+# the demo, and its default moments in the moments cache (~/.cache/offeval/moments): a new server's first chart
+# reads them instead of computing them
 data: setup
 	$(BIN)/offeval simulate --out data --preset demo --seed 0 --force
+	$(BIN)/python -m dashboard.prefill data
 
 # LARGE=1 adds 100 M impressions out of core (minutes); bench/bench_estimate.py compares pandas and Spark
 bench: setup browser

@@ -235,8 +235,7 @@ def render(page_url_path: str = "") -> ui.Context:
     grid = dataset.file_moments.grid if dataset is not None and dataset.is_moments else None
     if dataset is not None:
         rewards = list(dataset.rewards)
-        rates = dataset.reward_rates
-        first = next((r for r in rewards if rates.get(r, 0) > 0), rewards[0])
+        first = data.default_reward(dataset)
         page_defaults["reward"] = first
         if ss.get("w_reward") not in rewards:
             ss["w_reward"] = first
@@ -271,7 +270,8 @@ def render(page_url_path: str = "") -> ui.Context:
             weights_only = True
 
     if dataset is not None and reward is not None:
-        data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None)
+        data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None,
+                     page=page_url_path)
 
     for wkey, label, helptext in (
         ("w_discount", "Target discount D", "Position-bias model of the target ranking: P(view | rank). "

@@ -30,6 +30,7 @@ from offeval_core.errors import (
     UnreadableInput,
     UnreadableLogs,
 )
+from offeval_core.fingerprint import file_digest, file_signature, remember_origin
 from offeval_core.inputs import file_kind, open_regular, read_csv_limited
 from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
@@ -153,11 +154,19 @@ def read_logs(
         label = name or "<DataFrame>"
     elif isinstance(source, str | Path):
         label = name or str(source)
+        before = file_signature(source)
+        digest = file_digest(source) if before is not None else None
         raw = read_table(source, limits=limits, columns=columns, name=label)
+        if digest is not None and file_signature(source) != before:
+            digest = None  # the file changed while it was read: no file fingerprint (the columns' one instead)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
+    logs = validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
                     arms=arms, ask=ask)
+    if not isinstance(source, pd.DataFrame):  # the moments cache's key (offeval_core.moments_cache)
+        remember_origin(logs, digest, {"columns": dict(columns or {}), "rewards": None if rewards is None else
+                                       list(rewards), "guess": guess, "arms": arms, "ask": ask})
+    return logs
 
 
 # --------------------------------------------------------------------------------------------- summary

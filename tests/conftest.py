@@ -27,6 +27,9 @@ settings.register_profile(
 # the dashboard servers that browser tests start skip the background preparation of every page's defaults
 # (about a minute of CPU per server on the demo); the benchmark, which is not a test, keeps it
 os.environ.setdefault("OFFEVAL_PREPARE", "0")
+# the persistent moments cache stays off unless a test turns it on with its own directory (tests never write
+# into the user's cache, and a result computed by one test is never another test's cache hit)
+os.environ.setdefault("OFFEVAL_CACHE", "0")
 _profile = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
 settings.load_profile(_profile)
 

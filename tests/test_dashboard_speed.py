@@ -115,21 +115,21 @@ def test_decision_labels_are_one_annotation_per_box():
 
 def test_background_preparation_computes_each_pages_defaults(tmp_path):
     from dashboard import data
-    from dashboard.data.warmup import Warmup, _run, _steps
+    from dashboard.data.warmup import Warmup, _run, steps
     from offeval_core.defaults import LEVEL, ONLINE_ALPHA
     from offeval_core.simulate import write_world
 
     write_world(preset_config("small"), tmp_path, seed=3)
     ds = data.load_demo(str(tmp_path), data.file_stamp(tmp_path / "logs.parquet"))
     rewards = tuple(r for r in ds.rewards if ds.reward_rates[r] > 0)
-    steps = _steps(ds, rewards[0], "treatment")
-    labels = [label for label, _ in steps]
+    todo = steps(ds, rewards[0], "treatment")
+    labels = [label for label, _ in todo]
     assert labels[:len(rewards) + 1] == ["data summary", *(f"moments of {r}" for r in rewards)]
     assert labels[len(rewards) + 1:] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
                                      "Table 2 across clips", "DCG vs nDCG", "decisions", "clip tuning", "candidates"]
     job = Warmup(tuple(labels))
-    _run(job, steps)
-    assert (job.done, job.failed, job.running) == (len(steps), [], False)
+    _run(job, todo)
+    assert (job.done, job.failed, job.running) == (len(todo), [], False)
     assert all(data.is_ready("moments", ds.key, r, "pbm", "pbm") for r in rewards)
     # the page's own call reads the prepared value: the same numbers as the core on the same moments
     from offeval_core.analyses import sensitivity

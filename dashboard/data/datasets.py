@@ -30,13 +30,15 @@ from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
+from offeval_core.moments_cache import cached
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.policies import TargetPolicies, target_policies
 from dashboard.data.upload_store import store as _uploads
 from offeval_core.sim_spec import SIM_LIMITS, SIM_PRESETS, SIM_SWITCHES, parse_sim_spec, sim_spec, simulated_config
 
 __all__ = [
-    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
+    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key",
+    "default_grid", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "keep_upload", "load",
     "load_demo",
     "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
@@ -335,9 +337,13 @@ def load(key: str) -> Dataset:
         ds = load_served(key)
     else:
         raise ValueError(f"unknown dataset key {key!r}")
-    if ds.logs is not None:  # a served moments file has no rows to prepare
-        engine_ready(f"{ds.key}#{id(ds)}", ds)  # keyed by the loaded object: a reloaded demo is prepared again
     return ds
+
+
+def _engine(ds: Dataset) -> None:
+    """The engine's shared preparation of ``ds`` (:func:`engine_ready`), before the first reduce that is not in
+    the moments cache: a dataset whose moments are all cached never pays for it."""
+    engine_ready(f"{ds.key}#{id(ds)}", ds)  # keyed by the loaded object: a reloaded demo is prepared again
 
 
 @st.cache_resource(show_spinner="Preparing the logs for fast analysis (first time only): session table, "
@@ -369,11 +375,19 @@ def moments(key: str, reward: str, discount: str, exposure: str) -> Moments:
     ds = load(key)
     if ds.is_moments:
         return file_moments_subset(ds.file_moments, reward, discount, exposure)
-    grid = Grid(rewards=(reward,), policies=ds.logs.policies, discounts=(discount,), exposures=(exposure,),
-                clips=DEFAULT_CLIPS)
-    out = reduce(ds.logs, grid)
+    grid = default_grid(ds.logs, reward, discount, exposure)
+    out = cached(ds.logs, grid)  # the persistent moments cache (offeval_core.moments_cache): nothing computed
+    if out is None:
+        _engine(ds)
+        out = reduce(ds.logs, grid)  # computed and stored in the cache
     mark_ready("moments", key, reward, discount, exposure)
     return out
+
+
+def default_grid(logs: Logs, reward: str, discount: str, exposure: str) -> Grid:
+    """The grid of a page's reduce: one (reward, D, D0) over every target policy and the whole clip grid."""
+    return Grid(rewards=(reward,), policies=logs.policies, discounts=(discount,), exposures=(exposure,),
+                clips=DEFAULT_CLIPS)
 
 
 def file_moments_subset(m: Moments, reward: str, discount: str, exposure: str) -> Moments:
@@ -405,6 +419,7 @@ def importance_moments(key: str, reward: str, policy: str, discount: str, exposu
     if ds.is_moments:
         raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
                                                "in the moments file; each"))
+    _engine(ds)
     out = reduce_importance(ds.logs, rewards=(reward,), policies=(policy,), clips=DEFAULT_CLIPS,
                             discount=discount, exposure=exposure, weights="exposure")
     mark_ready("importance", key, reward, policy, discount, exposure)
@@ -428,6 +443,7 @@ def propensity_moments(key: str, reward: str) -> Moments:
         raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
                                                "in the moments file; each"))
     policies = tuple(p for p in ds.targets.all if ds.targets.kind(p) == "propensity")
+    _engine(ds)
     out = reduce_importance(ds.logs, rewards=(reward,), policies=policies, clips=DEFAULT_CLIPS,
                             weights="propensity", **PROPENSITY_REDUCE)
     mark_ready("propensity", key, reward)
