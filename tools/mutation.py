@@ -230,8 +230,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'the zipped sequences are built from the same rows, so their lengths are equal',
     ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=False):'):
         'the zipped sequences are built from the same rows, so their lengths are equal',
-    ('analyses-decisions', 'decision_boxes', 'if off_base <= 0:'):
-        'a zero baseline makes both relative bounds NaN, and swapping two NaNs changes nothing',
     ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], )]'):
         'the zipped sequences are built from the same rows, so their lengths are equal',
     ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], strict=False)]'):
@@ -264,6 +262,34 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'every box has its online row, so the inner merge keeps every row in the left order',
     ('analyses-decisions', '_adjust_boxes', 'out["offline_p_adj"] = None'):
         "every row's value is assigned in the loop below, which makes the column float",
+    **{("analyses-decisions", "_adjust_boxes", f'if method != "{none}":'):
+       "without adjustment the p-values are the CIs' own (same distribution and SE): p ≤ α and 'the CI excludes 0' "
+       "differ only at p = α to the last bit"
+       for none in ("XXnoneXX", "NONE")},
+    **{("analyses-decisions", "decision_boxes", line):
+       '_adjust_boxes(boxes, "none", level) is the call that made raw: the same frame'
+       for line in ('boxes = _adjust_boxes(boxes, adjust, level) if (adjust != "none") or True else raw',
+                    'boxes = _adjust_boxes(boxes, adjust, level) if adjust != "XXnoneXX" else raw',
+                    'boxes = _adjust_boxes(boxes, adjust, level) if adjust != "NONE" else raw')},
+    **{("analyses-decisions", "decision_boxes", f"strict={v})]" if v else ")]"):
+       "the zipped columns are of the same frame, so their lengths are equal" for v in ("None", "False", "")},
+    ("analyses-decisions", "decision_boxes", "takeaway = _takeaway(summary, None)"):
+        "_takeaway does not read its labels argument",
+    ("analyses-decisions", "_precision_fnr",
+     "precision = float((off & on).sum() / off.sum()) if (off.sum()) or True else math.nan"):
+        "numpy's 0 / 0 of integer counts is NaN (with a warning), the else value",
+    ("analyses-decisions", "_precision_fnr",
+     "fnr = float((on & ~off).sum() / on.sum()) if (on.sum()) or True else math.nan"):
+        "numpy's 0 / 0 of integer counts is NaN (with a warning), the else value",
+    ("analyses-decisions", "decide_adjusted", 'return "positive" if effect >= 0 else "negative"'):
+        "an effect of 0 has returned neutral on the line above",
+    ("analyses-decisions", "summarize_boxes", "ratio = ratio.replace([np.inf, -np.inf], None)"):
+        "pandas puts None (an object column), which mean() and notna() skip as they skip NaN: the same mean",
+    ("analyses-decisions", "summarize_boxes", "ratio = ratio.replace([np.inf, +np.inf], np.nan)"):
+        "CI widths are ≥ 0, so a ratio of widths is never −inf",
+    ("analyses-decisions", "summarize_boxes",
+     '"ci_size": float(ratio.mean()) if (ratio.notna().any()) or True else math.nan,'):
+        "the mean of an all-NaN ratio is NaN, the else value",
     ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=None)}})'):
         '_mse returns one value per candidate (three)',
     ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, )}})'):
@@ -386,13 +412,25 @@ def _forget_crashes(work: Path, mod: Module) -> None:
         path.write_text(json.dumps(meta))
 
 
+def _forget_test_map(work: Path) -> None:
+    """mutmut maps each function to the tests that call it once, and later maps only tests it has not seen: an
+    edited test that now calls another function would not be run against that function's mutants. When the
+    tests changed, the map is emptied so mutmut collects it again over every test (results are kept)."""
+    path = work / "mutants" / "mutmut-stats.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        data["tests_by_mangled_function_name"], data["duration_by_test"] = {}, {}
+        path.write_text(json.dumps(data))
+
+
 def _fresh_process(work: Path, mod: Module, key: str) -> int | None:
     """The mutant's exit code from its own pytest process over the module's selection (1 = a test failed)."""
     env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
                MUTANT_UNDER_TEST=key)
     cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *_pytest_args(mod), *_existing_tests(mod)]
     try:
-        return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900).returncode
+        return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900,
+                              stdin=subprocess.DEVNULL).returncode
     except subprocess.TimeoutExpired:
         return None
 
@@ -420,9 +458,10 @@ def _mutmut(work: Path, *args: str, capture: bool = False, log: Path | None = No
     env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0")
     cmd = ["nice", "-n", "10", str(BIN / "mutmut"), *args]
     if log is None:
-        return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture)
-    with log.open("a") as out:
-        return subprocess.run(cmd, cwd=work, env=env, text=True, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture, stdin=subprocess.DEVNULL)
+    with log.open("a") as out:  # (no terminal input: a test reading it would stop a background run)
+        return subprocess.run(cmd, cwd=work, env=env, text=True, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
 
 
 _DIFFS = """
@@ -471,6 +510,8 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
     t0 = time.perf_counter()
     print(f"== {name}: {mod.source} against {' '.join(_existing_tests(mod))}", flush=True)
     _forget_crashes(work, mod)
+    if prev.get("tests") != tkey:
+        _forget_test_map(work)
     before = _meta(work, mod)["exit_code_by_key"]
     log = work / "run.log"
     log.write_text("")
