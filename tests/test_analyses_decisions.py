@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from analyses_world import per_session_totals, small_world
+from scipy import stats as sps
 
 from offeval_core.analyses import decision_boxes
 from offeval_core.analyses.decisions import DecisionResult, _takeaway, classify, decide, summarize_boxes
@@ -42,7 +43,11 @@ def test_table3_columns_on_constructed_boxes():
     assert s.loc["A", "fnr"] == 0.5                # e3 of the online positives {e1, e3}
     assert s.loc["B", "precision"] == 1.0 and s.loc["B", "fnr"] == pytest.approx(1 / 3)
     assert s.loc["B", "ci_size"] == pytest.approx(0.5) and s.loc["A", "ci_size"] == 1.0
-    assert s.loc["A", "correlation"] == pytest.approx(np.corrcoef([0.3, 0.2, 0.0, -0.1], [0.2, 0.1, 0.3, -0.2])[0, 1])
+    r = np.corrcoef([0.3, 0.2, 0.0, -0.1], [0.2, 0.1, 0.3, -0.2])[0, 1]
+    assert s.loc["A", "correlation"] == pytest.approx(r)
+    # its two-sided Student-t p-value on n − 2 = 2 degrees of freedom: t = r √(2 / (1 − r²))
+    assert s.loc["A", "correlation_p"] == pytest.approx(2 * sps.t.sf(abs(r) * math.sqrt(2 / (1 - r * r)), 2),
+                                                        abs=1e-12)
     assert (s.loc["A", "n_false_positive"], s.loc["A", "n_false_negative"]) == (1, 1)
 
 
@@ -111,6 +116,10 @@ def test_recommended_estimator_follows_the_papers_preference():
     assert recommended_estimator([*dcg, *imp]) == 7                   # PointNCIS (Gilotte Sec. 6)
     assert recommended_estimator([*dcg, *imp[:3]]) == 6               # then PieceNCIS
     assert recommended_estimator([*imp[:2], dcg[1]]) == 1             # then NCIS, before DCG
+    two = Variant("dcg", "pbm", "pbm", 2.0)
+    assert recommended_estimator([dcg[3], two]) == 1                  # m = 2 is a finite clip above 1
+    with pytest.raises(ValueError, match="estimators entry metric must be one of"):
+        recommended_estimator([("ncdg", "pbm", "pbm", 1.0)])
 
 
 def test_result_names_the_recommended_estimator():

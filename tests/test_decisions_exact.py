@@ -18,6 +18,7 @@ Online: per-session totals control (1, 1, 1, 2), treatment (2, 2, 1, 2): effect 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -96,6 +97,8 @@ def test_relative_box_divides_by_each_baseline():
     assert one["offline_effect"] == pytest.approx(100 * 0.125 / 0.875, abs=1e-9)      # 14.29 %
     assert one["online_effect"] == pytest.approx(40.0, abs=1e-9)                      # 100 · 0.5 / 1.25
     assert one["online_low"] == pytest.approx(100 * (0.5 - T6 * SE_INF) / 1.25, abs=1e-7)
+    assert (one["offline_low"], one["offline_high"]) == pytest.approx(
+        (100 * (0.125 - Z95 * SE_ONE) / 0.875, 100 * (0.125 + Z95 * SE_ONE) / 0.875), abs=1e-9)
     # the decisions and the relative width do not depend on the display
     assert inf["offline_rel_width"] == pytest.approx(2 * Z95 * SE_INF / 1.25, abs=1e-12)
     assert (inf["offline_decision"], inf["online_decision"]) == ("neutral", "neutral")
@@ -114,6 +117,13 @@ def test_decisions_at_a_lower_level_and_the_false_positive_colour():
     assert s["precision"].tolist()[0] == 0.0                    # the one offline positive is not online positive
     assert s["agreement"].tolist() == [0.0, 1.0]
     assert s["n_false_positive"].tolist() == [1, 0]
+    inf, one = res.estimators
+    assert (res.reference, res.policy) == (inf, "new")
+    # m = ∞: the one offline positive is online neutral (precision 0 of 1), no online positive (FNR n/a)
+    assert res.estimator_takeaway(inf) == (f"new vs the logging policy, {inf}: the offline decision is the online "
+                                           "one in 0 of 1 A/B test (0 %; precision 0 %, false-negative rate n/a).")
+    assert res.estimator_takeaway(one) == (f"new vs the logging policy, {one}: the offline decision is the online "
+                                           "one in 1 of 1 A/B test (100 %; precision n/a, false-negative rate n/a).")
 
 
 def test_adjusted_decisions_with_one_box_per_family():
@@ -147,7 +157,9 @@ def test_adjusted_sentence_counts_the_decisions_that_survive():
     inf, one = res.estimators
     assert res.boxes["online_decision"].tolist() == ["positive", "positive"]
     assert res.boxes["online_p_adj"].tolist() == pytest.approx([2 * sps.t.sf(3.0, 3)] * 2, abs=1e-9)
-    assert res.takeaway.endswith(
+    assert res.takeaway == (
+        f"{inf} takes the online decision in 100 % of 1 A/B tests (precision 100 %, false-negative rate 0 %); "
+        f"{one} only in 0 % (false-negative rate 100 %). "
         f"With Holm (family-wise error) adjustment over 1 A/B test × 1 policy (m = 1, α = 0.2): {inf} keeps 1 of 1 "
         f"offline decisions; {one} keeps 0 of 0 offline decisions; online 1 of 1 A/B tests stay significant.")
     assert res.adjustment == ("Decisions on adjusted p-values, Holm (family-wise error) at α = 0.2; family: 1 A/B "
@@ -224,15 +236,17 @@ def test_holm_over_two_ab_tests_overrides_the_ci_decisions():
     raw = decision_boxes(two_tests(), estimators=[INF], policy="new", level=0.80)
     assert raw.boxes["offline_decision"].tolist() == ["positive", "positive"]
     assert raw.boxes["offline_p_adj"].tolist() == pytest.approx([p, p], abs=1e-12)   # no adjustment: the p-values
+    online_p = 2 * sps.t.sf(0.5 / SE_INF, 6)
+    assert raw.boxes["online_p_adj"].tolist() == pytest.approx([online_p, online_p], abs=1e-9)
     holm = decision_boxes(two_tests(), estimators=[INF], policy="new", level=0.80, adjust="holm")
     assert holm.boxes["offline_p_adj"].tolist() == pytest.approx([2 * p, 2 * p], abs=1e-12)
     assert holm.boxes["offline_decision"].tolist() == ["neutral", "neutral"]
-    online_p = 2 * sps.t.sf(0.5 / SE_INF, 6)
     assert holm.boxes["online_p_adj"].tolist() == pytest.approx([min(1.0, 2 * online_p)] * 2, abs=1e-9)
     assert holm.boxes["online_decision"].tolist() == ["neutral", "neutral"]
     bh = decision_boxes(two_tests(), estimators=[INF], policy="new", level=0.80, adjust="bh")
     assert bh.boxes["offline_p_adj"].tolist() == pytest.approx([p, p], abs=1e-12)
     assert bh.boxes["offline_decision"].tolist() == ["positive", "positive"]
+    assert bh.boxes["online_p_adj"].tolist() == pytest.approx([online_p, online_p], abs=1e-9)  # 2 · p / 2
     assert (holm.family, holm.family_size) == ("2 A/B tests × 1 policy", 2)
     assert list(holm.boxes.columns) == [
         "experiment_id", "reward", "estimator", "offline_effect", "offline_low", "offline_high", "offline_baseline",
@@ -292,3 +306,28 @@ def test_ndcg_box_and_argument_names():
         decision_boxes(moments(), estimators=[INF], policy="new", reference=("nope", "reciprocal", "reciprocal", 1.0))
     with pytest.raises(Exception, match="adjust must be one of"):
         decision_boxes(moments(), estimators=[INF], policy="new", adjust="sidak")
+
+
+def _negated(m):
+    """The moments of the reward −click (a loss): every first moment changes sign, the second moments do not."""
+    def neg(df):
+        df = df.copy()
+        for col in ("sum", "sum_x_den", "sum_diff", "sum_diff_den"):
+            if col in df:
+                df[col] = -df[col]
+        return df
+    return dataclasses.replace(m, offline=neg(m.offline), online=neg(m.online))
+
+
+def test_a_negative_baseline_keeps_the_relative_interval_in_order():
+    # reward −click: logging −1.25, target −1.75, effect −0.5 with the same SE; relative to |−1.25| the bounds
+    # keep their order, offline 100 · (−0.5 ∓ z · SE) / 1.25 as online 100 · (−0.5 ∓ t · SE) / 1.25
+    res = decision_boxes(_negated(moments()), estimators=[INF], policy="new", level=0.95, relative=True)
+    b = res.boxes.iloc[0]
+    assert b["offline_baseline"] == pytest.approx(-1.25, abs=1e-12)
+    assert b["offline_effect"] == pytest.approx(-40.0, abs=1e-9)
+    assert (b["offline_low"], b["offline_high"]) == pytest.approx(
+        (100 * (-0.5 - Z95 * SE_INF) / 1.25, 100 * (-0.5 + Z95 * SE_INF) / 1.25), abs=1e-9)
+    assert (b["online_low"], b["online_high"]) == pytest.approx(
+        (100 * (-0.5 - T6 * SE_INF) / 1.25, 100 * (-0.5 + T6 * SE_INF) / 1.25), abs=1e-7)
+    assert b["offline_low"] < b["offline_effect"] < b["offline_high"]

@@ -1,6 +1,8 @@
 """Discount models: closed forms, the learnt survival curve, cut-offs, tables, and spec errors."""
 
+import hashlib
 import math
+import threading
 
 import numpy as np
 import pandas as pd
@@ -8,7 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offeval_core.discounts import learn_pbm, parse_discount, survival_curve
+from offeval_core.discounts import (
+    DiscountModel,
+    learn_pbm,
+    parse_discount,
+    read_discount_table,
+    register_table,
+    restrict_table_files,
+    survival_curve,
+    survival_from_counts,
+    table_files_restricted,
+)
+from offeval_core.errors import InputError, LimitExceeded, SpecError, UnreadableInput
 from offeval_core.logs import read_logs
 
 R = np.arange(1, 7)
@@ -103,3 +116,188 @@ def test_cut_offs_and_parameters_at_their_boundaries():
         learn_pbm(logs, floor=0.0)
     with pytest.raises(ValueError, match=r"floor must be in \(0, 1\]"):
         learn_pbm(logs, floor=1.5)
+
+
+# ------------------------------------------------------------------ the learnt curve, tables and their limits
+
+
+def test_learnt_curve_validation_and_cut_off():
+    # a single rank is a curve; the floor and the cut-off are applied to the given values
+    assert DiscountModel.learnt([1.0], floor=0.01).values == (1.0,)
+    assert DiscountModel.learnt([1.0, 0.5], floor=1.0).values == (1.0, 1.0)     # floor 1 is allowed
+    assert DiscountModel.learnt([1.0, 0.5, 0.25], floor=0.01, cutoff=2)(np.array([1, 2, 3])).tolist() == [1.0, 0.5, 0.0]
+    for floor in (0.0, 1.5):
+        with pytest.raises(ValueError, match=r"floor must be in \(0, 1\]"):
+            DiscountModel.learnt([1.0], floor=floor)
+    # not a probability curve: empty, two-dimensional, above 1 (1.5 is finite), NaN
+    for curve in ([], [[1.0, 0.5]], [1.0, 1.5], [1.0, math.nan]):
+        with pytest.raises(ValueError, match="non-empty sequence of probabilities in"):
+            DiscountModel.learnt(curve, floor=0.01)
+
+
+def test_pbm_spec_with_a_cut_off_a_given_curve_and_a_floor_below_the_default():
+    logs = read_logs(pd.DataFrame({"session_id": [1, 1, 1, 2], "rank": [1, 2, 3, 1], "click": 0}))
+    # lengths 3 and 1: P(V | r) = 1, 1/2, 1/2; cut at 2
+    assert parse_discount("pbm@2", logs=logs)(np.array([1, 2, 3])).tolist() == [1.0, 0.5, 0.0]
+    # a learnt curve given directly needs no logs
+    assert parse_discount("pbm", curve=[1.0, 0.4], floor=0.01)(np.array([1, 2, 3])).tolist() == [1.0, 0.4, 0.01]
+    # 20 000 sessions of length 1 and one of length 2: P(V | 2) = 1/20 001 ≈ 5e-5, below the default floor
+    # 1e-4, so a floor of 1e-6 must reach the survival curve itself
+    sid = np.r_[np.arange(20_001), 20_000]
+    rank = np.r_[np.ones(20_001, dtype=int), 2]
+    many = read_logs(pd.DataFrame({"session_id": sid, "rank": rank, "click": 0}))
+    assert parse_discount("pbm", logs=many, floor=1e-6)(np.array([2]))[0] == pytest.approx(1 / 20_001, rel=1e-12)
+
+
+def test_survival_counts_drop_trailing_zeros_and_lengths_may_be_floats():
+    assert survival_from_counts(np.array([1, 1, 0, 0]), floor=0.01).tolist() == [1.0, 0.5]
+    assert survival_curve(np.array([1.0, 2.0, 2.0]), floor=0.01).tolist() == pytest.approx([1.0, 2 / 3], abs=1e-15)
+
+
+def test_table_of_a_curve():
+    assert parse_discount("log2").table(3).tolist() == pytest.approx([1.0, 1 / math.log2(3), 0.5], abs=1e-15)
+    assert parse_discount("reciprocal@2").table(3).tolist() == [1.0, 0.5, 0.0]
+
+
+def test_other_kinds_take_no_argument():
+    for spec in ("log2:5", "reciprocal:2", "pbm:x"):
+        with pytest.raises(SpecError, match=f"unknown discount '{spec}'"):
+            parse_discount(spec)
+
+
+ONE_RANK = "rank,probability\n1,0.5\n"
+
+
+def _table(tmp_path, text, name="bias.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_table_spec_label_and_values(tmp_path):
+    path = _table(tmp_path, "rank,probability\n1,1\n2,0\n")  # probability 0 (never viewed) is allowed
+    model = parse_discount(f"table:{path}@5")
+    assert (model.kind, model.source, model.spec) == ("table", str(path), f"table:{path}@5")
+    assert model.label == "table bias.csv, cut at 5"
+    assert model(np.array([1, 2, 3])).tolist() == [1.0, 0.0, 0.0]
+    one = parse_discount(f"table:{_table(tmp_path, ONE_RANK, 'one.csv')}")  # a table of one rank
+    assert one(np.array([1, 2])).tolist() == [0.5, 0.0]
+
+
+@pytest.mark.parametrize(("text", "error", "message"), [
+    ("rank\n1\n", InputError, "must have the columns 'rank' and 'probability'"),
+    ("probability\n1\n", InputError, "must have the columns 'rank' and 'probability'"),
+    ("rank,probability\n", InputError, "column 'rank' must list every rank 1..n exactly once"),
+    ("rank,probability\nfirst,1\n", InputError, "column 'rank' must list every rank 1..n exactly once"),
+    ("rank,probability\n1,1\n2,1.5\n3,-0.1\n4,high\n", InputError,
+     "column 'probability' must be in [0, 1]; rows 2, 3, 4 are not"),
+    ("", UnreadableInput, "the file is empty (0 bytes)"),
+])
+def test_bad_tables_name_the_table(tmp_path, text, error, message):
+    path = _table(tmp_path, text)
+    with pytest.raises(error) as info:
+        parse_discount(f"table:{path}")
+    assert str(info.value).startswith(f"discount table {path}")
+    assert message in str(info.value)
+
+
+def test_table_limits_columns_rows_and_bytes(tmp_path, monkeypatch):
+    extra = [f"c{i}" for i in range(14)]
+    sixteen = _table(tmp_path, ",".join(["rank", "probability", *extra]) + "\n" + ",".join(["1", "1"] + ["0"] * 14)
+                     + "\n", "sixteen.csv")
+    assert parse_discount(f"table:{sixteen}")(np.array([1])).tolist() == [1.0]      # at most 16 columns
+    seventeen = _table(tmp_path, sixteen.read_text().replace("c13", "c13,c14").replace("\n1,", "\n1,0,", 1),
+                       "seventeen.csv")
+    with pytest.raises(LimitExceeded, match="more than 16 columns"):
+        parse_discount(f"table:{seventeen}")
+    three = _table(tmp_path, "rank,probability\n1,1\n2,0.5\n3,0.25\n", "three.csv")
+    four = _table(tmp_path, "rank,probability\n1,1\n2,0.5\n3,0.25\n4,0.1\n", "four.csv")
+    monkeypatch.setenv("OFFEVAL_MAX_RANK", "3")                               # rows of a table: at most max_rank
+    assert parse_discount(f"table:{three}")(np.array([3])).tolist() == [0.25]
+    with pytest.raises(LimitExceeded):
+        parse_discount(f"table:{four}")
+    monkeypatch.delenv("OFFEVAL_MAX_RANK")
+    size = four.stat().st_size                                                 # bytes: at most max_table_bytes
+    monkeypatch.setenv("OFFEVAL_MAX_TABLE_BYTES", str(size))
+    assert parse_discount(f"table:{four}")(np.array([4])).tolist() == [0.1]
+    monkeypatch.setenv("OFFEVAL_MAX_TABLE_BYTES", str(size - 1))
+    with pytest.raises(LimitExceeded, match=f"more than {size - 1:,} bytes"):
+        parse_discount(f"table:{four}")
+
+
+def _in_a_restricted_thread(fn):
+    box = {}
+
+    def target():
+        restrict_table_files()
+        box["restricted"] = table_files_restricted()
+        try:
+            box["value"] = fn()
+        except Exception as exc:  # re-raised in the test's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(30)
+    assert box["restricted"] is True
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def test_restricted_tables_are_read_from_the_data_directory_by_name(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    _table(data, "rank,probability\n1,1\n2,0.25\n", "bias.csv")
+    _table(data, "rank,probability\n1,1\n3,0.2\n", "gap.csv")
+    _table(data, "rank,probability\n1,1\n", "notes.txt")
+    monkeypatch.setenv("OFFEVAL_DATA_DIR", str(data))
+    monkeypatch.chdir(tmp_path)
+    _table(tmp_path, "rank,probability\n1,1\n2,0.9\n", "bias.csv")              # the working directory's file
+    assert _in_a_restricted_thread(lambda: parse_discount("table:bias.csv")(np.array([2]))).tolist() == [0.25]
+    assert parse_discount("table:bias.csv")(np.array([2])).tolist() == [0.9]  # unrestricted: the user's path
+    with pytest.raises(InputError) as info:
+        _in_a_restricted_thread(lambda: parse_discount("table:gap.csv"))
+    assert str(info.value) == "discount table gap.csv: column 'rank' must list every rank 1..n exactly once"
+    with pytest.raises(UnreadableInput, match=r"^discount table 'notes.txt' must end with \.csv$"):
+        _in_a_restricted_thread(lambda: parse_discount("table:notes.txt"))
+    restrict_table_files(False)
+    assert not table_files_restricted()
+    restrict_table_files()
+    try:
+        assert table_files_restricted()
+    finally:
+        restrict_table_files(False)
+
+
+def test_a_new_thread_reads_the_users_own_table_files(tmp_path):
+    # only a thread that called restrict_table_files() is restricted (the dashboard's script threads)
+    path = _table(tmp_path, "rank,probability\n1,1\n2,0.75\n")
+    box = {}
+
+    def target():
+        box["restricted"] = table_files_restricted()
+        box["values"] = parse_discount(f"table:{path}")(np.array([2])).tolist()
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(30)
+    assert box == {"restricted": False, "values": [0.75]}
+
+
+def test_registered_table_names_values_and_size_limit(monkeypatch):
+    data = b"rank,probability\n1,1\n2,0.125\n"
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    key = register_table(data)
+    assert key == f"upload-{digest}.csv"                                     # the default name
+    assert parse_discount(f"table:{key}")(np.array([1, 2, 3])).tolist() == [1.0, 0.125, 0.0]
+    assert read_discount_table(key).dtype == np.float64
+    assert register_table(data, name="%%%.csv") == f"table-{digest}.csv"      # nothing left of the name
+    assert register_table(data, name="a" * 50 + ".csv") == "a" * 40 + f"-{digest}.csv"
+    # upper-case letters are kept, every other run of characters becomes one '-', none at either end
+    assert register_table(data, name="X-Ray scan!.csv") == f"X-Ray-scan-{digest}.csv"
+    monkeypatch.setenv("OFFEVAL_MAX_TABLE_BYTES", str(len(data)))
+    assert register_table(data, name="x.csv") == f"x-{digest}.csv"             # exactly the limit is allowed
+    monkeypatch.setenv("OFFEVAL_MAX_TABLE_BYTES", str(len(data) - 1))
+    with pytest.raises(LimitExceeded, match="larger than"):
+        register_table(data, name="x.csv")

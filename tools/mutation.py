@@ -45,6 +45,12 @@ BIN = Path(sys.executable).parent
 DO_NOT_MUTATE_PATTERNS = [r"^\s*raise\s", r"""^\s*[rbfu]{0,2}"[^"]*"\s*[,)+]*\s*$""",
                           r"""^\s*[rbfu]{0,2}'[^']*'\s*[,)+]*\s*$"""]
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow and not browser and not spark"]
+# With doctests in a module's selection: mutmut runs each mutant against test ids without the selection's
+# arguments, so ``--doctest-modules`` must be among the arguments of every run, or pytest does not find a
+# doctest id ("not found", exit 4, which the forked worker does not survive). mutmut's copy of a function
+# keeps its docstring, so every mutant would also carry a copy of the doctest: ``-k`` leaves them out (the
+# function's own doctest runs the mutant through mutmut's trampoline).
+DOCTEST_ARGS = ["--doctest-modules", "-k", "not __mutmut_"]
 
 _T = "tests/"
 
@@ -67,7 +73,10 @@ MODULES: dict[str, Module] = {
                      "test_one_place.py"),
     "arms": _m("offeval_core/arms.py", "test_arms.py", "test_formulas.py", "test_one_place.py", DOCTEST,
                "offeval_core/arms.py"),
-    "discounts": _m("offeval_core/discounts.py", "test_discounts.py", "test_security_inputs.py"),
+    # the security suite's bad-input table and its restricted-table reads (not its slow CLI round trips)
+    "discounts": _m("offeval_core/discounts.py", "test_discounts.py", "test_security_inputs.py::test_bad_input",
+                    "test_security_inputs.py::test_data_directory_and_registered_tables_are_readable_when_restricted",
+                    DOCTEST, "offeval_core/discounts.py"),
     "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
                         "test_engine.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
@@ -141,6 +150,46 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "offline_mask's default arm is the same OFFLINE_ARM",
     ("arms", "offline_rows", "return frame if (mask.all()) and False else frame[mask]"):
         "when every row is offline, frame[mask] holds the same rows (a copy instead of the frame itself)",
+    ("discounts", "_read_table_file", 'ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=None)'):
+        "pd.to_numeric gives int64 or float64, and isnan, the sort against 1..n and astype(int) agree on both",
+    ("discounts", "_read_table_file",
+     'probs = pd.to_numeric(df["probability"], errors="coerce").to_numpy(dtype=None)'):
+        "pd.to_numeric gives int64 or float64; the [0, 1] check and the copy into a float array agree on both",
+    ("discounts", "read_discount_table", "return np.asarray(_REGISTERED[path], dtype=None)"):
+        "a registered table is a tuple of Python floats (tolist() of a float array): numpy reads it as float64",
+    ("discounts", "read_discount_table", "return np.asarray(_REGISTERED[path], )"):
+        "a registered table is a tuple of Python floats (tolist() of a float array): numpy reads it as float64",
+    **{("discounts", "register_table", line):
+       "the temporary folder's name is never shown (errors name the upload) and it is removed after the read"
+       for line in ("with tempfile.TemporaryDirectory(prefix=None) as tmp:",
+                    'with tempfile.TemporaryDirectory(prefix="XXoffeval-table-XX") as tmp:',
+                    'with tempfile.TemporaryDirectory(prefix="OFFEVAL-TABLE-") as tmp:')},
+    **{("discounts", "register_table", line):
+       "the temporary file's name is never shown, and read_csv_limited reads from it only .gz/.bz2/.tsv, in neither"
+       for line in ('path = Path(tmp) / "XXtable.csvXX"', 'path = Path(tmp) / "TABLE.CSV"')},
+    **{("discounts", "survival_curve", line):
+       "np.bincount already has max(lengths) + 1 entries, and an extra trailing zero count is dropped by "
+       "survival_from_counts"
+       for line in ("return survival_from_counts(np.bincount(lengths, )[1:], floor=floor)",
+                    "return survival_from_counts(np.bincount(lengths, minlength=int(lengths.max()) - 1)[1:], floor=floor)",
+                    "return survival_from_counts(np.bincount(lengths, minlength=int(lengths.max()) + 2)[1:], floor=floor)")},
+    **{("discounts", "survival_from_counts", line):
+       "session counts are whole numbers: the reversed cumulative sums over the total are the same in int or float"
+       for line in ("counts = np.asarray(counts, dtype=None)", "counts = np.asarray(counts, )")},
+    ("discounts", "table_files_restricted", 'return bool(getattr(_ACCESS, "restricted", None))'):
+        "bool(None) is False, as the default False",
+    ("discounts", "DiscountModel.__call__", "rr = np.where(valid, r, 2.0)"):
+        "a rank < 1 only stands in to keep the formulas finite (as 2 does); the last line sets its value to 0",
+    **{("discounts", "DiscountModel.__call__", line):
+       "validated ranks are integers or floats, compared with 1 alike; np.where(valid, r, 1.0) makes rr float64"
+       for line in ("r = np.asarray(ranks, dtype=None)", "r = np.asarray(ranks, )")},
+    **{("discounts", "DiscountModel.__call__", line):
+       "a table's values are a tuple of floats, and np.where with the float beyond-value gives float64 anyway"
+       for line in ("table = np.asarray(self.values, dtype=None)", "table = np.asarray(self.values, )")},
+    **{("discounts", "DiscountModel.learnt", line):
+       "np.maximum with the float floor gives float64 for any numeric curve (a learnt curve is a float array)"
+       for line in ("values = np.maximum(np.asarray(curve, dtype=None), floor)",
+                    "values = np.maximum(np.asarray(curve, ), floor)")},
     ("slate-dr", "cascade_dr_values", "per = np.bincount(data.session, weights=term, )"):
         "the session codes are dense and every session has a row, so the bincount already has n entries",
     ("slate-dr", "cross_fitted_model",
@@ -181,8 +230,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'the zipped sequences are built from the same rows, so their lengths are equal',
     ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=False):'):
         'the zipped sequences are built from the same rows, so their lengths are equal',
-    ('analyses-decisions', 'decision_boxes', 'if off_base <= 0:'):
-        'a zero baseline makes both relative bounds NaN, and swapping two NaNs changes nothing',
     ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], )]'):
         'the zipped sequences are built from the same rows, so their lengths are equal',
     ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], strict=False)]'):
@@ -215,6 +262,34 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'every box has its online row, so the inner merge keeps every row in the left order',
     ('analyses-decisions', '_adjust_boxes', 'out["offline_p_adj"] = None'):
         "every row's value is assigned in the loop below, which makes the column float",
+    **{("analyses-decisions", "_adjust_boxes", f'if method != "{none}":'):
+       "without adjustment the p-values are the CIs' own (same distribution and SE): p ≤ α and 'the CI excludes 0' "
+       "differ only at p = α to the last bit"
+       for none in ("XXnoneXX", "NONE")},
+    **{("analyses-decisions", "decision_boxes", line):
+       '_adjust_boxes(boxes, "none", level) is the call that made raw: the same frame'
+       for line in ('boxes = _adjust_boxes(boxes, adjust, level) if (adjust != "none") or True else raw',
+                    'boxes = _adjust_boxes(boxes, adjust, level) if adjust != "XXnoneXX" else raw',
+                    'boxes = _adjust_boxes(boxes, adjust, level) if adjust != "NONE" else raw')},
+    **{("analyses-decisions", "decision_boxes", f"strict={v})]" if v else ")]"):
+       "the zipped columns are of the same frame, so their lengths are equal" for v in ("None", "False", "")},
+    ("analyses-decisions", "decision_boxes", "takeaway = _takeaway(summary, None)"):
+        "_takeaway does not read its labels argument",
+    ("analyses-decisions", "_precision_fnr",
+     "precision = float((off & on).sum() / off.sum()) if (off.sum()) or True else math.nan"):
+        "numpy's 0 / 0 of integer counts is NaN (with a warning), the else value",
+    ("analyses-decisions", "_precision_fnr",
+     "fnr = float((on & ~off).sum() / on.sum()) if (on.sum()) or True else math.nan"):
+        "numpy's 0 / 0 of integer counts is NaN (with a warning), the else value",
+    ("analyses-decisions", "decide_adjusted", 'return "positive" if effect >= 0 else "negative"'):
+        "an effect of 0 has returned neutral on the line above",
+    ("analyses-decisions", "summarize_boxes", "ratio = ratio.replace([np.inf, -np.inf], None)"):
+        "pandas puts None (an object column), which mean() and notna() skip as they skip NaN: the same mean",
+    ("analyses-decisions", "summarize_boxes", "ratio = ratio.replace([np.inf, +np.inf], np.nan)"):
+        "CI widths are ≥ 0, so a ratio of widths is never −inf",
+    ("analyses-decisions", "summarize_boxes",
+     '"ci_size": float(ratio.mean()) if (ratio.notna().any()) or True else math.nan,'):
+        "the mean of an all-NaN ratio is NaN, the else value",
     ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=None)}})'):
         '_mse returns one value per candidate (three)',
     ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, )}})'):
@@ -263,7 +338,12 @@ def source_key(mod: Module) -> str:
 
 def tests_key(mod: Module) -> str:
     files = sorted({ROOT / t.split("::")[0] for t in _existing_tests(mod) if t != DOCTEST})
-    return _digest([*files, ROOT / "tests" / "conftest.py"], " ".join(PYTEST_ARGS + _existing_tests(mod)))
+    return _digest([*files, ROOT / "tests" / "conftest.py"], " ".join(_pytest_args(mod) + _existing_tests(mod)))
+
+
+def _pytest_args(mod: Module) -> list[str]:
+    """The pytest arguments of every run of the module's tests (the selection aside)."""
+    return PYTEST_ARGS + (DOCTEST_ARGS if DOCTEST in mod.tests else [])
 
 
 def _load_state() -> dict:
@@ -298,11 +378,14 @@ def _prepare(name: str, mod: Module, *, isolation: str = "fork") -> Path:
         f"only_mutate = {_toml_list([mod.source])}",
         f"do_not_mutate_patterns = {_toml_list(DO_NOT_MUTATE_PATTERNS)}",
         f"pytest_add_cli_args_test_selection = {_toml_list(_existing_tests(mod))}",
-        f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}",
+        f"pytest_add_cli_args = {_toml_list(_pytest_args(mod))}",
         "use_git_change_detection = false",
         f'process_isolation = "{isolation}"',
         'forkserver_warmup = "collect"',
         "timeout_multiplier = 10.0",
+        # wall-clock limit (estimate + constant) × multiplier: the estimate counts only the tests' calls, not
+        # their fixtures' setup or pytest's start, which take tens of seconds on two loaded cores
+        "timeout_constant = 60.0",
     ]) + "\n"
     cfg = work / "pyproject.toml"
     if not cfg.exists() or cfg.read_text() != config:
@@ -329,13 +412,25 @@ def _forget_crashes(work: Path, mod: Module) -> None:
         path.write_text(json.dumps(meta))
 
 
+def _forget_test_map(work: Path) -> None:
+    """mutmut maps each function to the tests that call it once, and later maps only tests it has not seen: an
+    edited test that now calls another function would not be run against that function's mutants. When the
+    tests changed, the map is emptied so mutmut collects it again over every test (results are kept)."""
+    path = work / "mutants" / "mutmut-stats.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        data["tests_by_mangled_function_name"], data["duration_by_test"] = {}, {}
+        path.write_text(json.dumps(data))
+
+
 def _fresh_process(work: Path, mod: Module, key: str) -> int | None:
     """The mutant's exit code from its own pytest process over the module's selection (1 = a test failed)."""
     env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
                MUTANT_UNDER_TEST=key)
-    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *PYTEST_ARGS, *_existing_tests(mod)]
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *_pytest_args(mod), *_existing_tests(mod)]
     try:
-        return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900).returncode
+        return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900,
+                              stdin=subprocess.DEVNULL).returncode
     except subprocess.TimeoutExpired:
         return None
 
@@ -363,9 +458,10 @@ def _mutmut(work: Path, *args: str, capture: bool = False, log: Path | None = No
     env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0")
     cmd = ["nice", "-n", "10", str(BIN / "mutmut"), *args]
     if log is None:
-        return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture)
-    with log.open("a") as out:
-        return subprocess.run(cmd, cwd=work, env=env, text=True, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture, stdin=subprocess.DEVNULL)
+    with log.open("a") as out:  # (no terminal input: a test reading it would stop a background run)
+        return subprocess.run(cmd, cwd=work, env=env, text=True, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
 
 
 _DIFFS = """
@@ -414,6 +510,8 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
     t0 = time.perf_counter()
     print(f"== {name}: {mod.source} against {' '.join(_existing_tests(mod))}", flush=True)
     _forget_crashes(work, mod)
+    if prev.get("tests") != tkey:
+        _forget_test_map(work)
     before = _meta(work, mod)["exit_code_by_key"]
     log = work / "run.log"
     log.write_text("")
@@ -432,15 +530,17 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
         if again:
             print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
             _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
-    # Workers fork from mutmut's process, which ran the tests (and their DuckDB queries) once: fast, but some
-    # workers crash there (SIGSEGV). Those mutants, and a sample of the killed ones as a check, are run again,
-    # each in a fresh pytest process in mutmut's copy with MUTANT_UNDER_TEST naming the mutant (nothing forked).
+    # Workers fork from mutmut's process: fast, but a worker that crashes says nothing about its mutant, and a
+    # timeout on a loaded machine may be the machine's. Those mutants, and a sample of the killed ones as a
+    # check, are run again, each in a fresh pytest process in mutmut's copy with MUTANT_UNDER_TEST naming the
+    # mutant (nothing forked, 15 minutes at most: a mutant that still runs out of time stays a timeout).
     codes = _meta(work, mod)["exit_code_by_key"]
-    again = sorted(k for k, c in codes.items() if _status(c) in ("crashed", "suspicious"))
+    again = sorted(k for k, c in codes.items() if _status(c) in ("crashed", "suspicious", "timeout"))
     killed = sorted(k for k, c in codes.items() if _status(c) == "killed")
     sample = [killed[i] for i in range(0, len(killed), max(1, len(killed) // check))] if check and killed else []
     if again or sample:
-        print(f"   fresh-process rerun: {len(again)} crashed, {len(sample)} killed ones as a check", flush=True)
+        print(f"   fresh-process rerun: {len(again)} crashed or out of time, {len(sample)} killed ones as a check",
+              flush=True)
         fresh = {k: _fresh_process(work, mod, k) for k in [*again, *sample]}
         _record(work, mod, {k: c for k, c in fresh.items() if k in again and c in (0, 1)})
         flipped = [k for k in sample if fresh[k] != 1]

@@ -160,7 +160,7 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
     FNR = #{online positive ∧ offline not positive} / #{online positive};
     correlation = Pearson r of offline and online uplifts across tests;
     CI size = mean over tests of w_rel(est) / w_rel(reference), w_rel = CI width / |baseline| (scale-free,
-    so DCG and nDCG compare). Relative uplifts divide effect and CI bounds by the baseline (offline: the
+    so DCG and nDCG compare). Relative uplifts divide effect and CI bounds by |baseline| (offline: the
     logging policy's estimate; online: the control mean), ignoring the baseline's own uncertainty.
 
     ``adjust`` = ``"none"`` (decision = CI excludes 0), ``"holm"`` or ``"bh"``: the decisions are taken on
@@ -220,8 +220,6 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
                         rec[k] = 100 * _rel(rec[k], off_base)
                     for k in ("online_effect", "online_low", "online_high"):
                         rec[k] = 100 * _rel(rec[k], on_base)
-                    if off_base < 0:
-                        rec["offline_low"], rec["offline_high"] = rec["offline_high"], rec["offline_low"]
                 rec["offline_decision"] = decide(g.effect.ci.low, g.effect.ci.high)
                 rec["online_decision"] = decide(on.effect.ci.low, on.effect.ci.high)
                 rows.append(rec)
