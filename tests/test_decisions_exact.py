@@ -121,9 +121,9 @@ def test_decisions_at_a_lower_level_and_the_false_positive_colour():
     assert (res.reference, res.policy) == (inf, "new")
     # m = ∞: the one offline positive is online neutral (precision 0 of 1), no online positive (FNR n/a)
     assert res.estimator_takeaway(inf) == (f"new vs the logging policy, {inf}: the offline decision is the online "
-                                           "one in 0 of 1 A/B test (0 %; precision 0 %, false-negative rate n/a).")
+                                           "one in 0 of 1 A/B test (0 %; precision 0 %, false-negative rate n/a — no online ship decision).")
     assert res.estimator_takeaway(one) == (f"new vs the logging policy, {one}: the offline decision is the online "
-                                           "one in 1 of 1 A/B test (100 %; precision n/a, false-negative rate n/a).")
+                                           "one in 1 of 1 A/B test (100 %; precision n/a — no offline ship decision, false-negative rate n/a — no online ship decision).")
 
 
 def test_adjusted_decisions_with_one_box_per_family():
