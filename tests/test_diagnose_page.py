@@ -14,6 +14,22 @@ from offeval_core.formatting import format_number, format_share
 SPEC = "small;seed=1;sessions=300;cascade"
 
 
+def _open_bandit_page(tmp_path, page: str, *, seed: int, both: bool):
+    """``page`` on an Open Bandit-shaped export written as CSV: the random campaign alone (no mapping), or both
+    campaigns with the policy column as the arm (random = control, Bernoulli-TS = treatment)."""
+    from dashboard_support import environment
+
+    from tests.export_fixtures import open_bandit_like
+
+    export, _ = open_bandit_like(1500, seed=seed, both=both)
+    path = tmp_path / "obd.csv"
+    export.to_csv(path, index=False)
+    env = (dict(OFFEVAL_MAP="arm=policy", OFFEVAL_ARMS="control=random,treatment=bts") if both
+           else dict(OFFEVAL_MAP=""))
+    with environment(OFFEVAL_DATA=str(path), OFFEVAL_REWARDS="", **env):
+        return open_page(page, timeout=300)
+
+
 def test_which_estimator_page_on_a_cascade_world():
     at = open_page("which_estimator", timeout=180, dataset="sim", sim=SPEC, reward="watch_complete")
     d = diagnose(data.load_simulated(SPEC).logs, reward="watch_complete", policy="treatment", discount="pbm")
@@ -46,15 +62,7 @@ def test_which_estimator_on_a_random_policy_bandit_log_says_no_assumption_is_tes
     no cascade or rewards-above test), one segment, no target policy (no support test). The headline says none of
     the four can be tested rather than "no assumption is rejected"; an untestable assumption's p-value cell says
     why, never "undefined"."""
-    from dashboard_support import environment
-
-    from tests.export_fixtures import open_bandit_like
-
-    export, _ = open_bandit_like(1500, seed=5)
-    path = tmp_path / "obd_random.csv"
-    export.to_csv(path, index=False)
-    with environment(OFFEVAL_DATA=str(path), OFFEVAL_MAP="", OFFEVAL_REWARDS=""):
-        at = open_page("which_estimator", timeout=300)
+    at = _open_bandit_page(tmp_path, "which_estimator", seed=5, both=False)
     assert not at.error, [e.value for e in at.error]
     takes = [m.value for m in at.markdown if "offeval-takeaway" in m.value]
     assert ("None of the 4 assumptions can be tested on click for the logging policy (the reasons are below), so "
@@ -66,21 +74,12 @@ def test_which_estimator_on_a_random_policy_bandit_log_says_no_assumption_is_tes
     assert not table.astype(str).apply(lambda col: col.str.contains("undefined")).any().any()
 
 
-
 def test_the_headline_names_the_untestable_assumptions_when_the_rest_pass(tmp_path):
     """Both Open Bandit-shaped campaigns with the Bernoulli-TS target's propensities: only the support check can
     run (one impression per session, one segment), and it does not fire on this synthetic log; the headline says
     1 of 4 was testable and names the other three."""
-    from dashboard_support import environment
-
-    from tests.export_fixtures import open_bandit_like
-
-    export, _ = open_bandit_like(1500, seed=0, both=True)   # support p = 0.82 (seed 4's is 0.042: a false alarm)
-    path = tmp_path / "obd.csv"
-    export.to_csv(path, index=False)
-    with environment(OFFEVAL_DATA=str(path), OFFEVAL_MAP="arm=policy", OFFEVAL_REWARDS="",
-                     OFFEVAL_ARMS="control=random,treatment=bts"):
-        at = open_page("which_estimator", timeout=300)
+    # support p = 0.82 (seed 4's is 0.042: a false alarm)
+    at = _open_bandit_page(tmp_path, "which_estimator", seed=0, both=True)
     assert not at.error, [e.value for e in at.error]
     take = html.unescape(next(m.value for m in at.markdown if "offeval-takeaway" in m.value))
     assert ("No assumption is rejected at α = 0.05 on click for bts (1 of 4 testable; not testable: cascade, reward "
@@ -91,17 +90,8 @@ def test_clip_tuning_says_why_a_click_rate_ci_reaches_below_0(tmp_path):
     """Both Open Bandit-shaped campaigns (seed 4): at m = ∞ the CIS estimate of bts has the 99 % CI
     [-0.002039, 0.0147]: the caption under it says the normal interval is symmetric (a CI above 0 has none: the
     Decisions test on the Open Bandit fixture checks that side)."""
-    from dashboard_support import environment
-
-    from tests.export_fixtures import open_bandit_like
-
-    export, _ = open_bandit_like(1500, seed=4, both=True)
-    path = tmp_path / "obd.csv"
-    export.to_csv(path, index=False)
-    with environment(OFFEVAL_DATA=str(path), OFFEVAL_MAP="arm=policy", OFFEVAL_REWARDS="",
-                     OFFEVAL_ARMS="control=random,treatment=bts"):
-        at = open_page("clip_tuning", timeout=300)
-        assert not at.error, [e.value for e in at.error]
-        assert metric(at, "Offline 99% CI") == "[-0.002039, 0.0147]"
-        notes = [c.value for c in at.caption if c.value.startswith("The CI's lower end is below 0")]
-        assert len(notes) == 1 and "a click rate cannot be" in notes[0]
+    at = _open_bandit_page(tmp_path, "clip_tuning", seed=4, both=True)
+    assert not at.error, [e.value for e in at.error]
+    assert metric(at, "Offline 99% CI") == "[-0.002039, 0.0147]"
+    notes = [c.value for c in at.caption if c.value.startswith("The CI's lower end is below 0")]
+    assert len(notes) == 1 and "a click rate cannot be" in notes[0]
