@@ -95,10 +95,6 @@ def test_moments_path_in_link_shows_a_notice_and_no_content(server, tab, tmp_pat
     tab.screenshot(path=str(tmp_path / "moments_passwd.png"))
 
 
-def _upload(pg, path: Path) -> None:
-    upload_logs(pg, path)
-
-
 def test_markup_in_uploaded_column_names_shows_as_text(server, tab, tmp_path):
     df = small_logs()
     df[MARKUP] = df["like"]
@@ -107,7 +103,7 @@ def test_markup_in_uploaded_column_names_shows_as_text(server, tab, tmp_path):
     df.to_csv(path, index=False)
     tab.goto(server["url"])
     settle(tab)
-    _upload(tab, path)
+    upload_logs(tab, path)
     # the markup column is a reward by value alone: the page asks first, naming it as text
     asked = tab.get_by_test_id("stAlert").filter(has_text="Before anything is computed")
     asked.first.wait_for(timeout=120_000)
