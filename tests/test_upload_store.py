@@ -72,3 +72,20 @@ def test_an_upload_pushed_out_of_the_store_asks_to_upload_again(world):
         assert not at.exception, (view, [e.value for e in at.exception])
         assert any("no longer in memory; upload it again" in e.value for e in at.error), \
             (view, [e.value for e in at.error])
+
+
+def test_an_upload_put_again_is_not_copied_again():
+    """The Data page keeps a new upload's bytes and then parses it (moments or logs), each step giving the bytes:
+    the store copies them once, and a key (the content's hash) already held is only marked as recently used."""
+    from dashboard.data.upload_store import UploadStore
+
+    s = UploadStore(limit=100)
+    buf = memoryview(bytearray(b"session_id,rank\n1,1\n"))
+    s.put("k", buf)
+    held = s.get("k")
+    assert held == bytes(buf) and isinstance(held, bytes)
+    s.put("other", b"x")
+    s.put("k", buf)                               # the same upload again: the held copy stays
+    assert s.get("k") is held and s.keys() == ["other", "k"]
+    s.put("k", b"longer bytes than before")       # a different length under a key: replaced
+    assert s.get("k") == b"longer bytes than before"

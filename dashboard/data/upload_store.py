@@ -32,6 +32,11 @@ class UploadStore:
         self._lock = threading.Lock()
 
     def put(self, key: str, data: bytes | memoryview) -> None:
+        with self._lock:   # a key is the content's hash: bytes already held under it are not copied again
+            held = self._items.get(key)
+            if held is not None and len(held) == len(data):
+                self._items.move_to_end(key)
+                return
         data = bytes(data)
         with self._lock:
             self._items.pop(key, None)
