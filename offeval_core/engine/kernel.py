@@ -176,7 +176,8 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     by :func:`_accumulate`).
 
     ``pos``: the rewarded rows (``session``, ``keys``, ``rank``, ``c`` > 0, target ranks ``t1``…); ``clip``:
-    one row per clip value with its number ``k``, its position ``o`` in ascending order and its value ``m``;
+    the binding clip values of a session by their count ``b`` (:func:`_binding_frame`: number ``k``, value
+    ``m``);
     ``wide``: one row with the clip values as columns ``m0``…; ``lut``: the rank table. A clip value m
     binds in a session only when m < max_i 1/D0(r_i); at every larger m the labels are the unclipped
     c_i / D0(r_i) and the session's values those of m = ∞. So the unclipped per-session values are computed
@@ -204,7 +205,7 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     free = free.mutate(k=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
     # per (session, binding clip value) (rows with b = -1)
     bound = pos.filter(pos.b > 0)
-    pair = bound.join(clip, clip.m < bound.maxw)
+    pair = bound.join(clip, "b")  # the b binding clip values are the b smallest: an equality join
     pair = pair.mutate(lab=pair.c * ibis.least(pair.m, pair.w))
     sums = {d: (pair.lab * pair[f"p{i}"]).sum() for i, d in enumerate(dcgs)}
     if binary:
@@ -275,6 +276,22 @@ def _clip_frame(clips: Sequence[float]) -> pd.DataFrame:
     return pd.DataFrame({"k": np.arange(len(m), dtype=np.int64), "o": order, "m": m})
 
 
+def _binding_frame(clip: pd.DataFrame) -> pd.DataFrame:
+    """The clip values that bind in a session where ``b`` of them bind: the ``b`` smallest (m binds when
+    m < max_i 1/D0(r_i), so the binding values are a prefix of the ascending order, ties included). One row
+    per (b, clip value with position o < b): ``b``, number ``k``, value ``m``. Joining the sessions on ``b``
+    is an equality join (a hash join), where ``m < max_i 1/D0(r_i)`` was a range join.
+
+    >>> _binding_frame(_clip_frame([8.0, 2.0, math.inf])).to_dict("list")   # ascending: 2 (k 1), 8 (k 0), ∞
+    {'b': [1, 2, 2, 3, 3, 3], 'k': [1, 1, 0, 1, 0, 2], 'm': [2.0, 2.0, 8.0, 2.0, 8.0, 1e+300]}
+    """
+    by_o = clip.sort_values("o", kind="stable")
+    n = len(by_o)
+    b = np.repeat(np.arange(1, n + 1, dtype=np.int64), np.arange(1, n + 1))
+    o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(0, np.int64)
+    return pd.DataFrame({"b": b, "k": by_o["k"].to_numpy()[o], "m": by_o["m"].to_numpy()[o]})
+
+
 def fresh_moments(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,
                   exposure: DiscountModel, clips: Sequence[float], keys: Sequence[str], binary: bool) -> pd.DataFrame:
     """The moments frame of :meth:`CompiledMoments.run`, from the same definition built and compiled afresh
@@ -283,7 +300,7 @@ def fresh_moments(source: Source, *, reward: str, policies: Sequence[str], disco
     pos = _rewarded(source, reward=reward, policies=policies, keys=keys)
     clip = _clip_frame(clips)
     wide = ibis.memtable(pd.DataFrame({f"m{k}": [m] for k, m in enumerate(clip["m"])}))
-    expr = _moments(pos, lut, ibis.memtable(clip), wide, n_clips=len(clips), policies=policies, keys=keys,
+    expr = _moments(pos, lut, ibis.memtable(_binding_frame(clip)), wide, n_clips=len(clips), policies=policies, keys=keys,
                     binary=binary)
     return _accumulate(_fetch_table(source.backend, expr), clip["o"].to_numpy(), keys, policies)
 
@@ -351,7 +368,7 @@ class CompiledMoments:
         long = _long_rewarded(source, rewards)
         _put(backend, self._par, self._par_frame(0, [1.0] * n_clips))
         _put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [1.0]}))
-        _put(backend, self._clip, _clip_frame([1.0] * n_clips))
+        _put(backend, self._clip, _binding_frame(_clip_frame([1.0] * n_clips)))
         par, lut, clip = backend.table(self._par), backend.table(self._lut), backend.table(self._clip)
         pos = long.join(par, "q")
         pos = pos.select("session", *keys, "rank", "c",
@@ -377,7 +394,7 @@ class CompiledMoments:
             _put(backend, self._par, self._par_frame(self.rewards.index(reward), clips))
             _put(backend, self._lut, rank_table(discount, exposure, self.source.max_rank))
             clip = _clip_frame(clips)
-            _put(backend, self._clip, clip)
+            _put(backend, self._clip, _binding_frame(clip))
             out = _accumulate(_run_sql(backend, self.sql), clip["o"].to_numpy(), self.source.keys, self.policies)
             self.runs += 1
         return out
