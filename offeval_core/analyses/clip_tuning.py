@@ -28,7 +28,7 @@ from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.policies import policy_kind
-from offeval_core.stats import normal_quantile
+from offeval_core.stats import kish_ess, normal_quantile
 from offeval_core.validation import check_choice, check_clips, check_level
 
 __all__ = ["RULES", "ClipRecommendation", "ClipTuningResult", "clip_tuning", "clip_tuning_figure", "recommend_clip",
@@ -109,7 +109,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
       clipping bias under KDD'24 Asm. 1-5 (noisy where few rewards are clipped).
     - ``clipped_rows``: share of logged rows with w_i > m; ``clipped_mass`` = Σ D(R(i))(w_i − m)₊ /
       Σ D(R(i)) w_i, the share of the target's (IPS-estimated) exposure that the clip removes.
-    - ``ess`` = (Σ v_i)² / Σ v_i² (Kish) and ``ess_share`` = ess / rows; ``max_weight`` = max min(m, w_i).
+    - ``ess`` = (Σ v_i)² / Σ v_i² (Kish, :func:`~offeval_core.stats.kish_ess`) and ``ess_share`` = ess / rows; ``max_weight`` = max min(m, w_i).
     - ``mse_bound`` = variance + bias_bound², ``rmse_bound`` its square root.
 
     A propensity policy (a ``target_propensity__<policy>`` column and no ``rank__<policy>``) is tuned as capped
@@ -182,8 +182,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
         sel = aggregate(select(moments, reward=reward, policy=policy, metric=estimator, discount=discount,
                                exposure=exposure, clip=m, arm=arm))
         est = estimate_from_row(sel.iloc[0], metric=estimator, level=level)
-        v = dt * wm
-        sv, sv2 = float(v.sum()), float((v * v).sum())
+        ess = kish_ess(dt * wm)
         bias_bound = r_max * float(np.sum(dt * excess)) / max(n_sessions, 1)
         out.append({"clip": float(m), "estimate": est.value, "stderr": est.stderr,
                     "ci_low": est.ci.low, "ci_high": est.ci.high, "variance": est.stderr ** 2,
@@ -191,8 +190,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
                     "bias_estimate": float(np.sum(c * dt * excess)) / max(n_sessions, 1),
                     "clipped_rows": float(np.mean(w > m)) if w.size else math.nan,
                     "clipped_mass": float(np.sum(dt * excess)) / total_mass if total_mass > 0 else math.nan,
-                    "ess": sv * sv / sv2 if sv2 > 0 else math.nan,
-                    "ess_share": (sv * sv / sv2) / w.size if sv2 > 0 and w.size else math.nan,
+                    "ess": ess, "ess_share": ess / w.size if w.size else math.nan,
                     "max_weight": float(wm.max()) if wm.size else math.nan,
                     "mse_bound": est.stderr ** 2 + bias_bound ** 2})
     table = pd.DataFrame(out)
