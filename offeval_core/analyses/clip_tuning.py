@@ -253,7 +253,7 @@ def recommend_clip(result: ClipTuningResult, *, effect: float | None = None) -> 
     inf
     """
     t = result.table.sort_values("clip").reset_index(drop=True)
-    z = float(np.sqrt(2) * _erfinv(result.level))
+    z = normal_quantile(result.level)
     slope = slope_select(t["clip"].to_numpy(), t["estimate"].to_numpy(), (z * t["stderr"]).to_numpy())
     if math.isnan(slope):
         slope = float(t["clip"].max())
@@ -312,12 +312,6 @@ def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "p
     effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=tuning.discount,
                                  exposure=tuning.exposure, level=level, metric=tuning.estimator)
     return recommend_clip(tuning, effect=effect)
-
-
-def _erfinv(level: float) -> float:
-    from scipy.special import erfinv
-
-    return float(erfinv(level))
 
 
 def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,
