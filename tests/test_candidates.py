@@ -119,7 +119,7 @@ def test_the_common_clip_satisfies_every_candidates_rule():
     clips = [1.0, 4.0, 16.0, 64.0, math.inf]
     a = _tuning(clips, [0.5, 0.9, 0.95, 0.97, 1.0], [0.01, 0.05, 0.1, 0.15, 0.2], [0.9, 0.05, 0.02, 0.01, 0.0])
     b = _tuning(clips, [0.5, 0.9, 0.95, 0.97, 1.0], [0.01, 0.05, 0.1, 0.15, 0.2], [0.9, 0.3, 0.08, 0.01, 0.0])
-    recs = {"a": recommend_clip(a, effect=0.1), "b": recommend_clip(b, effect=0.05)}
+    recs = {"a": recommend_clip(a.table, level=a.level, effect=0.1), "b": recommend_clip(b.table, level=b.level, effect=0.05)}
     assert (recs["a"].clip, recs["b"].clip) == (4.0, 64.0)
     m, reason = common_clip({p: r.clip for p, r in recs.items()})
     assert m == 64.0

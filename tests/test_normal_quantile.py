@@ -59,4 +59,4 @@ def test_the_recommendation_and_the_tuning_table_use_the_same_z():
     res = ClipTuningResult(t, math.nan, "slope", "", "like", "p", "pbm", "pbm", 0.90, 1.0, 100, 1000)
     z = normal_quantile(0.90)
     assert slope_select([1.0, math.inf], [0.0, 1.0], [z * se, z * se]) == math.inf
-    assert recommend_clip(res, effect=1.0).slope_clip == math.inf
+    assert recommend_clip(res.table, level=res.level, effect=1.0).slope_clip == math.inf

@@ -45,12 +45,29 @@ RULE_TEXT = {
 }
 
 
+@dataclass(frozen=True)
+class ClipRecommendation:
+    """The one clip recommendation every page, the report and ``offeval estimate --clip auto`` use."""
+
+    clip: float
+    reason: str
+    bias_bound: float
+    reference: float
+    slope_clip: float
+
+
+RECOMMENDATION_RULE = ("the most clipped m that the SLOPE / Lepski rule admits and whose worst-case bias bound "
+                       "stays below the quantity it is meant to measure")
+
+
 @dataclass(frozen=True, eq=False)
 class ClipTuningResult:
-    """Result of :func:`clip_tuning`. ``table`` has one row per clip value (see :func:`clip_tuning`)."""
+    """Result of :func:`clip_tuning`. ``table`` has one row per clip value (see :func:`clip_tuning`);
+    ``recommendation`` is the one clip recommendation (:func:`recommend_clip`), ``rule_clip`` what ``rule`` alone
+    would choose (explained by ``rule_text``; not a recommendation)."""
 
     table: pd.DataFrame
-    recommended_clip: float
+    rule_clip: float
     rule: str
     rule_text: str
     reward: str
@@ -63,6 +80,7 @@ class ClipTuningResult:
     n_rows: int
     estimator: str = "dcg"
     """The clipped estimator: ``dcg`` (a rank policy) or ``cis`` (a propensity policy, cap c = m)."""
+    recommendation: ClipRecommendation | None = None
 
 
 def slope_select(clips: Sequence[float], estimates: Sequence[float], halfwidths: Sequence[float]) -> float:
@@ -116,8 +134,11 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     importance sampling: w_i = π_t / π_p, D(R(i)) = 1, the estimate CIS at the cap c = m from importance moments
     (``discount`` and ``exposure`` do not apply and read ``propensity``); ``estimator`` says which.
 
-    ``rule="slope"`` (default) recommends :func:`slope_select` on the CIs at ``level``; ``rule="mse"``
-    the m minimising ``mse_bound`` (worst case; it favours large m because the bound is loose).
+    ``recommendation`` is the one clip recommendation (:func:`recommend_clip`: the SLOPE / Lepski choice moved to
+    a less clipped m while its bias bound exceeds the mean size of the unclipped offline effect,
+    :func:`mean_offline_effect`). ``rule_clip`` is what one rule alone chooses, for comparison: ``rule="slope"``
+    (default) :func:`slope_select` on the CIs at ``level``; ``rule="mse"`` the m minimising ``mse_bound`` (worst
+    case; it favours large m because the bound is loose).
 
     Examples
     --------
@@ -204,9 +225,15 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     if math.isnan(rec):
         rec = float(max(clips))
     text = RULE_TEXT[rule].format(m=clip_text(rec), lvl=f"{level:.0%}")
-    return ClipTuningResult(table=table, recommended_clip=rec, rule=rule, rule_text=text, reward=reward,
+    if math.inf not in moments.grid.clips:  # the effect the recommendation weighs is the unclipped one
+        moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
+                                  exposure=exposure, clips=(math.inf,))
+    effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=discount, exposure=exposure,
+                                 level=level, metric=estimator)
+    return ClipTuningResult(table=table, rule_clip=rec, rule=rule, rule_text=text, reward=reward,
                             policy=policy, discount=discount, exposure=exposure, level=level, r_max=float(r_max),
-                            n_sessions=n_sessions, n_rows=int(w.size), estimator=estimator)
+                            n_sessions=n_sessions, n_rows=int(w.size), estimator=estimator,
+                            recommendation=recommend_clip(table, level=level, effect=effect))
 
 
 def _tuning_moments(logs: Logs, *, reward: str, policy: str, kind: str, discount: str, exposure: str,
@@ -222,38 +249,23 @@ def _tuning_moments(logs: Logs, *, reward: str, policy: str, kind: str, discount
                              clips=clips))
 
 
-@dataclass(frozen=True)
-class ClipRecommendation:
-    """The one clip recommendation every page, the report and ``offeval estimate --clip auto`` use."""
+def recommend_clip(table: pd.DataFrame, *, level: float, effect: float | None = None) -> ClipRecommendation:
+    """The one clip recommendation, on a clip-tuning ``table`` (columns clip, estimate, stderr, bias_bound), with
+    its rule and a one-sentence reason.
 
-    clip: float
-    reason: str
-    bias_bound: float
-    reference: float
-    slope_clip: float
-
-
-RECOMMENDATION_RULE = ("the most clipped m that the SLOPE / Lepski rule admits and whose worst-case bias bound "
-                       "stays below the quantity it is meant to measure")
-
-
-def recommend_clip(result: ClipTuningResult, *, effect: float | None = None) -> ClipRecommendation:
-    """One clip value with its rule and a one-sentence reason.
-
-    Start from the SLOPE / Lepski choice (:func:`slope_select` at the result's level); if its worst-case bias
+    Start from the SLOPE / Lepski choice (:func:`slope_select` on the CIs at ``level``); if its worst-case bias
     bound exceeds ``|effect|`` (the offline effect it is meant to measure; default: the unclipped estimate),
     move to the next larger m whose bias bound does not (m = ∞ has none), and say so.
 
     >>> t = pd.DataFrame({"clip": [1.0, 4.0, math.inf], "estimate": [0.5, 0.9, 1.0],
     ...                   "stderr": [0.01, 0.05, 0.2], "bias_bound": [0.9, 0.05, 0.0]})
-    >>> r = ClipTuningResult(t, 1.0, "slope", "", "like", "p", "pbm", "pbm", 0.95, 1.0, 100, 1000)
-    >>> recommend_clip(r, effect=0.1).clip   # SLOPE admits 4 (m = 1 is biased: its CI misses); bound 0.05 < 0.1
+    >>> recommend_clip(t, level=0.95, effect=0.1).clip   # SLOPE admits 4 (m = 1 is biased: its CI misses); 0.05 < 0.1
     4.0
-    >>> recommend_clip(r, effect=0.01).clip  # an effect of 0.01 is below m = 4's bias bound: no clipping
+    >>> recommend_clip(t, level=0.95, effect=0.01).clip  # an effect of 0.01 is below m = 4's bias bound: no clipping
     inf
     """
-    t = result.table.sort_values("clip").reset_index(drop=True)
-    z = normal_quantile(result.level)
+    t = table.sort_values("clip").reset_index(drop=True)
+    z = normal_quantile(level)
     slope = slope_select(t["clip"].to_numpy(), t["estimate"].to_numpy(), (z * t["stderr"]).to_numpy())
     if math.isnan(slope):
         slope = float(t["clip"].max())
@@ -278,7 +290,7 @@ def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "p
                      level: float = 0.95, clips: Sequence[float] = DEFAULT_CLIPS, moments: Moments | None = None,
                      tuning: ClipTuningResult | None = None) -> ClipRecommendation:
     """The recommended clip of ``policy`` on these logs — the one rule of every dashboard page, the report and
-    ``offeval estimate --clip auto``: :func:`recommend_clip` on :func:`clip_tuning` (the SLOPE / Lepski choice at
+    ``offeval estimate --clip auto``: the ``recommendation`` of :func:`clip_tuning`, i.e. :func:`recommend_clip` (the SLOPE / Lepski choice at
     ``level``, moved to a less clipped m while its worst-case bias bound exceeds the mean size over A/B tests of
     the unclipped offline effect, :func:`mean_offline_effect`). A propensity policy is tuned as CIS (cap c = m).
     ``moments`` (of ``policy`` at every clip of ``clips``) and ``tuning`` (its :func:`clip_tuning` result) are
@@ -297,21 +309,9 @@ def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "p
     4.0
     """
     if tuning is None:
-        if moments is None:
-            kind = policy_kind(logs, policy) if policy not in (None, "logging") else "rank"
-            if kind == "propensity":
-                discount = exposure = PROPENSITY
-            moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
-                                      exposure=exposure, clips=check_clips(clips))
         tuning = clip_tuning(logs, reward=reward, policy=policy, discount=discount, exposure=exposure, clips=clips,
                              level=level, moments=moments)
-    elif moments is None:
-        moments = _tuning_moments(logs, reward=reward, policy=policy,
-                                  kind="propensity" if tuning.estimator == "cis" else "rank",
-                                  discount=tuning.discount, exposure=tuning.exposure, clips=(math.inf,))
-    effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=tuning.discount,
-                                 exposure=tuning.exposure, level=level, metric=tuning.estimator)
-    return recommend_clip(tuning, effect=effect)
+    return tuning.recommendation
 
 
 def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,
