@@ -24,7 +24,7 @@ from offeval_core.arms import offline_mask
 from offeval_core.charts import clip_tuning_figure
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
-from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.estimators import aggregate, estimate_from_row, require, select
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.policies import policy_kind
@@ -174,9 +174,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
         moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
                                   exposure=exposure, clips=clips)
     else:
-        missing = [c for c in clips if c not in moments.grid.clips]
-        if missing:
-            raise ValueError(f"moments lack clip values {', '.join(clip_text(c) for c in missing)}")
+        require(moments, clips=clips)
 
     f = logs.frame
     sess = logs.sessions.sort_values("session")
