@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.contingency_tables import StratifiedTable
 
+from offeval_core.arms import offline_rows
 from offeval_core.discounts import parse_discount
 from offeval_core.errors import UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
@@ -336,7 +337,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
                   level: float = 0.95) -> AssumptionCheck:
     """Share of the target's exposure the logs can see (see the module docstring)."""
     q = "does the logging policy show what the target would show?"
-    f = logs.frame[(logs.frame["arm"] == "control").to_numpy()]
+    f = offline_rows(logs.frame)
     label = "share of the target's exposure with support"
     z = normal_quantile(level)
     prop = TARGET_PROPENSITY_PREFIX + policy if policy else None

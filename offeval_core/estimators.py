@@ -19,6 +19,7 @@ from offeval_core import stats
 from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
+from offeval_core.engine.grid import ndcg_of
 from offeval_core.errors import UnknownName
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.moment_columns import ONLINE_ROLES, Layout, merge, pool
@@ -412,5 +413,5 @@ def session_values(logs: Logs, *, reward: str, policies: Sequence[str] = (), dis
     idcg = out["idcg"].to_numpy()
     for p in names:
         d = out[f"dcg__{p}"].to_numpy()
-        out[f"ndcg__{p}"] = np.divide(d, idcg, out=np.zeros_like(d), where=idcg > 0)
+        out[f"ndcg__{p}"] = ndcg_of(d, idcg)
     return out

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from offeval_core.arms import offline_rows
 from offeval_core.discounts import parse_discount
 from offeval_core.logs import POLICY_PREFIX, Logs
 from offeval_core.results import json_number
@@ -112,7 +113,7 @@ def verdict(label: str, needs, checks: dict, ess_share: float, max_share: float,
 
 
 def ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, discount: str) -> list[EstimatorCheck]:
-    f = logs.frame[(logs.frame["arm"] == "control").to_numpy()]
+    f = offline_rows(logs.frame)
     d = parse_discount(discount, logs=logs)
     d0 = parse_discount("pbm", logs=logs)
     w = d(f[POLICY_PREFIX + policy].to_numpy()) / d0(f["rank"].to_numpy())
