@@ -49,6 +49,7 @@ class ReportSettings:
     policy: str = "treatment"
     sensitivity_level: float = LEVEL
     online_alpha: float = ONLINE_ALPHA
+    online_min_effect: float = 0.0
     decision_level: float = LEVEL
     q_clip: float = math.inf
     adjust: str = "none"
@@ -99,19 +100,21 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     step(STEPS[3])
     doc.h2("sensitivity", "1 · Sensitivity vs clipping (KDD'24 Fig. 1)")
     if ab:
-        res = sensitivity(moments, policy=policy, discount=discount, exposure=discount, level=sensitivity_level,
-                          online_alpha=online_alpha, settings="significant", adjust=st.adjust)
-        if res.settings.empty:
-            doc.note(f"No (experiment, day, reward) has a significant online effect at p < {online_alpha:g}; "
-                     "showing all settings instead (detection = offline CI on the side of the online effect).")
-            res = sensitivity(moments, policy=policy, discount=discount, exposure=discount,
-                              level=sensitivity_level, online_alpha=online_alpha, settings="all", adjust=st.adjust)
+        common = dict(policy=policy, discount=discount, exposure=discount, level=sensitivity_level,
+                      online_alpha=online_alpha, min_effect=st.online_min_effect, adjust=st.adjust)
+        res = sensitivity(moments, **common)
         doc.p(res.takeaway, "takeaway")
-        doc.p(res.adjustment)
-        doc.fig(charts.sensitivity_figure(res))
-        doc.raw(fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
-        doc.raw("<details><summary>Settings used (online outcome per experiment, day, reward)</summary>"
-                + fmt_table(res.settings) + "</details>")
+        if not res.settings.empty:
+            doc.p(res.adjustment)
+            doc.fig(charts.sensitivity_figure(res))
+            doc.raw(fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
+            doc.raw("<details><summary>Settings used (online outcome per experiment, day, reward)</summary>"
+                    + fmt_table(res.settings) + "</details>")
+        neg = sensitivity(moments, side="negatives", **common)
+        doc.raw("<h3>Online negatives: negatives detected (a separate view, not part of the TPR)</h3>")
+        doc.p(neg.takeaway)
+        if not neg.settings.empty:
+            doc.raw(fmt_table(neg.table, pct_cols=("negatives_detected", "sign_agreement")))
     else:
         doc.note("Needs an A/B test: control and treatment arms and a rank__treatment column.")
 

@@ -47,7 +47,8 @@ def test_drilldown_puts_dcg_on_the_online_axis_and_ndcg_on_its_own():
 
 def test_log_axis_labels_every_tick_in_full():
     t = pd.DataFrame({"metric": ["dcg", "dcg"], "clip": [1.0, 2.0], "tpr": [0.1, 0.2], "mean_p": [0.08, 0.3],
-                      "n_detected": [1, 2], "n_settings": [10, 10]})
-    res = SimpleNamespace(table=t, best_clip={}, level=0.99, policy="treatment", discount="pbm")
+                      "n_detected": [1, 2], "n_settings": [10, 10], "sign_agreement": [0.5, 0.6]})
+    res = SimpleNamespace(table=t, best_clips={}, level=0.99, policy="treatment", discount="pbm",
+                          rate_column="tpr", rate_name="TPR")
     fig = charts.sensitivity_figure(res)
     assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.tickformat == ".2g"

@@ -28,7 +28,7 @@ from dashboard.data.analyses import (
     correlation_result,
     decision_defaults,
     decision_result,
-    shown_sensitivity,
+    sensitivity_result,
 )
 from dashboard.data.datasets import Dataset, moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
@@ -58,7 +58,7 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
     DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them).
 
     Every argument is the page's own default: the global settings' (``state.DEFAULTS``), the page controls'
-    (``state.PAGE_CONTROLS``) and the shared default choices (``shown_sensitivity``, ``decision_defaults``),
+    (``state.PAGE_CONTROLS``) and the shared default choices (``decision_defaults``),
     passed in the page's order, so each call hits the cache entry the page reads
     (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew)."""
     from dashboard.state import DEFAULTS as D
@@ -77,9 +77,9 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
           for r in dict.fromkeys((reward, *rewards)))]
     if policy and arms and rewards:
         pooled = rewards if control("sens_all") else (reward,)
-        steps.append(("sensitivity", lambda: shown_sensitivity(
+        steps.append(("sensitivity", lambda: sensitivity_result(
             key, pooled, D.discount, D.exposure, policy, tuple(control("sens_metrics")), D.level,
-            control("sens_alpha"), control("sens_sel"), control("sens_adj"))))
+            control("sens_alpha"), control("sens_eff"), control("sens_side"), control("sens_adj"))))
     if arms and len(ds.days) >= 3 and "treatment" in ds.policies:
         variants = tuple(tuple(v) for v in default_variants())  # the page's default columns (Q̂ at m = ∞)
         steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
