@@ -319,68 +319,70 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
 
 
 def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None) -> str:
+    """Medians over the *same* rows for every variant (rows where a variant is an identity or has no r are left
+    out of all of them), then Table 2's finding pooled over the target policy's experiment-days with the
+    bootstrap uncertainty of each difference in r (:mod:`~offeval_core.analyses.correlation_diff`)."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
-    table = table[~table["identity"]]
-    med = table.groupby("variant")["r"].median()
-    wins = table[table["best"]].groupby("variant").size()
-    n_rows = table.groupby(["experiment_id", "reward", "policy"]).ngroups
-    if med.dropna().empty:
-        return "No correlation could be computed (too few days)."
+    keys = ["experiment_id", "reward", "policy"]
+    n_rows = table.groupby(keys).ngroups
+    ranked = table.assign(r=table["r"].where(~table["identity"]))
+    wide = ranked.pivot_table(index=keys, columns="variant", values="r", aggfunc="first", dropna=False)
+    wide = wide.reindex(columns=[lab for lab in labels if lab in wide.columns])
+    common = wide.dropna()
+    if common.empty:
+        return "No correlation could be computed on rows where every variant has one (too few days)."
+    med = common.median()
+    best = common.eq(common.max(axis=1), axis=0)
     top = med.idxmax()
-    text = (f"Across {n_rows} (experiment, reward, policy) rows, {top} tracks the online reward best: median "
-            f"{sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows")
-    others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
-    worst = min(others, key=lambda lab: med[lab]) if others else None
-    if worst is not None:
-        text += f"; {worst} is weakest (median {sym} = {med[worst]:.2f})"
+    left = n_rows - len(common)
+    scope = f"the {len(common)} (experiment, reward, policy) rows where every variant is ranked" + (
+        f" ({left} row{'s' * (left != 1)} with an identity or no {sym} left out of every median)" if left else "")
+    text = (f"Across {scope}, {top} has the highest median {sym} = {med[top]:.2f} (best in "
+            f"{int(best[top].sum())} of {len(common)} rows)")
+    others = [lab for lab in med.index if lab != top]
+    if others:
+        worst = min(others, key=lambda lab: med[lab])
+        text += f"; {worst} the lowest ({med[worst]:.2f})"
     text += "."
-    text += " " + _paper_verdict(table, sym)
     if daily is not None:
-        text += _pooled_text(table, daily, method, sym)
+        text += _pooled_text(table, daily, method)
     if n_identity:
         text += (f" {n_identity} R₀ cell(s) marked ≡ are identities (DCG with D = D0 at m = ∞ on the logging "
                  f"policy is the control arm's observed reward) and are not ranked.")
     return text
 
 
-def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str, sym: str) -> str:
-    """The same comparison pooled over the target policy's experiment-days, per reward."""
+def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str) -> str:
+    """KDD'24 Table 2's finding pooled over the target policy's experiment-days, per reward: the learnt-PBM
+    de-biased DCG against each log2 variant, on the same experiment-days, with a paired bootstrap CI of the
+    difference in r. It holds when both CIs lie above 0, does not hold when one lies below, and is undecided
+    otherwise."""
+    from offeval_core.analyses.correlation_diff import pooled_difference
+
     t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
-    pbm_q = set(t.loc[(t["discount"] == "pbm") & (t["exposure"] == "pbm") & (t["clip"] > 1), "variant"])
-    log2 = set(t.loc[t["discount"] == "log2", "variant"])
+    pbm_q = list(dict.fromkeys(t.loc[(t["discount"] != "log2") & (t["discount"] == t["exposure"])
+                                     & (t["clip"] > 1), "variant"]))
+    log2 = list(dict.fromkeys(t.loc[t["discount"] == "log2", "variant"]))
     if not pbm_q or not log2:
         return ""
-    pooled = pooled_correlation(daily, method=method)
     out = []
-    for reward, part in pooled.groupby("reward", sort=False):
-        a = part[part["variant"].isin(pbm_q)].dropna(subset=["r"])
-        b = part[part["variant"].isin(log2)].dropna(subset=["r"])
-        if a.empty or b.empty:
-            continue
-        ba, bb = a.loc[a["r"].idxmax()], b.loc[b["r"].idxmax()]
-        verdict = "holds" if ba["r"] > bb["r"] else "does not hold"
-        out.append(f"{reward}: {ba['variant']} {sym} = {ba['r']:.2f} vs {bb['variant']} {bb['r']:.2f} over "
-                   f"{int(ba['n_points'])} experiment-days ({verdict})")
-    return (" Pooled over the target policy's experiment-days — " + "; ".join(out) + ".") if out else ""
-
-
-def _paper_verdict(table: pd.DataFrame, sym: str) -> str:
-    """Whether KDD'24 Table 2's finding holds on the target-policy rows: DCG with the learnt PBM on de-biased
-    labels tracks the online reward better than DCG with the log2 discount (raw or de-biased labels)."""
-    t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
-    pbm_q = t[(t["discount"] == "pbm") & (t["exposure"] == "pbm") & (t["clip"] > 1)]
-    log2 = t[t["discount"] == "log2"]
-    if pbm_q.empty or log2.empty or pbm_q["r"].dropna().empty or log2["r"].dropna().empty:
+    for reward in dict.fromkeys(t["reward"]):
+        for a in pbm_q:
+            diffs = [pooled_difference(daily, a, b, reward=reward, method=method) for b in log2]
+            diffs = [d for d in diffs if not math.isnan(d.low)]
+            if not diffs:
+                continue
+            verdicts = [d.verdict for d in diffs]
+            if all(v == "A" for v in verdicts):
+                verdict = "holds"
+            elif "B" in verdicts:
+                verdict = "does not hold on these logs"
+            else:
+                verdict = "undecided: a difference's bootstrap CI holds 0"
+            parts = "; ".join(f"vs {d.b}: {d.text()}" for d in diffs)
+            out.append(f"{reward}, {a} — {parts} ({verdict})")
+    if not out:
         return ""
-    a = pbm_q.groupby("variant")["r"].median()
-    b = log2.groupby("variant")["r"].median()
-    best_pbm, best_log2 = a.idxmax(), b.idxmax()
-    if a[best_pbm] > b[best_log2]:
-        return (f"KDD'24 Table 2's finding holds on the target-policy rows: {best_pbm} (median {sym} = "
-                f"{a[best_pbm]:.2f}) beats the best log2 variant, {best_log2} ({b[best_log2]:.2f}).")
-    return (f"KDD'24 Table 2's finding does not hold on the target-policy rows of these logs: the best log2 "
-            f"variant, {best_log2} (median {sym} = {b[best_log2]:.2f}), is at least as good as the learnt-PBM "
-            f"de-biased {best_pbm} ({a[best_pbm]:.2f}); check the position-bias diagnostics (a PBM pooled over "
-            f"days with different scroll depths is wrong on each day) and the noise of large weights (Table 2 "
-            f"across clip values compares the two at every clip m).")
+    return (" KDD'24 Table 2's finding (the learnt-PBM de-biased DCG tracks the online reward better than both "
+            "log2 variants), pooled over the target policy's experiment-days: " + " · ".join(out) + ".")
