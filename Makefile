@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast setup browser lint data docs-numbers bench clean
+.PHONY: run test test-fast setup browser lint data docs-numbers bench clean mutate
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,5 +55,17 @@ bench: setup browser
 	$(BIN)/python bench/bench_reduce.py $(if $(LARGE),--large)
 	$(BIN)/python bench/bench_dashboard.py
 
+# mutation testing of the formula modules (docs/mutation.md): mutmut, module by module, only modules whose
+# source or tests changed since the last run; MODULE=stats runs one (tools/mutation.py --list names them),
+# FULL=1 reruns every mutant. Minutes per module on 2 cores; not part of make test or CI.
+MODULE ?=
+MUTATION_STAMP := $(VENV)/.mutation-installed
+$(MUTATION_STAMP): $(STAMP) requirements-mutation.lock
+	$(BIN)/python -m pip install --quiet -r requirements-mutation.lock
+	touch $(MUTATION_STAMP)
+
+mutate: $(MUTATION_STAMP)
+	$(BIN)/python tools/mutation.py $(MODULE) $(if $(FULL),--full)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mutation

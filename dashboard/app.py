@@ -25,6 +25,8 @@ st.set_page_config(page_title="offeval — offline evaluation of ranking policie
 
 PAGES = [
     st.Page(HERE / "views" / "data.py", title="Data", icon=":material/database:", url_path="data", default=True),
+    st.Page(HERE / "views" / "candidates.py", title="Candidates", icon=":material/leaderboard:",
+            url_path="candidates"),
     st.Page(HERE / "views" / "sensitivity.py", title="Sensitivity", icon=":material/tune:", url_path="sensitivity"),
     st.Page(HERE / "views" / "correlation.py", title="Correlation", icon=":material/timeline:",
             url_path="correlation"),

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.state import Settings
+from offeval_core.importance.weights import PROPENSITY
 
 __all__ = ["CTX_KEY", "Context", "ctx"]
 
@@ -23,6 +24,8 @@ class Context:
     dataset: data.Dataset | None
     problem: str = ""
     notes: tuple[str, ...] = field(default=())
+    uses: tuple[str, ...] | None = None
+    """The sidebar settings the page reads (None: all of them); exports name only these."""
 
     @property
     def key(self) -> str:
@@ -39,6 +42,24 @@ class Context:
     @property
     def policy(self) -> str | None:
         return self.settings.policy
+
+    @property
+    def kind(self) -> str | None:
+        """The target policy's kind: ``rank`` (DCG family and exposure weights) or ``propensity`` (importance
+        weights π_t / π_p); None without a policy."""
+        return self.dataset.targets.kind(self.policy) if self.dataset is not None and self.policy else None
+
+    @property
+    def propensity(self) -> bool:
+        return self.kind == "propensity"
+
+    @property
+    def models(self) -> tuple[str, str]:
+        """(D, D0) of the target policy's estimators: the sidebar's models, or ``propensity`` for both when the
+        weights are the logged propensities."""
+        if self.propensity:
+            return PROPENSITY, PROPENSITY
+        return self.settings.discount, self.settings.exposure
 
     @property
     def present(self) -> bool:

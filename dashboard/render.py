@@ -17,8 +17,8 @@ from dashboard.context import CTX_KEY, Context
 from offeval_core.formatting import clip_text
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
 
-__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline", "raw_logs_notice", "readable",
-           "show_figure", "show_table", "takeaway"]
+__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline", "policy_headline",
+           "raw_logs_notice", "readable", "show_figure", "show_table", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
@@ -30,6 +30,20 @@ def raw_logs_notice(what: str) -> None:
 def takeaway(text: str) -> None:
     """The one-sentence takeaway shown above a chart (larger in presentation mode)."""
     st.markdown(f'<div class="offeval-takeaway">{escape_html(text)}</div>', unsafe_allow_html=True)
+
+
+def policy_headline(policy: str | None, text: str) -> str:
+    """A takeaway that names the target policy it is about: ``"<policy> vs the logging policy — <text>"`` (a
+    capitalised first word such as "Of" or "At" is lower-cased; acronyms such as "DCG" are kept).
+
+    >>> policy_headline("ranker_v2", "Of the 6 settings, DCG detects 50 %.")
+    'ranker_v2 vs the logging policy — of the 6 settings, DCG detects 50 %.'
+    """
+    if not policy:
+        return text
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        text = text[0].lower() + text[1:]
+    return f"{policy} vs the logging policy — {text}"
 
 
 PRESENT_CHART_HEIGHT = 350  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
@@ -51,6 +65,11 @@ def export_settings(c: Context | None) -> dict[str, object]:
     st_ = c.settings
     out: dict[str, object] = {"reward": c.reward, "policy": c.policy, "D": st_.discount, "D0": st_.exposure,
                               "m": st_.clip, "level": st_.level}
+    if c.uses is not None and "policy" not in c.uses:  # e.g. Candidates: every candidate, not the sidebar's one
+        out.pop("policy")
+    if c.propensity and "policy" in (c.uses or ("policy",)):  # weights π_t / π_p: no discount models
+        out.pop("D")
+        out.pop("D0")
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -35,17 +35,18 @@ LIST_FIELDS = ("variants", "estimators")
 GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
 PAGE_TITLES = {"data": "Data", "sensitivity": "Sensitivity", "correlation": "Correlation",
                "dcg-vs-ndcg": "DCG vs nDCG", "estimator-lab": "Estimator lab", "decisions": "Decisions",
-               "clip-tuning": "Clip tuning", "method": "Method"}
+               "clip-tuning": "Clip tuning", "candidates": "Candidates", "method": "Method"}
 DECK = ("sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning")
 """The pages presentation mode steps through by default."""
 USES: dict[str, tuple[str, ...]] = {
     "data": ("dataset",),
     "sensitivity": GLOBAL,
-    "correlation": ("dataset", "reward", "discount", "clip"),
+    "correlation": ("dataset", "reward", "policy", "discount", "clip"),
     "dcg-vs-ndcg": ("dataset", "reward", "discount", "exposure", "clip", "level"),
     "estimator-lab": (),
     "decisions": GLOBAL,
     "clip-tuning": GLOBAL,
+    "candidates": ("dataset", "reward", "discount", "exposure", "clip", "level"),
     "method": ("dataset",),
 }
 """The sidebar controls each page reads (by URL path); the others are hidden on that page."""
@@ -172,6 +173,8 @@ def _load(key: str):
 def _uses(page_url_path: str) -> tuple[str, ...]:
     if page_url_path == "dcg-vs-ndcg" and st.session_state.get("w_agr_source") == "heldout":
         return ("level",)
+    if page_url_path == "candidates" and st.session_state.get("w_cand_clip", "recommended") == "recommended":
+        return tuple(u for u in USES["candidates"] if u != "clip")  # the comparison's clip comes from its rule
     return USES.get(page_url_path or "data", GLOBAL)
 
 
@@ -226,6 +229,7 @@ def render(page_url_path: str = "") -> ui.Context:
         notes.append(problem)
 
     reward = policy = None
+    weights_only = False  # a propensity policy: the discount models do not apply to the page
     grid = dataset.file_moments.grid if dataset is not None and dataset.is_moments else None
     if dataset is not None:
         rewards = list(dataset.rewards)
@@ -238,18 +242,31 @@ def render(page_url_path: str = "") -> ui.Context:
             box.selectbox("Reward", rewards, key="w_reward",
                           help="The reward column whose online mean the offline metrics estimate")
         reward = ss["w_reward"]
-        policies = list(dataset.policies)
+        targets = dataset.targets
+        policies = list(targets.all)
         if policies:
-            page_defaults["policy"] = "treatment" if "treatment" in policies else policies[0]
+            page_defaults["policy"] = targets.default  # never the logging policy if another exists
             if ss.get("w_policy") not in policies:
                 ss["w_policy"] = page_defaults["policy"]
             if "policy" in uses:
                 box.selectbox("Target policy", policies, key="w_policy",
-                              help="The candidate ranking policy (a rank__<policy> column); 'treatment' is the "
-                                   "policy that served the treatment arm")
+                              format_func=lambda p: p + (" (propensities)" if targets.kind(p) == "propensity"
+                                                         else "") + (" = the logging policy" if p in targets.logging
+                                                                     else ""),
+                              help="The candidate policy, given by ranks (a rank__<policy> column) or by "
+                                   "propensities (target_propensity__<policy>). It opens on 'treatment' (the policy "
+                                   "that served the treatment arm) when there is one, else on the first candidate "
+                                   "that is not a copy of the logging policy.")
             policy = ss["w_policy"]
+            if targets.kind(policy) == "propensity" and "policy" in uses:  # weights π_t / π_p: no D, D0
+                uses = tuple(u for u in uses if u not in ("discount", "exposure"))
+                weights_only = True
         elif "policy" in uses:
             box.selectbox("Target policy", ["(none in these logs)"], key="w_policy_none", disabled=True)
+        if page_url_path == "candidates" and policies and all(
+                targets.kind(p) == "propensity" for p in data.candidate_policies(dataset.key)):
+            uses = tuple(u for u in uses if u not in ("discount", "exposure"))  # no rank candidate to discount
+            weights_only = True
 
     if dataset is not None and reward is not None:
         data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None)
@@ -285,7 +302,7 @@ def render(page_url_path: str = "") -> ui.Context:
             notes.append(f"{label} {ss[wkey]!r} is not valid: {problem_text}")
         ss[f"_bad_{wkey}"] = bool(problem_text)
 
-    if grid is None and "dataset" in uses:  # not on the pages that run on their own simulated data
+    if grid is None and "dataset" in uses and not weights_only:  # not on pages of own data or propensity weights
         with box.popover("Upload a discount table", icon=":material/upload_file:", width="stretch"):
             st.file_uploader("CSV with columns rank, probability", type=["csv"], key="w_table_upload",
                              on_change=_on_table_upload,
@@ -305,7 +322,8 @@ def render(page_url_path: str = "") -> ui.Context:
             ss["w_clip"] = math.inf
     if "clip" in uses:
         box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
-                          help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased")
+                          help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased. "
+                               "For a propensity policy m is the cap c of the weights π_t / π_p (Gilotte Sec. 4.2).")
     if ss.get("w_level") not in LEVELS:
         ss["w_level"] = LEVEL
     if "level" in uses:
@@ -336,7 +354,7 @@ def render(page_url_path: str = "") -> ui.Context:
     _where(where, page_url_path, uses, dataset, choice)
     ss["_link_slot"] = sb.empty()
     ui.inject_css(settings.present)
-    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes))
+    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes), uses=uses)
     ss[ui.CTX_KEY] = c
     return c
 

@@ -74,10 +74,19 @@ PAGE_CONTROLS: dict[str, Control] = {
     "dec_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the A/B tests
     # Clip tuning
     "clip_rule": Control("str", "slope", ("slope", "mse")),
+    # Candidates
+    "cand_adj": Control("str", "holm", tuple(ADJUST_METHODS)),  # multiple testing over the candidates
+    "cand_clip": Control("str", "recommended", ("recommended", "sidebar")),
+    "cand_rank": Control("str", "dcg", ("dcg", "pndcg", "ndcg")),
+    "cand_prop": Control("str", "cis", ("cis", "ncis", "snips", "is")),
     # presentation: the pages stepped through with the arrow keys
     "deck": Control("list"),
 }
 """Every page control that travels in the URL, by name; its widget key is ``w_<name>``."""
+
+PROPENSITY_CONTROLS: dict[str, object] = {"sens_metrics": ("cis", "ncis")}
+"""Page-control defaults that differ for a propensity policy (importance weights π_t / π_p): Sensitivity's curves
+are capped and normalised capped IS over the cap c (Gilotte Sec. 4.2, Eq. 1) instead of DCG and nDCG over m."""
 
 
 def _parse_control(name: str, spec: Control, raw: str):

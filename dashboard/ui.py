@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.context import CTX_KEY, Context, ctx
-from dashboard.render import raw_logs_notice, show_figure, show_table, takeaway
+from dashboard.render import policy_headline, raw_logs_notice, show_figure, show_table, takeaway
 from offeval_core import errors
 from offeval_core.errors import OffevalError
 from offeval_core.formatting import clip_text
@@ -24,7 +24,7 @@ from offeval_core.sanitize import escape_markdown
 
 __all__ = [
     "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "clip_label", "controls", "ctx", "explain", "get_moments",
-    "guarded", "init_control", "inject_css", "md_escape", "needs", "page_default", "raw_logs_notice", "show_error",
+    "guarded", "init_control", "inject_css", "links", "md_escape", "needs", "page_default", "policy_headline", "raw_logs_notice", "show_error",
     "show_figure", "show_table",
     "takeaway", "with_progress",
 ]
@@ -39,6 +39,8 @@ _FIXES_BY_TYPE = (
                        "e.g. 'log2@10'), a clip ≥ 1 or 'inf', and an estimator key like 'ncis-zero@impression'."),
     (errors.UnknownName, "Pick a name the loaded data has in the sidebar (rewards are numeric columns; target "
                          "policies come from the policy columns of the column mapping)."),
+    (errors.NeedsAnswers, "Answer in the column mapping on the Data page and apply it: nothing is computed until "
+                          "then."),
     (errors.NeedsArms, "These logs have no treatment arm; add an 'arm' column with 'control' and 'treatment' "
                        "sessions to compare offline with online results."),
 )
@@ -48,7 +50,8 @@ _FIXES_BY_KIND = {
     "reward": "Reward columns (e.g. click) must hold finite numbers ≥ 0.",
     "rank": "Ranks are 1-based positions: 1 = top of the feed, no 0, no text.",
     "duplicate": "Each (session_id, rank) pair must appear once: remove repeated rows or fix the ranks.",
-    "arm": "Rename the arm values to 'control' / 'treatment'.",
+    "arm": "Enter which label is control and which treatment under Arm labels in the column mapping (e.g. "
+           "control=A,treatment=B), or none if the column is not the arm.",
 }
 """How to fix a problem line of invalid logs, by its :class:`~offeval_core.errors.Problem` kind."""
 
@@ -112,7 +115,13 @@ def with_progress(label: str, ready: bool, fn: Callable[[], object]):
 
 
 def get_moments(c: Context, reward: str | None = None, discount: str | None = None, exposure: str | None = None):
+    """The cached moments of the page's target policy (DCG reduce of D, D0; for a propensity policy the importance
+    reduce with the logged propensities), with progress the first time."""
     reward = reward or c.reward
+    if c.propensity and discount is None:
+        return with_progress(f"Computing the importance-sampling moments of {reward} (weights π_t / π_p) over every "
+                             "propensity policy and cap value (first time only)…",
+                             data.is_ready("propensity", c.key, reward), lambda: data.propensity_moments(c.key, reward))
     d = discount or c.settings.discount
     e = exposure or c.settings.exposure
     ready = data.is_ready("moments", c.key, reward, d, e)
@@ -134,17 +143,37 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
                  "estimate would be 0. Pick another reward in the sidebar, or check that the column holds "
                  "the rewards (1 = clicked, liked, …).", icon=":material/error:")
         return False
-    if policy and not ds.policies:
+    if policy and not ds.targets.all:
         st.error("These logs have no target policy: add one `rank__<policy>` column per candidate policy, "
-                 "holding the rank at which that policy would show the logged item in the session.",
+                 "holding the rank at which that policy would show the logged item in the session (or, for a "
+                 "stochastic policy, `target_propensity__<policy>` next to `logging_propensity`).",
                  icon=":material/error:")
         return False
     if arms and not ds.has_arms:
-        st.warning("These logs have no treatment arm, so there is no online A/B outcome to compare with. "
-                   "Add an `arm` column with `control` (logged by the production policy) and `treatment` "
-                   "(logged by the tested policy) sessions.", icon=":material/warning:")
+        st.warning("These logs have no treatment arm, so there is no online A/B outcome to compare with: this page "
+                   "needs an A/B test. Logs of candidates evaluated before any A/B test are compared on the "
+                   "**Candidates** page. To compare with an A/B test, add an `arm` column with `control` (logged by "
+                   "the production policy) and `treatment` (logged by the tested policy) sessions.",
+                   icon=":material/warning:")
+        links(("candidates",))
         return False
     return True
+
+
+PAGE_FILES = {"sensitivity": ("views/sensitivity.py", "Sensitivity", ":material/tune:"),
+              "correlation": ("views/correlation.py", "Correlation", ":material/timeline:"),
+              "decisions": ("views/decisions.py", "Decisions", ":material/check_box:"),
+              "clip-tuning": ("views/clip_tuning.py", "Clip tuning", ":material/content_cut:"),
+              "candidates": ("views/candidates.py", "Candidates: every candidate vs the logging policy",
+                             ":material/leaderboard:")}
+"""Pages a refusal can point to: (file relative to app.py, link label, icon)."""
+
+
+def links(pages) -> None:
+    """Links (``st.page_link``) to the pages that can answer what this page cannot."""
+    for name in pages:
+        path, label, icon = PAGE_FILES[name]
+        st.page_link(path, label=label, icon=icon)
 
 
 PRESENT_CSS = """

@@ -51,7 +51,9 @@ _export("offeval_core.importance", "reduce_importance", "add_importance", "ncis_
         bootstrap_importance="bootstrap", importance_session_sums="session_sums")
 _export("offeval_core.analyses", "sensitivity", "offline_online_correlation", "dcg_vs_ndcg", "decision_boxes",
         "clip_tuning", "merge_moments", "table1_example", "Variant", "SensitivityResult", "CorrelationResult",
-        "AgreementResult", "DecisionResult", "ClipTuningResult")
+        "AgreementResult", "DecisionResult", "ClipTuningResult", "compare_candidates", "CandidatesResult")
+_export("offeval_core.policies", "target_policies", "default_target_policy", "choose_target_policy", "policy_kind",
+        "TargetPolicies")
 _export("offeval_core.heldout", "read_qrels", "read_run", "evaluate_run", "Qrels", "Run", "RunEvaluation")
 _export("offeval_core.heldout.mnar", "mnar_estimate", "theorem41_terms", "MNAR_ESTIMATORS")
 _export("offeval_core.heldout.analyses", "estimator_lab", "zoo_agreement", "runs_agreement")
@@ -70,6 +72,9 @@ _export("offeval_core.slate", "SlateData", "SlateEstimate", "SlateConfig", "Slat
 _export("offeval_core.diagnose", "check_cascade", "check_interaction", "check_context_position_bias", "check_support",
         diagnose_logs="diagnose")
 _export("offeval_core.analyses.plan", "plan_moments", "PlannedReduce")
+_export("offeval_core.understanding", "understand", "Understanding")
+_export("offeval_core.arm_values", "ArmValues", "parse_arms")
+_export("offeval_core.errors", "NeedsAnswers")
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 

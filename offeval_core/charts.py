@@ -20,7 +20,7 @@ from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.validation import format_clip
 
 __all__ = [
-    "DECISION_CAPTION", "DECISION_COLOURS", "DECISION_COLOUR_NAMES", "DECISION_DASH", "DECISION_LABELS", "FONT",
+    "CAP_AXIS", "DECISION_CAPTION", "DECISION_COLOURS", "DECISION_COLOUR_NAMES", "DECISION_DASH", "DECISION_LABELS", "FONT",
     "INF_GAP", "METRIC_COLOURS", "METRIC_LABELS", "OKABE_ITO", "agreement_figure", "clip_positions",
     "clip_tuning_figure", "correlation_clip_figure", "correlation_figure", "correlation_series_figure", "decision_figure",
     "pbm_curve_figure", "sensitivity_figure",
@@ -29,8 +29,12 @@ __all__ = [
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 """Okabe & Ito's colour-blind-safe palette: blue, vermillion, green, purple, orange, sky, yellow, black."""
-METRIC_COLOURS = {"dcg": "#0072B2", "ndcg": "#D55E00", "pndcg": "#009E73"}
-METRIC_LABELS = {"dcg": "DCG", "ndcg": "nDCG", "pndcg": "pnDCG"}
+METRIC_COLOURS = {"dcg": "#0072B2", "ndcg": "#D55E00", "pndcg": "#009E73",
+                  "is": "#E69F00", "snips": "#56B4E9", "cis": "#CC79A7", "ncis": "#000000"}
+METRIC_LABELS = {"dcg": "DCG", "ndcg": "nDCG", "pndcg": "pnDCG", "is": "IS", "snips": "SNIPS", "cis": "CIS",
+                 "ncis": "NCIS"}
+CAP_AXIS = "cap c of the weights π_t / π_p (log₂ scale)"
+"""The clip axis of estimators with the logged propensities: the cap c plays the role of m (Gilotte Sec. 4.2)."""
 DECISION_COLOURS = {"agree": "#009E73", "false positive": "#E69F00", "false negative": "#CC79A7",
                     "other": "#999999"}
 """Okabe-Ito: bluish green = same decision, orange = false positive, reddish purple = false negative (told
@@ -138,15 +142,17 @@ def sensitivity_figure(result) -> go.Figure:
                                                                  "line": {"color": "black", "width": 1}},
                                      hovertemplate=label + "<extra></extra>"), row=1, col=1)
     clips = t["clip"].unique() if len(t) else [1.0]
+    propensity = result.discount == "propensity"
     for c in (1, 2):
-        _clip_axis(fig, clips, row=1, col=c)
+        _clip_axis(fig, clips, row=1, col=c, **({"title": CAP_AXIS} if propensity else {}))
     ylab = "TPR (share of settings)" if rate == "tpr" else f"{rate_name} (share)"
     fig.update_yaxes(title_text=ylab, range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
     fig.update_yaxes(title_text="mean one-sided p-value", type="log", tickformat=".2g", row=1, col=2)  # full labels
     n = int(t["n_settings"].max()) if len(t) else 0
-    what = "online improvements" if rate == "tpr" else "online negatives"
+    what = ("online improvement" if rate == "tpr" else "online negative") + "s" * (n != 1)
+    weights = "weights π_t / π_p" if propensity else result.discount
     title = (f"Offline sensitivity vs clipping — {n} {what}, {result.level:.0%} CI "
-             f"(policy {result.policy}, {result.discount})")
+             f"(policy {result.policy}, {weights})")
     return _layout(fig, title)
 
 
@@ -185,7 +191,8 @@ def correlation_figure(result) -> go.Figure:
                                      "line": {"width": 2}}, hoverinfo="skip"))
     fig.update_yaxes(autorange="reversed", title_text="experiment · reward · policy")
     fig.update_xaxes(title_text="offline metric variant", side="bottom")
-    title = f"Offline-online correlation across days ({sym}; † p < 0.05)"
+    target = getattr(result, "target", "")
+    title = f"Offline-online correlation across days ({sym}; † p < 0.05){' — Rₜ = ' + target if target else ''}"
     return _layout(fig, title, height=max(360, 120 + 34 * len(rows)))
 
 
@@ -219,7 +226,8 @@ def correlation_clip_figure(result) -> go.Figure:
     _clip_axis(fig, t["clip"].unique())
     fig.update_yaxes(title_text=f"pooled {sym}: offline vs online", tickformat=".2f")
     n = int(t["n_points"].max()) if len(t) else 0
-    return _layout(fig, f"Table 2 across clip values — {result.reward}, {n} experiment-days of Rₜ", height=380)
+    return _layout(fig, f"Table 2 across clip values — {result.reward}, {n} experiment-days of Rₜ = {result.policy}",
+                   height=380)
 
 
 def _normalised(variant_label: str) -> bool:
@@ -249,8 +257,9 @@ def correlation_series_figure(series: pd.DataFrame) -> go.Figure:
         fig.update_yaxes(title_text="normalised offline metric (0–1)", secondary_y=True, showgrid=False,
                          tickmode="auto", nticks=6, tickformat=".3~g")  # own round ticks, not the left grid's
     fig.update_xaxes(title_text="day")
+    label, policy = meta.get("policy_label", ""), meta.get("policy", "")
     title = (f"Online vs offline by day — {meta.get('experiment_id', '')}, {meta.get('reward', '')}, "
-             f"{meta.get('policy_label', meta.get('policy', ''))}")
+             f"{f'{label} ({policy})' if label and policy else label or policy}")
     return _layout(fig, title)
 
 
@@ -331,7 +340,9 @@ def decision_figure(result, estimator: str | None = None) -> go.Figure:
     unit = "relative uplift (%)" if result.relative else "uplift (per session)"
     fig.update_xaxes(title_text=f"offline {unit}, {result.level:.0%} CI")
     fig.update_yaxes(title_text=f"online {unit}, {result.level:.0%} CI")
-    return _layout(fig, f"Offline vs online decisions per A/B test — {est}", height=520)
+    policy = getattr(result, "policy", "")
+    return _layout(fig, f"Offline vs online decisions per A/B test — {policy + ', ' if policy else ''}{est}",
+                   height=520)
 
 
 def _label_boxes(fig: go.Figure, boxes: pd.DataFrame, *, span: float) -> None:
@@ -368,11 +379,13 @@ def clip_tuning_figure(result) -> go.Figure:
     The recommended clip is marked by a vertical line."""
     t = result.table.sort_values("clip")
     pos, _, _ = clip_positions(t["clip"])
+    capped = getattr(result, "estimator", "dcg") == "cis"  # a propensity policy: CIS, the cap c of π_t / π_p
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("(a) error scales (log)", "(b) how much the clip touches"))
     lines = [("stderr", "standard error", OKABE_ITO[0], "solid"),
              ("bias_bound", "worst-case bias bound", OKABE_ITO[1], "solid"),
-             ("bias_estimate", "estimated bias |DCG(∞) − DCG(m)|", OKABE_ITO[1], "dot"),
+             ("bias_estimate", "estimated bias |IS − CIS(c)|" if capped else "estimated bias |DCG(∞) − DCG(m)|",
+              OKABE_ITO[1], "dot"),
              ("rmse_bound", "√(variance + bias bound²)", OKABE_ITO[3], "dash")]
     for col, name, colour, dash in lines:
         vals = t[col].abs() if col == "bias_estimate" else t[col]
@@ -387,7 +400,7 @@ def clip_tuning_figure(result) -> go.Figure:
     rec = result.recommended_clip
     rpos = float(pos[list(t["clip"]).index(rec)])  # the recommended m is one of the grid's values
     for c in (1, 2):
-        _clip_axis(fig, t["clip"], row=1, col=c)
+        _clip_axis(fig, t["clip"], row=1, col=c, **({"title": CAP_AXIS} if capped else {}))
         fig.add_vline(x=rpos, line={"color": "black", "dash": "dash", "width": 1}, row=1, col=c)
     rec_text = format_clip(rec, symbol=True)
     fig.add_annotation(x=rpos, y=0.98, yref="y2 domain", xref="x2", text=f" recommended m = {rec_text}",
@@ -395,7 +408,8 @@ def clip_tuning_figure(result) -> go.Figure:
     fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text="per-session reward units",
                      row=1, col=1)
     fig.update_yaxes(title_text="share", tickformat=".0%", range=[-0.02, 1.02], row=1, col=2)
-    title = f"Bias and variance vs the clip value — {result.policy}, {result.reward}, {result.discount}"
+    title = (f"Bias and variance vs the cap c — {result.policy} (CIS, weights π_t / π_p), {result.reward}" if capped
+             else f"Bias and variance vs the clip value — {result.policy}, {result.reward}, {result.discount}")
     return _layout(fig, title, height=460)
 
 

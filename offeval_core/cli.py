@@ -48,13 +48,24 @@ def _limits_env(args) -> dict[str, str]:
 
 
 def map_hint(exc: BaseException) -> str:
-    """How the command line maps the schema columns a :class:`LogValidationError` names as missing ('' if none)."""
+    """How the command line answers what an error says is missing ('' if nothing): the schema columns a
+    :class:`LogValidationError` names as missing (``--map``), arm labels it cannot map (``--arms``), the
+    questions of a :class:`~offeval_core.errors.NeedsAnswers` (``--reward``, ``--map arm=…``)."""
+    from offeval_core.errors import NeedsAnswers
+    from offeval_core.understanding import question_action
+
+    if isinstance(exc, NeedsAnswers):
+        return "; ".join(question_action(q, "cli") for q in exc.questions)
+    hints = []
     unmapped = getattr(exc, "unmapped", ())
-    if not unmapped:
-        return ""
-    example = ",".join(f"{c}=<your column>" for c in unmapped)
-    return (f"map your column names with --map '{example}' (patterns such as rank__*=<prefix>* map several "
-            "target-policy columns at once)")
+    if unmapped:
+        example = ",".join(f"{c}=<your column>" for c in unmapped)
+        hints.append(f"map your column names with --map '{example}' (patterns such as rank__*=<prefix>* map several "
+                     "target-policy columns at once)")
+    if any(getattr(p, "kind", "") == "arm" for p in getattr(exc, "problems", ())):
+        hints.append("say which label is which arm with --arms control=<label>,treatment=<label> (or --arms none "
+                     "when the column is not the arm)")
+    return "; ".join(hints)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,6 +41,7 @@ from offeval_core.discounts import parse_discount
 from offeval_core.errors import UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
+from offeval_core.policies import choose_target_policy, target_policies
 from offeval_core.results import json_number
 from offeval_core.verdicts import EstimatorCheck, ranking_estimators, slate_estimators
 
@@ -95,16 +96,28 @@ class Diagnosis:
         return {"source": self.source, "reward": self.reward, "policy": self.policy, "alpha": self.alpha,
                 "checks": [c.to_dict() for c in self.checks], "estimators": [e.to_dict() for e in self.estimators]}
 
-    def table(self) -> pd.DataFrame:
-        """One row per assumption and per estimator (the page's table)."""
+    def table(self, level: float = 0.95) -> pd.DataFrame:
+        """One row per assumption and per estimator (the page's table). ``estimate`` holds what the row
+        estimates — an assumption test's effect (named in ``effect``) or an estimator's value of the target policy
+        (reward per session), each with its CI (an estimator's: normal, value ± z · stderr at ``level``); an
+        estimator's weight concentration is in its own column, ``ESS share`` (Kish ESS / rows).
+
+        >>> e = EstimatorCheck("ips", "IPS", 0.004, 0.001, 500.0, 0.25, 0.01, 0.1, (), "trust", "")
+        >>> t = Diagnosis("x", "click", "bts", 0.05, (), (e,)).table()
+        >>> t[["estimate", "CI low", "ESS share"]].round(5).values.tolist()   # 0.004 ± 1.96 · 0.001
+        [[0.004, 0.00204, 0.25]]
+        """
+        z = float(sps.norm.ppf(0.5 + level / 2))
         rows = [{"row": f"assumption: {c.name}", "test": c.test, "effect": c.effect_label,
                  "estimate": c.effect, "CI low": c.low, "CI high": c.high, "p-value": c.p_value,
+                 "ESS share": math.nan,
                  "result": ("violated" if c.fires else "not rejected") if c.identified else "not testable",
                  "reason": c.finding} for c in self.checks]
-        rows += [{"row": f"estimator: {e.label}", "test": "weights", "effect": "ESS share",
-                  "estimate": e.ess_share, "CI low": math.nan, "CI high": math.nan, "p-value": math.nan,
+        rows += [{"row": f"estimator: {e.label}", "test": "weights", "effect": f"value of {self.policy or 'the target'}",
+                  "estimate": e.value, "CI low": e.value - z * e.stderr, "CI high": e.value + z * e.stderr,
+                  "p-value": math.nan, "ESS share": e.ess_share,
                   "result": e.verdict, "reason": e.reason} for e in self.estimators]
-        cols = ["row", "result", "reason", "estimate", "CI low", "CI high", "p-value", "effect", "test"]
+        cols = ["row", "result", "reason", "estimate", "CI low", "CI high", "p-value", "ESS share", "effect", "test"]
         return pd.DataFrame(rows)[cols]
 
 
@@ -367,7 +380,9 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
              categories: Mapping | pd.Series | None = None, alpha: float = 0.05, level: float = 0.95) -> Diagnosis:
     """Every assumption check and every applicable estimator's verdict on these logs.
 
-    ``policy`` defaults to ``treatment`` when the logs have it, else the first target policy.
+    ``policy`` defaults to the default target policy (:func:`offeval_core.policies.choose_target_policy` over
+    the rank, propensity and slate policies): ``treatment`` when the logs have it and it is not the logging
+    policy, else the first policy that is not the logging policy.
     """
     logs.check_reward(reward)
     if not 0 < alpha < 1:
@@ -376,7 +391,7 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
                     if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))})
     known = list(logs.policies) + props
     if policy is None and known:
-        policy = "treatment" if "treatment" in known else known[0]
+        policy = choose_target_policy(known, logging=target_policies(logs).logging)
     if policy is not None and policy not in known:
         raise UnknownName(f"unknown policy {policy!r}; the logs have: {', '.join(known) or 'no target policy'}")
     checks = (

@@ -21,6 +21,7 @@ __all__ = [
     "LogsOverLimit",
     "MissingInput",
     "MomentsValidationError",
+    "NeedsAnswers",
     "NeedsArms",
     "NeedsRawLogs",
     "OffevalError",
@@ -104,6 +105,19 @@ class Problem(str):
         out = super().__new__(cls, text)
         out.kind = kind
         return out
+
+
+class NeedsAnswers(InputError):
+    """The file does not say something offeval needs (which columns are rewards, which column is the A/B arm)
+    and the caller asked to be told instead of given a guess: ``reading`` is what was understood
+    (:class:`offeval_core.reading.Reading`), ``questions`` what a person must answer. Nothing was computed."""
+
+    def __init__(self, source: str, reading, questions: Sequence):
+        self.reading = reading
+        self.questions = tuple(questions)
+        lines = "\n".join(f"  - {q.text}" for q in self.questions)
+        super().__init__(f"{source}: {len(self.questions)} question(s) before anything is computed:\n{lines}",
+                         source=source)
 
 
 class NeedsArms(InputError):

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import mapping as column_mapping
-from offeval_core.errors import LogValidationError, Problem
+from offeval_core.arm_values import NO_ARMS, arm_label_problem, map_arm_values, parse_arms
+from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
 from offeval_core.limits import Limits
 from offeval_core.log_schema import (
-    ARMS,
     KNOWN,
     LOGGING_POLICY,
     LOGGING_PROPENSITIES,
@@ -29,8 +29,13 @@ from offeval_core.log_schema import (
     TARGET_PROPENSITY_PREFIX,
     Logs,
 )
+from offeval_core.reading import Reading, read_columns
 
-__all__ = ["validate"]
+__all__ = ["ASK_LEVELS", "validate"]
+
+ASK_LEVELS = ("never", "ambiguous", "guesses")
+"""When reading raises NeedsAnswers: never (the questions stay in the reading), on questions offeval cannot
+answer (the default: the command line and notebooks) or on every guess too (the browser asks before computing)."""
 
 
 def _problem(exc: Exception, label: str) -> str:
@@ -72,17 +77,6 @@ def _normalise_day(day: pd.Series) -> pd.Series:
         except (ValueError, TypeError):
             return day.astype(str)
     return day
-
-
-def _looks_numeric(col: pd.Series) -> bool:
-    """A reward candidate: a numeric/bool column, or a text column whose values are mostly numbers
-    (so a stray 'yes' in a click column is reported instead of the column being silently ignored)."""
-    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
-        return True
-    present = col.dropna()
-    if present.empty:
-        return False
-    return bool(pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5)
 
 
 class _Tagged:
@@ -149,23 +143,48 @@ class _Check:
 
 
 def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
-              limits: Limits | None = None, guess: bool = False) -> Logs:
+              limits: Limits | None = None, guess: bool = False, arms=None, ask: str = "ambiguous") -> Logs:
     """Validation as a pipeline of phases; each collects every problem it finds, and the first phase
-    with problems stops the pipeline with one LogValidationError listing them."""
+    with problems stops the pipeline with one LogValidationError listing them. ``arms`` maps the arm labels
+    (:func:`offeval_core.arm_values.parse_arms`); ``ask`` (``never``, ``ambiguous`` or ``guesses``) raises
+    :class:`~offeval_core.errors.NeedsAnswers` before any value is checked when the reading has questions at
+    that level."""
+    if ask not in ASK_LEVELS:
+        raise ValueError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
     chk = _Check(label=label, limits=limits or Limits.from_env())
     _check_shape(raw, chk)
+    arms = parse_arms(arms) if isinstance(arms, str | dict) else arms
     try:  # patterns (rank__*=pos_*) and, on request, guesses for common names
-        columns, guessed = column_mapping.resolve(raw, columns, guess=guess)
+        columns, guessed, how = column_mapping.resolve(raw, columns, guess=guess)
     except ValueError as exc:
         raise LogValidationError(label, [str(exc)]) from None
     chk.notes.extend(guessed)
+    if arms == NO_ARMS:  # the user says the file has no arm column
+        columns.pop("arm", None)
+    from_rows = columns.get("session_id") == column_mapping.EACH_ROW
+    if from_rows:  # bandit logs: each row is one round, numbered from 1
+        columns.pop("session_id")
     chk.columns = dict(columns)
     df = _apply_mapping(raw, columns, chk)
-    reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, chk)
-    if rewards is None and (ranky := column_mapping.rank_like_rewards(df, reward_cols)):
-        chk.notes.append(column_mapping.rank_like_note([columns.get(c, c) for c in ranky]))
-    values = _check_values(df, reward_cols, policy_cols, propensity_cols, chk)
-    return _assemble(df, reward_cols, values, chk)
+    if arms == NO_ARMS and "arm" in df.columns:
+        df = df.drop(columns=["arm"])
+    if from_rows:
+        df = df.assign(session_id=np.arange(1, len(df) + 1, dtype=np.int64))
+    _check_required(df, chk)
+    reading = read_columns(df, source=label, columns=columns, how=how, rewards=_reward_list(rewards),
+                           arms=arms, sessions_from_rows=from_rows)
+    reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, reading, chk)
+    level = {"ambiguous": "ambiguous", "guesses": "guess"}.get(ask)
+    if level and (questions := reading.asks(level)):
+        raise NeedsAnswers(label, reading, questions)
+    values = _check_values(df, reward_cols, policy_cols, propensity_cols, reading, chk)
+    return _assemble(df, reward_cols, values, chk, reading)
+
+
+def _reward_list(rewards) -> list[str] | None:
+    if rewards is None:
+        return None
+    return [rewards] if isinstance(rewards, str) else list(rewards)
 
 
 def _check_shape(raw: pd.DataFrame, chk: _Check) -> None:
@@ -195,8 +214,7 @@ def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> p
     return df
 
 
-def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str], list[str], list[str]]:
-    """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
+def _check_required(df: pd.DataFrame, chk: _Check) -> None:
     missing = [c for c in REQUIRED if c not in df.columns]
     chk.unmapped.extend(missing)
     for c in missing:
@@ -204,25 +222,23 @@ def _classify_columns(df: pd.DataFrame, rewards, chk: _Check) -> tuple[list[str]
             f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
             f"if your logs call it differently, map your column to '{c}'"
         )
+    chk.stop_if_problems()
+
+
+def _classify_columns(df: pd.DataFrame, rewards, reading: Reading, chk: _Check
+                      ) -> tuple[list[str], list[str], list[str]]:
+    """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
     policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
     propensity_cols = [c for c in df.columns if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
     special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
-
+    reward_cols = list(reading.rewards)
     if rewards is None:
-        reward_cols = [c for c in df.columns if c not in special and _looks_numeric(df[c])]
-        chosen = set(reward_cols)
-        ignored = [c for c in df.columns if c not in special and c not in chosen]
-        if ignored:
-            chk.notes.append(f"non-numeric column(s) ignored (not rewards): {', '.join(ignored)}")
-        if not reward_cols and not missing:
+        if not reward_cols:
+            left = [f"'{c.column}' ({c.why})" for c in reading.ignored if c.why != "text, not a number"]
             chk.problems.append(
                 "no reward column: expected at least one numeric column besides the schema columns "
-                f"(columns found: {', '.join(df.columns)})"
-            )
+                f"(columns found: {', '.join(df.columns)})" + (f"; left out: {'; '.join(left)}" if left else ""))
     else:
-        if isinstance(rewards, str):
-            rewards = [rewards]
-        reward_cols = list(rewards)
         for r in reward_cols:
             if r not in df.columns:
                 chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
@@ -243,7 +259,7 @@ class _Values:
     arm: np.ndarray | None
 
 
-def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) -> _Values:
+def _check_values(df, reward_cols, policy_cols, propensity_cols, reading: Reading, chk: _Check) -> _Values:
     """Row-level checks of every used column: ids present, ranks positive integers under the ceiling,
     rewards finite and non-negative, probabilities in range, arms known."""
     problems = chk.problems
@@ -290,15 +306,17 @@ def _check_values(df, reward_cols, policy_cols, propensity_cols, chk: _Check) ->
         props[c] = values
 
     arm = None
-    if "arm" in df.columns:
-        arm_vals = df["arm"].astype("string").str.strip().str.lower()
-        bad = np.flatnonzero(~arm_vals.isin(ARMS).fillna(False).to_numpy())
+    if "arm" in df.columns and reading.arm_values is None:
+        labels = [str(v) for v in pd.unique(df["arm"].dropna())]
+        problems.append(Problem(arm_label_problem(reading.arm_column or "arm", labels), kind="arm"))
+    elif "arm" in df.columns:
+        arm = map_arm_values(df["arm"], reading.arm_values)
+        bad = np.flatnonzero(pd.isna(arm))
         if len(bad):
+            shown = reading.arm_values.describe()
             problems.append(Problem(
-                f"column 'arm' must be 'control' or 'treatment'; found {_values(df['arm'], bad)} at {_rows(bad)}",
-                kind="arm"))
-        else:
-            arm = arm_vals.to_numpy(dtype=object)
+                f"column 'arm' has labels the arm mapping ({shown}) does not name, or empty values; found "
+                f"{_values(df['arm'], bad)} at {_rows(bad)}", kind="arm"))
     chk.stop_if_problems()
     return _Values(ranks=ranks, rewards=rewards, policy_ranks=policy_ranks, props=props, arm=arm)
 
@@ -331,7 +349,7 @@ def _reward_column(col: pd.Series, r: str, problems: list[str]) -> np.ndarray | 
     return values
 
 
-def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check) -> Logs:
+def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check, reading: Reading) -> Logs:
     """Sort by session and rank, check duplicates and session-level keys, build the frame and sessions."""
     problems, notes = chk.problems, chk.notes
     n = len(df)
@@ -440,4 +458,4 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check)
         )
     policies = tuple(c[len(POLICY_PREFIX):] for c in v.policy_ranks)
     return Logs(frame=frame, rewards=tuple(reward_cols), policies=policies, source=chk.label,
-                notes=tuple(notes), sessions=sessions, columns=chk.columns)
+                notes=tuple(notes), sessions=sessions, columns=chk.columns, reading=reading)

@@ -47,6 +47,7 @@ class Logs:
     notes: tuple[str, ...] = ()
     sessions: pd.DataFrame = field(repr=False, default=None)
     columns: Mapping[str, str] = field(repr=False, default_factory=dict)  # schema name → the user's column
+    reading: object = field(repr=False, default=None)  # offeval_core.reading.Reading: how each column was read
 
     def user_name(self, name: str) -> str:
         """The user's name of a schema column (the name itself when it was not mapped)."""

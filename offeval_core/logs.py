@@ -105,6 +105,8 @@ def read_logs(
     name: str | None = None,
     limits: Limits | None = None,
     guess: bool = False,
+    arms=None,
+    ask: str = "ambiguous",
 ) -> Logs:
     """Read and validate ranking logs.
 
@@ -115,13 +117,24 @@ def read_logs(
     rewards : reward columns to use; default every numeric column that is not a schema column.
     name : how to call the source in messages (default: the path).
     limits : the input limits (default :meth:`Limits.from_env`): bytes, rows, columns, rank ceiling.
-    guess : also map common names (``visit``, ``pos``, ``variant``…, see :mod:`offeval_core.mapping`).
+    guess : also map common names (``visit``, ``pos``, ``variant``…, see :mod:`offeval_core.mapping`); logs
+        with a logging propensity and no session column then read each row as one session (a bandit round).
+    arms : which arm label is control and which treatment: ``"control=A,treatment=B"`` or an
+        :class:`~offeval_core.arm_values.ArmValues`; ``"none"`` when the file has no arm column. Default: the
+        labels control / treatment, or a common pair (A / B, 0 / 1, …) guessed and named in ``logs.reading``.
+    ask : ``"ambiguous"`` (default: raise :class:`~offeval_core.errors.NeedsAnswers` when the file does not say
+        which columns are rewards or which column is the A/B arm; guesses offeval can stand by are kept and
+        described in ``logs.reading``), ``"guesses"`` (also when a reward was chosen by value alone: the
+        browser asks before computing) or ``"never"`` (keep every guess; the questions stay in
+        ``logs.reading.questions``).
 
     Raises
     ------
     LogValidationError
         With every problem found: missing columns, duplicate (session_id, rank), non-positive ranks,
         NaN rewards, unknown arms, propensities outside (0, 1], empty input...
+    NeedsAnswers
+        With ``ask``: what the file does not say, with ``reading`` (what was understood); nothing computed.
     """
     if isinstance(source, pd.DataFrame):
         raw = source
@@ -131,7 +144,8 @@ def read_logs(
         raw = read_table(source, limits=limits, columns=columns, name=label)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess)
+    return validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
+                    arms=arms, ask=ask)
 
 
 # --------------------------------------------------------------------------------------------- summary

@@ -22,13 +22,18 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from offeval_core.arm_values import guess_arm_values
 from offeval_core.errors import SpecError
 
 __all__ = [
-    "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "describe", "expand_mapping", "guess_mapping", "is_pattern",
+    "EACH_ROW", "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "dates_like", "day_like", "describe", "expand_mapping", "guess_mapping", "is_pattern",
     "parse_mapping", "rank_like_note", "rank_like_rewards", "resolve",
 ]
 
+
+EACH_ROW = "(each row)"
+"""The mapping ``session_id=(each row)``: the file has no session column and each row is one session (a bandit
+round of logs with propensities, such as the Open Bandit Dataset)."""
 
 SCHEMA_FIELDS = ("session_id", "rank", "item_id", "day", "experiment_id", "arm", "segment",
                  "logging_propensity")
@@ -38,13 +43,15 @@ GUESSES: dict[str, tuple[str, ...]] = {
     "session_id": ("session_id", "session", "sessionid", "visit", "visit_id", "visitid", "request_id",
                    "query_id", "qid", "sid"),
     "rank": ("rank", "pos", "position", "slot", "rank_position"),
-    "item_id": ("item_id", "item", "itemid", "doc_id", "doc", "docid", "product_id", "video_id", "content_id"),
-    "day": ("day", "date", "ds", "dt"),
+    "item_id": ("item_id", "item", "itemid", "doc_id", "doc", "docid", "product_id", "video_id", "content_id",
+                "video", "product", "article", "movie", "track", "content"),
+    "day": ("day", "date", "ds", "dt", "event_date", "timestamp", "datetime", "event_time"),
     "experiment_id": ("experiment_id", "experiment", "exp", "exp_id", "test", "test_id", "ab_test", "abtest",
                       "test_name"),
     "arm": ("arm", "variant", "group", "bucket", "treatment_group", "ab_group"),
     "segment": ("segment", "user_type", "user_segment", "stratum", "context", "usertype"),
-    "logging_propensity": ("logging_propensity", "propensity", "pscore"),
+    "logging_propensity": ("logging_propensity", "propensity", "pscore", "propensity_score", "logging_prob",
+                           "behavior_propensity", "behaviour_propensity"),
 }
 """Common names of each schema field, in order of preference (compared case-insensitively)."""
 
@@ -132,15 +139,49 @@ def _is_int_like(col: pd.Series) -> bool:
 
 
 def _arm_like(col: pd.Series) -> bool:
-    vals = set(col.dropna().astype(str).str.strip().str.lower().unique()[:3])
-    return bool(vals) and vals <= {"control", "treatment"}
+    """Labels offeval maps by itself: control / treatment or a common pair (A / B, 0 / 1, …)."""
+    head = col.head(100_000).dropna()
+    if head.nunique() > 2:
+        return False
+    return guess_arm_values(col.dropna().unique()) is not None
+
+
+_TIME_NAMES = ("timestamp", "datetime", "event_time")
+
+
+def dates_like(col: pd.Series) -> bool:
+    """Datetimes, or text whose first 1000 values parse as ISO dates / timestamps."""
+    if pd.api.types.is_datetime64_any_dtype(col):
+        return True
+    if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return False
+    sample = col.dropna().head(1000)
+    if sample.empty:
+        return False
+    try:
+        pd.to_datetime(sample.astype(str), format="ISO8601")
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def day_like(name: str, col: pd.Series) -> bool:
+    """A day column: dates or datetimes; for ``day`` / ``date``-like names also integers with few values
+    (20260302) or other text (day labels); a ``timestamp`` column must hold dates."""
+    if dates_like(col):
+        return True
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        return name.lower() not in _TIME_NAMES and _is_int_like(col) and col.nunique() <= 1000
+    return name.lower() not in _TIME_NAMES and not col.dropna().empty
 
 
 def guess_mapping(frame: pd.DataFrame, mapping: Mapping[str, str] | None = None) -> dict[str, str]:
     """Guessed entries for the schema fields that the frame lacks and the mapping does not name.
 
-    Only columns not already used are guessed; ``rank`` must hold integers, ``arm`` only ``control`` /
-    ``treatment``. Once the logged rank column ``X`` is known, integer columns ``X_<policy>`` (or
+    Only columns not already used are guessed; ``rank`` must hold integers, ``arm`` ``control`` /
+    ``treatment`` or a common pair of labels (A / B, 0 / 1, …; :mod:`offeval_core.arm_values`), ``day`` dates
+    (a ``timestamp`` column becomes its date); without a session column, logs with a logging propensity get
+    ``session_id=(each row)`` (:data:`EACH_ROW`). Once the logged rank column ``X`` is known, integer columns ``X_<policy>`` (or
     ``X__<policy>``) become the policies ``rank__<policy>`` when the file has no ``rank__`` column.
     Returns only the new entries (schema name → column).
 
@@ -165,41 +206,61 @@ def guess_mapping(frame: pd.DataFrame, mapping: Mapping[str, str] | None = None)
                 continue
             if name == "arm" and not _arm_like(series):
                 continue
+            if name == "day" and not day_like(col, series):
+                continue
             new[name] = col
             used.add(col)
             break
-    rank_col = mapping.get("rank") or new.get("rank") or ("rank" if "rank" in columns else None)
-    has_policies = any(k.startswith("rank__") for k in mapping) or any(c.startswith("rank__") for c in columns)
-    if rank_col and not has_policies:
-        rx = re.compile(re.escape(rank_col) + r"__?(.+)\Z")
-        for col in columns:
-            m = rx.match(col)
-            if m and col not in used and _is_int_like(frame[col]):
-                new["rank__" + m.group(1)] = col
-                used.add(col)
+    has = {**mapping, **new}
+    if "session_id" not in has and "session_id" not in columns and ("logging_propensity" in has
+                                                                     or "logging_propensity" in columns):
+        new["session_id"] = EACH_ROW  # bandit logs without a round id: each row is one round
+    for field, prefix, fits in (("rank", "rank__", _is_int_like), ("logging_propensity", "target_propensity__",
+                                                                     _probability_like)):
+        base = mapping.get(field) or new.get(field) or (field if field in columns else None)
+        has_policies = any(k.startswith(prefix) for k in mapping) or any(c.startswith(prefix) for c in columns)
+        if base and not has_policies:
+            rx = re.compile(re.escape(base) + r"__?(.+)\Z")
+            for col in columns:
+                m = rx.match(col)
+                if m and col not in used and fits(frame[col]):
+                    new[prefix + m.group(1)] = col
+                    used.add(col)
     return new
 
 
+def _probability_like(col: pd.Series) -> bool:
+    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return False
+    v = col.dropna()
+    return len(v) > 0 and bool(((v >= 0) & (v <= 1)).all())
+
+
 def resolve(frame: pd.DataFrame, mapping: Mapping[str, str] | None, *, guess: bool = False
-            ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """(concrete mapping, notes): patterns expanded and, with ``guess``, common names added (each guess is
-    named in a note so the user can check it)."""
-    out = expand_mapping(frame.columns, dict(mapping or {}))
+            ) -> tuple[dict[str, str], tuple[str, ...], dict[str, str]]:
+    """(concrete mapping, notes, how each entry came about): patterns expanded and, with ``guess``, common
+    names added (each guess is named in a note so the user can check it). ``how`` maps a schema name to
+    ``"given"``, ``"pattern"`` or ``"guessed"``."""
+    given = dict(mapping or {})
+    out = expand_mapping(frame.columns, given)
+    how = {k: ("given" if k in given else "pattern") for k in out}
     notes: tuple[str, ...] = ()
     if guess:
         new = guess_mapping(frame, out)
         if new:
             out.update(new)
-            policies = [k for k in new if k.startswith("rank__")]
-            fields = [f"{k}={v}" for k, v in new.items() if not k.startswith("rank__")]
+            how.update(dict.fromkeys(new, "guessed"))
+            policies = [k for k in new if k.startswith(PATTERN_PREFIXES)]
+            fields = [f"{k}={v}" for k, v in new.items() if not k.startswith(PATTERN_PREFIXES)]
             parts = fields + ([f"{len(policies)} policy column(s) " + ", ".join(new[k] for k in policies)]
                               if policies else [])
             notes = (f"guessed column mapping: {'; '.join(parts)} (name them explicitly to change this)",)
-    return out, notes
+    return out, notes, how
 
 
 def rank_like_rewards(frame: pd.DataFrame, rewards: Sequence[str], *, max_rank: int = 1000) -> list[str]:
-    """The reward columns that look like ranks: integers 1..K with K ≥ 3, non-zero on every row.
+    """The reward columns that look like ranks: integers 1..K with 3 ≤ K ≤ ``max_rank``, non-zero on every
+    row that has a value (a target policy's rank column is empty where the policy would not show the item).
 
     A reward (a click, a like, watch time) is zero on most impressions; a column that is a positive integer
     on every row is almost always a policy's rank column that was not mapped.
@@ -210,8 +271,8 @@ def rank_like_rewards(frame: pd.DataFrame, rewards: Sequence[str], *, max_rank: 
     """
     out = []
     for r in rewards:
-        col = frame[r]
-        if not _is_int_like(col) or col.isna().any() or len(col) == 0:
+        col = frame[r].dropna()
+        if not _is_int_like(col) or len(col) == 0:
             continue
         lo, hi = col.min(), col.max()
         if lo >= 1 and 3 <= hi <= max_rank:

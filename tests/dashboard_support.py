@@ -55,15 +55,20 @@ def metric(at: AppTest, label: str) -> str:
     return found[0]
 
 
-def upload(at: AppTest, frame, name: str) -> AppTest:
-    """Simulate an upload: the bytes go through the same cached temp-dir reader the widget callback uses."""
+def upload(at: AppTest, frame, name: str, *, guess: bool = False, confirm: bool = False) -> AppTest:
+    """Simulate an upload: the bytes go through the same cached temp-dir reader the widget callback uses. With
+    ``guess`` the mapping starts from the common-name guesses, as the upload widget's callback does; with
+    ``confirm`` the pre-filled column mapping is applied when the page asks before computing."""
     from dashboard import data
 
     payload = frame if isinstance(frame, bytes) else frame.to_csv(index=False).encode()
     sha = data.content_key(payload)
     data.upload_raw(sha, name, payload)
-    at.session_state["upload_info"] = {"sha": sha, "name": name, "mapping": {}}
+    at.session_state["upload_info"] = {"sha": sha, "name": name, "mapping": {"guess": "1"} if guess else {}}
     at.run()
     at.selectbox(key="w_dataset").set_value("upload").run()
     assert not at.exception, [e.value for e in at.exception]
+    if confirm and any("Before anything is computed" in w.value for w in at.warning):
+        at.button(key="w_map_apply").click().run()
+        assert not at.exception, [e.value for e in at.exception]
     return at

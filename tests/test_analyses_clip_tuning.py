@@ -76,3 +76,75 @@ def test_bad_arguments():
         clip_tuning(logs, reward="click", policy="new")
     with pytest.raises(ValueError, match="clips must be ≥ 1"):
         clip_tuning(logs, reward="like", policy="new", clips=[0.5])
+
+
+def _result(estimates, stderrs, bounds, *, level=0.95, clips=(1.0, math.inf)):
+    from offeval_core.analyses.clip_tuning import ClipTuningResult
+
+    t = pd.DataFrame({"clip": list(clips), "estimate": estimates, "stderr": stderrs, "bias_bound": bounds})
+    return ClipTuningResult(t, math.nan, "slope", "", "like", "p", "pbm", "pbm", level, 1.0, 100, 1000)
+
+
+def test_slope_intervals_are_twice_the_half_width_and_touching_counts():
+    # est ± 2h: [0.5, 1.5] and [−0.5, 0.5] share the point 0.5, so m = 1 is admissible; a hair narrower, not
+    assert slope_select([1, math.inf], [0.0, 1.0], [0.25, 0.25]) == 1.0
+    assert slope_select([1, math.inf], [0.0, 1.0], [0.2499, 0.2499]) == math.inf
+    # every candidate NaN: nothing admissible
+    assert math.isnan(slope_select([1, math.inf], [math.nan, math.nan], [0.1, 0.1]))
+
+
+def test_recommend_clip_uses_the_normal_quantile_of_its_level():
+    from offeval_core.analyses.clip_tuning import RECOMMENDATION_RULE, recommend_clip
+
+    # estimates 0.3 (m = 1) and 1 (m = ∞), SE 0.1 each: the widened intervals overlap iff 0.7 ≤ 4 · z · 0.1,
+    # i.e. z ≥ 1.75: at 95 % (z = 1.960) m = 1 is admitted, at 90 % (z = 1.645) it is not
+    r95 = recommend_clip(_result([0.3, 1.0], [0.1, 0.1], [0.0, 0.0], level=0.95), effect=1.0)
+    assert (r95.clip, r95.slope_clip) == (1.0, 1.0)
+    assert r95.reason == f"m = 1: {RECOMMENDATION_RULE}; its bias bound 0 is below the size of the offline effect (1)."
+    r90 = recommend_clip(_result([0.3, 1.0], [0.1, 0.1], [0.0, 0.0], level=0.90), effect=1.0)
+    assert (r90.clip, r90.slope_clip) == (math.inf, math.inf)
+
+
+def test_recommend_clip_moves_up_when_the_bias_bound_exceeds_the_effect():
+    from offeval_core.analyses.clip_tuning import recommend_clip
+
+    res = _result([0.95, 0.97, 1.0], [0.1, 0.1, 0.1], [0.2, 0.1, 0.0], clips=(1.0, 4.0, math.inf))
+    # SLOPE admits m = 1; its bound 0.2 exceeds the effect 0.1, m = 4's bound 0.1 does not (equal is enough)
+    r = recommend_clip(res, effect=-0.1)
+    assert (r.clip, r.slope_clip, r.bias_bound, r.reference) == (4.0, 1.0, 0.1, 0.1)
+    assert r.reason == ("m = 4: the SLOPE / Lepski rule alone would clip at m = 1, but its bias bound exceeds the "
+                        "size of the offline effect (0.1), so the recommendation moves to the most clipped m whose "
+                        "bias bound (0.1) does not.")
+    # without an effect the reference is the unclipped estimate, |1.0|: every bound is below it
+    r = recommend_clip(res)
+    assert (r.clip, r.reference) == (1.0, 1.0)
+    assert "the unclipped estimate (1)" in r.reason
+    # an effect below every finite bound: no clipping
+    assert recommend_clip(res, effect=0.05).clip == math.inf
+    # a non-finite effect falls back to the unclipped estimate
+    assert recommend_clip(res, effect=math.nan).reference == 1.0
+
+
+def test_mean_offline_effect_averages_the_sizes_over_ab_tests():
+    from offeval_core.analyses.clip_tuning import mean_offline_effect
+    from offeval_core.engine import Grid, reduce
+
+    # the target swaps the two logged items; D = D0 = reciprocal, so per session the paired difference is
+    # (0.5 c1 + 2 c2) − (c1 + c2) = −0.5 c1 + c2. e1 controls (1,0), (0,1), (0,1), (1,1): mean +0.5;
+    # e2 controls (1,0), (1,0), (1,0), (0,1): mean −0.125. The mean size is (0.5 + 0.125) / 2 = 0.3125.
+    rows = []
+    spec = {"e1": [(1, 0), (0, 1), (0, 1), (1, 1)], "e2": [(1, 0), (1, 0), (1, 0), (0, 1)]}
+    s = 0
+    for exp, sessions in spec.items():
+        for arm in ("control", "treatment"):
+            for rewards in sessions:
+                for k in (1, 2):
+                    rows.append({"session_id": s, "experiment_id": exp, "arm": arm, "rank": k,
+                                 "like": rewards[k - 1], "rank__new": 3 - k})
+                s += 1
+    logs = read_logs(pd.DataFrame(rows))
+    m = reduce(logs, Grid(rewards=("like",), policies=("new",), discounts=("reciprocal",),
+                          exposures=("reciprocal",), clips=(1.0, math.inf)))
+    got = mean_offline_effect(m, reward="like", policy="new", discount="reciprocal", exposure="reciprocal",
+                              level=0.95)
+    assert got == pytest.approx(0.3125, abs=1e-12)

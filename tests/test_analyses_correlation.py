@@ -150,8 +150,11 @@ def test_warns_with_fewer_than_four_days(result):
 
 def test_bad_arguments(world):
     m = world[2]
-    with pytest.raises(ValueError, match="policies must be 'logging'"):
-        offline_online_correlation(m, policies=("cand_01",))
+    with pytest.raises(ValueError, match="policies must be 'logging' .R0, control arm. and at most one target policy"):
+        offline_online_correlation(m, policies=("logging", "treatment", "cand_01"))
+    with pytest.raises(ValueError, match="policy 'cand_01' was not computed; target policies in the moments: "
+                                         "treatment"):
+        offline_online_correlation(m, policies=("cand_01",))  # any target name works, but it must be reduced
     with pytest.raises(ValueError, match="method must be one of 'pearson', 'kendall', 'spearman'; got 'tau'"):
         offline_online_correlation(m, method="tau")
     with pytest.raises(ValueError, match=r"clip 2 of DCG \(pbm, Q̂ m=2\) is not in the computed grid"):

@@ -119,3 +119,14 @@ def test_bad_arguments(world):
         correlation_by_clip(m, reward="like", clips=(2.0,))
     with pytest.raises(ValueError, match=r"the moments hold no DCG with D = D0 = 'reciprocal'"):
         correlation_by_clip(m, reward="like", model="reciprocal")
+
+
+def test_equal_margins_pick_the_most_clipped_value(world):
+    # no weight of these logs reaches 4096, so DCG at m = 4096 is DCG at m = ∞ in every session: equal r, equal
+    # margins, and the best clip is the smaller (more clipped) of the two
+    logs, _ = world
+    m = reduce(logs, Grid(rewards=("like",), policies=("treatment",), discounts=("pbm", "log2"),
+                          exposures=("pbm", "log2"), clips=(1.0, 4096.0, math.inf)))
+    res = correlation_by_clip(m, reward="like")
+    assert res.margin(4096.0) == res.margin(math.inf)
+    assert res.best_clip == 4096.0

@@ -183,12 +183,12 @@ def test_upload_with_user_names_is_mapped_in_the_form_policies_included(server, 
     tab.locator('input[type="file"]').set_input_files(str(user_csv))
     settle(tab)
     # guessed at upload: visit, pos, variant, date, test, user_type; policies by the pattern pos_*
-    tab.get_by_text("Column mapping").first.click()
+    tab.get_by_text("Column mapping", exact=True).first.click()
     settle(tab)
     pattern = tab.get_by_role("textbox", name="Policy columns (pattern)")
     assert pattern.input_value() == "pos_*"  # guessed from rank = pos
 
-    form = tab.get_by_test_id("stExpander").filter(has_text="Column mapping")
+    form = tab.get_by_test_id("stExpander").filter(has=tab.get_by_role("textbox", name="Policy columns (pattern)"))
     pattern.fill("")
     pattern.press("Enter")
     settle(tab)

@@ -106,10 +106,16 @@ def test_markup_in_uploaded_column_names_shows_as_text(server, tab, tmp_path):
     tab.goto(server["url"])
     settle(tab)
     _upload(tab, path)
+    # the markup column is a reward by value alone: the page asks first, naming it as text
+    asked = tab.get_by_test_id("stAlert").filter(has_text="Before anything is computed")
+    asked.first.wait_for(timeout=120_000)
+    settle(tab)
+    assert MARKUP in asked.first.inner_text()  # the tags are shown, not applied
+    tab.get_by_role("button", name="Apply mapping").click()
     tab.get_by_text("Validation report — uploaded file markup.csv").first.wait_for(timeout=120_000)
     settle(tab)
-    note = tab.get_by_test_id("stAlert").filter(has_text="ignored")
-    assert "<i>note</i>" in note.first.inner_text()  # the tags are shown, not applied
+    understood = tab.get_by_test_id("stExpander").filter(has_text="The same summary")
+    assert "<i>note</i>: text, not a number" in understood.first.inner_text()
     assert tab.locator("#injected").count() == 0 and tab.locator('img[src="x"]').count() == 0
     assert tab.get_by_test_id("stException").count() == 0
     tab.screenshot(path=str(tmp_path / "markup_upload.png"))

@@ -124,7 +124,8 @@ def test_metric_alias_and_dcg_json(capsys, ranking_csv):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--estimator", "ncis"], "offeval estimate: error: --estimator ncis needs --policy: a target policy with a "
+    (["--estimator", "ncis", "--policy", "logging"],
+     "offeval estimate: error: --estimator ncis needs --policy: a target policy with a "
                               "'target_propensity__<policy>' (propensity logs) or 'rank__<policy>' (ranking logs) "
                               "column"),
     (["--estimator", "ncis", "--policy", "other"],

@@ -107,6 +107,7 @@ def test_correlation_method_and_drilldown(logs):
 
 
 def test_correlation_across_clip_values_is_the_cores(logs):
+    from dashboard.render import policy_headline
     from offeval_core.analyses import correlation_by_clip
     from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
     from offeval_core.sanitize import escape_html
@@ -117,7 +118,8 @@ def test_correlation_across_clip_values_is_the_cores(logs):
                           exposures=("pbm", "log2"), clips=DEFAULT_CLIPS))
     direct = correlation_by_clip(m, reward=reward)
     shown = [md.value for md in at.main.get("markdown") if "offeval-takeaway" in md.value]
-    assert any(escape_html(direct.takeaway) in t for t in shown), shown
+    # the headline names the target policy (Rₜ, the sidebar's policy) before the core's takeaway
+    assert any(escape_html(policy_headline("treatment", direct.takeaway)) in t for t in shown), shown
     table = next(d.value for d in at.dataframe if "median_r" in d.value.columns)
     assert table["r"].to_numpy() == pytest.approx(direct.table["r"].to_numpy(), abs=1e-12)
     spec = chart_specs(at)[-2]  # the across-clip chart, before the drill-down series
@@ -237,12 +239,12 @@ def test_column_mapping_form_fixes_other_names(logs):
 
 def test_reward_without_positives_and_single_day_are_explained(logs):
     frame = logs.frame[logs.frame["day"] == logs.frame["day"].min()].drop(columns=["session"]).copy()
-    frame["never"] = 0.0
+    frame["purchased"] = 0.0  # named like a reward, so a reward; it never happened
     at = app()
     upload(at, frame, "one_day.csv")
     at.switch_page("views/correlation.py").run()
     assert any("needs at least 3" in e for e in errors(at))
-    at.selectbox(key="w_reward").set_value("never").run()
+    at.selectbox(key="w_reward").set_value("purchased").run()
     assert any("has no positive value" in e for e in errors(at))
 
 

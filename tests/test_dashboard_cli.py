@@ -32,14 +32,18 @@ def offeval(*args, timeout=120):
                           env=ENV, timeout=timeout, cwd=ROOT)
 
 
-def test_check_names_the_mapped_policies_and_the_guesses(my_csv):
+def test_check_prints_what_was_understood(my_csv):
     r = offeval("dashboard", str(my_csv), "--map", MAP, "--check")
     assert r.returncode == 0, r.stderr
-    first, note = r.stdout.splitlines()[:2]
-    assert first.endswith("rewards clicked, completed; target policies production, treatment, cand_01, cand_02, "
-                          "cand_03, cand_04, cand_05, cand_06, cand_07, cand_08, cand_09, cand_10")
-    assert note == ("  note: guessed column mapping: day=date; experiment_id=test; arm=variant; segment=user_type "
-                    "(name them explicitly to change this)")
+    lines = r.stdout.splitlines()
+    assert lines[0] == "my.csv: valid ranking logs"
+    assert ("  target policies:    production (rank, the logging policy), treatment (rank), cand_01 (rank), cand_02 "
+            "(rank), cand_03 (rank), cand_04 (rank), cand_05 (rank), cand_06 (rank), cand_07 (rank), cand_08 (rank), "
+            "cand_09 (rank), cand_10 (rank); from columns pos_<policy>") in lines
+    assert "  default target:     treatment (the policy named treatment)" in lines
+    assert "  rewards:            clicked, completed (named like a reward)" in lines
+    assert ("  note:               guessed column mapping: day=date; experiment_id=test; arm=variant; "
+            "segment=user_type (name them explicitly to change this)") in lines
 
 
 def test_a_bad_file_fails_before_serving_with_the_loaders_message(tmp_path):
@@ -52,7 +56,7 @@ def test_a_bad_file_fails_before_serving_with_the_loaders_message(tmp_path):
     r = offeval("dashboard", str(tmp_path / "missing.csv"))
     assert r.returncode == 2 and r.stderr.strip().endswith("missing.csv: no such file or directory")
     r = offeval("dashboard", "--map", "rank=pos")
-    assert r.returncode == 2 and "--map and --reward apply to a file" in r.stderr
+    assert r.returncode == 2 and "--map, --arms and --reward apply to a file" in r.stderr
 
 
 def _free_port() -> int:

@@ -61,7 +61,9 @@ def test_form_guesses_previews_and_applies_policies_by_pattern(world):
     at.button(key="w_map_apply").click().run()
     assert not at.error, [e.value for e in at.error]
     at.switch_page("views/clip_tuning.py").run()
-    assert at.selectbox(key="w_policy").options == policies
+    # every mapped policy; the copy of the logging policy is marked (and not the default)
+    assert [o.split(" ")[0] for o in at.selectbox(key="w_policy").options] == policies
+    assert at.selectbox(key="w_policy").options[0] == "production = the logging policy"
     assert at.selectbox(key="w_reward").options == ["clicked", "completed"]
     assert at.main.get("plotly_chart")
 

@@ -35,10 +35,14 @@ def test_the_served_file_is_the_default_dataset_with_its_policies(served_file):
                          guess=True).policies
     assert at.selectbox(key="w_dataset").value == "file"
     assert not at.error
-    assert any("guessed column mapping" in i.value for i in at.info)
+    understood = next(m.value for m in at.markdown if "| | what offeval understood |" in m.value)
+    assert "| **note** | guessed column mapping: day=date; experiment" in understood
     assert dict(at.query_params) == {}  # defaults only: nothing in the URL
     at.switch_page("views/clip_tuning.py").run()
-    assert at.selectbox(key="w_policy").options == list(policies)
+    # every mapped policy, the copy of the logging policy marked as such
+    options = at.selectbox(key="w_policy").options
+    assert [o.split(" ")[0] for o in options] == list(policies)
+    assert options[0] == "production = the logging policy" and at.selectbox(key="w_policy").value == "treatment"
     assert at.selectbox(key="w_reward").options == ["clicked", "completed"]
     assert dict(at.query_params) == {}
     at.selectbox(key="w_policy").set_value("cand_03").run()

@@ -123,7 +123,7 @@ def test_background_preparation_computes_each_pages_defaults(tmp_path):
     labels = [label for label, _ in steps]
     assert labels[:len(rewards) + 1] == ["data summary", *(f"moments of {r}" for r in rewards)]
     assert labels[len(rewards) + 1:] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
-                                     "Table 2 across clips", "DCG vs nDCG", "decisions", "clip tuning"]
+                                     "Table 2 across clips", "DCG vs nDCG", "decisions", "clip tuning", "candidates"]
     job = Warmup(tuple(labels))
     _run(job, steps)
     assert (job.done, job.failed, job.running) == (len(steps), [], False)

@@ -121,3 +121,66 @@ def test_slate_logs_verdicts_follow_the_click_model():
     verdicts = {e.estimator: e.verdict for e in d.estimators}
     assert verdicts["iips"] == "don't" and verdicts["rips"] in ("trust", "caution")
     assert not math.isnan(d.check("support").effect)
+
+
+# ---------------------------------------------------------------- checks by hand
+
+
+def test_support_on_ranking_logs_counts_exposure_beyond_the_logged_depth():
+    # every session logs ranks 1-2 (learnt PBM 1, 1); the target puts the logged items at ranks 3 and 1.
+    # D = reciprocal up to the target's deepest rank 3: Σ D = 1 + 1/2 + 1/3 = 11/6. Per session IPS sees
+    # D(3)/1 + D(1)/1 = 4/3, a share 8/11 in every session (SE 0, so p = 0 below 1); the exposure at rank 3
+    # (1/3 of 11/6 = 2/11) lies beyond the deepest logged rank.
+    df = pd.DataFrame({"session_id": np.repeat(np.arange(5), 2), "rank": np.tile([1, 2], 5), "click": 0,
+                       "rank__new": np.tile([3, 1], 5)})
+    c = check_support(read_logs(df), policy="new", discount="reciprocal")
+    assert c.effect == pytest.approx(8 / 11, abs=1e-12)
+    assert (c.low, c.high, c.p_value, c.fires, c.n) == (pytest.approx(8 / 11), pytest.approx(8 / 11), 0.0, True, 5)
+    assert c.finding == ("IPS sees 72.7% [72.7%, 72.7%] of the new policy's exposure under reciprocal; 18.2% of it "
+                         "lies beyond the deepest logged rank 2 (of 3), p = 0: the target shows items the logs "
+                         "never reach.")
+
+
+def test_support_on_propensity_logs_is_the_mean_top_slot_weight():
+    # four sessions of two slots; top-slot weights π/π0 = (0.5, 1, 1, 0.5): mean 0.75, sd √(0.25/3),
+    # SE 0.1443; one-sided p = Φ((0.75 − 1) / 0.1443) = Φ(−1.732) = 0.0416 < 0.05: fires
+    tp = [0.25, 0.5, 0.5, 0.5, 0.5, 0.5, 0.25, 0.5]
+    df = pd.DataFrame({"session_id": np.repeat(np.arange(4), 2), "rank": np.tile([1, 2], 4), "click": 0,
+                       "logging_propensity": 0.5, "target_propensity__new": tp})
+    c = check_support(read_logs(df), policy="new", level=0.95)
+    se = math.sqrt(0.25 / 3) / 2
+    z = 1.959963984540054
+    assert (c.effect, c.n) == (0.75, 4)
+    assert (c.low, c.high) == (pytest.approx(0.75 - z * se, abs=1e-12), pytest.approx(0.75 + z * se, abs=1e-12))
+    assert c.p_value == pytest.approx(0.5 * math.erfc(0.25 / se / math.sqrt(2)), abs=1e-12)
+    assert c.fires and c.finding.endswith("about 25.0% of the target's choices are never logged.")
+    # the same weights at a stricter α do not fire
+    assert not check_support(read_logs(df), policy="new", alpha=0.04).fires
+
+
+def test_interaction_check_is_two_sided_with_the_within_item_slope():
+    from offeval_core.diagnose import check_interaction
+
+    rng = np.random.default_rng(3)
+    n, k = 300, 4
+    items = np.array([rng.permutation(6)[:k] for _ in range(n)])          # 4 distinct of 6 items per session
+    cat = {i: "x" if i % 2 == 0 else "y" for i in range(6)}
+    same_above = np.array([[sum(cat[a] == cat[s[j]] for a in s[:j]) for j in range(k)] for s in items])
+    click = (rng.uniform(size=(n, k)) < 0.5 + 0.15 * same_above).astype(float)   # a rise: two-sided matters
+    df = pd.DataFrame({"session_id": np.repeat(np.arange(n), k), "rank": np.tile(np.arange(1, k + 1), n),
+                       "item_id": items.ravel(), "click": click.ravel()})
+    c = check_interaction(read_logs(df), "click", categories=cat)
+    rows = np.tile(np.arange(1, k + 1), n) >= 2
+    y, x = click.ravel()[rows], same_above.ravel()[rows]
+    strata = pd.DataFrame({"i": items.ravel()[rows], "r": np.tile(np.arange(1, k + 1), n)[rows]}).groupby(
+        ["i", "r"], sort=False).ngroup().to_numpy()
+    b, se = _within_slope(y, x, strata, np.repeat(np.arange(n), k)[rows])
+    base = y.mean()
+    assert b > 0
+    assert c.effect == pytest.approx(b / base, rel=1e-12)
+    assert (c.low, c.high) == (pytest.approx((b - 1.959963984540054 * se) / base, rel=1e-9),
+                               pytest.approx((b + 1.959963984540054 * se) / base, rel=1e-9))
+    assert c.p_value == pytest.approx(math.erfc(abs(b / se) / math.sqrt(2)), rel=1e-9)   # 2·(1 − Φ(|z|))
+    assert c.fires == (c.p_value < 0.05) and c.n == rows.sum()
+    with pytest.raises(ValueError, match=rf"lacks {(items == 5).sum()} logged row\(s\)' items"):
+        check_interaction(read_logs(df), "click", categories={i: "x" for i in range(5)})

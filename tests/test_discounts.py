@@ -79,3 +79,27 @@ def test_bad_specs(spec, message):
     with pytest.raises(ValueError) as info:
         parse_discount(spec)
     assert str(info.value).startswith(message)
+
+
+def test_cut_offs_and_parameters_at_their_boundaries():
+
+    r = np.array([1, 2, 3])
+    assert parse_discount("reciprocal@2")(r).tolist() == [1.0, 0.5, 0.0]
+    assert parse_discount("log2@1")(r).tolist() == [1.0, 0.0, 0.0]             # @1 is the smallest cut-off
+    with pytest.raises(ValueError, match="positive integer after '@'"):
+        parse_discount("log2@0")
+    assert parse_discount("exponential:1")(r).tolist() == [1.0, 1.0, 1.0]      # p = 1: no decay, allowed
+    assert parse_discount("exponential:0.5@2")(r).tolist() == [1.0, 0.5, 0.0]
+    with pytest.raises(ValueError):
+        parse_discount("exponential:0")
+    logs = read_logs(pd.DataFrame({"session_id": [1, 1, 2, 3, 3], "rank": [1, 2, 1, 1, 2], "click": 0,
+                                   "arm": ["control", "control", "control", "treatment", "treatment"]}))
+    # control sessions 1 (length 2) and 2 (length 1): P(V | 2) = 1/2; the treatment session does not count
+    assert learn_pbm(logs).tolist() == [1.0, 0.5]
+    assert learn_pbm(logs, arm=None).tolist() == pytest.approx([1.0, 2 / 3], abs=1e-12)
+    assert learn_pbm(logs, floor=1.0).tolist() == [1.0, 1.0]                    # floor 1 is allowed: no bias
+    assert learn_pbm(logs, floor=0.75).tolist() == [1.0, 0.75]                  # the floor reaches the curve
+    with pytest.raises(ValueError, match=r"floor must be in \(0, 1\]"):
+        learn_pbm(logs, floor=0.0)
+    with pytest.raises(ValueError, match=r"floor must be in \(0, 1\]"):
+        learn_pbm(logs, floor=1.5)

@@ -76,3 +76,42 @@ def test_errors():
     x = np.random.default_rng(1).normal(size=(30, 3))
     assert inverted_share_bootstrap(x, x[:, ::-1], n_boot=20, rng=4) == inverted_share_bootstrap(
         x, x[:, ::-1], n_boot=20, rng=np.random.default_rng(4))
+
+
+def test_bootstrap_percentiles_against_an_explicit_resample_loop():
+    # 8 units × 5 policies; the same multinomial unit counts as the function draws (one chunk), then per
+    # resample the policy means and the share of the 10 pairs the two metrics order strictly oppositely
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(8, 5))
+    y = x + rng.normal(size=(8, 5))
+    n_boot, level = 200, 0.8
+    counts = np.random.default_rng(5).multinomial(8, np.full(8, 1 / 8), size=n_boot)
+    shares = []
+    for c in counts:
+        mx, my = c @ x / 8, c @ y / 8
+        inv = sum((mx[a] - mx[b]) * (my[a] - my[b]) < 0 for a, b in itertools.combinations(range(5), 2))
+        shares.append(inv / 10)
+    lo, hi = np.quantile(shares, [0.1, 0.9])                 # (1 − 0.8) / 2 and (1 + 0.8) / 2
+    assert (lo, hi) == pytest.approx((0.2, 0.6), abs=1e-12)  # a real spread: other tails give other bounds
+    assert tuple(np.quantile(shares, [0.2, 0.8])) != (lo, hi) and tuple(np.quantile(shares, [0.05, 0.95])) != (lo, hi)
+    ci = inverted_share_bootstrap(x, y, n_boot=n_boot, rng=np.random.default_rng(5), level=level)
+    assert (ci.low, ci.high, ci.level) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12), 0.8)
+
+
+def test_agreement_by_hand_on_four_policies():
+    # x = (1, 2, 3, 4), y = (1, 3, 2, 2): pairs (2, 3) and (2, 4) inverted, (3, 4) tied in y (not inverted);
+    # 2 of 6 pairs; the first name of an inverted pair is the one x prefers
+    a = agreement([1, 2, 3, 4], [1, 3, 2, 2], names=["a", "b", "c", "d"])
+    assert (a.n, a.n_pairs, a.n_inverted) == (4, 6, 2)
+    assert a.inverted_share == pytest.approx(2 / 6, abs=1e-15)
+    assert a.inverted_pairs == (("c", "b"), ("d", "b"))
+    assert a.pearson_r == pytest.approx(stats.pearsonr([1, 2, 3, 4], [1, 3, 2, 2]).statistic, abs=1e-12)
+    assert a.kendall_tau == pytest.approx(stats.kendalltau([1, 2, 3, 4], [1, 3, 2, 2]).statistic, abs=1e-12)
+    # two policies: Kendall's τ is defined, Pearson's r needs three
+    two = agreement([1, 2], [2, 1])
+    assert np.isnan(two.pearson_r) and two.kendall_tau == pytest.approx(-1.0) and two.inverted_share == 1.0
+    assert two.inverted_pairs == (("1", "0"),)
+    # a constant metric: no correlation, no inversion
+    flat = agreement([1, 2, 3], [5, 5, 5])
+    assert np.isnan(flat.pearson_r) and np.isnan(flat.kendall_tau) and flat.n_inverted == 0
+    assert flat.to_dict()["pearson_r"] is None and flat.to_dict()["n_pairs"] == 3

@@ -241,3 +241,22 @@ def test_parse_metric_errors():
         evaluate_run(q, r, ["ndcg@1"], gain_kind="log")
     with pytest.raises(ValueError, match=r"^metrics must name at least one metric"):
         evaluate_run(q, r, [])
+
+
+def test_missing_users_are_named_in_the_error():
+    # seven run-only users: the message counts them and names the first five, then "…"
+    q = qrels_from_frame(pd.DataFrame({"user": ["u0"], "item": ["a"], "relevance": [1]}))
+    users = ["u0"] + [f"x{i}" for i in range(7)]
+    r = run_from_frame(pd.DataFrame({"user": users, "item": "a", "score": 1.0}), name="m")
+    with pytest.raises(ValueError, match=r"run 'm': 7 user\(s\) are in the run but not in the qrels "
+                                         r"\('x0', 'x1', 'x2', 'x3', 'x4', …\); policy missing_in_qrels='error'"):
+        evaluate_run(q, r, ["ndcg@5"])
+    # five users exactly: all named, no "…"
+    r5 = run_from_frame(pd.DataFrame({"user": users[:6], "item": "a", "score": 1.0}), name="m")
+    with pytest.raises(ValueError, match=r"\('x0', 'x1', 'x2', 'x3', 'x4'\); policy"):
+        evaluate_run(q, r5, ["ndcg@5"])
+    # a judged user the run misses
+    q2 = qrels_from_frame(pd.DataFrame({"user": ["u0", "u9"], "item": ["a", "a"], "relevance": [1, 1]}))
+    with pytest.raises(ValueError, match=r"1 user\(s\) with relevant items in the qrels are not in the run \('u9'\)"):
+        evaluate_run(q2, run_from_frame(pd.DataFrame({"user": ["u0"], "item": "a", "score": 1.0}), name="m"),
+                     ["ndcg@5"])

@@ -50,3 +50,50 @@ def test_coverage_on_heavy_tailed_importance_weighted_values():
     assert cov["normal"] < 0.95 - 2 * se                 # the normal interval under-covers here
     assert cov["bootstrap-t"] > cov["normal"]            # bootstrap-t follows the skew
     assert cov["bernstein"] >= 0.95                       # a bound, conservative whenever B holds
+
+
+def test_bootstrap_t_against_an_explicit_resample_loop():
+    # the same resample indices as the function draws; per resample t* = (mean* − mean) / se*, and the interval
+    # is [mean − t*_{0.95} se, mean − t*_{0.05} se] at level 0.9
+
+    x = np.array([0.0, 0.0, 1.0, 3.0, 0.5, 7.0, 0.0, 2.0])
+    n, m, se = len(x), x.mean(), x.std(ddof=1) / np.sqrt(len(x))
+    idx = np.random.default_rng(4).integers(0, n, size=(400, n))
+    t = []
+    for row in idx:
+        xb = x[row]
+        seb = xb.std(ddof=1) / np.sqrt(n)
+        if seb > 0:
+            t.append((xb.mean() - m) / seb)
+    lo_q, hi_q = np.quantile(t, [0.05, 0.95])
+    res = bootstrap_t(x, level=0.9, n_boot=400, rng=np.random.default_rng(4))
+    assert res.value == m
+    assert (res.ci.low, res.ci.high) == (pytest.approx(m - hi_q * se, abs=1e-12), pytest.approx(m - lo_q * se, abs=1e-12))
+    assert res.method == "bootstrap-t (400 resamples)"
+    # no spread at all: the degenerate interval at the mean
+    flat = bootstrap_t([2.0, 2.0, 2.0], n_boot=100, rng=0)
+    assert (flat.ci.low, flat.ci.high, flat.method) == (2.0, 2.0, "bootstrap-t (degenerate: no spread)")
+    with pytest.raises(ValueError, match="n_boot must be ≥ 100, got 99"):
+        bootstrap_t(x, n_boot=99)
+
+
+def test_bernstein_range_from_the_data_and_the_bound_check():
+
+    # values (0, 2, 4): range 4, V = 4, n = 3, ln(4/0.1) = 3.689 at level 0.9:
+    # half = √(2 · 4 · 3.689 / 3) + 7 · 4 · 3.689 / (3 · 2) = 3.1364 + 17.2154
+    res = empirical_bernstein([0.0, 2.0, 4.0], level=0.9)
+    lt = np.log(40.0)
+    half = np.sqrt(2 * 4 * lt / 3) + 7 * 4 * lt / 6
+    assert (res.ci.low, res.ci.high) == (pytest.approx(2 - half, abs=1e-12), pytest.approx(2 + half, abs=1e-12))
+    assert res.method == "empirical Bernstein (range from the data)"
+    assert empirical_bernstein([0.0, 2.0, 4.0], level=0.9, bound=4.0).method == "empirical Bernstein (values in a range of 4)"
+    with pytest.raises(ValueError, match="the values span 4, more than bound = 3"):
+        empirical_bernstein([0.0, 2.0, 4.0], bound=3.0)
+    with pytest.raises(ValueError, match="bound must be ≥ 0"):
+        empirical_bernstein([0.0, 2.0, 4.0], bound=-1.0)
+    n = normal_interval([0.0, 2.0, 4.0], level=0.9)
+    assert n.ci.high == pytest.approx(2 + 1.6448536269514722 * 2 / np.sqrt(3), abs=1e-12)
+    with pytest.raises(ValueError, match="at least 2 per-session values"):
+        normal_interval([1.0])
+    with pytest.raises(ValueError, match="must be finite"):
+        normal_interval([1.0, np.inf])

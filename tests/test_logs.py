@@ -72,7 +72,8 @@ BAD = [
     (df(click=[0, -1, 1]),
      "reward column 'click' must be non-negative (DCG and nDCG assume gains ≥ 0); found -1 at data row 2"),
     (df(click=["0", "yes", "1"]), "reward column 'click' must be numeric; found 'yes' at data row 2"),
-    (df(arm=["control", "control", "B"]), "column 'arm' must be 'control' or 'treatment'; found 'B' at data row 3"),
+    (df(arm=["control", "control", "B"]),
+     "column 'arm' has the labels 'B', 'control': say which label is the control arm and which the treatment arm"),
     (df(arm=["control", "treatment", "control"]),
      "column 'arm' must be the same on every row of a session; session 1 has 'control' and 'treatment' (data row 2)"),
     (df(logging_propensity=[0.5, 0.0, 1.0]),
@@ -152,7 +153,7 @@ def test_empty_and_unreadable_files(tmp_path):
 def test_defaults_and_notes_for_optional_columns():
     logs = read_logs(df(note=["a", "b", "c"]))
     assert set(logs.sessions["experiment_id"]) == {"all"} and set(logs.sessions["arm"]) == {"control"}
-    assert "non-numeric column(s) ignored (not rewards): note" in logs.notes
+    assert logs.reading.of("note").role == "ignored" and logs.reading.of("note").why == "text, not a number"
     assert "no 'day' column: every row is treated as day = 1" in logs.notes
 
 

@@ -78,8 +78,13 @@ def test_user_named_demo_maps_to_the_same_logs_as_the_schema_named_one():
     assert not any("look like ranks" in n for n in logs.notes)
 
 
-def test_unmapped_policy_columns_are_rewards_with_a_warning():
+def test_unmapped_policy_columns_are_left_out_of_the_rewards_with_a_hint():
+    """Policy rank columns that were not mapped look like ranks (whole numbers from 1 on every row): they are no
+    rewards; the reading says so and how to map them."""
     logs = read_logs(user_named(DEMO), columns={"session_id": "visit", "rank": "pos", "arm": "variant"})
-    assert "pos_production" in logs.rewards and logs.policies == ()
-    warning = [n for n in logs.notes if "look like ranks" in n]
-    assert len(warning) == 1 and "'pos_production'" in warning[0] and "'clicked'" not in warning[0]
+    assert logs.rewards == ("clicked", "completed") and logs.policies == ()
+    col = logs.reading.of("pos_production")
+    assert (col.role, col.why) == ("ignored", "looks like ranks (whole numbers from 1 on every row, never 0), "
+                                              "not a reward")
+    assert col.hint.field == "rank__*"
+    assert logs.reading.of("clicked").why == "named like a reward"

@@ -81,14 +81,15 @@ def test_dashboard_hints_are_chosen_by_the_error_type():
     assert fix == "Upload a comma-separated CSV with a header row, or a Parquet file."
     # the problem lines of invalid logs carry their kind; the hint follows the kind, not the wording
     df = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 1, 0], "click": [1.0, -1.0, 0.0],
-                       "arm": ["control", "control", "test"]})
+                       "arm": ["control", "control", "other"]})
     with pytest.raises(LogValidationError) as err:
         read_logs(df)
     kinds = sorted(p.kind for p in err.value.problems)
     assert kinds == ["arm", "rank", "reward"], err.value.problems
     _, fix = explain(err.value)
     assert fix == ("Ranks are 1-based positions: 1 = top of the feed, no 0, no text. Reward columns (e.g. click) "
-                   "must hold finite numbers ≥ 0. Rename the arm values to 'control' / 'treatment'.")
+                   "must hold finite numbers ≥ 0. Enter which label is control and which treatment under Arm labels "
+                   "in the column mapping (e.g. control=A,treatment=B), or none if the column is not the arm.")
     # an analysis that needs an A/B test raises NeedsArms, which has its own hint
     m = reduce(read_logs(df.assign(rank=[1, 2, 1], click=[1.0, 0.0, 1.0], arm="control", rank__t=[2, 1, 1])),
                Grid(rewards=("click",), policies=("t",), discounts=("log2",), exposures=("log2",), clips=(1.0,)))

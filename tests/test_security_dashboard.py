@@ -9,6 +9,8 @@ from dashboard_support import environment, open_page, upload, write_small_world
 from security_support import SECRET, moments_file
 from streamlit.testing.v1 import AppTest
 
+from offeval_core.sanitize import escape_markdown
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -75,6 +77,10 @@ def test_markup_in_uploaded_names_is_escaped_and_kept_out_of_the_link(world):
                           "rank__" + "<b>evil</b>": [1, 2, 1], "<i>note</i>": ["=HYPERLINK(x)", "a", "b"]})
     at = open_page(None)
     upload(at, frame.to_csv(index=False).encode(), "up.csv")
+    # the reward was chosen by value alone: the page asks first, the question naming it as text
+    asked = next(w.value for w in at.warning if "Before anything is computed" in w.value)
+    assert escape_markdown(MARKUP) in asked and MARKUP not in asked
+    at.button(key="w_map_apply").click().run()
     assert at.session_state["w_reward"] == MARKUP
     assert at.session_state["w_policy"] == "<b>evil</b>"
     # names are never in the shareable link of an uploaded file
@@ -82,19 +88,21 @@ def test_markup_in_uploaded_names_is_escaped_and_kept_out_of_the_link(world):
     assert "reward" not in params and "policy" not in params
     # the sessions '001' and '1' stay two sessions
     assert any(m.value == "2" for m in at.metric if m.label == "Sessions")
-    # a note naming the text column is escaped markdown, not markup
-    notes = [i.value for i in at.info if "ignored" in i.value]
-    assert notes == ["non-numeric column(s) ignored (not rewards): &lt;i&gt;note&lt;/i&gt;"]
+    # what was understood names the text column as escaped markdown, not markup
+    table = next(m.value for m in at.markdown if "what offeval understood" in m.value)
+    assert "| **ignored column** | &lt;i&gt;note&lt;/i&gt;: text, not a number |" in table
+    assert "<i>" not in table and "<b>" not in table and escape_markdown(MARKUP) in table
+
+
+CLICK_MARKUP = "**click**<img src=x onerror=alert(1)>[link](http://example.com)"  # named like a reward
 
 
 def test_a_reward_without_positives_is_named_as_text_in_the_error(world):
-    from offeval_core.sanitize import escape_markdown
-
-    frame = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], MARKUP: [0, 0, 0],
+    frame = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], CLICK_MARKUP: [0, 0, 0],
                           "rank__t": [2, 1, 1]})
     at = open_page(None)
-    upload(at, frame.to_csv(index=False).encode(), "**up**.csv")
+    upload(at, frame.to_csv(index=False).encode(), "**up**.csv", confirm=True)
     at.switch_page("views/sensitivity.py").run()
     errors = [e.value for e in at.error]
-    assert any(f"Reward **{escape_markdown(MARKUP)}** has no positive value in" in e for e in errors), errors
-    assert not any(MARKUP in e or "**up**" in e for e in errors), errors
+    assert any(f"Reward **{escape_markdown(CLICK_MARKUP)}** has no positive value in" in e for e in errors), errors
+    assert not any(CLICK_MARKUP in e or "**up**" in e for e in errors), errors

@@ -244,7 +244,8 @@ CASES = [
     cli("reward-inf", "validate", "{reward_inf.csv}", fragment="reward column 'like' must hold finite numbers"),
     cli("reward-negative", "validate", "{reward_neg.csv}", fragment="reward column 'like' must be non-negative"),
     cli("reward-text", "validate", "{reward_text.csv}", fragment="reward column 'like' must be numeric; found 'yes'"),
-    cli("arm-unknown", "validate", "{arm_bad.csv}", fragment="column 'arm' must be 'control' or 'treatment'"),
+    cli("arm-unknown", "validate", "{arm_bad.csv}", fragment="column 'arm' has the label 'placebo': say which label "
+                                                             "is the control arm and which the treatment arm"),
     cli("duplicate-rank", "validate", "{dup.csv}", fragment="each (session_id, rank) must appear once"),
     cli("logging-propensity-0", "validate", "{lprop0.csv}", fragment="column 'logging_propensity' must hold probabilities in (0, 1]"),
     cli("logging-propensity-1.5", "validate", "{lprop_big.csv}", fragment="must hold probabilities in (0, 1]; found 1.5"),

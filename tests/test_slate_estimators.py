@@ -16,6 +16,7 @@ from offeval_core import cli, stats
 from offeval_core.errors import InputError, UnknownName
 from offeval_core.logs import LogValidationError, read_logs
 from offeval_core.slate import estimate, from_arrays, from_logs, slate_weights, slot_discount
+from offeval_core.slate.estimators import weights_for
 
 IPS = ("iips", "rips", "sips", "sniips", "snrips", "snsips")
 
@@ -235,3 +236,59 @@ def test_cli_slot_weights_and_text(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "SIPS (none on the reward (whole-slate weight))" in text
     assert "2.3750" in text
+
+
+def test_slot_discount_and_clip_boundaries():
+    assert slot_discount(None, 2).tolist() == [1.0, 1.0]
+    assert slot_discount(" Sum ", 2).tolist() == [1.0, 1.0] and slot_discount("", 3).tolist() == [1.0] * 3
+    assert slot_discount([1.0, 0.5, 0.25], 2).tolist() == [1.0, 0.5]          # longer arrays are cut to K
+    assert slot_discount("log2", 3).tolist() == pytest.approx([1.0, 1 / math.log2(3), 0.5], abs=1e-15)
+    with pytest.raises(ValueError, match="length ≥ 3"):
+        slot_discount([1.0, 0.5], 3)
+    with pytest.raises(ValueError, match="finite 1-d array"):
+        slot_discount([1.0, math.nan], 2)
+    # clip 1 is allowed (every weight capped at 1), below 1 is not
+    assert estimate(hand(), estimator="iips", clip=1.0).target.value == pytest.approx((1.0 + 1.0) / 2, abs=1e-12)
+    with pytest.raises(ValueError, match="clip must be ≥ 1"):
+        estimate(hand(), estimator="iips", clip=0.99)
+    with pytest.raises(ValueError, match="has no single weight per row"):
+        weights_for(hand(), "cascade-dr")
+    with pytest.raises(ValueError, match="unknown slate estimator 'dr'"):
+        estimate(hand(), estimator="dr")
+    assert weights_for(hand(), "snrips", clip=1.5).tolist() == pytest.approx([1.2, 0.75, 1.5, 1.5], abs=1e-12)
+
+
+def test_slot_weights_enter_plain_and_normalised_values():
+    # λ = (1, 0.5): IIPS (1.2 + 0.5 · 1) / 2 = 0.85; SNIIPS 1.2 / 3.2 + 0.5 · 1 / 1.5 = 0.7083
+    assert estimate(hand(), estimator="iips", slot_weights=[1.0, 0.5]).target.value == pytest.approx(0.85, abs=1e-12)
+    assert estimate(hand(), estimator="sniips", slot_weights=[1.0, 0.5]).target.value == pytest.approx(
+        1.2 / 3.2 + 0.5 / 1.5, abs=1e-12)
+    # the logging value weighs the slots the same way: (1 + 0.5) / 2
+    assert estimate(hand(), estimator="iips", slot_weights=[1.0, 0.5]).logging.value == pytest.approx(0.75, abs=1e-12)
+
+
+def test_a_slot_without_weight_adds_nothing_and_keeps_the_se_finite():
+    # the target never shows the logged slot-2 items (π = 0): slot 2's summed weight is 0, its ratio counts 0,
+    # and SNRIPS is slot 1's alone, 1.2 / 3.2 (A's weight 1.2 with reward 1; B's 2 with reward 0)
+    h = dict(HAND)
+    h["target_conditional"] = [0.6, 0.0, 0.5, 0.0]
+    d = from_arrays(h.pop("session"), h.pop("slot"), h.pop("reward"), **h)
+    res = estimate(d, estimator="snrips")
+    assert res.target.value == pytest.approx(1.2 / 3.2, abs=1e-12)
+    # influence per session: (w r − R w) / b̄ with b̄ = 1.6: A (1.2 − 0.45) / 1.6, B (0 − 0.75) / 1.6
+    assert res.target.stderr == pytest.approx(abs(0.75 / 1.6 + 0.75 / 1.6) / 2, abs=1e-12)
+
+
+def test_slate_estimate_to_dict_and_the_nan_estimate():
+    from offeval_core.slate.estimators import nan_estimate
+
+    d = estimate(hand(), estimator="rips").to_dict()
+    assert (d["estimator"], d["label"]) == ("rips", "RIPS")
+    assert d["target"]["value"] == pytest.approx(2.6) and "note" not in d
+    assert d["diagnostics"] == pytest.approx({"ess": 4.75 ** 2 / 16.5625, "ess_share": 4.75 ** 2 / 16.5625 / 2,
+                                              "max_weight": 4.0, "max_share": 4 / 4.75, "mean_weight": 1.6})
+    dr = estimate(hand(), estimator="cascade-dr", folds=1).to_dict()
+    assert dr["label"] == "Cascade-DR" and dr["note"] == "reward model: slot rates, cross-fitted over 1 folds"
+    n = nan_estimate(0.9)
+    assert math.isnan(n.value) and math.isnan(n.stderr) and n.n == 0
+    assert math.isnan(n.ci.low) and math.isnan(n.ci.high) and n.ci.level == 0.9

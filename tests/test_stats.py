@@ -80,3 +80,79 @@ def test_level_validation():
         stats.normal_ci(0.0, 1.0, level=99)
     with pytest.raises(TypeError, match="level must be a number between 0 and 1, got str '0.9'"):
         stats.normal_ci(0.0, 1.0, level="0.9")
+
+
+# ---------------------------------------------------------------- edge cases by hand (zero SE, zero difference, n < 2)
+
+
+def test_welch_at_zero_standard_error_and_zero_difference():
+    from offeval_core.stats import welch_effect, welch_two_sided_p
+
+    # (2, 2) vs (1, 1): no spread, difference 1 → p 0 one- and two-sided, CI [1, 1]
+    e = welch_effect(2, 4.0, 8.0, 2, 2.0, 2.0, level=0.95)
+    assert (e.value, e.stderr, e.p_value, e.ci.low, e.ci.high, e.n) == (1.0, 0.0, 0.0, 1.0, 1.0, 4)
+    assert welch_two_sided_p(2, 4.0, 8.0, 2, 2.0, 2.0) == 0.0
+    # (0, 0) vs (1, 1): difference −1 → one-sided p 1
+    assert welch_effect(2, 0.0, 0.0, 2, 2.0, 2.0, level=0.95).p_value == 1.0
+    # (1, 1) vs (1, 1): nothing at all → one-sided 0.5, two-sided 1
+    assert welch_effect(2, 2.0, 2.0, 2, 2.0, 2.0, level=0.95).p_value == 0.5
+    assert welch_two_sided_p(2, 2.0, 2.0, 2, 2.0, 2.0) == 1.0
+    # (1, 3) vs (1, 3): spread but zero difference → two-sided p exactly 1, one-sided 0.5
+    assert welch_two_sided_p(2, 4.0, 10.0, 2, 4.0, 10.0) == 1.0
+    assert welch_effect(2, 4.0, 10.0, 2, 4.0, 10.0, level=0.95).p_value == 0.5
+    # fewer than two units in an arm: NaN everywhere, n counts both arms
+    e = welch_effect(1, 1.0, 1.0, 3, 3.0, 5.0, level=0.95)
+    assert math.isnan(e.value) and math.isnan(e.p_value) and e.n == 4
+    assert math.isnan(welch_two_sided_p(3, 3.0, 5.0, 1, 1.0, 1.0))
+
+
+def test_welch_df_by_hand():
+    from offeval_core.stats import welch_df
+
+    # a = 0.25 (n 4), b = 0.0625 (n 4): (0.3125)² / (0.25²/3 + 0.0625²/3) = 0.09765625 / 0.0221354… = 4.4118
+    assert welch_df(0.25, 0.0625, 4, 4) == pytest.approx(0.09765625 / ((0.0625 + 0.00390625) / 3), rel=1e-12)
+    # equal terms and sizes: 2(n − 1)
+    assert welch_df(0.5, 0.5, 5, 5) == pytest.approx(8.0, rel=1e-12)
+    # no variance at all: n_t + n_c − 2
+    assert welch_df(0.0, 0.0, 3, 4) == 5.0
+
+
+def test_small_and_degenerate_moments():
+    from offeval_core.stats import (
+        CrossMoments,
+        RatioMoments,
+        mean_estimate,
+        pearson,
+        ratio_difference,
+        ratio_estimate,
+        sample_variance,
+    )
+
+    # rounding may make Σx² − (Σx)²/n slightly negative: the variance is clamped at 0
+    assert sample_variance(3, 3.0, 3.0 - 1e-12) == 0.0
+    assert math.isnan(sample_variance(1, 1.0, 1.0))
+    one = mean_estimate(1, 2.0, 4.0, level=0.95)
+    assert one.value == 2.0 and math.isnan(one.stderr) and one.n == 1
+    none = mean_estimate(0, 0.0, 0.0, level=0.95)
+    assert math.isnan(none.value) and none.n == 0
+    # ratio of one unit: the value, no SE; Σy = 0: no value
+    r = ratio_estimate(1, 3.0, 9.0, 2.0, 4.0, 6.0, level=0.95)
+    assert r.value == 1.5 and math.isnan(r.stderr) and r.n == 1
+    assert math.isnan(ratio_estimate(2, 3.0, 5.0, 0.0, 0.0, 0.0, level=0.95).value)
+    # x = (1, 2), y = (2, 4): x / y is 1/2 on every unit, so the delta-method variance is 0
+    z = ratio_estimate(2, 3.0, 5.0, 6.0, 20.0, 10.0, level=0.95)
+    assert (z.value, z.stderr) == (0.5, 0.0)
+    a = RatioMoments(1, 2.0, 4.0, 1.0, 1.0, 2.0)
+    d = ratio_difference(a, RatioMoments(1, 1.0, 1.0, 1.0, 1.0, 1.0), CrossMoments(2.0, 2.0, 1.0, 1.0), level=0.95)
+    assert d.value == 1.0 and math.isnan(d.stderr)
+    with pytest.raises(ValueError, match="same units; got n = 1 and 2"):
+        ratio_difference(a, RatioMoments(2, 1.0, 1.0, 1.0, 1.0, 1.0), CrossMoments(2.0, 2.0, 1.0, 1.0), level=0.95)
+    assert math.isnan(ratio_difference(RatioMoments(2, 1.0, 1.0, 0.0, 0.0, 0.0), RatioMoments(2, 1.0, 1.0, 1.0, 1.0, 1.0),
+                                       CrossMoments(1.0, 0.0, 0.0, 0.0), level=0.95).value)
+    # Pearson needs three points and spread in both
+    assert all(math.isnan(v) for v in pearson([1, 2], [1, 2]))
+    assert all(math.isnan(v) for v in pearson([1, 1, 1], [1, 2, 3]))
+    assert all(math.isnan(v) for v in pearson([1, 2, 3], [5, 5, 5]))
+    r, p = pearson([1, 2, 3], [1, 3, 2])           # r = 0.5, p = 2 · t-tail at t = 0.5·√1/√0.75 on 1 df
+    assert r == pytest.approx(0.5, abs=1e-12)
+    assert p == pytest.approx(2 * (0.5 - math.atan(0.5 / math.sqrt(0.75)) / math.pi), abs=1e-12)

@@ -44,6 +44,7 @@ DEC = ["tests/test_formulas.py", "tests/test_analyses_decisions.py", "--doctest-
 MNAR = ["tests/test_formulas.py", "tests/test_heldout_mnar.py", "--doctest-modules", "offeval_core/heldout/mnar.py"]
 ARMS = ["tests/test_formulas.py", "--doctest-modules", "offeval_core/arms.py"]
 CLIPCORR = ["tests/test_analyses_correlation_clip.py", "--doctest-modules", "offeval_core/analyses/correlation_clip.py"]
+VERD = ["tests/test_verdicts.py", "--doctest-modules", "offeval_core/verdicts.py"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,18 @@ MUTANTS: list[Mutant] = [
       "float(a - min(raw, b))", CLIPCORR, "beating the worse log2 variant instead of both"),
     M("corrclip-raw-ref", "offeval_core/analyses/correlation_clip.py", "float(a - max(raw, b))", "float(a - b)",
       CLIPCORR, "raw labels (log2, C) left out of the comparison"),
+    # ---------------------------------------------------------------- verdict thresholds (module constants, which
+    # mutmut does not mutate: it mutates function bodies only)
+    M("verd-ess-dont", "offeval_core/verdicts.py", "ESS_DONT, ESS_CAUTION, SHARE_CAUTION, CLIP_CAUTION = 0.01,",
+      "ESS_DONT, ESS_CAUTION, SHARE_CAUTION, CLIP_CAUTION = 0.02,", VERD, "the ESS 'don't' line"),
+    M("verd-ess-caution", "offeval_core/verdicts.py", "= 0.01, 0.10, 0.05, 1.0", "= 0.01, 0.05, 0.05, 1.0", VERD,
+      "the ESS caution line"),
+    M("verd-share", "offeval_core/verdicts.py", "= 0.01, 0.10, 0.05, 1.0", "= 0.01, 0.10, 0.10, 1.0", VERD,
+      "the largest-weight-share line"),
+    M("verd-clip", "offeval_core/verdicts.py", "= 0.01, 0.10, 0.05, 1.0", "= 0.01, 0.10, 0.05, 2.0", VERD,
+      "the clip-sensitivity line"),
+    M("verd-support", "offeval_core/verdicts.py", "SUPPORT_MATERIAL = 0.05", "SUPPORT_MATERIAL = 0.03", VERD,
+      "a support shortfall that is only a caution"),
 ]
 
 

@@ -19,17 +19,20 @@ from dashboard.data.datasets import (
     moments_many,
     needs_raw_logs_text,
     parse_sim_spec,
+    propensity_moments,
 )
 from offeval_core.analyses.plan import estimator_family, plan_moments
 from offeval_core.engine import DEFAULT_CLIPS, Moments
 from offeval_core.errors import NeedsRawLogs
 from offeval_core.estimators import subset
+from offeval_core.importance.weights import PROPENSITY
 
 __all__ = [
-    "agreement_chart", "agreement_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
+    "CANDIDATE_METRICS", "agreement_chart", "agreement_result", "candidate_policies", "candidates_chart",
+    "candidates_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
     "correlation_chart", "correlation_clip_chart", "correlation_clip_result", "correlation_html",
-    "correlation_result", "correlation_series_chart", "decision_defaults", "decision_result", "diagnosis", "estimates_at", "estimator_family", "planned_moments", "sensitivity_chart", "sensitivity_result",
-    "simulated_topics",
+    "correlation_result", "correlation_series_chart", "decision_defaults", "decision_result", "diagnosis", "estimates_at", "estimator_family", "online_arms", "planned_moments", "policy_moments", "sensitivity_chart", "sensitivity_result",
+    "simulated_topics", "tuned_estimator",
 ]
 
 
@@ -62,14 +65,29 @@ def simulated_topics(key: str):
 def planned_moments(key: str, reward: str, policy: str | None, variants: Sequence[tuple]) -> Moments:
     """The moments of ``variants`` (``(metric, D, D0, clip)`` tuples) for one reward: each reduce the
     core's planner names (:func:`~offeval_core.analyses.plan.plan_moments`) fetched from its cache over the
-    whole clip grid, merged. The importance-sampling family is reduced per target ``policy``."""
+    whole clip grid, merged. The importance-sampling family is reduced per target ``policy`` (exposure weights)
+    or, with D = D0 = ``propensity``, over every propensity policy (the logged propensities)."""
     from offeval_core.analyses import merge_moments
 
-    parts = [importance_moments(key, reward, policy, p.discount, p.exposure) if p.family == "importance"
+    parts = [(propensity_moments(key, reward) if p.discount == PROPENSITY
+              else importance_moments(key, reward, policy, p.discount, p.exposure)) if p.family == "importance"
              else moments(key, reward, p.discount, p.exposure) for p in plan_moments(variants)]
     if not parts:
         parts = [moments(key, reward, "pbm", "pbm")]
     return parts[0] if len(parts) == 1 else merge_moments(*parts)
+
+
+def policy_moments(key: str, reward: str, discount: str, exposure: str) -> Moments:
+    """The cached moments a target policy's estimators read: the DCG reduce of (reward, D, D0), or with D = D0 =
+    ``propensity`` the importance reduce with the logged propensities."""
+    if discount == PROPENSITY:
+        return propensity_moments(key, reward)
+    return moments(key, reward, discount, exposure)
+
+
+def tuned_estimator(discount: str) -> str:
+    """The estimator whose clip is tuned: DCG for a rank policy, CIS (cap c = m) for a propensity policy."""
+    return "cis" if discount == PROPENSITY else "dcg"
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -81,29 +99,39 @@ def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposu
     ``min_effect``. The page and the background preparation both call this with the page's arguments."""
     from offeval_core.analyses import sensitivity
 
-    m = moments_many(key, [(r, discount, exposure) for r in rewards])
+    if discount == PROPENSITY:
+        from offeval_core.analyses import merge_moments
+
+        parts = [propensity_moments(key, r) for r in dict.fromkeys(rewards)]
+        m = parts[0] if len(parts) == 1 else merge_moments(*parts)
+    else:
+        m = moments_many(key, [(r, discount, exposure) for r in rewards])
     return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
                        online_alpha=online_alpha, min_effect=min_effect, side=side, rewards=rewards, adjust=adjust)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str):
+def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str, policy: str = "treatment"):
+    """KDD'24 Table 2 (``analyses.offline_online_correlation``) with Rₜ = ``policy``, the target policy taken
+    to have served the treatment arm."""
     from offeval_core.analyses import Variant, offline_online_correlation
+    from offeval_core.logs import LOGGING_POLICY
 
-    m = planned_moments(key, reward, None, variants)
+    m = planned_moments(key, reward, policy, variants)
     return offline_online_correlation(m, variants=[Variant(*v) for v in variants], method=method,
-                                      rewards=(reward,))
+                                      rewards=(reward,), policies=(LOGGING_POLICY, policy))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def correlation_clip_result(key: str, reward: str, model: str, method: str):
+def correlation_clip_result(key: str, reward: str, model: str, method: str, policy: str = "treatment"):
     """KDD'24 Table 2 across clip values (``analyses.correlation_by_clip``): DCG (``model``, ·) vs DCG (log2, ·)
-    of the target policy, pooled over experiment-days, at every clip of the grid (the two cached reduces)."""
+    of the target policy ``policy``, pooled over experiment-days, at every clip of the grid (the two cached
+    reduces)."""
     from offeval_core.analyses import correlation_by_clip
 
     variants = [("dcg", d, d, c) for d in (model, "log2") for c in DEFAULT_CLIPS]
     return correlation_by_clip(planned_moments(key, reward, None, variants), reward=reward, model=model,
-                               method=method)
+                               method=method, policy=policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -120,12 +148,20 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
 def decision_defaults(discount: str, exposure: str, clip: float) -> tuple[tuple, ...]:
     """The Decisions page's default estimators as (name, D, D0, m): DCG on raw labels, DCG de-biased at the
     sidebar's clip ``clip`` (what KDD'24 recommends), then the rest of ``analyses.DEFAULT_ESTIMATORS``
-    (de-biased DCG and nDCG at m = ∞), without repeats.
+    (de-biased DCG and nDCG at m = ∞), without repeats; for a propensity policy (D = D0 = ``propensity``) the
+    importance estimators of ``plan.propensity_estimators``.
 
     >>> [(n, m) for n, _, _, m in decision_defaults("pbm", "pbm", 16.0)]
     [('dcg', 1.0), ('dcg', 16.0), ('dcg', inf), ('ndcg', inf)]
+    >>> [(n, m) for n, _, _, m in decision_defaults("propensity", "propensity", 16.0)]
+    [('is', inf), ('snips', inf), ('cis', 16.0), ('ncis', 16.0)]
     """
     from offeval_core.analyses import DEFAULT_ESTIMATORS
+
+    if discount == PROPENSITY:
+        from offeval_core.analyses.plan import propensity_estimators
+
+        return tuple(tuple(v) for v in propensity_estimators(clip))
 
     first, *rest = [(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
     picks = dict.fromkeys([first, ("dcg", float(clip)), *rest])
@@ -150,7 +186,7 @@ def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposu
     if load(key).is_moments:
         raise NeedsRawLogs(needs_raw_logs_text("The clip-tuning chart (bias bound, ESS and clipped share come "
                                                "from the per-row weights)"))
-    m = moments(key, reward, discount, exposure)
+    m = policy_moments(key, reward, discount, exposure)
     return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
                        clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
 
@@ -162,20 +198,21 @@ def clip_recommendation(key: str, reward: str, policy: str, discount: str, expos
     clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
     from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
 
-    effect = mean_offline_effect(moments(key, reward, discount, exposure), reward=reward, policy=policy,
-                                 discount=discount, exposure=exposure, level=level)
+    effect = mean_offline_effect(policy_moments(key, reward, discount, exposure), reward=reward, policy=policy,
+                                 discount=discount, exposure=exposure, level=level, metric=tuned_estimator(discount))
     return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def estimates_at(key: str, reward: str, policy: str | None, discount: str, exposure: str, clip: float,
                  level: float, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Per experiment and metric: logging and target estimates, the paired effect and the online effect
-    at one clip value, read from the cached moments (``estimators.summarize_groups``)."""
+    """Per experiment and metric: logging and target estimates (the target's with its CI), the paired effect and
+    the online arms' means and effect at one clip value, read from the cached moments
+    (``estimators.summarize_groups``; D = D0 = ``propensity``: the importance moments of the logged propensities)."""
     from offeval_core.estimators import summarize_groups
 
     # the cached moments restricted to one clip value and two policies: every lookup below is then cheap
-    m = subset(moments(key, reward, discount, exposure), policies=(policy,) if policy else (), clips=(clip,))
+    m = subset(policy_moments(key, reward, discount, exposure), policies=(policy,) if policy else (), clips=(clip,))
     rows = []
     for metric in metrics:
         for g in summarize_groups(m, reward=reward, policy=policy, metric=metric, discount=discount,
@@ -183,12 +220,77 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
             rec = {"experiment_id": g.keys["experiment_id"], "metric": metric,
                    "logging": g.logging.value}
             if g.target is not None:
-                rec |= {"target": g.target.value, "effect": g.effect.value, "effect_low": g.effect.ci.low,
+                rec |= {"target": g.target.value, "target_low": g.target.ci.low, "target_high": g.target.ci.high,
+                        "effect": g.effect.value, "effect_low": g.effect.ci.low,
                         "effect_high": g.effect.ci.high, "p_one_sided": g.effect.p_value}
             if g.online is not None and g.online.effect is not None:
-                rec |= {"online_effect": g.online.effect.value, "online_p": g.online.p_two_sided}
+                rec |= {"online_control": g.online.control.value, "online_treatment": g.online.treatment.value,
+                        "online_effect": g.online.effect.value, "online_p": g.online.p_two_sided}
             rows.append(rec)
     return pd.DataFrame(rows)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def online_arms(key: str, reward: str, discount: str, exposure: str, level: float):
+    """The online outcome pooled over every A/B test (``estimators.online_results`` with no grouping): each arm's
+    mean reward per session with its CI and the treatment − control effect; None without a treatment arm."""
+    from offeval_core.estimators import online_results
+
+    res = online_results(policy_moments(key, reward, discount, exposure), reward=reward, level=level).get(())
+    return res if res is not None and res.treatment is not None else None
+
+
+CANDIDATE_METRICS = {"rank": ("dcg", "pndcg", "ndcg"), "propensity": ("cis", "ncis", "snips", "is")}
+"""The estimators the Candidates page offers, by policy kind (the first is the default): DCG (KDD'24 Eq. 9) for
+rank policies, CIS (Gilotte Sec. 4.2) for propensity policies — the estimators whose clip the recommendation tunes."""
+
+
+def candidate_policies(key: str) -> tuple[str, ...]:
+    """The candidates of a dataset: every target policy except those that are the logging policy."""
+    t = load(key).targets
+    return tuple(p for p in t.all if p not in t.logging)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def candidates_result(key: str, reward: str, discount: str, exposure: str, level: float, adjust: str,
+                      clip_rule: str, clip: float, rank_metric: str = "dcg", propensity_metric: str = "cis"):
+    """Every candidate vs the logging policy (``analyses.compare_candidates``) at one clip: with ``clip_rule``
+    "recommended" the least clipped of the candidates' own recommendations (``analyses.common_clip`` over
+    :func:`clip_recommendation`, the rule every page uses), with "sidebar" the sidebar's ``clip``. A rank
+    candidate is estimated by ``rank_metric`` with (D, D0), a propensity candidate by ``propensity_metric``."""
+    from offeval_core.analyses import Variant, common_clip, compare_candidates
+    from offeval_core.formatting import clip_text
+
+    ds = load(key)
+    cands = candidate_policies(key)
+    if not cands:
+        raise ValueError(f"{ds.label} has no candidate policy besides the logging policy "
+                         f"({', '.join(ds.targets.all) or 'no target policy'}): add one rank__<policy> or "
+                         "target_propensity__<policy> column per candidate")
+    models = {p: (PROPENSITY, PROPENSITY) if ds.targets.kind(p) == "propensity" else (discount, exposure)
+              for p in cands}
+    if clip_rule == "recommended" and not ds.is_moments:
+        recs = {p: clip_recommendation(key, reward, p, *models[p], level, "slope").clip for p in cands}
+        m, reason = common_clip(recs)
+    elif clip_rule == "recommended":
+        m, reason = clip, (f"m = {clip_text(clip)}: the sidebar's clip value (a moments file has no per-row "
+                           "weights to tune the clip on)")
+    else:
+        m, reason = clip, f"m = {clip_text(clip)}: the sidebar's clip value"
+    pairs = [(p, Variant(propensity_metric if models[p][0] == PROPENSITY else rank_metric, *models[p], m))
+             for p in cands]
+    mom = planned_moments(key, reward, None, [v for _, v in pairs])
+    return compare_candidates(mom, candidates=pairs, reward=reward, level=level, adjust=adjust, clip_reason=reason)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def candidates_chart(key: str, reward: str, discount: str, exposure: str, level: float, adjust: str, clip_rule: str,
+                     clip: float, rank_metric: str = "dcg", propensity_metric: str = "cis"):
+    """The forest plot (``forest.candidates_figure``) of :func:`candidates_result`; shared and read-only."""
+    from offeval_core.analyses import candidates_figure
+
+    return candidates_figure(candidates_result(key, reward, discount, exposure, level, adjust, clip_rule, clip,
+                                               rank_metric, propensity_metric))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -242,36 +344,37 @@ def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposur
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str):
+def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str, policy: str = "treatment"):
     """KDD'24 Table 2 as a heatmap (``charts.correlation_figure``) of :func:`correlation_result`."""
     from offeval_core.analyses import correlation_figure
 
-    return correlation_figure(correlation_result(key, reward, variants, method))
+    return correlation_figure(correlation_result(key, reward, variants, method, policy))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def correlation_clip_chart(key: str, reward: str, model: str, method: str, clip: float):
+def correlation_clip_chart(key: str, reward: str, model: str, method: str, clip: float, policy: str = "treatment"):
     """Table 2 across clip values (``charts.correlation_clip_figure``), the sidebar's ``clip`` marked."""
     from offeval_core.charts import correlation_clip_figure, mark_clip
 
-    res = correlation_clip_result(key, reward, model, method)
+    res = correlation_clip_result(key, reward, model, method, policy)
     return mark_clip(correlation_clip_figure(res), clip, sorted(res.table["clip"].unique()))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def correlation_html(key: str, reward: str, variants: tuple[tuple, ...], method: str) -> str:
+def correlation_html(key: str, reward: str, variants: tuple[tuple, ...], method: str, policy: str = "treatment") -> str:
     """The Table 2 layout (``styled_html``) of :func:`correlation_result`."""
-    return correlation_result(key, reward, variants, method).styled_html()
+    return correlation_result(key, reward, variants, method, policy).styled_html()
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def correlation_series_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str, experiment,
-                             row_reward: str, policy: str):
-    """The day-by-day drill-down figure of one row of :func:`correlation_result`."""
+                             row_reward: str, row_policy: str, policy: str = "treatment"):
+    """The day-by-day drill-down figure of one row (``row_policy``: logging or the target) of
+    :func:`correlation_result` with target ``policy``."""
     from offeval_core.analyses import correlation_series_figure
 
-    res = correlation_result(key, reward, variants, method)
-    return correlation_series_figure(res.series(experiment, row_reward, policy))
+    res = correlation_result(key, reward, variants, method, policy)
+    return correlation_series_figure(res.series(experiment, row_reward, row_policy))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

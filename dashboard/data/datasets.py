@@ -16,24 +16,28 @@ import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
-from offeval_core.errors import NeedsRawLogs
+from offeval_core.arm_values import parse_arms
+from offeval_core.errors import NeedsAnswers, NeedsRawLogs
 from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
+from offeval_core.policies import TargetPolicies, target_policies
 
 __all__ = [
     "DEMO_SEED", "REPO", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "load", "load_demo",
     "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
-    "needs_raw_logs_text", "parse_sim_spec", "sim_spec", "upload_key", "upload_moments", "upload_raw",
+    "needs_raw_logs_text", "parse_sim_spec", "propensity_moments", "sim_spec", "upload_key", "upload_moments",
+    "upload_raw",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,6 +83,13 @@ class Dataset:
     @property
     def policies(self) -> tuple[str, ...]:
         return self.file_moments.grid.policies if self.is_moments else self.logs.policies
+
+    @cached_property
+    def targets(self) -> TargetPolicies:
+        """The target policies of the logs or moments file (``policies.target_policies``): rank, then propensity
+        policies (``all``), their ``kind``, the ones that are the logging policy and the default target with its
+        reason; computed once per loaded dataset, the same as ``offeval validate`` says."""
+        return target_policies(self.file_moments if self.is_moments else self.logs)
 
     @property
     def has_arms(self) -> bool:
@@ -244,14 +255,31 @@ def upload_key(sha: str, name: str, mapping: dict[str, str]) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def load_upload(key: str) -> Dataset:
+def _read_upload(key: str) -> Dataset | NeedsAnswers:
+    """The upload read with the mapping form's entries, or the questions it leaves open (cached either way, so
+    a pending question does not read the file again on every rerun)."""
     _, rest = key.split(":", 1)
     sha, name, mapping = rest.split("|", 2)
     raw = upload_raw(sha, name)
     columns = json.loads(mapping)
     rewards = columns.pop("reward", "")  # the reward picker of the mapping form, comma-separated
-    logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name)
+    arms = columns.pop("arms", "")  # the arm labels of the mapping form: control=A,treatment=B or none
+    guess = bool(columns.pop("guess", ""))  # a fresh upload: common names guessed, as the command line does
+    try:
+        logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name,
+                         arms=parse_arms(arms, what="Arm labels") if arms else None, guess=guess, ask="guesses")
+    except NeedsAnswers as exc:  # nothing is computed until the user answers in the form
+        return exc
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
+
+
+def load_upload(key: str) -> Dataset:
+    """An uploaded file as a dataset; raises NeedsAnswers (with what was understood) when the file does not say
+    which columns are rewards or which column is the arm, or a reward was chosen by value alone."""
+    out = _read_upload(key)
+    if isinstance(out, NeedsAnswers):
+        raise out
+    return out
 
 
 # ------------------------------------------------------------------------------------------ moments files
@@ -397,4 +425,27 @@ def importance_moments(key: str, reward: str, policy: str, discount: str, exposu
     out = reduce_importance(ds.logs, rewards=(reward,), policies=(policy,), clips=DEFAULT_CLIPS,
                             discount=discount, exposure=exposure, weights="exposure")
     mark_ready("importance", key, reward, policy, discount, exposure)
+    return out
+
+
+PROPENSITY_REDUCE = {"cappings": ("max",), "scales": ("session",)}
+"""The importance estimators the pages offer for propensity policies: max-capping min(w, c), per session
+(``offeval estimate`` also has zero-capping and the per-impression scale)."""
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def propensity_moments(key: str, reward: str) -> Moments:
+    """Moments of the importance-sampling family (IS, SNIPS, CIS, NCIS, PieceNCIS, PointNCIS; Gilotte Sec. 3-5)
+    with the logged propensities π_t / π_p, for every propensity policy of a dataset over the whole clip grid
+    (the cap c plays the role of m); cached. Discount and exposure of these rows read ``propensity``."""
+    from offeval_core.importance import reduce_importance
+
+    ds = load(key)
+    if ds.is_moments:
+        raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
+                                               "in the moments file; each"))
+    policies = tuple(p for p in ds.targets.all if ds.targets.kind(p) == "propensity")
+    out = reduce_importance(ds.logs, rewards=(reward,), policies=policies, clips=DEFAULT_CLIPS,
+                            weights="propensity", **PROPENSITY_REDUCE)
+    mark_ready("propensity", key, reward)
     return out

@@ -9,7 +9,17 @@ import streamlit as st
 
 from dashboard.data.datasets import load
 
-__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview"]
+__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview", "understanding"]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def understanding(key: str):
+    """What offeval understood of a dataset's logs (:func:`offeval_core.understanding.understand`), once per
+    dataset: the same summary ``offeval validate`` prints."""
+    from offeval_core.understanding import understand
+
+    ds = load(key)
+    return understand(ds.logs, summary=ds.summary)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

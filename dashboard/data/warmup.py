@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from dashboard.data.analyses import (
     agreement_result,
+    candidate_policies,
+    candidates_result,
     clip_tuning_result,
     correlation_clip_result,
     correlation_result,
@@ -30,7 +32,7 @@ from dashboard.data.analyses import (
     decision_result,
     sensitivity_result,
 )
-from dashboard.data.datasets import Dataset, moments
+from dashboard.data.datasets import Dataset, moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 
 __all__ = ["Warmup", "progress", "warm_up"]
@@ -60,41 +62,60 @@ def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Call
     Every argument is the page's own default: the global settings' (``state.DEFAULTS``), the page controls'
     (``state.PAGE_CONTROLS``) and the shared default choices (``decision_defaults``),
     passed in the page's order, so each call hits the cache entry the page reads
-    (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew)."""
+    (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew). A propensity
+    target policy's steps read the importance moments of the logged propensities (``PROPENSITY_CONTROLS``)."""
     from dashboard.state import DEFAULTS as D
+    from dashboard.state import PROPENSITY_CONTROLS
     from offeval_core.analyses import default_variants
-
-    def control(name: str):
-        return D.control(name)
+    from offeval_core.analyses.plan import propensity_estimators
+    from offeval_core.importance.weights import PROPENSITY
 
     key = ds.key
     rates = ds.reward_rates
     rewards = tuple(r for r in ds.rewards if rates.get(r, 0) > 0)
     arms = ds.has_arms
+    propensity = ds.targets.kind(policy) == "propensity"
+    # the target policy's models: a propensity policy's estimators read the logged propensities (D = D0 = propensity)
+    d, e = (PROPENSITY, PROPENSITY) if propensity else (D.discount, D.exposure)
+
+    def control(name: str):
+        return PROPENSITY_CONTROLS[name] if propensity and name in PROPENSITY_CONTROLS else D.control(name)
+
     steps: list[tuple[str, Callable[[], object]]] = [
         ("data summary", lambda: (reward_overview(key), max_rank(key), learnt_pbm(key))),
         *((f"moments of {r}", lambda r=r: moments(key, r, D.discount, D.exposure))
           for r in dict.fromkeys((reward, *rewards)))]
+    if propensity:
+        steps += [(f"propensity moments of {r}", lambda r=r: propensity_moments(key, r))
+                  for r in dict.fromkeys((reward, *rewards))]
     if policy and arms and rewards:
         pooled = rewards if control("sens_all") else (reward,)
         steps.append(("sensitivity", lambda: sensitivity_result(
-            key, pooled, D.discount, D.exposure, policy, tuple(control("sens_metrics")), D.level,
+            key, pooled, d, e, policy, tuple(control("sens_metrics")), D.level,
             control("sens_alpha"), control("sens_eff"), control("sens_side"), control("sens_adj"))))
-    if arms and len(ds.days) >= 3 and "treatment" in ds.policies:
-        variants = tuple(tuple(v) for v in default_variants())  # the page's default columns (Q̂ at m = ∞)
-        steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
-        steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method)))
-        steps.append(("Table 2 across clips", lambda: correlation_clip_result(key, reward, "pbm", D.method)))
+    if policy and arms and len(ds.days) >= 3:
+        # the page's default columns (Q̂ at m = ∞; IS and SNIPS for a propensity policy)
+        variants = tuple(tuple(v) for v in (propensity_estimators(D.clip) if propensity else default_variants()))
+        if not propensity:
+            steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
+        steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method, policy)))
+        if not propensity:
+            steps.append(("Table 2 across clips", lambda: correlation_clip_result(key, reward, "pbm", D.method,
+                                                                                  policy)))
     if len(ds.policies) >= 2:
         steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, tuple(ds.policies), D.discount,
                                                               D.exposure, D.clip, D.level, control("agr_boot"))))
     if policy and arms:
-        ests = decision_defaults(D.discount, D.exposure, D.clip)
+        ests = decision_defaults(d, e, D.clip)
         steps.append(("decisions", lambda: decision_result(key, reward, policy, ests, D.level, control("dec_rel"),
                                                            control("dec_adj"))))
     if policy:
-        steps.append(("clip tuning", lambda: clip_tuning_result(key, reward, policy, D.discount, D.exposure, D.level,
+        steps.append(("clip tuning", lambda: clip_tuning_result(key, reward, policy, d, e, D.level,
                                                                 control("clip_rule"))))
+    if candidate_policies(key):
+        steps.append(("candidates", lambda: candidates_result(
+            key, reward, D.discount, D.exposure, D.level, control("cand_adj"), control("cand_clip"), D.clip,
+            control("cand_rank"), control("cand_prop"))))
     return steps
 
 

@@ -10,7 +10,9 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.analyses import Variant, default_variants
 from offeval_core.analyses import variant_label as vlabel
+from offeval_core.analyses.plan import PROPENSITY_CURVES, propensity_estimators
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.importance.weights import PROPENSITY
 from offeval_core.sanitize import escape_markdown
 from offeval_core.validation import format_clip, parse_clip
 
@@ -20,7 +22,7 @@ st.title("Offline-online correlation")
 st.caption("Each cell correlates, across the days of one experiment, the online mean reward per session of a "
            "policy's arm (R₀: control, Rₜ: treatment) with the offline estimate of that policy on the same day's "
            "control logs (KDD'24 Table 2). † p < 0.05; bold: best variant of the row.")
-if not ui.needs(c, arms=True):
+if not ui.needs(c, policy=True, arms=True):
     st.stop()
 days = c.dataset.days
 if len(days) < 3:
@@ -28,13 +30,9 @@ if len(days) < 3:
              "informative). Load logs that span several days per experiment, or simulate a world with more "
              "days on the Data page.", icon=":material/error:")
     st.stop()
-if "treatment" not in c.dataset.policies:
-    st.error("The Table 2 rows compare R₀ (the logging policy, control arm) and Rₜ (the policy that served the "
-             "treatment arm), so the logs need a `rank__treatment` column; they have "
-             f"{', '.join('rank__' + p for p in c.dataset.policies) or 'no rank__ columns'}.", icon=":material/error:")
-    st.stop()
-
 s = c.settings
+st.caption(f"Rₜ = **{ui.md_escape(c.policy)}** (the sidebar's target policy), taken to be the policy that served the "
+           "treatment arm; pick another in the sidebar.")
 
 
 def _to_text(v: Variant) -> str:
@@ -48,6 +46,8 @@ def _from_text(t: str) -> Variant:
 
 models = list(dict.fromkeys(["log2", "pbm", s.discount]))
 clip_opts = list(dict.fromkeys([1.0, s.clip, math.inf]))
+if c.propensity:  # the logged propensities: one weight model, the cap c of the importance estimators
+    models = [PROPENSITY]
 if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = model)
     g = c.dataset.file_moments.grid
     models = [mo for mo in models if mo in g.discounts and mo in g.exposures]
@@ -56,10 +56,15 @@ if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = m
         ui.raw_logs_notice(f"The moments file holds no variant with D = D0 (D ∈ {', '.join(g.discounts)}, D0 ∈ "
                            f"{', '.join(g.exposures)}); the correlation table compares such variants, so it")
         st.stop()
-metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
-candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts]
+if c.propensity:
+    metric_names = list(PROPENSITY_CURVES)
+    defaults = [_to_text(v) for v in propensity_estimators(s.clip)]
+else:
+    metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
+    defaults = [_to_text(v) for v in default_variants()]
+candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts
+              if not (me in ("is", "snips") and cl != math.inf)]  # IS and SNIPS are uncapped: offered once
 options = list(dict.fromkeys(_to_text(v) for v in candidates))
-defaults = [_to_text(v) for v in default_variants()]
 chosen = [t for t in ss.get("w_variants", []) if t in options]
 ui.page_default("variants", [t for t in defaults if t in options])
 ss["w_variants"] = chosen or [t for t in defaults if t in options]
@@ -77,35 +82,47 @@ if not picked:
     st.stop()
 
 variants = tuple(tuple(_from_text(t)) for t in picked)
+pol = c.policy
 with ui.guarded("Correlation"):
-    for model in dict.fromkeys(v[1] for v in variants):
-        ui.get_moments(c, discount=model, exposure=model)
-    res = data.correlation_result(c.key, c.reward, variants, method)
+    if c.propensity:
+        ui.get_moments(c)
+    else:
+        for model in dict.fromkeys(v[1] for v in variants):
+            ui.get_moments(c, discount=model, exposure=model)
+    res = data.correlation_result(c.key, c.reward, variants, method, pol)
     for w in res.warnings:
         st.warning(w, icon=":material/warning:")
+    take = ui.policy_headline(pol, res.takeaway)
     if c.present:  # the chart first; the Table 2 layout folded
-        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method), key="correlation",
-                       name="correlation", take=res.takeaway)
+        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method, pol), key="correlation",
+                       name="correlation", take=take)
         if st.checkbox("Show the Table 2 layout", key="show_corr_html"):
-            st.html(data.correlation_html(c.key, c.reward, variants, method))
+            st.html(data.correlation_html(c.key, c.reward, variants, method, pol))
     else:
-        ui.takeaway(res.takeaway)
-        st.html(data.correlation_html(c.key, c.reward, variants, method))
+        ui.takeaway(take)
+        st.html(data.correlation_html(c.key, c.reward, variants, method, pol))
         with st.expander("Tidy table (one row per experiment, reward, policy and variant)"):
             ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
-        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method), key="correlation",
+        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method, pol), key="correlation",
                        name="correlation")
 
     st.subheader("Table 2 across clip values")
-    if c.dataset.is_moments and not all(mo in g.discounts and mo in g.exposures for mo in ("pbm", "log2")):
+    if c.propensity:
+        st.info(f"Table 2 across clip values compares two position-bias models of DCG (the learnt PBM and log2) at "
+                f"every clip m; **{ui.md_escape(pol)}** is given by propensities, whose weights π_t / π_p need no "
+                "position-bias model, so there is nothing to compare. The estimators above vary the cap c; the "
+                "Sensitivity and Clip tuning pages show each cap.", icon=":material/info:")
+        ui.links(("sensitivity", "clip-tuning"))
+    elif c.dataset.is_moments and not all(mo in g.discounts and mo in g.exposures for mo in ("pbm", "log2")):
         st.info("Comparing DCG (pbm, ·) with DCG (log2, ·) at every clip value needs both models in the moments "
                 f"file (D = D0 = pbm and D = D0 = log2); it holds D ∈ {{{escape_markdown(', '.join(g.discounts))}}}, "
                 f"D0 ∈ {{{escape_markdown(', '.join(g.exposures))}}}. Reduce the logs with both models, or load the logs themselves on "
                 "the Data page.", icon=":material/info:")
     else:
-        by_clip = data.correlation_clip_result(c.key, c.reward, "pbm", method)
-        ui.show_figure(data.correlation_clip_chart(c.key, c.reward, "pbm", method, s.clip), key="correlation_clip",
-                       name=f"table2_by_clip_{c.reward}", take=by_clip.takeaway)
+        by_clip = data.correlation_clip_result(c.key, c.reward, "pbm", method, pol)
+        ui.show_figure(data.correlation_clip_chart(c.key, c.reward, "pbm", method, s.clip, pol),
+                       key="correlation_clip", name=f"table2_by_clip_{c.reward}",
+                       take=ui.policy_headline(pol, by_clip.takeaway))
         st.caption("Each point correlates the target policy's daily offline DCG (control logs) with its arm's "
                    "online reward over every (experiment, day): C = raw labels at m = 1, Q̂ = labels de-biased by "
                    "min(m, 1/D0). A star marks a clip where the learnt PBM beats both log2 variants.")
@@ -125,7 +142,7 @@ with ui.guarded("Correlation"):
     exp, reward, policy = labels[row]
     ss["w_experiment"] = str(exp)
     series = res.series(exp, reward, policy)
-    ui.show_figure(data.correlation_series_chart(c.key, c.reward, variants, method, exp, reward, policy),
+    ui.show_figure(data.correlation_series_chart(c.key, c.reward, variants, method, exp, reward, policy, pol),
                    key="correlation_series", name=f"series_{exp}_{reward}",
                    take=res.series_takeaway(exp, reward, policy))
     ui.show_table(series, key="correlation_series_table", name=f"series_{exp}_{reward}_{policy}")

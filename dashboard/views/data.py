@@ -10,9 +10,11 @@ import streamlit as st
 
 from dashboard import data, ui
 from offeval_core import mapping as column_mapping
-from offeval_core.errors import InputError
+from offeval_core.arm_values import parse_arms
+from offeval_core.errors import InputError, NeedsAnswers
 from offeval_core.logs import KNOWN
 from offeval_core.sanitize import escape_markdown
+from offeval_core.understanding import markdown_table, question_action, reading_lines
 
 c = ui.ctx()
 ss = st.session_state
@@ -46,9 +48,8 @@ def _on_upload() -> None:
     except InputError as exc:  # every loader failure (unreadable, over a limit, invalid moments)
         ss["upload_error"] = exc
         return
-    raw = data.upload_raw(sha, f.name, buf)
-    guessed = column_mapping.guess_mapping(raw)  # common names (visit, pos, variant…) mapped at once
-    ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": guessed}
+    # common names (visit, pos, variant…) are guessed at once, as the command line does; the form shows them
+    ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": {"guess": "1"}}
     ss.pop("_map_for", None)
     ss["w_dataset"] = "upload"
 
@@ -63,33 +64,50 @@ def _on_simulate() -> None:
     ss["w_dataset"] = "sim"
 
 
-def _form_mapping(raw: pd.DataFrame) -> tuple[dict[str, str], list[str], str]:
-    """(mapping with patterns expanded, rewards, problem) from the mapping widgets' current values."""
+def _form_mapping(raw: pd.DataFrame) -> tuple[dict[str, str], list[str], str, str]:
+    """(mapping with patterns expanded, rewards, arm labels, problem) from the mapping widgets' current values."""
     mapping = {}
     for name in KNOWN:
         chosen = ss.get(f"w_map_{name}")
         if chosen and chosen != NONE and chosen != name:
             mapping[name] = chosen
+    arms = (ss.get("w_map_arms") or "").strip()
+    try:
+        parse_arms(arms, what="Arm labels")
+    except InputError as exc:
+        return mapping, [], arms, f"{exc} (e.g. control=A,treatment=B, or none)."
     pattern = (ss.get("w_map_policies") or "").strip()
     if pattern:
         if pattern.count("*") != 1:
-            return mapping, [], ("The policy columns pattern needs exactly one *, standing for the policy name "
-                                 f"(e.g. pos_*); got “{pattern}”.")
+            return mapping, [], arms, ("The policy columns pattern needs exactly one *, standing for the policy "
+                                       f"name (e.g. pos_*); got “{pattern}”.")
         mapping["rank__*"] = pattern
     try:
         concrete = column_mapping.expand_mapping(raw.columns, mapping)
     except ValueError:
-        return mapping, [], f"No column matches the policy columns pattern “{pattern}”."
-    return concrete, list(ss.get("w_map_rewards") or []), ""
+        return mapping, [], arms, f"No column matches the policy columns pattern “{pattern}”."
+    return concrete, list(ss.get("w_map_rewards") or []), arms, ""
+
+
+def _last_reading(info: dict):
+    """The reading of this upload's last load: the loaded logs', or the one a pending question carries."""
+    err = ss.get("_load_error")
+    if isinstance(err, NeedsAnswers):
+        return err.reading
+    ds = c.dataset
+    if ds is not None and not ds.is_moments and ds.key.startswith(f"upload:{info['sha']}|"):
+        return ds.logs.reading
+    return None
 
 
 def _init_mapping_widgets(raw: pd.DataFrame, info: dict) -> None:
-    """Fill the mapping widgets once per upload: the applied mapping, else guesses for common names."""
+    """Fill the mapping widgets once per upload: the applied mapping, else guesses for common names, the
+    rewards and arm labels offeval understood."""
     if ss.get("_map_for") == info["sha"]:
         return
     ss["_map_for"] = info["sha"]
     cols = [str(x) for x in raw.columns]
-    current = {k: v for k, v in info.get("mapping", {}).items() if k != "reward"}
+    current = {k: v for k, v in info.get("mapping", {}).items() if k not in ("reward", "arms", "guess")}
     guessed = column_mapping.guess_mapping(raw, current)
     merged = {**guessed, **current}
     for name in KNOWN:
@@ -101,17 +119,27 @@ def _init_mapping_widgets(raw: pd.DataFrame, info: dict) -> None:
         prefixes = {c[: len(c) - len(n)] for c, n in zip(policy_cols, names, strict=True) if c.endswith(n)}
         pattern = prefixes.pop() + "*" if len(prefixes) == 1 else ""
     ss["w_map_policies"] = pattern
-    used = set(merged.values()) | set(KNOWN)
-    numeric = [c for c in cols if c not in used and not c.startswith(("rank__", "target_propensity__"))
-               and pd.api.types.is_numeric_dtype(raw[c])]
-    ranky = set(column_mapping.rank_like_rewards(raw, numeric))
+    reading = _last_reading(info)
     chosen = info.get("mapping", {}).get("reward")
-    ss["w_map_rewards"] = chosen.split(",") if chosen else [c for c in numeric if c not in ranky]
+    if chosen:
+        ss["w_map_rewards"] = chosen.split(",")
+    elif reading is not None:
+        ss["w_map_rewards"] = [r for r in reading.rewards if r in cols]
+    else:
+        used = set(merged.values()) | set(KNOWN)
+        numeric = [c for c in cols if c not in used and not c.startswith(("rank__", "target_propensity__"))
+                   and pd.api.types.is_numeric_dtype(raw[c])]
+        ranky = set(column_mapping.rank_like_rewards(raw, numeric))
+        ss["w_map_rewards"] = [c for c in numeric if c not in ranky]
+    arms = info.get("mapping", {}).get("arms", "")
+    if not arms and reading is not None and reading.arm_values is not None and reading.arm_values.how != "schema":
+        arms = reading.arm_values.text()
+    ss["w_map_arms"] = arms
 
 
 def _on_mapping(raw_key: tuple[str, str]) -> None:
     raw = data.upload_raw(*raw_key)
-    concrete, rewards, problem = _form_mapping(raw)
+    concrete, rewards, arms, problem = _form_mapping(raw)
     if problem:
         ss["_map_problem"] = problem
         return
@@ -120,9 +148,22 @@ def _on_mapping(raw_key: tuple[str, str]) -> None:
     mapping = dict(concrete)
     if rewards:
         mapping["reward"] = ",".join(rewards)
+    if arms:
+        mapping["arms"] = arms
     info["mapping"] = mapping
     ss["upload_info"] = info
     ss["w_dataset"] = "upload"
+
+
+def _show_questions(exc: NeedsAnswers) -> None:
+    """What the file leaves open, how to answer it in the form, and what was understood so far; nothing is
+    computed until the mapping is applied."""
+    lines = [f"- {escape_markdown(q.text)}: {escape_markdown(question_action(q, 'form'))}" for q in exc.questions]
+    st.warning("**Before anything is computed, please confirm in the column mapping below:**\n" + "\n".join(lines),
+               icon=":material/help:")
+    with st.expander("What offeval understood so far", expanded=True):
+        st.markdown(markdown_table([x for x in reading_lines(exc.reading, style="form", fields=True)
+                                    if x[0] != "question"]))
 
 
 def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
@@ -130,23 +171,32 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
     of what each column becomes; applied with one button."""
     cols = [str(x) for x in raw.columns]
     _init_mapping_widgets(raw, info)
-    if "w_map_open" not in ss or ss.get("_map_open_for") != info["sha"]:
-        ss["w_map_open"] = expanded  # open when the file needs a mapping; then as the user leaves it
-        ss["_map_open_for"] = info["sha"]
-    with st.expander("Column mapping", key="w_map_open", icon=":material/swap_horiz:"):
+    err = ss.get("_load_error") if ss.get("w_dataset") == "upload" else None
+    state = f"{info['sha']}|{type(err).__name__ if err is not None else ''}"
+    if "w_map_open" not in ss or ss.get("_map_open_for") != state:
+        ss["w_map_open"] = expanded  # open when the file needs a mapping or an answer; then as the user leaves it
+        ss["_map_open_for"] = state
+    with st.expander("Column mapping", key="w_map_open", on_change="rerun", icon=":material/swap_horiz:"):
         st.caption("Which of your columns holds each schema field (common names such as visit, pos, variant, "
                    "date and test are guessed), which columns are the target policies' ranks, and which are "
                    "rewards. The preview updates as you choose; **Apply mapping** reloads the file.")
         grid = st.columns(4)
         for i, name in enumerate(KNOWN):
-            grid[i % 4].selectbox(name + (" *" if name in ("session_id", "rank") else ""), [NONE, *cols],
-                                  key=f"w_map_{name}")
+            extra = [column_mapping.EACH_ROW] if name == "session_id" else []
+            grid[i % 4].selectbox(name + (" *" if name in ("session_id", "rank") else ""), [NONE, *extra, *cols],
+                                  key=f"w_map_{name}",
+                                  help=("“(each row)”: no session column, each row is one session (a bandit round)"
+                                        if name == "session_id" else None))
         a, b = st.columns([1, 2])
         a.text_input("Policy columns (pattern)", key="w_map_policies", placeholder="e.g. pos_*",
                      help="Columns holding the rank each candidate policy would give the item; * stands for "
                           "the policy's name (pos_* makes pos_treatment the policy 'treatment'). Columns "
                           "already named rank__<policy> need no pattern.")
-        concrete, _, problem = _form_mapping(raw)
+        a.text_input("Arm labels", key="w_map_arms", placeholder="e.g. control=A,treatment=B",
+                     help="Which label of the arm column is the control arm and which the treatment arm: "
+                          "control=<label>,treatment=<label>. Empty: control/treatment or a common pair (A/B, 0/1, "
+                          "control/test, baseline/variant, off/on) is recognised. none: the file has no arm column.")
+        concrete, _, _, problem = _form_mapping(raw)
         used = set(concrete.values())
         numeric = [c for c in cols if c not in used and c not in KNOWN and not c.startswith(("rank__",
                    "target_propensity__")) and pd.api.types.is_numeric_dtype(raw[c])]
@@ -163,6 +213,7 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
                        "Policy columns and remove them from the rewards.", icon=":material/warning:")
         inverse = {v: k for k, v in concrete.items()}
         rewards = set(ss.get("w_map_rewards") or [])
+        reading = _last_reading(info)
 
         def role(col: str) -> str:
             k = inverse.get(col, col if col in KNOWN or col.startswith("rank__") else None)
@@ -170,7 +221,10 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
                 return f"target policy “{k[len('rank__'):]}”"
             if k:
                 return k
-            return "reward" if col in rewards else "not used"
+            if col in rewards:
+                return "reward"
+            seen = reading.of(col) if reading is not None else None
+            return f"not used: {seen.why}" if seen is not None and seen.role == "ignored" else "not used"
 
         preview = pd.DataFrame({"your column": cols, "becomes": [role(x) for x in cols]})
         n_pol = sum(r.startswith("target policy") for r in preview["becomes"])
@@ -209,7 +263,9 @@ if source == "upload":
     info = ss.get("upload_info")
     if info:
         load_error = ss.get("_load_error") if ss.get("w_dataset") == "upload" and c.dataset is None else None
-        if load_error is not None:
+        if isinstance(load_error, NeedsAnswers):
+            _show_questions(load_error)
+        elif load_error is not None:
             ui.show_error(load_error, context="Validation")
         elif ss.get("w_dataset") == "upload":
             st.success(f"{info['name']} is valid and loaded.", icon=":material/check_circle:")
@@ -244,6 +300,10 @@ if source == "sim":
         st.caption(f"Current simulation: `{ss['sim_spec']}`")
 
 st.divider()
+if c.dataset is None and isinstance(ss.get("_load_error"), NeedsAnswers):
+    st.info("Nothing is computed until the question(s) above are answered in the column mapping.",
+            icon=":material/hourglass_empty:")
+    st.stop()
 if c.dataset is None:
     st.error(f"No valid data is loaded. {escape_markdown(c.problem)} Use one of the tabs above.", icon=":material/error:")
     st.stop()
@@ -281,9 +341,17 @@ st.subheader(f"Validation report — {escape_markdown(ds.label)}")
 if ds.note:
     st.info(escape_markdown(ds.note), icon=":material/info:")
 st.success("The logs follow the schema: no missing columns, duplicate (session, rank) pairs, bad ranks, "
-           "NaN rewards or unknown arms.", icon=":material/check_circle:")
-for note in s.notes:
-    st.info(escape_markdown(note), icon=":material/info:")
+           "NaN rewards or unmapped arm labels.", icon=":material/check_circle:")
+understood = data.understanding(ds.key)
+flagged = [c for c in (understood.reading.ignored if understood.reading else ()) if c.hint is not None]
+if flagged:
+    st.warning("Ignored column(s) that look meaningful: "
+               + "; ".join(escape_markdown(f"{c.column} ({c.why})") for c in flagged)
+               + ". See **What offeval understood** below and map them in the column mapping if they are.",
+               icon=":material/warning:")
+with st.expander("What offeval understood", expanded=True, icon=":material/fact_check:"):
+    st.caption("The same summary `offeval validate` and `offeval dashboard FILE --check` print.")
+    st.markdown(understood.to_markdown())
 
 m = st.columns(6)
 m[0].metric("Sessions", f"{s.sessions:,}")
@@ -312,9 +380,6 @@ with left:
     ui.show_table(arms, key="arms", name="arms")
     st.caption(f"Session length: mean {s.mean_length:.1f}; "
                + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
-    st.markdown("**Experiments and policies**")
-    st.text(", ".join(map(str, s.experiments)))
-    st.text(", ".join(s.policies) or "No target policies (no rank__<policy> or target_propensity__<policy> columns).")
     if len(s.days) < 2:
         st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
     if len(s.experiments) < 2:

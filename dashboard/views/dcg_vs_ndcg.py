@@ -31,6 +31,17 @@ def _logged() -> None:
                            "over sessions)")
         return
     policies = list(c.logs.policies)
+    targets = c.dataset.targets
+    if len(policies) < 2 and len(targets.all) > len(policies):
+        given = [p for p in targets.all if targets.kind(p) == "propensity"]
+        st.info(f"DCG and nDCG score a ranking: they need the rank at which each candidate would show each item "
+                f"(`rank__<policy>` columns, two candidates at least). "
+                f"{ui.md_escape(', '.join(given))} {'is' if len(given) == 1 else 'are'} given by propensities "
+                "(`target_propensity__<policy>`), which these metrics cannot read. Importance sampling with the "
+                "logged propensities (IS, SNIPS, CIS, NCIS; Gilotte et al.) evaluates them on these pages:",
+                icon=":material/info:")
+        ui.links(("candidates", "decisions", "clip-tuning", "sensitivity", "correlation"))
+        st.stop()
     if len(policies) < 2:
         st.error(f"Comparing rankings needs at least two target policies; these logs have {len(policies)} "
                  "(rank__<policy> columns). Add one column per candidate policy.", icon=":material/error:")

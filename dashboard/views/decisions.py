@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.analyses import Variant, decision_figure
 from offeval_core.analyses import variant_label as vlabel
+from offeval_core.analyses.plan import PROPENSITY_METRICS
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
@@ -33,9 +34,14 @@ if len(experiments) < 2:
                icon=":material/warning:")
 
 s = c.settings
+d_model, e_model = c.models
 names = list(ESTIMATORS)
 if c.dataset.is_moments:  # the importance-sampling family has its own reduce over the rows
     names = [n for n in names if data.estimator_family(n) != "importance"]
+if c.propensity:  # the logged propensities: the importance family, max-capped, per session
+    names = list(PROPENSITY_METRICS)
+    st.caption(f"**{ui.md_escape(c.policy)}** is given by propensities: the estimators weight the logged rows by "
+               "π_t / π_p; m is the cap c of the weights.")
 
 
 def _to_text(name: str, clip: float) -> str:
@@ -48,8 +54,9 @@ def _from_text(t: str) -> tuple[str, float]:
 
 
 clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
-options = [_to_text(n, m) for n in names for m in clips]
-defaults = [_to_text(n, m) for n, _, _, m in data.decision_defaults(s.discount, s.exposure, s.clip)]
+uncapped = ("is", "snips") if c.propensity else ()  # the same at every cap: offered once, at c = ∞
+options = [_to_text(n, m) for n in names for m in clips if n not in uncapped or math.isinf(m)]
+defaults = [_to_text(n, m) for n, _, _, m in data.decision_defaults(d_model, e_model, s.clip)]
 chosen = [t for t in ss.get("w_estimators", []) if t in options]
 default_estimators = list(dict.fromkeys(t for t in defaults if t in options))
 ui.page_default("estimators", default_estimators)
@@ -58,7 +65,7 @@ ss["w_estimators"] = chosen or default_estimators
 
 def _label(t: str) -> str:
     name, m = _from_text(t)
-    return vlabel(Variant(name, s.discount, s.exposure, m))
+    return vlabel(Variant(name, d_model, e_model, m))
 
 
 with ui.controls():
@@ -82,11 +89,12 @@ if not picked:
     st.warning("Choose at least one estimator in the page controls.", icon=":material/warning:")
     st.stop()
 
-ests = tuple((n, s.discount, s.exposure, m) for n, m in map(_from_text, picked))
+ests = tuple((n, d_model, e_model, m) for n, m in map(_from_text, picked))
 with ui.guarded("Decision boxes"):
     ui.get_moments(c)
     imp = [e for e in ests if data.estimator_family(e[0]) == "importance"]
-    if imp and not data.is_ready("importance", c.key, c.reward, c.policy, s.discount, s.exposure):
+    if imp and not c.propensity and not data.is_ready("importance", c.key, c.reward, c.policy, s.discount,
+                                                      s.exposure):
         ui.with_progress("Computing importance-sampling moments (first time only)…", False,
                          lambda: data.importance_moments(c.key, c.reward, c.policy, s.discount, s.exposure))
     res = data.decision_result(c.key, c.reward, c.policy, ests, s.level, relative, adjust)
@@ -98,7 +106,10 @@ with ui.guarded("Decision boxes"):
         else labels[0]
     fig = decision_figure(res, estimator=est)
     with holder if c.present else st.container():
-        event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=res.takeaway, select=True)
+        # the headline is about the estimator the chart shows; the comparison of the estimators follows
+        compare = len(labels) > 1 and not (res.takeaway.startswith(f"{est} takes") and "; " not in res.takeaway)
+        take = res.estimator_takeaway(est) + (f" Across the {len(labels)} estimators: {res.takeaway}" if compare else "")
+        event = ui.show_figure(fig, key="decisions", name="decision_boxes", take=take, select=True)
         st.caption(res.adjustment)
     boxes = res.boxes[res.boxes["estimator"] == est]
     points = getattr(getattr(event, "selection", None), "points", None) or []
@@ -120,6 +131,18 @@ with ui.guarded("Decision boxes"):
     one = res.boxes[res.boxes["experiment_id"].astype(str) == exp]
     row = one[one["estimator"] == est].iloc[0]
     unit = " %" if relative else ""
+    lv = st.columns([1, 1, 1.7, 1.3])
+    lv[0].metric("Offline estimate", f"{row['offline_target']:.4g}",
+                 help=f"{ui.md_escape(c.policy)}, {ui.md_escape(est)} on the control logs of {ui.md_escape(exp)}; {res.level:.0%} CI [{row['offline_target_low']:.4g}, "
+                      f"{row['offline_target_high']:.4g}]")
+    lv[1].metric("Online treatment arm", f"{row['online_treatment']:.4g}",
+                 help=f"mean reward per session of the treatment arm of {ui.md_escape(exp)}; {res.level:.0%} CI "
+                      f"[{row['online_treatment_low']:.4g}, {row['online_treatment_high']:.4g}]")
+    covered = row["offline_target_low"] <= row["online_treatment"] <= row["offline_target_high"]
+    lv[2].metric(f"Offline {res.level:.0%} CI", f"[{row['offline_target_low']:.4g}, {row['offline_target_high']:.4g}]",
+                 help="The offline estimate's confidence interval, next to the online treatment mean")
+    lv[3].metric("Covers the online mean", "yes" if covered else "no",
+                 help="Whether the offline CI of the target's estimate contains the treatment arm's online mean")
     m = st.columns([1, 1, 1.6, 1])
     m[0].metric("Offline uplift", f"{row['offline_effect']:.4g}{unit}",
                 help=f"{res.level:.0%} CI [{row['offline_low']:.4g}, {row['offline_high']:.4g}]")

@@ -6,6 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, ui
+from dashboard.state import PROPENSITY_CONTROLS
+from offeval_core.analyses.plan import PROPENSITY_CURVES
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
 from offeval_core.multiple import LABELS as ADJUST_LABELS
@@ -21,12 +23,20 @@ st.caption("KDD'24 Sec. 6.2, Fig. 1, by the paper's protocol: the settings are t
            "negatives are a separate view, never part of the TPR.")
 if not ui.needs(c, policy=True, arms=True):
     st.stop()
+if c.propensity:
+    st.caption(f"**{ui.md_escape(c.policy)}** is given by propensities: its estimators weight the logged rows by "
+               "π_t / π_p, and the cap c of the weights plays the role of the clip m (Gilotte Sec. 4.2).")
 
-metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
+if c.propensity:  # importance weights π_t / π_p: the cap c of IS / CIS / NCIS / SNIPS plays the role of m
+    metric_names = list(PROPENSITY_CURVES)
+    default_metrics = list(PROPENSITY_CONTROLS["sens_metrics"])
+else:
+    metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
+    default_metrics = None
 SIDE_LABELS = {"improvements": "online improvements (TPR)", "negatives": "online negatives (negatives detected)"}
 with ui.controls():
     a, b, d = st.columns([3, 2.4, 2])
-    ui.init_control("sens_metrics", options=metric_names)
+    ui.init_control("sens_metrics", default_metrics, options=metric_names)
     ui.init_control("sens_side")
     ui.init_control("sens_alpha")
     ui.init_control("sens_eff")
@@ -56,12 +66,14 @@ if not metrics:
     st.stop()
 
 s = c.settings
+d_model, e_model = c.models
 rewards = tuple(c.dataset.rewards) if all_rewards else (c.reward,)
 rates = c.dataset.reward_rates
 rewards = tuple(r for r in rewards if rates.get(r, 0) > 0)
 min_effect = float(min_effect)
 with ui.guarded("Sensitivity"):
-    todo = [r for r in rewards if not data.is_ready("moments", c.key, r, s.discount, s.exposure)]
+    todo = [r for r in rewards if not (data.is_ready("propensity", c.key, r) if c.propensity
+                                       else data.is_ready("moments", c.key, r, s.discount, s.exposure))]
     if todo:
         bar = st.progress(0.0, text="Computing moments…")
         for i, r in enumerate(todo):
@@ -69,18 +81,19 @@ with ui.guarded("Sensitivity"):
                                               "time only)…")
             ui.get_moments(c, reward=r)
         bar.empty()
-    res = data.sensitivity_result(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
+    res = data.sensitivity_result(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
                                   min_effect, side, adjust)
     n_settings = len(res.settings)
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
         st.stop()
-    fig = data.sensitivity_chart(c.key, rewards, s.discount, s.exposure, c.policy, tuple(metrics), s.level, alpha,
+    fig = data.sensitivity_chart(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
                                  min_effect, side, s.clip, adjust)
-    ui.show_figure(fig, key="sensitivity", name="sensitivity", take=res.takeaway)
+    ui.show_figure(fig, key="sensitivity", name="sensitivity", take=ui.policy_headline(c.policy, res.takeaway))
     st.caption(res.adjustment)
 
-    st.markdown(f"**At the sidebar's clip value m = {ui.clip_label(s.clip)}** ({n_settings} {SIDE_LABELS[side]}, "
+    st.markdown(f"**{ui.md_escape(c.policy)} at the sidebar's clip value m = {ui.clip_label(s.clip)}** "
+                f"({n_settings} {SIDE_LABELS[side]}, "
                 f"{s.level:.1%} CIs)".replace(".0%", " %"))
     at = res.table[res.table["clip"] == s.clip].set_index("metric")
     cols = st.columns(max(3, 3 * len(at)))

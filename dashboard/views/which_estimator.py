@@ -26,7 +26,7 @@ with ui.controls():
                              key="w_which_alpha")
 
 with ui.guarded("Which estimator?"):
-    policy = c.policy if c.policy in (c.dataset.policies or ()) else None
+    policy = c.policy if c.policy in c.dataset.targets.all else None
     d = ui.with_progress("Testing the assumptions on the logs…", data.is_ready("diagnosis", c.key, c.reward,
                                                                                 policy, c.settings.discount, alpha),
                          lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
@@ -36,13 +36,14 @@ with ui.guarded("Which estimator?"):
                 for v in ("trust", "caution", "don't")}
     if fired:
         first = fired[0]
-        take = (f"{len(fired)} of {len(d.checks)} assumptions are rejected at α = {alpha:g} on {c.reward}: "
+        take = (f"{len(fired)} of {len(d.checks)} assumptions are rejected at α = {alpha:g} on {c.reward} "
+                f"for {d.policy or 'the logging policy'}: "
                 f"{', '.join(ch.name for ch in fired)} — {first.effect_label} {first.effect:.3g} "
                 f"[{first.low:.3g}, {first.high:.3g}].")
     else:
-        take = (f"No assumption is rejected at α = {alpha:g} on {c.reward}; "
+        take = (f"No assumption is rejected at α = {alpha:g} on {c.reward} for {d.policy or 'the logging policy'}; "
                 "the verdicts below rest on the weights alone.")
-    ui.takeaway(html.escape(take))
+    ui.takeaway(take)  # escaped by ui.takeaway
     if c.key.startswith("sim:"):
         st.caption("Simulated world: the simulator's item topics serve as the item categories of the "
                    "reward-interaction test.")
@@ -52,10 +53,13 @@ with ui.guarded("Which estimator?"):
 
     table = d.table()
     ui.show_table(table, key="which_table", name="which_estimator",
-                  caption=f"Target policy {d.policy or '—'}, reward {d.reward}. Assumptions: each row is a "
-                          "statistical test (docs/diagnose.md); 'violated' when p < α. Estimators: ESS share = "
-                          "Kish effective sample size / rows; the reason names the rule that set the verdict.",
+                  caption=f"Target policy {ui.md_escape(d.policy or '—')}, reward {ui.md_escape(d.reward)}. "
+                          "Assumptions: each row is a statistical test (docs/diagnose.md), its estimate the effect "
+                          "named in 'effect'; 'violated' when p < α. Estimators: the estimate is the value of the "
+                          "target policy (reward per session) with its 95 % CI; ESS share = Kish effective sample "
+                          "size / rows; the reason names the rule that set the verdict.",
                   column_config={"estimate": st.column_config.NumberColumn(format="%.4g"),
+                                 "ESS share": st.column_config.NumberColumn(format="percent"),
                                  "CI low": st.column_config.NumberColumn(format="%.4g"),
                                  "CI high": st.column_config.NumberColumn(format="%.4g"),
                                  "p-value": st.column_config.NumberColumn(format="%.3g"),
@@ -82,7 +86,7 @@ with ui.guarded("Slate world"):
     take = (f"Lowest RMSE: {best['label']} ({best['rmse']:.4f}); "
             + (f"biased here: {', '.join(biased)}." if biased else "no estimator is detectably biased here."))
     fig = error_chart(summary, truth=truth, title=f"{CLICK_MODELS[behaviour]} clicks, n = {n}, {reps} replications")
-    ui.show_figure(fig, key="which_slate", name=f"slate_{behaviour}_{n}", take=html.escape(take))
+    ui.show_figure(fig, key="which_slate", name=f"slate_{behaviour}_{n}", take=take)
     ui.show_table(summary.assign(coverage=np.round(summary["coverage"], 3)).drop(columns=["estimator"]),
                   key="which_slate_table", name=f"slate_{behaviour}_{n}",
                   caption="bias ± bias_se over replications, z = bias / bias_se, coverage of the 95 % normal CI.")

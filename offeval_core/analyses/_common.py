@@ -12,6 +12,7 @@ import pandas as pd
 from offeval_core.engine import Grid, Moments
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import clip_text
+from offeval_core.importance.weights import PROPENSITY
 from offeval_core.validation import check_choice, check_clip
 
 __all__ = [
@@ -51,9 +52,16 @@ def variant_label(v: Variant) -> str:
     """Table-2 style label: ``DCG (pbm, Q̂)``, ``DCG (log2, C)``, ``DCG (pbm, Q̂ m=64)``.
 
     ``C`` = raw labels (m = 1); ``Q̂`` = de-biased labels C / D0 (m = ∞), clipped at m otherwise. When the
-    exposure model differs from the discount it is named too: ``DCG (D=log2, D0=pbm, Q̂)``.
+    exposure model differs from the discount it is named too: ``DCG (D=log2, D0=pbm, Q̂)``. Importance estimators
+    with the logged propensities name the cap c: ``CIS (propensity, c = 64)``, ``IS (propensity)``.
+
+    >>> variant_label(Variant("cis", "propensity", "propensity", 64.0)), variant_label(Variant("dcg", "pbm", "pbm", 1.0))
+    ('CIS (propensity, c = 64)', 'DCG (pbm, C)')
     """
     metric = ESTIMATORS[v.metric].label
+    if v.discount == PROPENSITY:  # importance weights π_t / π_p: the clip is the cap c of the weights
+        uncapped = v.metric.split("@")[0] in ("is", "snips") and math.isinf(v.clip)
+        return f"{metric} (propensity{'' if uncapped else ', c = ' + clip_text(v.clip)})"
     if v.clip == 1:
         labels = "C"
     elif math.isinf(v.clip):

@@ -1,7 +1,9 @@
-"""Bias and variance of the clipped DCG estimator vs the clip value m (Gilotte et al. Sec. 4.2-4.3, Fig. 2).
+"""Bias and variance of the clipped estimator vs the clip value m (Gilotte et al. Sec. 4.2-4.3, Fig. 2).
 
-The clipped estimator of a target policy R (KDD'24 Eq. 9 with Sec. 6.2 clipping) is
-V̂(m) = mean_τ Σ_i c_i · D(R(i)) · min(m, w_i), w_i = 1 / D0(k_i) for the logged rank k_i.
+For a rank policy R the clipped estimator is DCG (KDD'24 Eq. 9 with Sec. 6.2 clipping):
+V̂(m) = mean_τ Σ_i c_i · D(R(i)) · min(m, w_i), w_i = 1 / D0(k_i) for the logged rank k_i. For a propensity
+policy π_t it is capped importance sampling, CIS (Gilotte Sec. 4.2): V̂(c) = mean_τ Σ_i c_i · min(c, w_i),
+w_i = π_t(a_i) / π_p(a_i), the cap c playing the role of m — the same formulas with D(R(i)) = 1.
 Clipping lowers variance and adds a non-negative bias (for non-negative rewards). For every m this module
 reports the estimator's standard error (from the moments), a worst-case bias bound, an estimated bias, the
 share of rows and of target exposure that the clip touches, the effective sample size and the largest
@@ -23,7 +25,9 @@ from offeval_core.charts import clip_tuning_figure
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import aggregate, estimate_from_row, select
-from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.importance.weights import PROPENSITY
+from offeval_core.logs import POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
+from offeval_core.policies import policy_kind
 from offeval_core.stats import normal_quantile
 from offeval_core.validation import check_choice, check_clips, check_level
 
@@ -57,6 +61,8 @@ class ClipTuningResult:
     r_max: float
     n_sessions: int
     n_rows: int
+    estimator: str = "dcg"
+    """The clipped estimator: ``dcg`` (a rank policy) or ``cis`` (a propensity policy, cap c = m)."""
 
 
 def slope_select(clips: Sequence[float], estimates: Sequence[float], halfwidths: Sequence[float]) -> float:
@@ -106,6 +112,10 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     - ``ess`` = (Σ v_i)² / Σ v_i² (Kish) and ``ess_share`` = ess / rows; ``max_weight`` = max min(m, w_i).
     - ``mse_bound`` = variance + bias_bound², ``rmse_bound`` its square root.
 
+    A propensity policy (a ``target_propensity__<policy>`` column and no ``rank__<policy>``) is tuned as capped
+    importance sampling: w_i = π_t / π_p, D(R(i)) = 1, the estimate CIS at the cap c = m from importance moments
+    (``discount`` and ``exposure`` do not apply and read ``propensity``); ``estimator`` says which.
+
     ``rule="slope"`` (default) recommends :func:`slope_select` on the CIs at ``level``; ``rule="mse"``
     the m minimising ``mse_bound`` (worst case; it favours large m because the bound is loose).
 
@@ -127,11 +137,24 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     check_level(level)
     check_choice(rule, RULES, name="rule")
     logs.check_reward(reward)
-    policy = logs.check_policy(policy)
-    if policy is None:
-        raise ValueError("policy must name a target policy (a rank__<policy> column), got the logging policy")
+    if policy in (None, "logging"):
+        raise ValueError("policy must name a target policy (a rank__<policy> or target_propensity__<policy> "
+                         "column), got the logging policy")
+    try:
+        kind = policy_kind(logs, policy)
+    except KeyError:
+        logs.check_policy(policy)  # the unknown-policy message of the logs
+        raise
+    estimator = "cis" if kind == "propensity" else "dcg"
+    if kind == "propensity":
+        discount = exposure = PROPENSITY
     clips = check_clips(clips)
-    if moments is None:
+    if moments is None and kind == "propensity":
+        from offeval_core.importance import reduce_importance
+
+        moments = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=clips, cappings=("max",),
+                                    scales=("session",), weights="propensity")
+    elif moments is None:
         grid = Grid(rewards=(reward,), policies=(policy,), discounts=(discount,), exposures=(exposure,),
                     clips=clips)
         moments = reduce(logs, grid)
@@ -145,13 +168,14 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     keep_sessions = offline_mask(sess["arm"].astype(str), arm)
     rows = keep_sessions[f["session"].to_numpy()]
     n_sessions = int(keep_sessions.sum())
-    rank = f["rank"].to_numpy()[rows]
-    target = f[POLICY_PREFIX + policy].to_numpy()[rows]
     c = f[reward].to_numpy(dtype=float)[rows]
-    d_model = parse_discount(discount, logs=logs)
-    e_model = parse_discount(exposure, logs=logs)
-    w = 1.0 / e_model(rank)
-    dt = d_model(target)
+    if kind == "propensity":  # w = π_t / π_p; the target factor D(R(i)) of DCG is 1
+        w = (f[TARGET_PROPENSITY_PREFIX + policy].to_numpy(dtype=float)[rows]
+             / f["logging_propensity"].to_numpy(dtype=float)[rows])
+        dt = np.ones_like(w)
+    else:
+        w = 1.0 / parse_discount(exposure, logs=logs)(f["rank"].to_numpy()[rows])
+        dt = parse_discount(discount, logs=logs)(f[POLICY_PREFIX + policy].to_numpy()[rows])
     if r_max is None:
         r_max = float(np.max(f[reward].to_numpy(dtype=float))) if len(f) else 1.0
     total_mass = float(np.sum(dt * w))
@@ -161,9 +185,9 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     for m in clips:
         wm = np.minimum(m, w)
         excess = np.maximum(w - m, 0.0) if math.isfinite(m) else np.zeros_like(w)
-        sel = aggregate(select(moments, reward=reward, policy=policy, metric="dcg", discount=discount,
+        sel = aggregate(select(moments, reward=reward, policy=policy, metric=estimator, discount=discount,
                                exposure=exposure, clip=m, arm=arm))
-        est = estimate_from_row(sel.iloc[0], metric="dcg", level=level)
+        est = estimate_from_row(sel.iloc[0], metric=estimator, level=level)
         v = dt * wm
         sv, sv2 = float(v.sum()), float((v * v).sum())
         bias_bound = r_max * float(np.sum(dt * excess)) / max(n_sessions, 1)
@@ -190,7 +214,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     text = RULE_TEXT[rule].format(m=clip_text(rec), lvl=f"{level:.0%}")
     return ClipTuningResult(table=table, recommended_clip=rec, rule=rule, rule_text=text, reward=reward,
                             policy=policy, discount=discount, exposure=exposure, level=level, r_max=float(r_max),
-                            n_sessions=n_sessions, n_rows=int(w.size))
+                            n_sessions=n_sessions, n_rows=int(w.size), estimator=estimator)
 
 
 @dataclass(frozen=True)
@@ -252,13 +276,14 @@ def _erfinv(level: float) -> float:
 
 
 def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,
-                        level: float) -> float | None:
+                        level: float, metric: str = "dcg") -> float | None:
     """The effect a clip is meant to measure: the mean over A/B tests of the size |effect| of the unclipped
-    (m = ∞) offline DCG effect of ``policy`` over the logging policy (None when there is none); sizes, so
-    positive and negative tests do not cancel."""
+    (m = ∞) offline effect of ``policy`` over the logging policy (None when there is none), by ``metric``
+    (``dcg``; ``cis`` for a propensity policy, which at c = ∞ is IS); sizes, so positive and negative tests do
+    not cancel."""
     from offeval_core.estimators import summarize_groups
 
-    groups = summarize_groups(moments, reward=reward, policy=policy, metric="dcg", discount=discount,
+    groups = summarize_groups(moments, reward=reward, policy=policy, metric=metric, discount=discount,
                               exposure=exposure, clip=math.inf, by=("experiment_id",), level=level)
     effects = [abs(g.effect.value) for g in groups if g.effect is not None and math.isfinite(g.effect.value)]
     return float(np.mean(effects)) if effects else None

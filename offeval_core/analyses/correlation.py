@@ -1,9 +1,9 @@
 """Offline-online correlation across days (KDD'24 Sec. 6.1, Table 2).
 
-Rows are (experiment, reward, policy ∈ {R0 = logging, Rt = treatment}); columns are offline metric
-variants. A cell correlates, across the days of the experiment, the online mean per-session reward of the
-policy's arm (R0: control, Rt: treatment) with the offline estimate of the policy computed on that day's
-control-arm logs. Pearson's r with the two-tailed Student-t p-value (as in the paper), Kendall's τ or
+Rows are (experiment, reward, policy ∈ {R0 = logging, Rt = the target policy that served the treatment arm, by
+default the one named ``treatment``}); columns are offline metric variants. A cell correlates, across the days of
+the experiment, the online mean per-session reward of the policy's arm (R0: control, Rt: treatment) with the
+offline estimate of the policy computed on that day's control-arm logs. Pearson's r with the two-tailed Student-t p-value (as in the paper), Kendall's τ or
 Spearman's ρ on request; † marks p < 0.05 and the best variant of each row is bold.
 """
 
@@ -30,7 +30,7 @@ from offeval_core.analyses._common import (
 )
 from offeval_core.charts import correlation_figure, correlation_series_figure
 from offeval_core.engine import Moments
-from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, select
 from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.logs import LOGGING_POLICY
 from offeval_core.validation import check_choice
@@ -39,9 +39,17 @@ __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "corre
            "default_variants", "is_identity", "offline_online_correlation", "pooled_correlation"]
 
 MIN_DAYS = 4
-POLICY_ARMS = {LOGGING_POLICY: "control", "treatment": "treatment"}
-POLICY_LABELS = {LOGGING_POLICY: "R₀", "treatment": "Rₜ"}
 METHODS = ("pearson", "kendall", "spearman")
+
+
+def _arm(policy: str) -> str:
+    """The arm whose online reward a policy's row is correlated with: the logging policy R₀ served the control
+    arm, the target policy Rₜ the treatment arm."""
+    return "control" if policy == LOGGING_POLICY else "treatment"
+
+
+def _label(policy: str) -> str:
+    return "R₀" if policy == LOGGING_POLICY else "Rₜ"
 
 
 def default_variants(q_clip: float = math.inf, *, pbm: str = "pbm") -> tuple[Variant, ...]:
@@ -75,6 +83,8 @@ class CorrelationResult:
     takeaway: str
     alpha: float = 0.05
     labels: tuple[str, ...] = field(default=())
+    target: str = "treatment"
+    """The target policy Rₜ of the rows (the policy that served the treatment arm)."""
 
     def wide(self) -> pd.DataFrame:
         """Table-2 layout: one row per (experiment, reward, policy), columns (variant, r | p)."""
@@ -116,9 +126,9 @@ class CorrelationResult:
         caption = (f"Correlation across days between the online mean reward per session and offline metrics "
                    f"({ {'pearson': 'Pearson', 'kendall': 'Kendall', 'spearman': 'Spearman'}[self.method] } "
                    f"{sym}, two-tailed p). † p &lt; {self.alpha:g}; bold: best per row; ≡: identity (DCG of the logging "
-                   f"policy with D = D0 at m = ∞ is the control arm's observed reward, r = 1 by construction; not "
-                   f"ranked). R₀ = logging policy "
-                   f"(control arm), Rₜ = target policy (treatment arm); offline values on control logs.")
+                   f"policy with D = D0 at m = ∞, or an importance estimator of it, is the control arm's observed "
+                   f"reward, r = 1 by construction; not ranked). R₀ = logging policy "
+                   f"(control arm), Rₜ = {html.escape(self.target)} (treatment arm); offline values on control logs.")
         style = ("<style>.t2{border-collapse:collapse;font:13px Helvetica,Arial,sans-serif}"
                  ".t2 td,.t2 th{padding:3px 8px;text-align:right;border-bottom:1px solid #ddd}"
                  ".t2 thead th{border-bottom:2px solid #333;text-align:center}"
@@ -132,7 +142,7 @@ class CorrelationResult:
 
         Columns ``day``, ``online`` and one per variant label; ``.attrs`` holds the keys and each variant's r.
         """
-        pol = _policy_name(policy)
+        pol = _policy_name(policy, self.target)
         d = self.daily[(self.daily["experiment_id"].astype(str) == str(experiment_id))
                        & (self.daily["reward"] == reward) & (self.daily["policy"] == pol)]
         if d.empty:
@@ -145,7 +155,7 @@ class CorrelationResult:
         t = self.table[(self.table["experiment_id"].astype(str) == str(experiment_id))
                        & (self.table["reward"] == reward) & (self.table["policy"] == pol)]
         out.attrs = {"experiment_id": experiment_id, "reward": reward, "policy": pol,
-                     "policy_label": POLICY_LABELS.get(pol, pol), "method": self.method,
+                     "policy_label": _label(pol), "method": self.method,
                      "r": dict(zip(t["variant"], t["r"].astype(float), strict=True)),
                      "identity": [v for v, same in zip(t["variant"], t["identity"], strict=True) if same]}
         return out
@@ -185,8 +195,8 @@ class CorrelationResult:
         return text
 
 
-def _policy_name(policy: str) -> str:
-    aliases = {"R0": LOGGING_POLICY, "R₀": LOGGING_POLICY, "Rt": "treatment", "Rₜ": "treatment"}
+def _policy_name(policy: str, target: str = "treatment") -> str:
+    aliases = {"R0": LOGGING_POLICY, "R₀": LOGGING_POLICY, "Rt": target, "Rₜ": target}
     return aliases.get(policy, policy)
 
 
@@ -226,11 +236,14 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
         raise ValueError("variants contains duplicates: " + ", ".join(variant_label(v) for v in variants))
     for v in variants:
         check_in_grid(moments, v)
-    pols = tuple(_policy_name(p) for p in policies)
+    targets = [p for p in policies if _policy_name(p) != LOGGING_POLICY and p not in ("Rt", "Rₜ")]
+    if len(set(targets)) > 1:
+        raise ValueError(f"policies must be 'logging' (R0, control arm) and at most one target policy (Rt, the "
+                         f"policy that served the treatment arm): only they have an online arm; got "
+                         f"{', '.join(map(repr, dict.fromkeys(targets)))}")
+    target = targets[0] if targets else "treatment"
+    pols = tuple(dict.fromkeys(_policy_name(p, target) for p in policies))
     for p in pols:
-        if p not in POLICY_ARMS:
-            raise ValueError(f"policies must be 'logging' (R0, control arm) or 'treatment' (Rt, treatment "
-                             f"arm): only they have an online arm; got {p!r}")
         if p != LOGGING_POLICY:
             check_policy_in(moments, p)
     rewards = check_rewards(moments, rewards)
@@ -241,7 +254,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     daily_parts = []
     for reward in rewards:
         for pol in pols:
-            online = on[(on["reward"] == reward) & (on["arm"] == POLICY_ARMS[pol])][["experiment_id", "day",
+            online = on[(on["reward"] == reward) & (on["arm"] == _arm(pol))][["experiment_id", "day",
                                                                                      "online"]]
             for v, label in zip(variants, labels, strict=True):
                 rows = select(moments, reward=reward, policy=None if pol == LOGGING_POLICY else pol,
@@ -263,7 +276,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
             d = part[part["variant"] == label].dropna(subset=["offline", "online"])
             r, p = _correlate(d["online"].to_numpy(float), d["offline"].to_numpy(float), method)
             rows.append({"experiment_id": exp, "reward": reward, "policy": pol,
-                         "policy_label": POLICY_LABELS[pol], "variant": label, "metric": v.metric,
+                         "policy_label": _label(pol), "variant": label, "metric": v.metric,
                          "discount": v.discount, "exposure": v.exposure, "clip": v.clip, "n_days": len(d),
                          "r": r, "p_value": p})
     table = pd.DataFrame(rows)
@@ -289,7 +302,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
         warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
     takeaway = _takeaway(table, labels, method, daily)
     return CorrelationResult(table=table, daily=daily, variants=variants, method=method,
-                             warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels)
+                             warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels, target=target)
 
 
 def is_identity(variant: Variant, policy: str) -> bool:
@@ -298,12 +311,21 @@ def is_identity(variant: Variant, policy: str) -> bool:
     DCG of the logging policy R0 with D = D0 and no clip: every logged row has weight D(r_i) / D0(r_i) = 1, so the
     per-session value is Σ_i c_i, the observed reward of that control session (KDD'24 Eq. 9 with R = R0).
 
+    Every per-session importance estimator of the logging policy is likewise its observed mean reward per session
+    (its weights are 1): Σ_τ c_τ / N (Gilotte Sec. 3), so its cells are identities too.
+
     >>> is_identity(Variant("dcg", "pbm", "pbm", math.inf), "logging"), is_identity(Variant("dcg", "pbm", "pbm",
     ...     math.inf), "treatment"), is_identity(Variant("dcg", "log2", "pbm", math.inf), "logging")
     (True, False, False)
+    >>> is_identity(Variant("cis", "propensity", "propensity", 8.0), "logging")
+    True
     """
-    return (policy == LOGGING_POLICY and variant.metric == "dcg" and variant.discount == variant.exposure
-            and math.isinf(variant.clip))
+    if policy != LOGGING_POLICY:
+        return False
+    spec = ESTIMATORS[variant.metric]
+    if spec.family == "importance":
+        return spec.scale == "session"
+    return variant.metric == "dcg" and variant.discount == variant.exposure and math.isinf(variant.clip)
 
 
 def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method: str = "pearson") -> pd.DataFrame:
@@ -348,8 +370,9 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
     if daily is not None:
         text += _pooled_text(table, daily, method)
     if n_identity:
-        text += (f" {n_identity} R₀ cell(s) marked ≡ are identities (DCG with D = D0 at m = ∞ on the logging "
-                 f"policy is the control arm's observed reward) and are not ranked.")
+        text += (f" {n_identity} R₀ cell(s) marked ≡ are identities (on the logging policy, DCG with D = D0 at "
+                 f"m = ∞ and every per-session importance estimator are the control arm's observed reward) and are "
+                 f"not ranked.")
     return text
 
 

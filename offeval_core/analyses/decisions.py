@@ -96,7 +96,9 @@ class DecisionResult:
     """Result of :func:`decision_boxes`.
 
     ``boxes``: one row per (A/B test, reward, estimator) with offline / online uplift, CI bounds (relative
-    in % when ``relative``), decisions, ``category`` and ``colour``. ``summary``: per estimator n_tests,
+    in % when ``relative``), decisions, ``category`` and ``colour``, and the levels beside them: the target's
+    offline estimate ``offline_target`` and the treatment arm's online mean ``online_treatment`` with their CI
+    bounds (``_low`` / ``_high``, always absolute). ``summary``: per estimator n_tests,
     correlation (Pearson of offline vs online uplift), precision, fnr, ci_size (mean relative CI width over
     the reference estimator's), agreement share. ``boxes`` also holds the two-sided p-values ``offline_p``,
     ``online_p`` and their adjusted versions ``offline_p_adj``, ``online_p_adj``; ``family`` names the family
@@ -115,6 +117,24 @@ class DecisionResult:
     adjust: str = "none"
     family: str = ""
     family_size: int = 0
+
+    def estimator_takeaway(self, estimator: str) -> str:
+        """The headline of one estimator's boxes, naming the target policy: how many A/B tests it decides as the
+        online test does, with its precision and false-negative rate (Gilotte Table 3).
+
+        >>> b = pd.DataFrame({"estimator": ["E"] * 2, "category": ["agree", "false negative"],
+        ...                   "offline_decision": ["positive", "neutral"], "online_decision": ["positive"] * 2})
+        >>> s = summarize_boxes(b.assign(experiment_id=["a", "b"], reward="r", offline_effect=[1.0, 0.1],
+        ...                     online_effect=[1.0, 2.0], offline_rel_width=1.0), ["E"], reference="E")
+        >>> DecisionResult(b, s, ("E",), "E", "ranker_v2", 0.99, False, "").estimator_takeaway("E")
+        'ranker_v2 vs the logging policy, E: the offline decision is the online one in 1 of 2 A/B tests (50 %; precision 100 %, false-negative rate 50 %).'
+        """
+        row = self.summary.set_index("estimator").loc[estimator]
+        n = int(row["n_tests"])
+        agree = int((self.boxes[self.boxes["estimator"] == estimator]["category"] == "agree").sum())
+        return (f"{self.policy} vs the logging policy, {estimator}: the offline decision is the online one in "
+                f"{agree} of {n} A/B test{'s' * (n != 1)} ({pct(row['agreement'])}; precision "
+                f"{pct(row['precision'])}, false-negative rate {pct(row['fnr'])}).")
 
     @property
     def adjustment(self) -> str:
@@ -185,6 +205,11 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
                        "online_effect": on.effect.value, "online_low": on.effect.ci.low,
                        "online_high": on.effect.ci.high, "online_baseline": on_base,
                        "online_p": on.p_two_sided,
+                       # the levels beside the uplifts (absolute units even with ``relative``): the target's
+                       # offline estimate and the treatment arm's online mean, each with its CI
+                       "offline_target": g.target.value, "offline_target_low": g.target.ci.low,
+                       "offline_target_high": g.target.ci.high, "online_treatment": on.treatment.value,
+                       "online_treatment_low": on.treatment.ci.low, "online_treatment_high": on.treatment.ci.high,
                        "offline_p": stats.two_sided_p(g.effect.value, g.effect.stderr),
                        "offline_sign": float(np.sign(g.effect.value)), "online_sign": float(np.sign(on.effect.value))}
                 rec["offline_rel_width"] = _rel(g.effect.ci.width, off_base)

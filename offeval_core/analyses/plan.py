@@ -10,13 +10,21 @@ cache (always over the whole clip grid); the report reduces exactly the planned 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from offeval_core.analyses._common import Variant, as_variant
 from offeval_core.registry import ESTIMATORS
 
-__all__ = ["PlannedReduce", "decision_estimators", "estimator_family", "plan_moments", "report_variants"]
+__all__ = ["PROPENSITY_CURVES", "PROPENSITY_METRICS", "PlannedReduce", "decision_estimators", "estimator_family", "plan_moments",
+           "propensity_estimators", "report_variants"]
+
+PROPENSITY_METRICS = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
+"""The estimators of a propensity policy (importance weights π_t / π_p; Gilotte Sec. 3-5), max-capped, per session."""
+PROPENSITY_CURVES = ("is", "snips", "cis", "ncis")
+"""The ones a view over the cap c offers (Sensitivity, Table 2's columns): capped and normalised capped IS, with
+their uncapped versions IS and SNIPS as references (Gilotte Sec. 3-4)."""
 
 
 def estimator_family(name: str) -> str:
@@ -63,6 +71,23 @@ def decision_estimators(discount: str, q_clip: float) -> tuple[Variant, ...]:
     out = (Variant("dcg", discount, discount, 1.0), Variant("dcg", discount, discount, float(q_clip)),
            Variant("ndcg", discount, discount, float(q_clip)), Variant("dcg", "log2", "log2", float(q_clip)))
     return tuple(dict.fromkeys(out))
+
+
+def propensity_estimators(clip: float) -> tuple[Variant, ...]:
+    """The default estimators of a propensity policy (D = D0 = ``propensity``): IS and SNIPS (uncapped, Gilotte Sec.
+    3 and 4.1), then CIS and NCIS at the cap ``clip`` (Sec. 4.2, Eq. 1) when it is finite (at c = ∞ they are IS and
+    SNIPS).
+
+    >>> [(v.metric, v.clip) for v in propensity_estimators(16.0)]
+    [('is', inf), ('snips', inf), ('cis', 16.0), ('ncis', 16.0)]
+    >>> [v.metric for v in propensity_estimators(float("inf"))]
+    ['is', 'snips']
+    """
+    p = "propensity"
+    out = [Variant("is", p, p, math.inf), Variant("snips", p, p, math.inf)]
+    if math.isfinite(clip):
+        out += [Variant("cis", p, p, float(clip)), Variant("ncis", p, p, float(clip))]
+    return tuple(out)
 
 
 def report_variants(discount: str, clips: Iterable[float], q_clip: float) -> tuple[Variant, ...]:

@@ -2,7 +2,8 @@
 
 The file is checked here first (a bad file fails at once with the loader's message, before any server
 starts), then handed to the app through the environment (``OFFEVAL_DATA``, ``OFFEVAL_MAP``,
-``OFFEVAL_REWARDS``), never through a URL.
+``OFFEVAL_REWARDS``, ``OFFEVAL_ARMS``), never through a URL. ``--check`` prints what offeval understood of the file
+(the same summary as ``offeval validate`` and the Data page).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import socket
 import sys
 from pathlib import Path
 
-from offeval_core.errors import LogValidationError
-from offeval_core.mapping import parse_mapping
+from offeval_core.commands.log_options import ARMS_HELP, MAP_HELP
+from offeval_core.errors import LogValidationError, NeedsAnswers
 
 __all__ = [
     "app_path", "check", "register", "run",
@@ -27,15 +28,15 @@ def register(sub) -> None:
                                    "opens the bundled demo. Bound to 127.0.0.1 unless --host says otherwise.")
     p.add_argument("data", nargs="?", default=None, metavar="LOGS|MOMENTS",
                    help="logs (CSV, Parquet, directory of Parquet) or a moments file; default: the demo")
-    p.add_argument("--map", default=None, metavar="NAME=COL,...",
-                   help="column mapping, e.g. session_id=visit,rank=pos,rank__*=pos_* (a '*' pattern maps every "
-                        "policy column); common names (visit, pos, variant, date, test…) are guessed")
+    p.add_argument("--map", default=None, metavar="NAME=COL,...", help=MAP_HELP)
+    p.add_argument("--arms", default=None, metavar="control=A,treatment=B", help=ARMS_HELP)
     p.add_argument("--reward", action="append", default=None,
                    help="reward column(s) (repeat; default: every numeric non-schema column)")
     p.add_argument("--port", type=int, default=8501, help="port (default 8501)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
-    p.add_argument("--check", action="store_true", help="check the file and print what would be served, then exit")
+    p.add_argument("--check", action="store_true",
+                   help="check the file and print what offeval understood of it, then exit")
     p.set_defaults(func=run)
 
 
@@ -55,10 +56,15 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def check(path: str, mapping: str | None, rewards: list[str] | None) -> str:
-    """One line describing what will be served; raises the loader's errors for a bad file."""
-    from offeval_core.logs import read_logs
+def check(path: str, mapping: str | None, rewards: list[str] | None, arms: str | None = None) -> str:
+    """What offeval understood of the file that will be served (the summary of ``offeval validate``); raises
+    the loader's errors for a bad file and NeedsAnswers when the file leaves a question open. Guesses are said
+    on stderr."""
+    from argparse import Namespace
+
+    from offeval_core.commands.log_options import read_command_logs
     from offeval_core.moments_io import is_moments_file, read_moments
+    from offeval_core.understanding import understand
 
     p = Path(path)
     if not p.exists():
@@ -66,25 +72,28 @@ def check(path: str, mapping: str | None, rewards: list[str] | None) -> str:
     if p.is_file() and is_moments_file(p):
         m = read_moments(p)
         return f"moments file {p.name}: {len(m.offline):,} moment rows"
-    logs = read_logs(p, columns=parse_mapping(mapping), rewards=rewards, guess=True, name=p.name)
-    notes = "".join(f"\n  note: {n}" for n in logs.notes)
-    return (f"{p.name}: {logs.n_sessions:,} sessions, {logs.n_rows:,} impressions; rewards "
-            f"{', '.join(logs.rewards)}; target policies {', '.join(logs.policies) or 'none'}{notes}")
+    logs = read_command_logs(Namespace(logs=p, map=mapping, arms=arms), "dashboard", rewards=rewards, name=p.name)
+    return understand(logs).to_text()
 
 
 def run(args) -> int:
     env = dict(os.environ)
     if args.data:
         try:
-            print(check(args.data, args.map, args.reward), flush=True)
-        except LogValidationError as exc:
+            print(check(args.data, args.map, args.reward, args.arms), flush=True)
+        except (LogValidationError, NeedsAnswers) as exc:
+            from offeval_core.cli import map_hint
+
             print(str(exc), file=sys.stderr)
+            if hint := map_hint(exc):
+                print(f"offeval dashboard: hint: {hint}", file=sys.stderr)
             return 2
         env["OFFEVAL_DATA"] = str(Path(args.data).resolve())
         env["OFFEVAL_MAP"] = args.map or ""
         env["OFFEVAL_REWARDS"] = ",".join(args.reward or [])
-    elif args.map or args.reward:
-        raise ValueError("--map and --reward apply to a file: give LOGS")
+        env["OFFEVAL_ARMS"] = args.arms or ""
+    elif args.map or args.reward or args.arms:
+        raise ValueError("--map, --arms and --reward apply to a file: give LOGS")
     if args.check:
         return 0
     if not 0 < args.port < 65536:

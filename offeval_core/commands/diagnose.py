@@ -8,9 +8,9 @@ import math
 
 import pandas as pd
 
+from offeval_core.commands.log_options import add_log_options, announce_policy, read_command_logs
 from offeval_core.diagnose import diagnose
-from offeval_core.logs import read_logs, read_table
-from offeval_core.mapping import parse_mapping
+from offeval_core.logs import read_table
 
 __all__ = [
     "default_reward", "register", "run",
@@ -24,13 +24,14 @@ def register(sub) -> None:
                                    "estimator a verdict: trust, caution or don't, with the reason.")
     p.add_argument("logs", help="CSV or Parquet logs")
     p.add_argument("--reward", default=None, help="reward column (default: the first binary reward column)")
-    p.add_argument("--policy", default=None, help="target policy (default: treatment, else the first policy)")
+    p.add_argument("--policy", default=None, help="target policy (default: treatment, else the first policy that is "
+                                                  "not the logging policy)")
     p.add_argument("--discount", default="log2", help="target discount D for the support check (default log2)")
     p.add_argument("--categories", default=None, metavar="FILE.csv",
                    help="item categories (columns item_id, category) for the reward-interaction test")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of every check (default 0.05)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level of the CIs (default 0.95)")
-    p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
+    add_log_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -57,9 +58,9 @@ def default_reward(logs) -> str:
 
 
 def run(args) -> int:
-    logs = read_logs(args.logs, columns=parse_mapping(args.map))
+    logs = read_command_logs(args, "diagnose", rewards=[args.reward] if args.reward else None)
     reward = args.reward or default_reward(logs)
-    d = diagnose(logs, reward=reward, policy=args.policy, discount=args.discount,
+    d = diagnose(logs, reward=reward, policy=announce_policy(logs, "diagnose", args.policy), discount=args.discount,
                  categories=_categories(args.categories), alpha=args.alpha, level=args.level)
     if args.json:
         print(json.dumps(d.to_dict(), indent=2))

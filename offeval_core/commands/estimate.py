@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import importance as imp
+from offeval_core.commands.log_options import add_log_options, announce_policy, read_command_logs
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Grid, reduce
 from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
-from offeval_core.logs import LOGGING_POLICY, read_logs, read_table
+from offeval_core.logs import LOGGING_POLICY, read_table
 from offeval_core.mapping import parse_mapping
 from offeval_core.results import json_number
 from offeval_core.slate import cli as slate_cli
@@ -36,7 +37,9 @@ def register(sub) -> None:
     p.add_argument("logs", help="CSV or Parquet logs")
     p.add_argument("--reward", required=True, help="reward column, e.g. like")
     p.add_argument("--policy", default=None, help="target policy (column rank__<policy> or "
-                                                  "target_propensity__<policy>); omit for logging only (DCG family)")
+                                                  "target_propensity__<policy>); default: treatment, else the first "
+                                                  "policy that is not the logging policy (said on stderr); 'logging' "
+                                                  "for the logging policy alone (DCG family)")
     p.add_argument("--estimator", default=None, choices=[*DCG_FAMILY, *IMPORTANCE, *slate_cli.SLATE_ESTIMATORS],
                    help="dcg, ndcg, pndcg (KDD'24) or is, snips, cis, ncis, piece-ncis, point-ncis "
                         "(Gilotte et al. WSDM'18) or slate estimators iips, rips, sips, sniips, snrips, snsips, "
@@ -66,7 +69,7 @@ def register(sub) -> None:
                    help="sessions with iDCG = 0 count 0 (zero, default) or are dropped (drop)")
     p.add_argument("--level", type=float, default=LEVEL, help=f"confidence level (default {LEVEL:g})")
     p.add_argument("--by", default="", help="group by these keys, e.g. day,experiment_id (default: all data)")
-    p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
+    add_log_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     slate_cli.add_arguments(p)
     p.set_defaults(func=run)
@@ -82,8 +85,9 @@ def run(args) -> int:
     check_level(args.level)
     estimator = _estimator(args)
     mapping = parse_mapping(args.map)
-    logs = read_logs(args.logs, columns=mapping, guess=True)
+    logs = read_command_logs(args, "estimate", rewards=[args.reward])
     logs.check_reward(args.reward)
+    args.policy = announce_policy(logs, "estimate", args.policy)
     clip = _auto_clip(args, logs) if str(args.clip).strip().lower() == "auto" else parse_clip(args.clip)
     by = [logs.schema_name(k.strip()) for k in args.by.split(",") if k.strip()]  # the user's names work
     if estimator in DCG_FAMILY:
@@ -140,7 +144,9 @@ def _strata_arg(spec: str, args, logs, mapping, *, name: str):
         return None
     if spec == "session" or spec in logs.sessions.columns or spec in logs.frame.columns:
         return spec
-    raw = read_table(args.logs).rename(columns={v: k for k, v in mapping.items()})
+    raw = read_table(args.logs).rename(columns={v: k for k, v in logs.columns.items()})
+    if logs.reading is not None and logs.reading.sessions_from_rows:  # one session per row, numbered from 1
+        raw = raw.assign(session_id=np.arange(1, len(raw) + 1))
     if spec not in raw.columns:
         raise ValueError(f"--{name} {spec!r} is not a column of {args.logs} (columns: {', '.join(map(str, raw.columns))})")
     per = imp.per_session(raw["session_id"], raw[spec], name=f"--{name} column {spec!r}")

@@ -9,6 +9,8 @@ import resource
 import sys
 import time
 
+from offeval_core.arm_values import parse_arms
+from offeval_core.commands.log_options import ARMS_HELP
 from offeval_core.engine import DEFAULT_CLIPS, Grid, connect, connect_spark, reduce, source_from_files
 from offeval_core.errors import UnreadableInput
 from offeval_core.inputs import file_kind, open_regular
@@ -42,6 +44,7 @@ def register(sub) -> None:
     p.add_argument("--clips", default="", help="clip grid, e.g. 1,16,inf (default 1,2,4,…,4096,inf)")
     p.add_argument("--ndcg-rule", default="zero", choices=["zero", "drop"])
     p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
+    p.add_argument("--arms", default=None, metavar="control=A,treatment=B", help=ARMS_HELP)
     p.set_defaults(func=run)
 
 
@@ -90,7 +93,7 @@ def run(args) -> int:
     else:
         backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
     source = source_from_files(args.logs, backend, columns=_mapping(args.logs, args.map),
-                               rewards=_split(args.rewards) or None)
+                               rewards=_split(args.rewards) or None, arms=parse_arms(args.arms))
     policies = _split(args.policies) or source.policies
     clips = tuple(parse_clip(c) for c in _split(args.clips)) or DEFAULT_CLIPS
     grid = Grid(rewards=source.rewards, policies=policies, discounts=_split(args.discounts),

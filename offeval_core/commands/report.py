@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
+from offeval_core.commands.log_options import add_log_options, read_command_logs
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
-from offeval_core.logs import read_logs
-from offeval_core.mapping import parse_mapping
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
+from offeval_core.policies import target_policies
 from offeval_core.report import STEPS, write_report
 from offeval_core.safe_io import check_output
 from offeval_core.validation import format_clip, parse_clip
@@ -50,7 +50,7 @@ def register(sub) -> None:
                         "as the dashboard's Sensitivity and Decisions pages can (default none)")
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
-    p.add_argument("--map", default=None, metavar="NAME=COL,...", help="column mapping, e.g. rank=pos")
+    add_log_options(p)
     p.add_argument("--heldout", action="store_true",
                    help="add KDD'24 App. A on held-out data: DCG@k vs nDCG@k over a simulated model zoo "
                         "(off by default; ~10 s with the small grid)")
@@ -71,11 +71,9 @@ def _clips(text: str) -> tuple[float, ...]:
 
 
 def _default_policy(data) -> str:
-    """'treatment' when the logs (or moments file) have that target policy, else their first one."""
-    policies = tuple(data.grid.policies) if hasattr(data, "grid") else tuple(data.policies)
-    if "treatment" in policies or not policies:
-        return "treatment"
-    return policies[0]
+    """The default target policy of the logs or moments file (never the logging policy when another exists,
+    :mod:`offeval_core.policies`); ``treatment`` when they hold no target policy at all."""
+    return target_policies(data).default or "treatment"
 
 
 def run(args) -> int:
@@ -95,9 +93,12 @@ def run(args) -> int:
         if args.clip_grid == DEFAULT_GRID_TEXT:
             clips = logs.grid.clips  # the file's grid unless another is asked for
     else:
-        logs = read_logs(args.logs, columns=parse_mapping(args.map))
+        logs = read_command_logs(args, "report", rewards=rewards)
 
     policy = args.policy or _default_policy(logs)
+    if not args.policy and policy in target_policies(logs).all:
+        print(f"offeval report: target policy {policy} ({target_policies(logs).reason}); --policy chooses another",
+              file=sys.stderr)
 
     def progress(name: str) -> None:
         bar.update(1)

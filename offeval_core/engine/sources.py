@@ -22,8 +22,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from offeval_core.arm_values import (
+    NO_ARMS,
+    ArmValues,
+    arm_label_map,
+    arm_label_problem,
+    guess_arm_values,
+    parse_arms,
+)
 from offeval_core.engine.grid import GROUP_KEYS
-from offeval_core.errors import LogValidationError
+from offeval_core.errors import LogValidationError, Problem
 from offeval_core.logs import POLICY_PREFIX, Logs
 
 __all__ = ["Source", "connect", "connect_spark", "logs_source", "source_from_files", "source_from_logs"]
@@ -180,14 +188,15 @@ def _prepared(logs: Logs) -> dict:
 
 
 def source_from_files(path, backend=None, *, columns: dict[str, str] | None = None,
-                      rewards: Sequence[str] | None = None) -> Source:
+                      rewards: Sequence[str] | None = None, arms=None) -> Source:
     """Point the reduce at Parquet files (a file, a directory of day files or a glob) without loading them.
 
     The backend reads the files itself (DuckDB by default; Spark, or a warehouse table through any other
     Ibis backend: pass ``path`` as an Ibis table). One pass over the rows computes the session table's
     summaries (sessions per group, the session-length histogram for the learnt ``pbm``); only rows with a
     positive reward are cached for the heavy path. Cheap checks run in the same pass: required columns,
-    ranks ≥ 1, rewards finite and ≥ 0.
+    ranks ≥ 1, rewards finite and ≥ 0, arm labels mapped. ``arms`` maps the arm labels as in ``read_logs``
+    (:mod:`offeval_core.arm_values`: given, the schema's, a common pair, or ``"none"``).
     """
     backend = backend or connect()
     if isinstance(path, ir.Table):
@@ -224,8 +233,19 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     if not rewards:
         raise ValueError(f"{name}: no reward column: expected at least one numeric column besides the schema columns")
     defaults = {"experiment_id": "all", "day": "1", "arm": "control", "segment": "all"}
+    if parse_arms(arms) == NO_ARMS and "arm" in table.columns:
+        table = table.drop("arm")
     keys = {k: (table[k].cast("string") if k != "day" else table[k]) if k in table.columns else ibis.literal(v)
             for k, v in defaults.items()}
+    if "arm" in table.columns:  # the arm labels mapped before any check (the same rule as read_logs)
+        labels = backend.execute(table.select(label=table["arm"].cast("string")).distinct().limit(1001))["label"]
+        labels = [v for v in labels if isinstance(v, str)]
+        given = parse_arms(arms)
+        arm_values = given if isinstance(given, ArmValues) else guess_arm_values(labels)
+        if arm_values is None:
+            user = next((u for u, k in rename.items() if k == "arm"), "arm")
+            raise LogValidationError(name, [Problem(arm_label_problem(user, labels), kind="arm")])
+        keys["arm"] = keys["arm"].substitute(arm_label_map(labels, arm_values), else_=ibis.null("string"))
     if "day" in table.columns and not (schema["day"].is_date() or schema["day"].is_integer()):
         keys["day"] = table["day"].cast("string")
     rows = table.select(session=table["session_id"], rank=table["rank"].cast("int64"), **keys,
@@ -237,6 +257,8 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
               "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
               if policies else rows["rank"].max()}
+    if "arm" in table.columns:
+        checks["unmapped_arm"] = rows["arm"].isnull().cast("int64").sum()
     for i, r in enumerate(rewards):
         checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
     stats = _fetch_table(backend, rows.aggregate(**checks)).iloc[0]
@@ -246,6 +268,9 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     if int(stats["min_rank"]) < 1:
         problems.append("column 'rank' must hold positive integers (1 = top position); the smallest is "
                         f"{int(stats['min_rank'])}")
+    if int(stats.get("unmapped_arm", 0)):
+        problems.append(f"column 'arm' has labels the arm mapping ({arm_values.describe()}) does not name, or "
+                        f"empty values, on {int(stats['unmapped_arm'])} rows")
     for i, r in enumerate(rewards):
         if int(stats[f"bad_{i}"]):
             problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'])} rows are not")

@@ -1,0 +1,555 @@
+"""Mutation testing of the formula modules with mutmut, module by module, incrementally.
+
+Each module (one source file) has its own test selection (``MODULES``): the tests that pin its formulas, fast
+enough that every mutant of the module runs in minutes on two cores. A module is run in its own work
+directory ``.mutation/<module>/`` (gitignored) holding mutmut's copy of the package and its results; mutmut
+runs a mutant against the selected tests that call the mutated function (``pytest -x``, Hypothesis ``ci``
+profile). A mutant is *killed* when a test fails or times out.
+
+Incremental: ``.mutation/state.json`` keeps, per module, a hash of the module's source and of its test files
+(and of this file's settings for it); a module whose hash has not changed is not run again and its recorded
+result is reported. Within a module that is run again, mutmut itself reruns only the mutants of functions
+whose source changed; when only the tests changed, the previous survivors are run again too.
+
+    make mutate                              # every module whose source or tests changed
+    make mutate MODULE=stats                 # one module (ids: --list)
+    .venv/bin/python tools/mutation.py --report          # the recorded rates and survivors, no run
+    .venv/bin/python tools/mutation.py stats --full      # rerun every mutant of a module
+
+Not part of ``make test`` or CI. Survivors that are equivalent mutants are listed with their reason in
+``EQUIVALENT`` (keyed by module, function and the changed line, so the key survives unrelated edits); every
+other survivor is reported as untriaged. docs/mutation.md records the rates and the triage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".mutation"
+STATE = WORK / "state.json"
+BIN = Path(sys.executable).parent
+
+# Lines whose mutants say nothing about a formula: the text of an error message or of a user-facing sentence
+# (a string literal continuing on its own line) and raise statements (their messages are tested by the
+# input-validation suites, not here).
+DO_NOT_MUTATE_PATTERNS = [r"^\s*raise\s", r"""^\s*[rbfu]{0,2}"[^"]*"\s*[,)+]*\s*$""",
+                          r"""^\s*[rbfu]{0,2}'[^']*'\s*[,)+]*\s*$"""]
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow and not browser and not spark"]
+
+_T = "tests/"
+
+
+@dataclass(frozen=True)
+class Module:
+    source: str
+    tests: tuple[str, ...]
+
+
+def _m(source: str, *tests: str) -> Module:
+    return Module(source, tuple(t if t.startswith(("tests/", "offeval_core/", "--")) else _T + t for t in tests))
+
+
+DOCTEST = "--doctest-modules"
+
+MODULES: dict[str, Module] = {
+    "stats": _m("offeval_core/stats.py", "test_stats.py", "test_formulas.py"),
+    "estimators": _m("offeval_core/estimators.py", "test_formulas.py", "test_worked_examples.py", "test_stats.py",
+                     "test_one_place.py"),
+    "arms": _m("offeval_core/arms.py", "test_arms.py", "test_formulas.py", "test_one_place.py", DOCTEST,
+               "offeval_core/arms.py"),
+    "discounts": _m("offeval_core/discounts.py", "test_discounts.py", "test_security_inputs.py"),
+    "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
+                        "test_engine.py"),
+    "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
+                             "test_worked_examples.py"),
+    "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
+                           "test_worked_examples.py"),
+    "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
+    "engine-grid": _m("offeval_core/engine/grid.py", "test_engine.py", "test_formulas.py"),
+    "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
+                            "test_importance_keys.py", "test_ncis_session_scale.py", "test_importance_point_ncis.py"),
+    "importance-weights": _m("offeval_core/importance/weights.py", "test_formulas.py", "test_importance.py",
+                             "test_ncis_session_scale.py"),
+    "importance-bootstrap": _m("offeval_core/importance/bootstrap.py", "test_formulas.py", "test_importance.py",
+                               "test_importance_keys.py"),
+    "importance-estimate": _m("offeval_core/importance/estimate.py", "test_importance.py", "test_formulas.py"),
+    "importance-keys": _m("offeval_core/importance/keys.py", "test_importance_keys.py"),
+    "importance-strata": _m("offeval_core/importance/strata.py", "test_importance.py"),
+    "importance-counterexample": _m("offeval_core/importance/counterexample.py", "test_importance.py"),
+    "slate-weights": _m("offeval_core/slate/weights.py", "test_slate_estimators.py", "test_slate_dr_exact.py",
+                        DOCTEST, "offeval_core/slate/weights.py"),
+    "slate-estimators": _m("offeval_core/slate/estimators.py", "test_slate_estimators.py",
+                           "test_slate_dr_exact.py", "test_slate_adaptive.py"),
+    "slate-dr": _m("offeval_core/slate/dr.py", "test_slate_dr_exact.py", "test_slate_estimators.py"),
+    "slate-adaptive": _m("offeval_core/slate/adaptive.py", "test_slate_adaptive.py"),
+    "heldout-metrics": _m("offeval_core/heldout/metrics.py", "test_heldout_metrics.py", DOCTEST,
+                          "offeval_core/heldout/metrics.py"),
+    "heldout-mnar": _m("offeval_core/heldout/mnar.py", "test_heldout_mnar.py", "test_formulas.py", DOCTEST,
+                       "offeval_core/heldout/mnar.py"),
+    "agreement": _m("offeval_core/agreement.py", "test_heldout_agreement.py", DOCTEST,
+                    "offeval_core/agreement.py"),
+    "intervals": _m("offeval_core/intervals.py", "test_intervals.py", DOCTEST, "offeval_core/intervals.py"),
+    "multiple": _m("offeval_core/multiple.py", "test_multiple.py", DOCTEST, "offeval_core/multiple.py"),
+    "analyses-decisions": _m("offeval_core/analyses/decisions.py", "test_analyses_decisions.py", "test_formulas.py",
+                             "test_decisions_exact.py", DOCTEST, "offeval_core/analyses/decisions.py"),
+    "analyses-clip-tuning": _m("offeval_core/analyses/clip_tuning.py", "test_analyses_clip_tuning.py",
+                               DOCTEST, "offeval_core/analyses/clip_tuning.py"),
+    "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
+    "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
+                                    "test_analyses_correlation_clip.py", DOCTEST,
+                                    "offeval_core/analyses/correlation_clip.py"),
+    "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py"),
+    "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py"),
+    "analyses-assumptions": _m("offeval_core/analyses/assumptions.py", "test_analyses_assumptions.py"),
+    "analyses-plan": _m("offeval_core/analyses/plan.py", "test_one_place.py"),
+    "analyses-common": _m("offeval_core/analyses/_common.py", "test_analyses_decisions.py",
+                          "test_analyses_correlation.py"),
+    "diagnose": _m("offeval_core/diagnose.py", "test_diagnose.py"),
+    "verdicts": _m("offeval_core/verdicts.py", "test_verdicts.py", "test_diagnose.py", DOCTEST,
+                   "offeval_core/verdicts.py"),
+}
+
+# Survivors shown equivalent: (module, function, changed line after mutation, stripped) -> reason.
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("multiple", "holm", 'return adjust(p_values, alpha=alpha).adjusted'):
+        "adjust's default method is holm",
+    ("multiple", "holm", 'return adjust(p_values, method="holm", ).adjusted'):
+        "the adjusted p-values do not depend on alpha (only the rejections do, and holm returns the p-values)",
+    ("multiple", "benjamini_hochberg", 'return adjust(p_values, method="bh", ).adjusted'):
+        "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
+    ("arms", "offline_mask",
+     "values = arms if (isinstance(arms, pd.Series)) and False else pd.Series(np.asarray(arms, dtype=object))"):
+        "re-wrapping a Series only resets its index, and the mask is read by position",
+    ("arms", "offline_mask", "mask = (values == arm).to_numpy(dtype=None)"):
+        "values == arm is already a boolean Series",
+    ("arms", "offline_mask",
+     "values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, dtype=None))"):
+        "a string or an object array compares equal to the arm name in the same places",
+    ("arms", "offline_mask", "values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, ))"):
+        "a string or an object array compares equal to the arm name in the same places",
+    ("arms", "offline_rows", 'mask = offline_mask(frame["arm"], )'):
+        "offline_mask's default arm is the same OFFLINE_ARM",
+    ("arms", "offline_rows", "return frame if (mask.all()) and False else frame[mask]"):
+        "when every row is offline, frame[mask] holds the same rows (a copy instead of the frame itself)",
+    ("slate-dr", "cascade_dr_values", "per = np.bincount(data.session, weights=term, )"):
+        "the session codes are dense and every session has a row, so the bincount already has n entries",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if (folds > 1) or True else np.zeros(data.n_rows, int)"):
+        "with one fold the draw rng.integers(0, 1) is all zeros, as the else branch",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, int)"):
+        "rng.integers(high) draws from [0, high), as rng.integers(0, high)",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds >= 1 else np.zeros(data.n_rows, int)"):
+        "with one fold the draw rng.integers(0, 1) is all zeros, as the else branch",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, None)"):
+        "float zeros compare equal to the fold number 0 as integer zeros do",
+    ("slate-dr", "cross_fitted_model",
+     "fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, )"):
+        "float zeros compare equal to the fold number 0 as integer zeros do",
+    ("slate-dr", "cross_fitted_model", "for f in range(max(folds, 2)):"):
+        "with one fold, fold 1 has no row, so the extra pass assigns nothing",
+    ("slate-dr", "cross_fitted_model",
+     'qbar[idx] = np.einsum("IJ,JI->I", target_distribution[idx], rates[:, k])'):
+        "einsum subscripts may be upper-case letters; the contraction is the same",
+    ("slate-adaptive", "_fit", "total, chosen = 1.0, np.empty(n_leaf, dtype=np.int64)"):
+        "every feature's total starts at the same constant, so the comparison between features is unchanged",
+    ("slate-adaptive", "_fit", "n_leaf = int(codes.max()) + 2"):
+        "an extra leaf holds no session: its share is 0 and nothing indexes its choice",
+    ("slate-adaptive", "_leaves", "if ctx is not None and f in ctx.columns and ctx[f].nunique() >= 1:"):
+        "a one-valued feature gives one leaf whose total equals no split's, and a tie keeps no split",
+    ("slate-adaptive", "adaptive_values", "half = np.random.default_rng(rng).integers(2, size=data.n_sessions)"):
+        "rng.integers(high) draws from [0, high), as rng.integers(0, high)",
+    ("slate-adaptive", "adaptive_values", "train = half == h"):
+        "the loop runs over both halves: each half is still chosen on the other, in the other order",
+    ("slate-adaptive", "candidate_values", "w = w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
+        "np.minimum(w, inf) is w",
+    ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=None):'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, ):'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', 'decision_boxes', 'for e, label in zip(ests, labels, strict=False):'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', 'decision_boxes', 'if off_base <= 0:'):
+        'a zero baseline makes both relative bounds NaN, and swapping two NaNs changes nothing',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], )]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], strict=False)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["online_sign"], out["online_p_adj"], strict=None)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["offline_sign"], out["offline_p_adj"], )]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["offline_sign"], out["offline_p_adj"], strict=False)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'zip(out["offline_sign"], out["offline_p_adj"], strict=None)]'):
+        'the zipped sequences are built from the same rows, so their lengths are equal',
+    ('analyses-decisions', '_adjust_boxes', 'for _, idx in out.groupby("estimator", ).groups.items():'):
+        "each estimator's rows are assigned by index, in any group order",
+    ('analyses-decisions', '_adjust_boxes', 'for _, idx in out.groupby("estimator", sort=True).groups.items():'):
+        "each estimator's rows are assigned by index, in any group order",
+    ('analyses-decisions', '_adjust_boxes', 'for _, idx in out.groupby("estimator", sort=None).groups.items():'):
+        "each estimator's rows are assigned by index, in any group order",
+    ('analyses-decisions', '_adjust_boxes', 'out.loc[idx, "offline_p_adj"] = adjust_p(out.loc[idx, "offline_p"].to_numpy(), method=method,\n).adjusted'):
+        'the adjusted p-values do not depend on alpha',
+    ('analyses-decisions', '_adjust_boxes', ').adjusted'):
+        'the adjusted p-values do not depend on alpha',
+    ('analyses-decisions', '_adjust_boxes', 'online["online_p_adj"] = adjust_p(online["online_p"].to_numpy(), method=method, ).adjusted'):
+        'the adjusted p-values do not depend on alpha',
+    ('analyses-decisions', '_adjust_boxes', 'out = out.merge(online.drop(columns="online_p"), on=None, how="left")'):
+        "the frames share exactly the columns experiment_id and reward, pandas' default keys",
+    ('analyses-decisions', '_adjust_boxes', 'out = out.merge(online.drop(columns="online_p"), how="left")'):
+        "the frames share exactly the columns experiment_id and reward, pandas' default keys",
+    ('analyses-decisions', '_adjust_boxes', 'out = out.merge(online.drop(columns="online_p"), on=["experiment_id", "reward"], )'):
+        'every box has its online row, so the inner merge keeps every row in the left order',
+    ('analyses-decisions', '_adjust_boxes', 'out["offline_p_adj"] = None'):
+        "every row's value is assigned in the loop below, which makes the column float",
+    ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=None)}})'):
+        '_mse returns one value per candidate (three)',
+    ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, )}})'):
+        '_mse returns one value per candidate (three)',
+    ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=False)}})'):
+        '_mse returns one value per candidate (three)',
+    ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
+        "parse_discount reads the kind case-insensitively",
+    ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
+        "the session codes are dense (pd.factorize), so the bincount already has n entries",
+    ("verdicts", "ranking_estimators", "den = np.bincount(codes, weights=weights, )"):
+        "the session codes are dense (pd.factorize), so the bincount already has n entries",
+    ("verdicts", "ranking_estimators", "return float(per.mean()), per + per.mean()"):
+        "only the SD of the influence values is used, and adding a constant does not change it",
+}
+
+
+def _existing_tests(mod: Module) -> list[str]:
+    """The module's test arguments whose files exist (a selection may name a file a later change adds)."""
+    out, skip_next = [], False
+    for i, t in enumerate(mod.tests):
+        if skip_next:
+            skip_next = False
+            continue
+        if t == DOCTEST:
+            if i + 1 < len(mod.tests) and (ROOT / mod.tests[i + 1]).exists():
+                out += [t, mod.tests[i + 1]]
+            skip_next = True
+            continue
+        if (ROOT / t.split("::")[0]).exists():
+            out.append(t)
+    return out
+
+
+def _digest(paths: list[Path], extra: str) -> str:
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        h.update(str(p.relative_to(ROOT)).encode())
+        h.update(p.read_bytes() if p.exists() else b"")
+    return h.hexdigest()[:16]
+
+
+def source_key(mod: Module) -> str:
+    return _digest([ROOT / mod.source], "|".join(DO_NOT_MUTATE_PATTERNS))
+
+
+def tests_key(mod: Module) -> str:
+    files = sorted({ROOT / t.split("::")[0] for t in _existing_tests(mod) if t != DOCTEST})
+    return _digest([*files, ROOT / "tests" / "conftest.py"], " ".join(PYTEST_ARGS + _existing_tests(mod)))
+
+
+def _load_state() -> dict:
+    return json.loads(STATE.read_text()) if STATE.exists() else {}
+
+
+def _save_state(state: dict, name: str) -> None:
+    """Record one module's entry (merged into the file as it is now: two runs may share it)."""
+    WORK.mkdir(exist_ok=True)
+    current = _load_state()
+    current[name] = state[name]
+    tmp = STATE.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(current, indent=1, sort_keys=True))
+    tmp.replace(STATE)
+
+
+def _toml_list(xs) -> str:
+    return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
+
+
+def _prepare(name: str, mod: Module, *, isolation: str = "fork") -> Path:
+    """The module's work directory: links to the package and the tests, and a pyproject.toml with mutmut's
+    settings for this module appended to the project's."""
+    work = WORK / name
+    work.mkdir(parents=True, exist_ok=True)
+    for link in ("offeval_core", "tests"):
+        p = work / link
+        if not p.is_symlink():
+            p.symlink_to(ROOT / link)
+    config = (ROOT / "pyproject.toml").read_text() + "\n[tool.mutmut]\n" + "\n".join([
+        'source_paths = ["offeval_core"]',
+        f"only_mutate = {_toml_list([mod.source])}",
+        f"do_not_mutate_patterns = {_toml_list(DO_NOT_MUTATE_PATTERNS)}",
+        f"pytest_add_cli_args_test_selection = {_toml_list(_existing_tests(mod))}",
+        f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}",
+        "use_git_change_detection = false",
+        f'process_isolation = "{isolation}"',
+        'forkserver_warmup = "collect"',
+        "timeout_multiplier = 10.0",
+    ]) + "\n"
+    cfg = work / "pyproject.toml"
+    if not cfg.exists() or cfg.read_text() != config:
+        cfg.write_text(config)
+    return work
+
+
+def _meta(work: Path, mod: Module) -> dict:
+    path = work / "mutants" / (mod.source + ".meta")
+    return json.loads(path.read_text()) if path.exists() else {"exit_code_by_key": {}}
+
+
+def _forget_crashes(work: Path, mod: Module) -> None:
+    """A worker that crashed (a signal other than the CPU-time limit) says nothing about the mutant: run it again."""
+    path = work / "mutants" / (mod.source + ".meta")
+    if not path.exists():
+        return
+    meta = json.loads(path.read_text())
+    codes = meta["exit_code_by_key"]
+    crashed = [k for k, c in codes.items() if c is not None and c < 0 and c != -24]
+    if crashed:
+        for k in crashed:
+            codes[k] = None
+        path.write_text(json.dumps(meta))
+
+
+def _fresh_process(work: Path, mod: Module, key: str) -> int | None:
+    """The mutant's exit code from its own pytest process over the module's selection (1 = a test failed)."""
+    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
+               MUTANT_UNDER_TEST=key)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *PYTEST_ARGS, *_existing_tests(mod)]
+    try:
+        return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900).returncode
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _record(work: Path, mod: Module, codes: dict) -> None:
+    if not codes:
+        return
+    path = work / "mutants" / (mod.source + ".meta")
+    meta = json.loads(path.read_text())
+    meta["exit_code_by_key"].update(codes)
+    path.write_text(json.dumps(meta))
+
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked",
+          -11: "crashed", -9: "crashed"}
+
+
+def _status(code) -> str:
+    return STATUS.get(code, "suspicious")
+
+
+def _mutmut(work: Path, *args: str, capture: bool = False, log: Path | None = None) -> subprocess.CompletedProcess:
+    """mutmut in the module's work directory, niced (the machine is shared); its progress goes to ``log``."""
+    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0")
+    cmd = ["nice", "-n", "10", str(BIN / "mutmut"), *args]
+    if log is None:
+        return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture)
+    with log.open("a") as out:
+        return subprocess.run(cmd, cwd=work, env=env, text=True, stdout=out, stderr=subprocess.STDOUT)
+
+
+_DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+path, keys = sys.argv[1], json.loads(sys.stdin.read())
+print(json.dumps({k: get_diff_for_mutant(k, path=path) for k in keys}))
+"""
+
+
+def _diffs(work: Path, mod: Module, keys: list[str]) -> dict[str, str]:
+    """The changed lines of each mutant (mutmut's diff without its headers), read in one process."""
+    if not keys:
+        return {}
+    out = subprocess.run([sys.executable, "-c", _DIFFS, mod.source], cwd=work, input=json.dumps(keys), text=True,
+                         capture_output=True, check=True).stdout
+    return {k: "\n".join(line for line in d.splitlines() if line.startswith(("-", "+")) and
+                         not line.startswith(("---", "+++"))) for k, d in json.loads(out).items()}
+
+
+def _function(key: str) -> str:
+    fn = key.rpartition(".")[2].partition("__mutmut_")[0]
+    return fn.removeprefix("x_").removeprefix("xǁ").replace("ǁ", ".")
+
+
+def _summarise(name: str, mod: Module, work: Path) -> dict:
+    codes = _meta(work, mod)["exit_code_by_key"]
+    counts: dict[str, int] = {}
+    for code in codes.values():
+        counts[_status(code)] = counts.get(_status(code), 0) + 1
+    alive = sorted(k for k, code in codes.items() if _status(code) not in ("killed", "timeout"))
+    diffs = _diffs(work, mod, alive)
+    survivors = [{"key": k, "status": _status(codes[k]), "function": _function(k), "diff": diffs[k]} for k in alive]
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
+    total = sum(counts.values())
+    return {"total": total, "killed": killed, "counts": counts, "survivors": survivors}
+
+
+def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0) -> dict:
+    mod = MODULES[name]
+    work = _prepare(name, mod)
+    prev = state.get(name, {})
+    skey, tkey = source_key(mod), tests_key(mod)
+    if full and (work / "mutants").exists():
+        shutil.rmtree(work / "mutants")
+    t0 = time.perf_counter()
+    print(f"== {name}: {mod.source} against {' '.join(_existing_tests(mod))}", flush=True)
+    _forget_crashes(work, mod)
+    before = _meta(work, mod)["exit_code_by_key"]
+    log = work / "run.log"
+    log.write_text("")
+    proc = _mutmut(work, "run", "--max-children", str(jobs), log=log)
+    if proc.returncode:
+        tail = "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-30:])
+        raise SystemExit(f"{tail}\nmutmut failed on {name} (exit {proc.returncode}); the whole log: {log}")
+    selection = _existing_tests(mod)
+    if not full and prev.get("tests") != tkey and prev.get("selection", selection) == selection:
+        # (a changed selection makes mutmut itself rerun every mutant)
+        # the tests changed (or were never recorded): mutmut keeps every earlier result, so the mutants that
+        # survived an earlier run are run again against the current tests
+        codes = _meta(work, mod)["exit_code_by_key"]
+        again = sorted(k for k, c in before.items() if c is not None and _status(c) not in ("killed", "timeout")
+                       and codes.get(k) == c)
+        if again:
+            print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
+            _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
+    # Workers fork from mutmut's process, which ran the tests (and their DuckDB queries) once: fast, but some
+    # workers crash there (SIGSEGV). Those mutants, and a sample of the killed ones as a check, are run again,
+    # each in a fresh pytest process in mutmut's copy with MUTANT_UNDER_TEST naming the mutant (nothing forked).
+    codes = _meta(work, mod)["exit_code_by_key"]
+    again = sorted(k for k, c in codes.items() if _status(c) in ("crashed", "suspicious"))
+    killed = sorted(k for k, c in codes.items() if _status(c) == "killed")
+    sample = [killed[i] for i in range(0, len(killed), max(1, len(killed) // check))] if check and killed else []
+    if again or sample:
+        print(f"   fresh-process rerun: {len(again)} crashed, {len(sample)} killed ones as a check", flush=True)
+        fresh = {k: _fresh_process(work, mod, k) for k in [*again, *sample]}
+        _record(work, mod, {k: c for k, c in fresh.items() if k in again and c in (0, 1)})
+        flipped = [k for k in sample if fresh[k] != 1]
+        if flipped:
+            print(f"   WARNING: {len(flipped)} of {len(sample)} killed mutants are not killed in a fresh process: "
+                  + ", ".join(flipped), flush=True)
+    result = _summarise(name, mod, work)
+    state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
+                   "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
+    _save_state(state, name)
+    return state[name]
+
+
+def equivalence(name: str, survivor: dict) -> str | None:
+    """The recorded reason a survivor is equivalent, or None (untriaged)."""
+    new = "\n".join(line[1:].strip() for line in survivor["diff"].splitlines() if line.startswith("+"))
+    return EQUIVALENT.get((name, survivor["function"], new))
+
+
+def _line(name: str, entry: dict) -> str:
+    r = entry["result"]
+    rate = r["killed"] / r["total"] if r["total"] else float("nan")
+    untriaged = sum(1 for s in r["survivors"] if not equivalence(name, s))
+    return (f"{name:28s} {r['killed']:5d} / {r['total']:5d} killed ({rate:6.1%})  survivors {len(r['survivors']):3d}"
+            f" (untriaged {untriaged:3d})  {entry['seconds']:5d} s  {entry['when']}")
+
+
+def report(state: dict, names, *, survivors: bool) -> int:
+    worst = 1.0
+    for name in names:
+        entry = state.get(name)
+        if entry is None:
+            print(f"{name:28s} not run")
+            continue
+        fresh = entry["source"] == source_key(MODULES[name]) and entry["tests"] == tests_key(MODULES[name])
+        print(_line(name, entry) + ("" if fresh else "  (stale: source or tests changed since)"))
+        r = entry["result"]
+        if r["total"]:
+            worst = min(worst, r["killed"] / r["total"])
+        if survivors:
+            for s in r["survivors"]:
+                reason = equivalence(name, s)
+                tag = f"equivalent: {reason}" if reason else s["status"]
+                print(f"    {s['key']}  [{tag}]")
+                for line in s["diff"].splitlines():
+                    print(f"        {line}")
+    return 0 if worst >= 0.9 else 1
+
+
+def markdown(state: dict, names) -> str:
+    """The rate table and the equivalent survivors of docs/mutation.md, from the recorded results."""
+    out = ["| module | source | mutants | killed | rate | survivors | equivalent | untriaged |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    eq_lines = []
+    for name in names:
+        entry = state.get(name)
+        if entry is None:
+            out.append(f"| {name} | `{MODULES[name].source}` | not run | | | | | |")
+            continue
+        r = entry["result"]
+        eq = [(s, equivalence(name, s)) for s in r["survivors"]]
+        n_eq = sum(1 for _, reason in eq if reason)
+        rate = r["killed"] / r["total"] if r["total"] else float("nan")
+        out.append(f"| {name} | `{MODULES[name].source}` | {r['total']} | {r['killed']} | {rate:.1%} | "
+                   f"{len(r['survivors'])} | {n_eq} | {len(r['survivors']) - n_eq} |")
+        for s, reason in eq:
+            change = " → ".join(f"`{line[1:].strip()}`" for line in s["diff"].splitlines())
+            eq_lines.append(f"| {name} | `{s['function']}` | {change} | "
+                            + (reason if reason else f"**untriaged** ({s['status']})") + " |")
+    out += ["", "| module | function | change | why it is equivalent |", "|---|---|---|---|", *eq_lines]
+    return "\n".join(out).replace("\u01c1", ".")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", help="module ids (default: every module whose source or tests changed)")
+    ap.add_argument("--list", action="store_true", help="list the modules and their test selections")
+    ap.add_argument("--report", action="store_true", help="print the recorded results, run nothing")
+    ap.add_argument("--survivors", action="store_true", help="with the report: every survivor and its diff")
+    ap.add_argument("--markdown", action="store_true", help="the rate table and survivors for docs/mutation.md")
+    ap.add_argument("--full", action="store_true", help="rerun every mutant of the chosen modules")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machine is shared)")
+    ap.add_argument("--check", type=int, default=0,
+                    help="rerun about this many killed mutants in isolated workers to confirm the kills")
+    args = ap.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        ap.error(f"unknown module(s) {', '.join(unknown)}; known: {', '.join(MODULES)}")
+    names = args.modules or list(MODULES)
+    if args.list:
+        for n in names:
+            print(f"{n:28s} {MODULES[n].source:42s} {' '.join(_existing_tests(MODULES[n]))}")
+        return 0
+    state = _load_state()
+    if args.markdown:
+        print(markdown(state, names))
+        return 0
+    if not args.report:
+        for n in names:
+            entry = state.get(n)
+            unchanged = (entry is not None and entry["source"] == source_key(MODULES[n])
+                         and entry["tests"] == tests_key(MODULES[n]))
+            if unchanged and not args.full and not args.modules:
+                continue
+            run_module(n, full=args.full, jobs=args.jobs, state=state, check=args.check)
+            print(_line(n, state[n]), flush=True)
+    print()
+    return report(state, names, survivors=args.survivors)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
