@@ -42,7 +42,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not slow and not browser and not spark"
 
 data: setup
-	$(BIN)/offeval simulate --out data --preset demo --seed 0
+	$(BIN)/offeval simulate --out data --preset demo --seed 0 --force
 
 # every number README.md and docs/ quote from the demo, rewritten from data/ (SEEDS=1,2,3,4,5 adds the per-seed
 # table of data/README.md, minutes); tests/test_docs_numbers.py checks them

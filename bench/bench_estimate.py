@@ -93,10 +93,11 @@ def pandas_moments(df, clips=CLIPS):
                           "dcg_diff": s["dt"] - s["dl"], "ndcg_diff": nt - nl, "idcg": s["ideal"]},
                          index=s.index).reset_index()
         cols = [c for c in v.columns if c not in ("session_id", *GROUPS)]
-        sq = v[cols] ** 2
-        sq.columns = [f"{c}_sq" for c in cols]
-        g = pd.concat([v[GROUPS], v[cols], sq], axis=1).groupby(GROUPS, observed=True).sum()
-        g["n"] = v.groupby(GROUPS, observed=True).size()
+        grouped = v[[*GROUPS, *cols]].groupby(GROUPS, observed=True)
+        g = grouped[cols].sum()
+        g["n"] = grouped.size()
+        m2 = grouped[cols].var(ddof=0).mul(g["n"], axis=0)  # Σ(x − x̄)² per group
+        g[[f"{c}_m2" for c in cols]] = m2.to_numpy()
         g["clip"] = m
         out.append(g.reset_index())
     return pd.concat(out, ignore_index=True)
@@ -120,8 +121,8 @@ def compare(engine_file: str, pandas_file: str) -> float:
 
     columns = {("dcg", "logging", "sum"): "dcg_logging", ("dcg", "treatment", "sum"): "dcg_treatment",
                ("ndcg", "logging", "sum"): "ndcg_logging", ("ndcg", "treatment", "sum"): "ndcg_treatment",
-               ("dcg", "logging", "sumsq"): "dcg_logging_sq", ("ndcg", "treatment", "sumsq"): "ndcg_treatment_sq",
-               ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "sumsq_diff"): "ndcg_diff_sq",
+               ("dcg", "logging", "m2"): "dcg_logging_m2", ("ndcg", "treatment", "m2"): "ndcg_treatment_m2",
+               ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "m2_diff"): "ndcg_diff_m2",
                ("dcg", "logging", "den_sum"): "idcg", ("dcg", "logging", "n"): "n"}
     return max_relative_difference(engine_file, pandas_file, columns)
 

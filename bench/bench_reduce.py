@@ -161,8 +161,8 @@ def compare(engine_file: str, numpy_file: str) -> float:
 
     columns = {("dcg", "logging", "sum"): "dcg_logging", ("dcg", "treatment", "sum"): "dcg_target",
                ("ndcg", "logging", "sum"): "ndcg_logging", ("ndcg", "treatment", "sum"): "ndcg_target",
-               ("dcg", "logging", "sumsq"): "dcg_logging_sq", ("ndcg", "treatment", "sumsq"): "ndcg_target_sq",
-               ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "sumsq_diff"): "ndcg_diff_sq",
+               ("dcg", "logging", "m2"): "dcg_logging_m2", ("ndcg", "treatment", "m2"): "ndcg_target_m2",
+               ("dcg", "treatment", "sum_diff"): "dcg_diff", ("ndcg", "treatment", "m2_diff"): "ndcg_diff_m2",
                ("dcg", "logging", "den_sum"): "den_sum", ("dcg", "logging", "n"): "n"}
     return max_relative_difference(engine_file, numpy_file, columns)
 

@@ -60,8 +60,10 @@ def load(path: str, reward: str = "like", policy: str = "treatment"):
 
 
 def moments(data, clips=CLIPS) -> dict[str, np.ndarray]:
-    """Per (clip, group): n and Σ, Σ² of DCG / nDCG of the logging and target policies, Σ of the paired
-    difference and its square, Σ iDCG — the statistics the engine's moments file holds."""
+    """Per (clip, group): n and Σ, Σ(x − x̄)² of DCG / nDCG of the logging and target policies, Σ of the
+    paired difference and its centred second moment, Σ iDCG — the statistics the engine's moments file holds
+    (second moments in two passes: the group means, then the squared deviations; a session without a reward
+    is 0, so it adds x̄²)."""
     hist = data["hist"][1:].astype(np.float64)
     pbm = np.maximum(hist / hist[0], FLOOR)  # share of (control) sessions reaching rank r
     rows = data["rows"]
@@ -83,7 +85,9 @@ def moments(data, clips=CLIPS) -> dict[str, np.ndarray]:
     g_sess = group[starts]
     n_groups, n_s = data["n_groups"], len(starts)
     out = {k: [] for k in ("n", "den_sum", "dcg_logging", "dcg_target", "ndcg_logging", "ndcg_target",
-                           "dcg_logging_sq", "ndcg_target_sq", "dcg_diff", "ndcg_diff_sq")}
+                           "dcg_logging_m2", "ndcg_target_m2", "dcg_diff", "ndcg_diff_m2")}
+    rewarded = np.bincount(g_sess, minlength=len(n_groups)).astype(np.float64)
+    size = np.where(n_groups > 0, n_groups, 1).astype(np.float64)
     for m in clips:
         lab = c * np.minimum(m, w)
         ideal = np.bincount(sid, lab * d_ideal, minlength=n_s)
@@ -95,16 +99,20 @@ def moments(data, clips=CLIPS) -> dict[str, np.ndarray]:
         def per_group(v):
             return np.bincount(g_sess, v, minlength=len(n_groups))
 
+        def m2(v):
+            mean = per_group(v) / size
+            return per_group((v - mean[g_sess]) ** 2) + (n_groups - rewarded) * mean * mean
+
         out["n"].append(n_groups.astype(np.float64))
         out["den_sum"].append(per_group(ideal))
         out["dcg_logging"].append(per_group(dl))
         out["dcg_target"].append(per_group(dt))
         out["ndcg_logging"].append(per_group(nl))
         out["ndcg_target"].append(per_group(nt))
-        out["dcg_logging_sq"].append(per_group(dl * dl))
-        out["ndcg_target_sq"].append(per_group(nt * nt))
+        out["dcg_logging_m2"].append(m2(dl))
+        out["ndcg_target_m2"].append(m2(nt))
         out["dcg_diff"].append(per_group(dt - dl))
-        out["ndcg_diff_sq"].append(per_group((nt - nl) ** 2))
+        out["ndcg_diff_m2"].append(m2(nt - nl))
     return {k: np.stack(v) for k, v in out.items()}
 
 

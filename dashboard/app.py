@@ -15,9 +15,11 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from dashboard import share, sidebar  # noqa: E402
+from offeval_core.sanitize import escape_markdown  # noqa: E402
 
 HERE = Path(__file__).parent
 
+st.set_option("client.disableDataExport", True)  # tables' own CSV export is not neutralised: show_table's is
 st.set_page_config(page_title="offeval — offline evaluation of ranking policies", page_icon="📐",
                    layout="wide",
                    initial_sidebar_state="collapsed" if st.query_params.get("present") == "1"
@@ -42,7 +44,9 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
-sidebar.render(page.url_path)
+context = sidebar.render(page.url_path)
+for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
+    st.warning(escape_markdown(note), icon=":material/warning:")
 try:
     page.run()
 finally:  # also after st.stop(): the URL always holds the view that is shown

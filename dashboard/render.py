@@ -15,10 +15,10 @@ import streamlit as st
 from dashboard import data
 from dashboard.context import CTX_KEY, Context
 from offeval_core.formatting import clip_text
-from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, sanitize_figure
+from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, one_line, sanitize_figure
 
 __all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline", "policy_headline",
-           "raw_logs_notice", "readable", "show_figure", "show_table", "takeaway"]
+           "raw_logs_notice", "readable", "show_figure", "show_table", "table_csv", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
@@ -225,6 +225,25 @@ def _undefined_as_text(df: pd.DataFrame, column_config: dict | None) -> tuple[pd
     return df, cfg
 
 
+def table_csv(df: pd.DataFrame, *, name: str, dataset: str, settings: dict[str, object], units: str | None,
+              when) -> str:
+    r"""The CSV download of a table: two ``#`` lines saying where it comes from (each on one line, whatever the
+    names hold: a reward named ``"x\n=HYPERLINK(…)"`` must not start a line of its own) and the table with
+    formula-leading text cells and names neutralised (:func:`offeval_core.sanitize.neutralise_frame`).
+
+    >>> text = table_csv(pd.DataFrame({"v": ["+1+1"]}), name="t", dataset="a\n=HYPERLINK(1)", settings={},
+    ...                  units="u", when=__import__("datetime").datetime(2026, 1, 1))
+    >>> [line[:1] for line in text.splitlines()], text.splitlines()[-1]
+    (['#', '#', 'v', "'"], "'+1+1")
+    """
+    buf = io.StringIO()
+    buf.write(one_line(f"# {name.replace('_', ' ')} · dataset: {dataset} · {_settings_text(settings)} · exported "
+                       f"{when:%Y-%m-%d %H:%M} UTC by offeval") + "\n")
+    buf.write(one_line(f"# units: {units or DEFAULT_UNITS}") + "\n")
+    neutralise_frame(df).to_csv(buf, index=False)  # formula-leading text cells neutralised
+    return buf.getvalue()
+
+
 def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = None, height: int | None = None,
                column_config: dict | None = None, units: str | None = None) -> None:
     """A table with a CSV download of exactly what is shown; folded behind a checkbox in presentation mode."""
@@ -249,13 +268,9 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
     def csv() -> str:
         import datetime as _dt
 
-        buf = io.StringIO()
         dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
-        buf.write(f"# {name.replace('_', ' ')} · dataset: {dataset} · {_settings_text(export_settings(c))} · "
-                  f"exported {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC by offeval\n")
-        buf.write(f"# units: {units or DEFAULT_UNITS}\n")
-        neutralise_frame(df).to_csv(buf, index=False)  # formula-leading text cells neutralised
-        return buf.getvalue()
+        return table_csv(df, name=name, dataset=dataset, settings=export_settings(c), units=units,
+                         when=_dt.datetime.now(_dt.UTC))
 
     from offeval_core.formatting import file_stem
 

@@ -134,7 +134,7 @@ def _dataset_key(choice: str) -> tuple[str, str]:
         if not spec:
             return "demo", "No simulated world yet: simulate one on the Data page. Showing the demo."
         try:
-            data.parse_sim_spec(spec)
+            data.simulated_config(spec)  # its options and the world's size, before anything is simulated
         except ValueError as exc:
             return "demo", f"The simulation in the link is not valid ({exc}). Showing the demo."
         return f"sim:{spec}", ""

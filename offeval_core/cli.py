@@ -10,6 +10,7 @@ import sys
 
 from offeval_core.errors import OffevalError
 from offeval_core.limits import ENV
+from offeval_core.sanitize import TerminalStream
 
 __all__ = ["COMMANDS", "build_parser", "main", "map_hint"]
 
@@ -29,6 +30,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     limits.add_argument("--max-rows", default=None, metavar="N", help="most data rows of one file (20 000 000)")
     limits.add_argument("--max-columns", default=None, metavar="N", help="most columns of one file (1 000)")
     limits.add_argument("--max-rank", default=None, metavar="N", help="rank ceiling of rank columns (100 000)")
+    limits.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="memory one input may take once loaded (estimated before decoding), e.g. 8GiB "
+                             "(default 2 GiB)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS if only is None else [only]:
         importlib.import_module(f"offeval_core.commands.{name}").register(sub)
@@ -70,7 +74,20 @@ def map_hint(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every input or output problem prints one message (or the problem list) to stderr
-    and exits with status 2, never a traceback."""
+    and exits with status 2, never a traceback. Everything the command prints goes through
+    :class:`~offeval_core.sanitize.TerminalStream`: a name or value from a file cannot send a control sequence
+    (ANSI colours, OSC titles, hyperlinks or clipboard writes) to the terminal."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
@@ -82,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"offeval {args.command}: error: {exc}", file=sys.stderr)
         if hint := map_hint(exc):
             print(f"offeval {args.command}: hint: {hint}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file the command could not open, create or write (permissions, a directory…)
+        name = f"{exc.filename}: " if exc.filename else ""
+        print(f"offeval {args.command}: error: {name}{exc.strerror or type(exc).__name__}", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"offeval {args.command}: error: out of memory; the input is too large for this machine (lower "

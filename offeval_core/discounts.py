@@ -14,6 +14,7 @@ import dataclasses
 import re
 import tempfile
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.arms import offline_rows
-from offeval_core.errors import InputError, LimitExceeded, SpecError
+from offeval_core.errors import InputError, LimitExceeded, MissingInput, SpecError
 from offeval_core.inputs import data_file, read_csv_limited
 from offeval_core.limits import Limits
 
@@ -136,8 +137,9 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None
     match = re.fullmatch(r"(.*)@([^@/]*)", text)
     if match:
         text, cut = match.group(1), match.group(2)
-        if not cut.isdigit() or int(cut) < 1:
-            raise SpecError(f"discount cut-off must be a positive integer after '@', got {spec!r}")
+        if not re.fullmatch(r"[0-9]{1,9}", cut.strip()) or int(cut) < 1:  # str.isdigit() also takes '²'
+            raise SpecError(f"discount cut-off must be a positive integer after '@', got {spec!r} (digits 0-9, "
+                            "e.g. 'log2@10')")
         cutoff = int(cut)
     kind, _, arg = text.partition(":")
     kind = kind.strip().lower()
@@ -216,7 +218,12 @@ def survival_from_counts(counts: np.ndarray, *, floor: float = PBM_FLOOR) -> np.
 
 
 _ACCESS = threading.local()
-_REGISTERED: dict[str, tuple[float, ...]] = {}
+_REGISTERED: OrderedDict[str, np.ndarray] = OrderedDict()  # the uploaded tables, most recently used last
+_REGISTERED_LOCK = threading.Lock()
+MAX_REGISTERED = 32
+"""Uploaded discount tables kept in memory (at most 32 × 100,000 ranks × 8 bytes = 25.6 MB); the least
+recently used one is forgotten first, and a view naming it asks for the upload again."""
+_REGISTERED_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}-[0-9a-f]{12}\.csv")
 _TABLE_KINDS = (".csv",)
 
 
@@ -251,7 +258,12 @@ def register_table(data: bytes, *, name: str = "upload") -> str:
         path = Path(tmp) / "table.csv"
         path.write_bytes(data)
         values = _read_table_file(path, shown=name)
-    _REGISTERED[key] = tuple(values.tolist())
+    values.setflags(write=False)
+    with _REGISTERED_LOCK:
+        _REGISTERED[key] = values
+        _REGISTERED.move_to_end(key)
+        while len(_REGISTERED) > MAX_REGISTERED:
+            _REGISTERED.popitem(last=False)
     return key
 
 
@@ -262,10 +274,18 @@ def read_discount_table(path: str) -> np.ndarray:
     :func:`restrict_table_files`) a plain file name in the data directory, else a path to the user's own
     file. Errors never quote the file's content.
     """
-    if path in _REGISTERED:
-        return np.asarray(_REGISTERED[path], dtype=np.float64)
+    with _REGISTERED_LOCK:
+        if path in _REGISTERED:
+            _REGISTERED.move_to_end(path)
+            return _REGISTERED[path].copy()
     if table_files_restricted():
-        resolved = data_file(path, kinds=_TABLE_KINDS, what="discount table")
+        try:
+            resolved = data_file(path, kinds=_TABLE_KINDS, what="discount table")
+        except MissingInput:
+            if isinstance(path, str) and _REGISTERED_NAME.fullmatch(path):
+                raise MissingInput(f"the uploaded discount table {path!r} is no longer in memory; upload it again in "
+                                   "the sidebar", source="discount table") from None
+            raise
         return _read_table_file(resolved, shown=path)
     return _read_table_file(path, shown=path)
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "EstimatorWarning",
+    "HeldoutValidationError",
     "InputError",
     "LimitExceeded",
     "LogValidationError",
@@ -24,6 +25,7 @@ __all__ = [
     "NeedsAnswers",
     "NeedsArms",
     "NeedsRawLogs",
+    "NonFiniteMoments",
     "OffevalError",
     "OutputExists",
     "Problem",
@@ -31,6 +33,7 @@ __all__ = [
     "UnknownName",
     "UnreadableInput",
     "UnreadableLogs",
+    "UnwritableOutput",
 ]
 
 
@@ -141,12 +144,27 @@ class MomentsValidationError(InputError):
     """A moments file whose content is inconsistent (counts, sums, second moments, metadata)."""
 
 
+class HeldoutValidationError(InputError):
+    """Qrels or runs that do not follow their layout (fields, columns, numbers, repeated pairs); the message
+    names the lines or rows, never their content."""
+
+
+class NonFiniteMoments(InputError):
+    """A sum, mean or variance of the data is beyond double precision (values or weights near 10³⁰⁸, squares
+    of values beyond 10¹⁵⁴): offeval stops rather than show an infinite, undefined or 0 standard error."""
+
+
 class NeedsRawLogs(OffevalError, LookupError):
     """An analysis needs per-row logs but only a moments file is loaded."""
 
 
 class OutputExists(OffevalError, FileExistsError):
     """Writing would overwrite an existing output (without ``force``) or one of the inputs."""
+
+
+class UnwritableOutput(InputError):
+    """An output cannot be created where the user asked (no permission, a read-only or full file system, a
+    file where a directory is needed); nothing was written."""
 
 
 class MissingInput(InputError, FileNotFoundError):

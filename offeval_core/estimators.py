@@ -7,6 +7,7 @@ logs have arms), the online truth from comparing the arms.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
 from offeval_core.errors import UnknownName
 from offeval_core.logs import LOGGING_POLICY, Logs
+from offeval_core.moment_columns import ONLINE_ROLES, Layout, merge, pool
 from offeval_core.registry import ESTIMATORS, SUM_COLUMNS, EstimatorSpec
 from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.stats import CrossMoments, RatioMoments, ratio_difference
@@ -136,11 +138,9 @@ def subset(moments: Moments, *, rewards: Sequence[str] | None = None, policies: 
 
 
 def aggregate(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
-    """Sum moments over every key not in ``by`` (moments are additive)."""
-    cols = [c for c in SUM_COLUMNS if c in rows.columns]
-    if not by:
-        return rows[cols].sum().to_frame().T
-    return rows.groupby(list(by), sort=True, observed=True)[cols].sum().reset_index()
+    """Pool moments over every key not in ``by``: counts and sums add, centred second moments combine by
+    Chan et al.'s formulas (:func:`offeval_core.moment_columns.pool`)."""
+    return pool(rows, by)
 
 
 def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> Estimate | Effect:
@@ -148,19 +148,19 @@ def estimate_from_row(row, *, metric: str, level: float, diff: bool = False) -> 
     n = float(row["n"])
     if diff and ESTIMATORS[metric].paired == "two_ratio":
         return ratio_difference(
-            RatioMoments(n, row["sum"], row["sumsq"], row["den_sum"], row["den_sumsq"], row["sum_x_den"]),
-            RatioMoments(n, row["ref_sum"], row["ref_sumsq"], row["ref_den_sum"], row["ref_den_sumsq"], row["ref_x_den"]),
-            CrossMoments(row["sum_x_ref"], row["sum_x_ref_den"], row["sum_den_ref"], row["sum_den_ref_den"]),
+            RatioMoments(n, row["sum"], row["m2"], row["den_sum"], row["den_m2"], row["co_den"]),
+            RatioMoments(n, row["ref_sum"], row["ref_m2"], row["ref_den_sum"], row["ref_den_m2"], row["ref_co_den"]),
+            CrossMoments(row["co_ref"], row["co_ref_den"], row["den_co_ref"], row["den_co_ref_den"]),
             level=level)
     if ESTIMATORS[metric].ratio:
-        x, xx, xy = (("sum_diff", "sumsq_diff", "sum_diff_den") if diff else ("sum", "sumsq", "sum_x_den"))
-        est = stats.ratio_estimate(n, row[x], row[xx], row["den_sum"], row["den_sumsq"], row[xy], level=level)
+        x, xx, xy = (("sum_diff", "m2_diff", "co_diff_den") if diff else ("sum", "m2", "co_den"))
+        est = stats.ratio_estimate(n, row[x], row[xx], row["den_sum"], row["den_m2"], row[xy], level=level)
         if diff:
             return Effect(est.value, est.stderr, est.n, est.ci, stats.one_sided_p(est.value, est.stderr))
         return est
     if diff:
-        return stats.paired_effect(n, row["sum_diff"], row["sumsq_diff"], level=level)
-    return stats.mean_estimate(n, row["sum"], row["sumsq"], level=level)
+        return stats.paired_effect(n, row["sum_diff"], row["m2_diff"], level=level)
+    return stats.mean_estimate(n, row["sum"], row["m2"], level=level)
 
 
 @dataclass(frozen=True)
@@ -207,19 +207,21 @@ def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), lev
     """Online per-arm means and Welch's effect per group of ``by`` keys: ``{key tuple: OnlineResult}``."""
     check_level(level)
     on = moments.online[moments.online["reward"] == reward]
-    cols = ["n", "sum", "sumsq"]
-    # one grouped sum over (by…, arm), then the tests on the small table (a groupby per group costs ~1 ms each)
-    sums = on.groupby([*by, "arm"], sort=True, observed=True)[cols].sum()
+    cols = ["n", "sum", "m2"]
+    # one pooling over (by…, arm), then the tests on the small table (a groupby per group costs ~1 ms each)
+    pooled = pool(on, [*by, "arm"], ONLINE_ROLES)
     table: dict[tuple, dict] = {}
-    for idx, values in zip(sums.index, sums.to_numpy(), strict=True):
-        idx = idx if isinstance(idx, tuple) else (idx,)
+    for idx, values in zip(pooled[[*by, "arm"]].itertuples(index=False, name=None),
+                           pooled[cols].to_numpy(dtype=float), strict=True):
         table.setdefault(idx[:-1], {})[idx[-1]] = values
     if not by and not table:
         table[()] = {}
     out = {}
     for key, arms in table.items():
-        if "control" not in arms:
-            arms["control"] = sum(arms.values()) if arms else np.zeros(3)
+        if "control" not in arms:  # no arms: every session is the control (logging) policy's
+            parts = list(arms.values())
+            layout = Layout(cols, ONLINE_ROLES)
+            arms["control"] = functools.reduce(lambda a, b: merge(a, b, layout), parts) if parts else np.zeros(3)
         c = arms["control"]
         control = stats.mean_estimate(c[0], c[1], c[2], level=level)
         treat = effect = None
@@ -254,8 +256,8 @@ def impression_online_results(moments: Moments, *, reward: str, metric: str, dis
             if not len(sub) or sub["n"].sum() == 0:
                 continue
             a = aggregate(sub).iloc[0]
-            ests[arm] = stats.ratio_estimate(a["n"], a["sum"], a["sumsq"], a["den_sum"], a["den_sumsq"],
-                                             a["sum_x_den"], level=level)
+            ests[arm] = stats.ratio_estimate(a["n"], a["sum"], a["m2"], a["den_sum"], a["den_m2"], a["co_den"],
+                                             level=level)
         effect, p2 = None, math.nan
         if "control" in ests and "treatment" in ests:
             t, c = ests["treatment"], ests["control"]

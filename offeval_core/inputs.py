@@ -1,13 +1,16 @@
-"""The one input boundary: every file offeval reads (logs, moments files, discount tables) is opened here.
+"""The one input boundary: every file offeval reads (logs, moments files, discount tables, qrels and runs) is
+opened here or, for Parquet files, directories and globs, in :mod:`offeval_core.inputs_parquet`, which builds
+on it.
 
 What it guarantees, whatever the file:
 
 * only regular files (and, for Parquet logs, directories of them) are opened; FIFOs, devices, sockets
   and ``/proc``-like files are refused before a byte is read, so nothing hangs on a pipe or streams
   ``/dev/zero`` forever;
-* the limits of :class:`~offeval_core.limits.Limits` hold: CSV text is decompressed as a stream and
-  counted as it is read (bytes and lines), the header is checked for its number of columns before the
-  body is parsed, Parquet sizes come from the footer before any column is decoded;
+* the limits of :class:`~offeval_core.limits.Limits` hold: CSV and TREC text is decompressed as a stream
+  and counted as it is read (bytes and lines), the header is checked for its number of columns before the
+  body is parsed, and the memory the data would take once loaded is estimated before they are parsed
+  (Parquet: from the footer, then again while decoding);
 * every failure is an :class:`~offeval_core.errors.InputError` (``MissingInput``, ``UnreadableInput``,
   ``LimitExceeded``) whose message names the file as the caller named it and never quotes its content;
 * the dashboard resolves names in the operator's data directory with :func:`data_file`: a plain file
@@ -24,16 +27,16 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from offeval_core.errors import LimitExceeded, MissingInput, UnreadableInput
-from offeval_core.limits import DATA_DIR_ENV, Limits, data_dir
+from offeval_core.limits import DATA_DIR_ENV, Limits, data_dir, load_memory
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "data_file", "data_files", "file_kind", "open_regular",
-           "read_csv_limited", "read_parquet_limited"]
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "check_memory", "data_file", "data_files", "file_kind", "open_regular",
+           "read_csv_limited", "refuse_special", "text_lines"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".tsv.gz", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -57,16 +60,21 @@ def file_kind(name: str) -> str | None:
     return None
 
 
+def refuse_special(path: str | os.PathLike, *, source: str) -> None:
+    """UnreadableInput when ``path`` (its real path) lies under /proc, /sys or /dev, whether or not it exists:
+    such a name is never opened, listed or globbed."""
+    if os.path.realpath(os.fspath(path)).startswith(_SPECIAL_TREES):
+        raise UnreadableInput(f"{source}: not a regular file (a /proc, /sys or /dev entry)", source=source,
+                              expected="a regular file")
+
+
 def open_regular(path: str | os.PathLike, *, source: str) -> io.BufferedReader:
     """Open ``path`` for reading if it is a regular file; never blocks on a FIFO, never opens a device.
 
     Raises MissingInput when it does not exist and UnreadableInput when it is not a regular file or
     cannot be opened (permissions).
     """
-    real = os.path.realpath(os.fspath(path))
-    if real.startswith(_SPECIAL_TREES):
-        raise UnreadableInput(f"{source}: not a regular file (a /proc, /sys or /dev entry)", source=source,
-                              expected="a regular file")
+    refuse_special(path, source=source)
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -80,7 +88,7 @@ def open_regular(path: str | os.PathLike, *, source: str) -> io.BufferedReader:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnreadableInput(f"{source}: not a regular file (a directory, pipe, device or socket); "
-                                  "expected a CSV or Parquet file", source=source, expected="a regular file")
+                                  "expected a file", source=source, expected="a regular file")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", closefd=True)
     except BaseException:
@@ -161,25 +169,57 @@ def _header(path, *, source: str, sep: str, limits: Limits) -> list[str]:
                             "OFFEVAL_MAX_COLUMNS / --max-columns", source=source,
                             expected=f"at most {limits.max_columns:,} columns")
     text = line.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r")
-    return next(csv.reader([text], delimiter=sep), [])
+    if "\r" in text and b"\n" not in buf:
+        raise UnreadableInput(f"{source}: the lines end in a carriage return alone (CR, as in classic Mac OS "
+                              "files), which CSV readers do not split on; save the file with LF or CRLF line "
+                              "ends", source=source, expected="lines ending in LF or CRLF")
+    try:
+        names = next(csv.reader([text], delimiter=sep), [])
+    except csv.Error:
+        raise UnreadableInput(f"{source}: cannot read the header line as CSV (a quote or line break inside a "
+                              "column name)", source=source, expected="a CSV header line") from None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise UnreadableInput(f"{source}: column {name!r} appears more than once in the header; column names "
+                                  "must be unique (rename or drop the copy)", source=source, column=name,
+                                  expected="unique column names")
+        seen.add(name)
+    return names
 
 
-def _prescan(path, *, source: str, limits: Limits) -> None:
+def _prescan(path, *, source: str, limits: Limits) -> tuple[int, int]:
     """Stream the (decompressed) file once, counting bytes and lines, before anything is parsed: a
-    compression bomb or an oversized file stops here in constant memory."""
+    compression bomb or an oversized file stops here in constant memory. Returns (bytes, lines)."""
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
     try:
         while stream.read(1 << 20):
             pass
+        return stream.bytes, stream.lines
     finally:
         stream.close()
 
 
-def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterable[str] = ()) -> pd.DataFrame:
+def check_memory(source: str, rows: int, columns: int, decoded: int, limits: Limits) -> None:
+    """LimitExceeded when a table of ``rows`` × ``columns`` decoding to ``decoded`` bytes would take more than
+    ``max_memory`` once loaded (:func:`~offeval_core.limits.load_memory`)."""
+    need = load_memory(rows, columns, decoded)
+    if need > limits.max_memory:
+        size = f"{need / 2**30:.1f} GiB" if need >= 2**30 else f"{need / 2**20:,.0f} MiB"
+        raise LimitExceeded(f"{source}: the file would take about {size} of memory once loaded "
+                            f"({rows:,} rows × {columns:,} columns), more than the limit {limits.max_memory:,} bytes "
+                            "(OFFEVAL_MAX_MEMORY / --max-memory); raise the limit if this machine has the memory, or, "
+                            "for logs, compute their moments where they lie with `offeval reduce`", source=source,
+                            expected=f"at most {limits.max_memory:,} bytes")
+
+
+def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterable[str] = (),
+                     as_text: bool = False) -> pd.DataFrame:
     """Read a (possibly gzip / bz2 compressed) CSV or TSV file within ``limits``.
 
-    Columns named in ``text_columns`` are read as text, so identifiers such as ``001`` and ``1`` stay
-    distinct. Raises MissingInput, UnreadableInput (empty, corrupt, truncated, not text) or LimitExceeded.
+    Columns named in ``text_columns`` (every column with ``as_text``, empty cells then '') are read as text,
+    so identifiers such as ``001`` and ``1`` stay distinct. Raises MissingInput, UnreadableInput (empty,
+    corrupt, truncated, not text) or LimitExceeded.
     """
     sep = "\t" if ".tsv" in str(path).lower() else ","
     with open_regular(path, source=source) as fh:
@@ -192,13 +232,15 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
                             "OFFEVAL_MAX_BYTES / --max-bytes", source=source,
                             expected=f"at most {limits.max_bytes:,} bytes")
     header = _header(path, source=source, sep=sep, limits=limits)  # cheap: the first line only
-    _prescan(path, source=source, limits=limits)
+    nbytes, lines = _prescan(path, source=source, limits=limits)
+    columns = max(len(header), 1)
+    check_memory(source, lines, columns, max(nbytes, lines * columns * 8), limits)  # 8 bytes per parsed number
     wanted = set(text_columns)
-    dtype = {c: str for c in header if c in wanted} or None
+    dtype = str if as_text else {c: str for c in header if c in wanted} or None
     stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
     try:
         return pd.read_csv(io.BufferedReader(stream, buffer_size=_CHUNK), sep=sep, dtype=dtype,
-                           low_memory=False, encoding="utf-8")
+                           low_memory=False, encoding="utf-8", keep_default_na=not as_text)
     except (LimitExceeded, UnreadableInput):
         raise
     except pd.errors.EmptyDataError:
@@ -219,57 +261,28 @@ def read_csv_limited(path, *, source: str, limits: Limits, text_columns: Iterabl
         stream.close()
 
 
-def _parquet_files(path: Path, source: str) -> list[Path]:
-    if not path.is_dir():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.name.lower().endswith(PARQUET_SUFFIXES))
-    if not files:
-        raise UnreadableInput(f"{source}: the directory holds no .parquet files", source=source)
-    return files
+_MAX_LINE = 1 << 16
 
 
-def read_parquet_limited(path, *, source: str, limits: Limits) -> pd.DataFrame:
-    """Read a Parquet file (or a directory of them) within ``limits``: sizes are checked from each file's
-    footer before any data is decoded."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    if not path.exists():
-        raise MissingInput(f"{source}: no such file or directory", source=source)
-    files = _parquet_files(path, source)
-    rows = nbytes = 0
-    try:
-        for f in files:
-            with open_regular(f, source=source) as fh:
-                if os.fstat(fh.fileno()).st_size == 0:
-                    raise UnreadableInput(f"{source}: the file is empty (0 bytes); expected a Parquet file",
-                                          source=source)
-                pf = pq.ParquetFile(fh)
-                md = pf.metadata
-                if md.num_columns > limits.max_columns:
-                    raise LimitExceeded(f"{source}: the file has {md.num_columns:,} columns, more than the limit "
-                                        f"{limits.max_columns:,} (OFFEVAL_MAX_COLUMNS / --max-columns)",
-                                        source=source, expected=f"at most {limits.max_columns:,} columns")
-                rows += md.num_rows
-                nbytes += sum(max(md.row_group(i).total_byte_size, 0) for i in range(md.num_row_groups))
-                if rows > limits.max_rows:
-                    raise LimitExceeded(f"{source}: the file has more than {limits.max_rows:,} rows, the limit "
-                                        "OFFEVAL_MAX_ROWS / --max-rows", source=source,
-                                        expected=f"at most {limits.max_rows:,} rows")
-                if nbytes > limits.max_bytes:
-                    raise LimitExceeded(f"{source}: the file holds more than {limits.max_bytes:,} bytes (after "
-                                        "decompression), the limit OFFEVAL_MAX_BYTES / --max-bytes",
-                                        source=source, expected=f"at most {limits.max_bytes:,} bytes")
-                if len(files) == 1:
-                    return pf.read().to_pandas()
-        return pq.read_table(path).to_pandas()
-    except (LimitExceeded, UnreadableInput):
-        raise
-    except MemoryError:
-        raise LimitExceeded(f"{source}: the file does not fit in memory", source=source) from None
-    except Exception as exc:  # any decoder failure of a corrupt file
-        raise UnreadableInput(f"{source}: cannot read the file: not a valid Parquet file (corrupt or truncated: "
-                              f"{type(exc).__name__})", source=source) from None
+def text_lines(path, *, source: str, limits: Limits, fields: int) -> Iterator[str]:
+    """The lines of a (possibly gzip / bz2 compressed) text file within ``limits``: the file is streamed once
+    first, counting bytes and lines, and the memory of keeping ``fields`` values of every line is estimated
+    before the first line is returned; a line longer than 65,536 characters stops the reading. Undecodable
+    bytes become U+FFFD; messages never quote a line."""
+    with open_regular(path, source=source) as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise UnreadableInput(f"{source}: the file is empty (0 bytes)", source=source)
+    nbytes, lines = _prescan(path, source=source, limits=limits)
+    check_memory(source, lines, fields, max(nbytes, lines * fields * 64), limits)  # a Python str per value
+    stream = _open_text(path, source=source, max_bytes=limits.max_bytes, max_lines=limits.max_rows)
+    with io.TextIOWrapper(io.BufferedReader(stream, buffer_size=_CHUNK), encoding="utf-8", errors="replace") as text:
+        no = 0
+        while line := text.readline(_MAX_LINE + 1):
+            no += 1
+            if len(line) > _MAX_LINE:
+                raise LimitExceeded(f"{source}: line {no} is longer than {_MAX_LINE:,} characters", source=source,
+                                    rows=[no], expected=f"lines of at most {_MAX_LINE:,} characters")
+            yield line
 
 
 def data_file(name: str, *, kinds: tuple[str, ...], what: str = "file", environ=None) -> Path:

@@ -13,9 +13,14 @@ limit                   environment variable        default       what it bounds
 ``max_columns``         ``OFFEVAL_MAX_COLUMNS``     1 000         columns of one file
 ``max_rank``            ``OFFEVAL_MAX_RANK``        100 000       largest rank in ``rank`` / ``rank__*``
 ``max_table_bytes``     ``OFFEVAL_MAX_TABLE_BYTES``  1 MiB         bytes of a discount table (CSV)
+``max_memory``          ``OFFEVAL_MAX_MEMORY``      2 GiB         memory one file takes once loaded
 ======================  ==========================  ============  =====================================
 
-Sizes accept a unit: ``512MB``, ``2GiB``. The limits bound files; a pandas DataFrame handed to
+``max_memory`` bounds what the data *decodes to*, not what it takes on disk: a Parquet file of a few hundred
+kilobytes can hold tens of millions of rows. :func:`load_memory` estimates the memory of loading and
+validating a table from its rows, columns and decoded bytes (the measured cost of ``read_logs``); the input
+boundary checks it from the Parquet footer or the CSV line count before anything is decoded, and again
+while decoding. Sizes accept a unit: ``512MB``, ``2GiB``. The limits bound files; a pandas DataFrame handed to
 ``read_logs`` is already in memory, so only the rank ceiling applies to it. The data directory (``OFFEVAL_DATA_DIR``) is where the
 dashboard looks up moments files and discount tables *by name* (``?moments=NAME``,
 ``table:NAME``); without it the dashboard reads such files only from uploads.
@@ -31,7 +36,7 @@ from pathlib import Path
 
 from offeval_core.errors import SpecError
 
-__all__ = ["DATA_DIR_ENV", "ENV", "Limits", "data_dir", "parse_size"]
+__all__ = ["COLUMN_BYTES", "DATA_DIR_ENV", "ENV", "ROW_BYTES", "Limits", "data_dir", "load_memory", "parse_size"]
 
 DATA_DIR_ENV = "OFFEVAL_DATA_DIR"
 ENV = {
@@ -40,6 +45,7 @@ ENV = {
     "max_columns": "OFFEVAL_MAX_COLUMNS",
     "max_rank": "OFFEVAL_MAX_RANK",
     "max_table_bytes": "OFFEVAL_MAX_TABLE_BYTES",
+    "max_memory": "OFFEVAL_MAX_MEMORY",
 }
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6, "mib": 1024**2,
           "g": 10**9, "gb": 10**9, "gib": 1024**3, "t": 10**12, "tb": 10**12, "tib": 1024**4}
@@ -78,6 +84,7 @@ class Limits:
     max_columns: int = 1_000
     max_rank: int = 100_000
     max_table_bytes: int = 1024**2
+    max_memory: int = 2 * 1024**3
 
     @classmethod
     def from_env(cls, environ=None, **overrides) -> Limits:
@@ -95,6 +102,23 @@ class Limits:
             if value is not None:
                 values[field] = parse_size(value, name=f"--{field.replace('_', '-')}")
         return dataclasses.replace(cls(), **values)
+
+
+ROW_BYTES = 120
+COLUMN_BYTES = 16
+"""Memory of loading and validating logs beyond the decoded data, per row and per row and column: measured
+peaks of ``offeval validate`` (19 M rows × 3 columns: 198 bytes per row; the demo, 1.2 M rows × 22 columns:
+530-640 bytes per row) lie under ``ROW_BYTES + COLUMN_BYTES × columns + 2 × decoded bytes per row``."""
+
+
+def load_memory(rows: int, columns: int, decoded_bytes: int) -> int:
+    """Estimated peak memory (bytes) of loading and validating a table of ``rows`` × ``columns`` whose values
+    decode to ``decoded_bytes`` (8 bytes per int64 / float64 value, the text's length for text…).
+
+    >>> round(load_memory(19_000_000, 3, 19_000_000 * 24) / 2**30, 2)  # GiB: a 19 M-row file of 3 numbers
+    3.82
+    """
+    return int(rows) * (ROW_BYTES + COLUMN_BYTES * int(columns)) + 2 * int(decoded_bytes)
 
 
 def data_dir(environ=None) -> Path | None:

@@ -3,8 +3,8 @@ classification, row-level values, assembly of :class:`~offeval_core.log_schema.L
 every problem it finds; the first phase with problems stops with one
 :class:`~offeval_core.errors.LogValidationError` listing them (data rows 1-based, at most ``MAX_SHOWN`` shown).
 
-Slightly over 400 lines on purpose: the phases share the row-formatting helpers and the ``_Check`` state, and
-every message of the schema's contract is kept in this one file.
+The rules on values and the problem texts are defined once in :mod:`offeval_core.log_rules`, which the
+reduce over Parquet files (:mod:`offeval_core.engine.checks`) runs too; this module evaluates them on pandas.
 """
 
 from __future__ import annotations
@@ -15,12 +15,19 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import mapping as column_mapping
-from offeval_core.arm_values import NO_ARMS, arm_label_problem, map_arm_values, parse_arms
+from offeval_core.arm_values import NO_ARMS, ArmValues, arm_label_problem, parse_arms
 from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
 from offeval_core.limits import Limits
+from offeval_core.log_rules import (
+    column_rules,
+    duplicate_examples,
+    duplicates_text,
+    mixed_key_text,
+    problem_text,
+    value_phase,
+)
 from offeval_core.log_schema import (
     KNOWN,
-    LOGGING_POLICY,
     LOGGING_PROPENSITIES,
     MAX_SHOWN,
     POLICY_PREFIX,
@@ -31,7 +38,8 @@ from offeval_core.log_schema import (
 )
 from offeval_core.reading import Reading, read_columns
 
-__all__ = ["ASK_LEVELS", "validate"]
+__all__ = ["ASK_LEVELS", "Check", "arm_rule", "check_required", "classify_columns", "first_problem", "mapped_columns",
+           "questions_at", "validate"]
 
 ASK_LEVELS = ("never", "ambiguous", "guesses")
 """When reading raises NeedsAnswers: never (the questions stay in the reading), on questions offeval cannot
@@ -41,23 +49,6 @@ answer (the default: the command line and notebooks) or on every guess too (the 
 def _problem(exc: Exception, label: str) -> str:
     text = str(exc)
     return text[len(label) + 2:] if text.startswith(label + ": ") else text
-
-
-def _rows(index: np.ndarray) -> str:
-    """Format 0-based positions as 1-based data-row numbers, at most MAX_SHOWN of them."""
-    shown = ", ".join(str(int(i) + 1) for i in index[:MAX_SHOWN])
-    more = f" and {len(index) - MAX_SHOWN} more" if len(index) > MAX_SHOWN else ""
-    return f"data row{'s' if len(index) > 1 else ''} {shown}{more}"
-
-
-def _show(v) -> str:
-    if isinstance(v, np.generic):
-        v = v.item()
-    return repr(v) if isinstance(v, str) else str(v)
-
-
-def _values(series: pd.Series, index: np.ndarray) -> str:
-    return ", ".join(_show(v) for v in series.iloc[index[:MAX_SHOWN]].tolist())
 
 
 def _normalise_day(day: pd.Series) -> pd.Series:
@@ -79,55 +70,8 @@ def _normalise_day(day: pd.Series) -> pd.Series:
     return day
 
 
-class _Tagged:
-    """A problem list seen through one kind: every line appended becomes a :class:`Problem` of that kind."""
-
-    def __init__(self, problems: list[str], kind: str):
-        self.problems, self.kind = problems, kind
-
-    def append(self, text: str) -> None:
-        self.problems.append(Problem(text, kind=self.kind))
-
-
-def _integer_column(raw: pd.Series, col: str, problems: list[str], *, allow_missing: bool,
-                    ceiling: int = np.iinfo(np.int32).max) -> np.ndarray | None:
-    """Check a column holds positive integers; return int32 values (missing → -1) or None on error."""
-    numeric = pd.to_numeric(raw, errors="coerce")
-    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & raw.notna().to_numpy())
-    if len(non_numeric):
-        problems.append(
-            f"column '{col}' must hold positive integers; found non-numbers "
-            f"{_values(raw, non_numeric)} at {_rows(non_numeric)}"
-        )
-        return None
-    values = numeric.to_numpy(dtype=float, na_value=np.nan)
-    missing = np.isnan(values)
-    if missing.any() and not allow_missing:
-        idx = np.flatnonzero(missing)
-        problems.append(f"column '{col}' must hold positive integers; found empty values at {_rows(idx)}")
-        return None
-    present = ~missing
-    bad = np.flatnonzero(present & ((values < 1) | (values != np.floor(values)) | ~np.isfinite(values)))
-    if len(bad):
-        problems.append(
-            f"column '{col}' must hold positive integers (1 = top position); found "
-            f"{_values(raw, bad)} at {_rows(bad)}"
-        )
-        return None
-    ceiling = min(int(ceiling), np.iinfo(np.int32).max)
-    if present.any() and np.nanmax(values) > ceiling:
-        big = np.flatnonzero(present & (values > ceiling))
-        problems.append(
-            f"column '{col}' has ranks above the rank ceiling {ceiling:,} (OFFEVAL_MAX_RANK / --max-rank); "
-            f"found {_values(raw, big)} at {_rows(big)}"
-        )
-        return None
-    out = np.where(missing, -1, values).astype(np.int32)
-    return out
-
-
 @dataclass
-class _Check:
+class Check:
     """State passed along the validation phases: the problems and notes found so far."""
 
     label: str
@@ -151,7 +95,7 @@ def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
     that level."""
     if ask not in ASK_LEVELS:
         raise ValueError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
-    chk = _Check(label=label, limits=limits or Limits.from_env())
+    chk = Check(label=label, limits=limits or Limits.from_env())
     _check_shape(raw, chk)
     arms = parse_arms(arms) if isinstance(arms, str | dict) else arms
     try:  # patterns (rank__*=pos_*) and, on request, guesses for common names
@@ -170,15 +114,30 @@ def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
         df = df.drop(columns=["arm"])
     if from_rows:
         df = df.assign(session_id=np.arange(1, len(df) + 1, dtype=np.int64))
-    _check_required(df, chk)
+    check_required(list(df.columns), chk)
     reading = read_columns(df, source=label, columns=columns, how=how, rewards=_reward_list(rewards),
                            arms=arms, sessions_from_rows=from_rows)
-    reward_cols, policy_cols, propensity_cols = _classify_columns(df, rewards, reading, chk)
-    level = {"ambiguous": "ambiguous", "guesses": "guess"}.get(ask)
-    if level and (questions := reading.asks(level)):
+    reward_cols, policy_cols, propensity_cols = classify_columns(list(df.columns), rewards, reading, chk)
+    if questions := questions_at(reading, ask):
         raise NeedsAnswers(label, reading, questions)
-    values = _check_values(df, reward_cols, policy_cols, propensity_cols, reading, chk)
+    arm = arm_rule(reading, lambda: pd.unique(df["arm"].dropna())) if "arm" in df.columns else None
+    values = _check_values(df, reward_cols, policy_cols, propensity_cols, arm, chk)
     return _assemble(df, reward_cols, values, chk, reading)
+
+
+def questions_at(reading: Reading, ask: str) -> tuple:
+    """The reading's questions that stop a reader asked at level ``ask`` (one of :data:`ASK_LEVELS`)."""
+    level = {"ambiguous": "ambiguous", "guesses": "guess"}.get(ask)
+    return reading.asks(level) if level else ()
+
+
+def arm_rule(reading: Reading, labels) -> ArmValues | Problem:
+    """What the rule of the ``arm`` column checks against: the reading's arm mapping (given, the schema's or a
+    common pair), or, when the labels need the user, the problem line naming them (``labels()``: the column's
+    distinct labels, asked for only then)."""
+    if reading.arm_values is not None:
+        return reading.arm_values
+    return Problem(arm_label_problem(reading.arm_column or "arm", [str(v) for v in labels()]), kind="arm")
 
 
 def _reward_list(rewards) -> list[str] | None:
@@ -187,61 +146,67 @@ def _reward_list(rewards) -> list[str] | None:
     return [rewards] if isinstance(rewards, str) else list(rewards)
 
 
-def _check_shape(raw: pd.DataFrame, chk: _Check) -> None:
+def _check_shape(raw: pd.DataFrame, chk: Check) -> None:
     if len(raw.columns) == 0 or len(raw) == 0:
         raise LogValidationError(chk.label, ["no data rows: the logs are empty (expected one row per viewed impression)"])
 
 
-def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: _Check) -> pd.DataFrame:
-    present = set(raw.columns)
-    for key, user in columns.items():
-        if user not in present:
-            chk.problems.append(
-                f"column mapping {key}={user}: the logs have no column '{user}' "
-                f"(columns found: {', '.join(map(str, raw.columns))})"
-            )
-    chk.stop_if_problems()
-    rename = {user: key for key, user in columns.items()}
-    df = raw.rename(columns=rename)
-    names = [str(c) for c in df.columns]
+def _apply_mapping(raw: pd.DataFrame, columns: dict[str, str], chk: Check) -> pd.DataFrame:
+    names = mapped_columns([str(c) for c in raw.columns], columns, chk)
+    df = raw.rename(columns={user: key for key, user in columns.items()})
     df.columns = names
-    seen: dict[str, int] = {}
-    for c in names:
-        seen[c] = seen.get(c, 0) + 1
-    dupes = sorted(c for c, k in seen.items() if k > 1)
-    if dupes:
-        raise LogValidationError(chk.label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
     return df
 
 
-def _check_required(df: pd.DataFrame, chk: _Check) -> None:
-    missing = [c for c in REQUIRED if c not in df.columns]
+def mapped_columns(names: list[str], columns: dict[str, str], chk: Check) -> list[str]:
+    """The column names once the user's columns are renamed to the schema's (``columns``: schema name → the
+    user's column); a mapping that names an absent column, or a name that then appears twice, stops here."""
+    present = set(names)
+    for key, user in columns.items():
+        if user not in present:
+            chk.problems.append(f"column mapping {key}={user}: the logs have no column '{user}' "
+                                f"(columns found: {', '.join(names)})")
+    chk.stop_if_problems()
+    rename = {user: key for key, user in columns.items()}
+    out = [rename.get(c, c) for c in names]
+    dupes = sorted({c for c in out if out.count(c) > 1})
+    if dupes:
+        raise LogValidationError(chk.label, [f"column names appear twice after mapping: {', '.join(dupes)}"])
+    return out
+
+
+def check_required(names: list[str], chk: Check) -> None:
+    """The schema's required columns (``session_id``, ``rank``) among ``names``; stops when one is missing."""
+    missing = [c for c in REQUIRED if c not in names]
     chk.unmapped.extend(missing)
     for c in missing:
         chk.problems.append(
-            f"missing required column '{c}' (columns found: {', '.join(df.columns)}); "
+            f"missing required column '{c}' (columns found: {', '.join(names)}); "
             f"if your logs call it differently, map your column to '{c}'"
         )
     chk.stop_if_problems()
 
 
-def _classify_columns(df: pd.DataFrame, rewards, reading: Reading, chk: _Check
-                      ) -> tuple[list[str], list[str], list[str]]:
-    """The reward, target-rank and target-propensity columns; problems for missing or unusable ones."""
-    policy_cols = [c for c in df.columns if c.startswith(POLICY_PREFIX)]
-    propensity_cols = [c for c in df.columns if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
+def classify_columns(names: list[str], rewards, reading: Reading | None, chk: Check
+                     ) -> tuple[list[str], list[str], list[str]]:
+    """The reward, target-rank and target-propensity columns among ``names``: the rewards given, else the ones
+    the reading inferred (:func:`~offeval_core.reading.read_columns`); problems for missing or unusable ones."""
+    policy_cols = [c for c in names if c.startswith(POLICY_PREFIX)]
+    propensity_cols = [c for c in names if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))]
     special = set(KNOWN) | set(policy_cols) | set(propensity_cols)
-    reward_cols = list(reading.rewards)
     if rewards is None:
+        reward_cols = list(reading.rewards) if reading is not None else []
         if not reward_cols:
-            left = [f"'{c.column}' ({c.why})" for c in reading.ignored if c.why != "text, not a number"]
+            left = [f"'{c.column}' ({c.why})" for c in (reading.ignored if reading is not None else ())
+                    if c.why != "text, not a number"]
             chk.problems.append(
                 "no reward column: expected at least one numeric column besides the schema columns "
-                f"(columns found: {', '.join(df.columns)})" + (f"; left out: {'; '.join(left)}" if left else ""))
+                f"(columns found: {', '.join(names)})" + (f"; left out: {'; '.join(left)}" if left else ""))
     else:
+        reward_cols = _reward_list(rewards)
         for r in reward_cols:
-            if r not in df.columns:
-                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(df.columns)})")
+            if r not in names:
+                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(names)})")
             elif r in special:
                 chk.problems.append(f"'{r}' is a schema column and cannot be used as a reward")
         if not reward_cols:
@@ -259,97 +224,37 @@ class _Values:
     arm: np.ndarray | None
 
 
-def _check_values(df, reward_cols, policy_cols, propensity_cols, reading: Reading, chk: _Check) -> _Values:
-    """Row-level checks of every used column: ids present, ranks positive integers under the ceiling,
-    rewards finite and non-negative, probabilities in range, arms known."""
-    problems = chk.problems
-    sid_missing = np.flatnonzero(df["session_id"].isna().to_numpy())
-    if len(sid_missing):
-        problems.append(f"column 'session_id' must not be empty; found empty values at {_rows(sid_missing)}")
-    ranks = _integer_column(df["rank"], "rank", _Tagged(problems, "rank"), allow_missing=False,
-                            ceiling=chk.limits.max_rank)
-    rewards = {}
-    for r in reward_cols:
-        values = _reward_column(df[r], r, _Tagged(problems, "reward"))
-        if values is not None:
-            rewards[r] = values
+def first_problem(item) -> str | None:
+    """The problem of one item of :func:`~offeval_core.log_rules.value_phase` on pandas columns: the fixed
+    line, or the first rule of the column that finds offending rows (None when none does)."""
+    if isinstance(item, str):
+        return item
+    for rule in item:
+        idx = np.flatnonzero(rule.bad)
+        if len(idx):
+            values = [] if rule.shown is None else rule.shown.iloc[idx[:MAX_SHOWN]].tolist()
+            return Problem(problem_text(rule, values=values, rows=idx[:MAX_SHOWN] + 1, total=len(idx)),
+                           kind=rule.kind)
+    return None
 
-    policy_ranks = {}
-    for c in policy_cols:
-        if c == POLICY_PREFIX:
-            problems.append(f"column '{c}' has no policy name after the '{POLICY_PREFIX}' prefix")
-            continue
-        vals = _integer_column(df[c], c, problems, allow_missing=True, ceiling=chk.limits.max_rank)
-        if vals is not None:
-            policy_ranks[c] = vals
-    if POLICY_PREFIX + LOGGING_POLICY in policy_cols:
-        problems.append(
-            f"column '{POLICY_PREFIX}{LOGGING_POLICY}' is reserved: '{LOGGING_POLICY}' names the logged ranks"
-        )
 
-    props = {}
-    for c in [c for c in LOGGING_PROPENSITIES if c in df.columns] + propensity_cols:
-        numeric = pd.to_numeric(df[c], errors="coerce")
-        values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.flatnonzero(~((values > 0) & (values <= 1)))
-        if c in LOGGING_PROPENSITIES and len(bad):
-            problems.append(
-                f"column '{c}' must hold probabilities in (0, 1]; found {_values(df[c], bad)} at {_rows(bad)}"
-            )
-            continue
-        bad_t = np.flatnonzero(~((values >= 0) & (values <= 1)))
-        if c not in LOGGING_PROPENSITIES and len(bad_t):
-            problems.append(
-                f"column '{c}' must hold probabilities in [0, 1]; found {_values(df[c], bad_t)} at {_rows(bad_t)}"
-            )
-            continue
-        props[c] = values
-
-    arm = None
-    if "arm" in df.columns and reading.arm_values is None:
-        labels = [str(v) for v in pd.unique(df["arm"].dropna())]
-        problems.append(Problem(arm_label_problem(reading.arm_column or "arm", labels), kind="arm"))
-    elif "arm" in df.columns:
-        arm = map_arm_values(df["arm"], reading.arm_values)
-        bad = np.flatnonzero(pd.isna(arm))
-        if len(bad):
-            shown = reading.arm_values.describe()
-            problems.append(Problem(
-                f"column 'arm' has labels the arm mapping ({shown}) does not name, or empty values; found "
-                f"{_values(df['arm'], bad)} at {_rows(bad)}", kind="arm"))
+def _check_values(df, reward_cols, policy_cols, propensity_cols, arm, chk: Check) -> _Values:
+    """Row-level checks of every used column (:func:`~offeval_core.log_rules.value_phase`): ids present, ranks
+    positive integers under the ceiling, rewards finite and non-negative, probabilities in range, arm labels
+    mapped by ``arm`` (:func:`arm_rule`)."""
+    items = value_phase(list(df.columns), reward_cols, policy_cols, propensity_cols, df.__getitem__,
+                        ceiling=chk.limits.max_rank, arms=arm)
+    chk.problems.extend(p for p in map(first_problem, items) if p is not None)
     chk.stop_if_problems()
-    return _Values(ranks=ranks, rewards=rewards, policy_ranks=policy_ranks, props=props, arm=arm)
+    converted = {item[0].column: item[0].converted for item in items if not isinstance(item, str)}
+    policy_ranks = {c: np.where(np.isnan(converted[c]), -1, converted[c]).astype(np.int32) for c in policy_cols}
+    props = [c for c in LOGGING_PROPENSITIES if c in df.columns] + propensity_cols
+    return _Values(ranks=converted["rank"].astype(np.int32), rewards={r: converted[r] for r in reward_cols},
+                   policy_ranks=policy_ranks, props={c: converted[c] for c in props},
+                   arm=converted["arm"].to_numpy(dtype=object) if "arm" in df.columns else None)
 
 
-def _reward_column(col: pd.Series, r: str, problems: list[str]) -> np.ndarray | None:
-    if pd.api.types.is_bool_dtype(col):
-        col = col.astype(np.float64)
-    numeric = pd.to_numeric(col, errors="coerce")
-    non_numeric = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
-    if len(non_numeric):
-        problems.append(
-            f"reward column '{r}' must be numeric; found {_values(col, non_numeric)} at {_rows(non_numeric)}"
-        )
-        return None
-    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if len(bad):
-        problems.append(
-            f"reward column '{r}' must hold finite numbers (no NaN, empty or inf); found "
-            f"{_values(numeric, bad)} at {_rows(bad)}"
-        )
-        return None
-    neg = np.flatnonzero(values < 0)
-    if len(neg):
-        problems.append(
-            f"reward column '{r}' must be non-negative (DCG and nDCG assume gains ≥ 0); found "
-            f"{_values(numeric, neg)} at {_rows(neg)}"
-        )
-        return None
-    return values
-
-
-def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check, reading: Reading) -> Logs:
+def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: Check, reading: Reading) -> Logs:
     """Sort by session and rank, check duplicates and session-level keys, build the frame and sessions."""
     problems, notes = chk.problems, chk.notes
     n = len(df)
@@ -359,18 +264,18 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check,
     order = np.lexsort((ranks, session))
     session_sorted = session[order]
     ranks_sorted = ranks[order]
-    dup = np.flatnonzero((session_sorted[1:] == session_sorted[:-1]) & (ranks_sorted[1:] == ranks_sorted[:-1]))
-    if len(dup):
-        examples = []
-        for k in dup[:MAX_SHOWN]:
-            a, b = sorted((int(order[k]) + 1, int(order[k + 1]) + 1))
-            examples.append(
-                f"session {_show(uniques[session_sorted[k]])} rank {int(ranks_sorted[k])} (data rows {a} and {b})"
-            )
-        more = f" and {len(dup) - MAX_SHOWN} more" if len(dup) > MAX_SHOWN else ""
-        problems.append(Problem(
-            "each (session_id, rank) must appear once, found duplicates: " + "; ".join(examples) + more,
-            kind="duplicate"))
+    examples, total = duplicate_examples(session_sorted, ranks_sorted, order + 1,
+                                         lambda k: uniques[session_sorted[k]])
+    if total:
+        problems.append(Problem(duplicates_text("(session_id, rank)", examples, total), kind="duplicate"))
+    for c, target in v.policy_ranks.items():  # a target policy ranks each item of a session at its own position
+        shown = np.flatnonzero(target >= 1)
+        if not len(shown):
+            continue
+        by = shown[np.argsort(session[shown] * (int(target.max()) + 1) + target[shown], kind="stable")]
+        examples, total = duplicate_examples(session[by], target[by], by + 1, lambda k, by=by: uniques[session[by[k]]])
+        if total:
+            problems.append(Problem(duplicates_text(c, examples, total), kind="duplicate"))
 
     starts = np.flatnonzero(np.r_[True, session_sorted[1:] != session_sorted[:-1]])
     uniques = np.asarray(uniques)
@@ -393,9 +298,8 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check,
             codes_k, cats = pd.factorize(v.arm, sort=True)
         elif key in df.columns:
             codes_k, cats = pd.factorize(df[key], sort=True)
-            col_missing = np.flatnonzero(codes_k < 0)
-            if len(col_missing):
-                problems.append(f"column '{key}' must not be empty; found empty values at {_rows(col_missing)}")
+            if (problem := first_problem(column_rules("key", key, df[key]))) is not None:
+                problems.append(problem)
                 continue
         else:
             codes_k, cats = np.zeros(n, dtype=np.int64), np.array([default], dtype=object)
@@ -409,11 +313,8 @@ def _assemble(df: pd.DataFrame, reward_cols: list[str], v: _Values, chk: _Check,
             first_row = starts[mixed[0]]
             stop = starts[mixed[0] + 1] if mixed[0] + 1 < len(starts) else n
             k = first_row + int(np.flatnonzero(codes_sorted[first_row:stop] != codes_sorted[first_row])[0])
-            problems.append(
-                f"column '{key}' must be the same on every row of a session; session "
-                f"{_show(cols['session_id'][k])} has {_show(cats[codes_sorted[first_row]])} and "
-                f"{_show(cats[codes_sorted[k]])} (data row {int(order[k]) + 1})"
-            )
+            problems.append(mixed_key_text(key, cols["session_id"][k], cats[codes_sorted[first_row]],
+                                           cats[codes_sorted[k]], int(order[k]) + 1))
             continue
         keys[key] = (codes_sorted, cats)
     chk.stop_if_problems()

@@ -15,6 +15,7 @@ in :mod:`offeval_core.log_checks`; this module reads, validates and summarises, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from offeval_core.errors import (
     UnreadableInput,
     UnreadableLogs,
 )
-from offeval_core.inputs import file_kind, open_regular, read_csv_limited, read_parquet_limited
+from offeval_core.inputs import file_kind, open_regular, read_csv_limited
+from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
 from offeval_core.log_checks import _problem, validate
 from offeval_core.log_schema import (
@@ -50,7 +52,7 @@ from offeval_core.log_schema import (
 __all__ = [
     "ARMS", "ID_COLUMNS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_SHOWN", "OPTIONAL",
     "POLICY_PREFIX", "REQUIRED", "SESSION_KEYS", "TARGET_CONDITIONAL_PREFIX", "TARGET_PROPENSITY_PREFIX",
-    "LogSummary", "LogValidationError", "Logs", "read_logs", "read_table", "summarize",
+    "LogSummary", "LogValidationError", "Logs", "logs_boundary", "read_logs", "read_table", "summarize",
 ]
 
 
@@ -77,11 +79,13 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
         Over one of the limits (bytes, rows, columns).
     """
     limits = limits or Limits.from_env()
+    if not str(source).strip():  # Path("") is the working directory: never read it by accident
+        raise MissingInput("no file named: the path is empty", source="", expected="a file, directory or pattern")
     path = Path(source)
     label = name or str(source)
     mapping = dict(columns or {})
     text_columns = [mapping.get(c, c) for c in ID_COLUMNS]
-    try:
+    with logs_boundary(label):
         if path.is_dir() or file_kind(path.name) == "parquet":
             return read_parquet_limited(path, source=label, limits=limits)
         if file_kind(path.name) == "csv":
@@ -89,6 +93,14 @@ def read_table(source: str | Path, *, limits: Limits | None = None, columns: Map
         open_regular(path, source=label).close()  # missing or special files say so first
         raise UnreadableInput(f"{label}: unsupported file type {path.suffix[:20]!r}; expected .csv, .csv.gz, "
                               ".tsv or .parquet", source=label)
+
+
+@contextmanager
+def logs_boundary(label: str):
+    """Input-boundary errors of logs as log problems: UnreadableLogs and LogsOverLimit, one problem each (a
+    missing file stays MissingInput). Every reader of logs (``read_table``, the reduce's files) uses it."""
+    try:
+        yield
     except MissingInput:
         raise
     except LimitExceeded as exc:

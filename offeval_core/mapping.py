@@ -83,6 +83,12 @@ def parse_mapping(text: str | None, *, what: str = "--map entries") -> dict[str,
 
 
 def _check_entry(key: str, value: str) -> None:
+    if "*" not in key and key not in SCHEMA_FIELDS and not any(
+            key.startswith(p) and len(key) > len(p) for p in PATTERN_PREFIXES):
+        known = ", ".join([*SCHEMA_FIELDS, *(p + "<policy>" for p in PATTERN_PREFIXES)])
+        raise SpecError(f"a mapping entry names a schema field on its left side, and {key[:60]!r} is none of "
+                        f"{known} (reward columns keep their own names: name them with --reward)",
+                        source="--map", expected="schema_name=your_column")
     if "*" in key or "*" in value:
         if key.count("*") != 1 or value.count("*") != 1 or not key.endswith("*") \
                 or key[:-1] not in PATTERN_PREFIXES:

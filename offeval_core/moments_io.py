@@ -22,8 +22,11 @@ import pyarrow.parquet as pq
 
 from offeval_core.engine import Grid, Moments
 from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput
-from offeval_core.inputs import file_kind, open_regular, read_parquet_limited
+from offeval_core.inputs import file_kind, open_regular
+from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
+from offeval_core.moment_columns import ONLINE_ROLES
+from offeval_core.moments_checks import check_grid, check_part, moments_error
 from offeval_core.safe_io import atomic_write, check_output
 from offeval_core.validation import clip_value, parse_clip
 
@@ -33,8 +36,12 @@ __all__ = [
 
 
 META_KEY = b"offeval"
-FORMAT = "offeval-moments/1"
-_ONLINE_COLUMNS = ("n", "sum", "sumsq")
+FORMAT = "offeval-moments/2"
+"""Version 2: centred second moments and co-moments (``m2``, ``co_*``; :mod:`offeval_core.moment_columns`)
+instead of version 1's raw sums of squares and products."""
+_OLD_FORMATS = {"offeval-moments/1": "raw sums of squares, which lose every digit of a variance when the values "
+                                     "share a large offset"}
+_ONLINE_COLUMNS = tuple(ONLINE_ROLES)
 
 
 def _clip_json(c: float):
@@ -49,10 +56,10 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
     file intact); ``force=False`` refuses to replace an existing file and ``inputs`` are never overwritten.
 
     >>> import tempfile, os
-    >>> off = pd.DataFrame({"experiment_id": ["e"], "day": [1], "arm": ["control"], "segment": ["all"],
-    ...                     "reward": ["click"], "discount": ["pbm"], "exposure": ["pbm"], "clip": [math.inf],
-    ...                     "policy": ["logging"], "metric": ["dcg"], "n": [4], "sum": [2.0], "sumsq": [1.5]})
-    >>> on = off[["experiment_id", "day", "arm", "segment", "reward", "n", "sum", "sumsq"]]
+    >>> off = pd.DataFrame({"experiment_id": "e", "day": 1, "arm": "control", "segment": "all", "reward": "click",
+    ...                     "discount": "pbm", "exposure": "pbm", "clip": math.inf, "policy": "logging",
+    ...                     "metric": ["dcg", "ndcg"], "n": 4, "sum": [2.0, 1.0], "m2": [0.5, 0.25]})
+    >>> on = off[["experiment_id", "day", "arm", "segment", "reward", "n", "sum", "m2"]].iloc[:1]
     >>> m = Moments(offline=off, online=on, grid=Grid(rewards=("click",), policies=(), clips=(math.inf,)))
     >>> p = write_moments(m, os.path.join(tempfile.mkdtemp(), "m.parquet"), settings={"engine": "duckdb"})
     >>> r = read_moments(p)
@@ -83,13 +90,8 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
 
 _GRID_KEYS = ("rewards", "policies", "discounts", "exposures", "clips", "ndcg_rule")
 _KEY_COLUMNS = ("reward",)
-_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "sumsq")
-_PAIRS = (("sum", "sumsq"), ("den_sum", "den_sumsq"), ("sum_diff", "sumsq_diff"))
-_SHOWN = 5
-
-
-def _bad(source: str, message: str, **kw) -> MomentsValidationError:
-    return MomentsValidationError(f"{source}: not a valid moments file: {message}", source=source, **kw)
+_OFFLINE_COLUMNS = ("reward", "discount", "exposure", "clip", "policy", "metric", "n", "sum", "m2")
+_bad = moments_error
 
 
 def _open_parquet(path, source: str, limits: Limits):
@@ -130,6 +132,11 @@ def read_metadata(path: str | Path, *, name: str | None = None, limits: Limits |
         raise _bad(source, "its metadata is not JSON") from None
     if not isinstance(meta, dict):
         raise _bad(source, "its metadata is not a JSON object")
+    if meta.get("format") in _OLD_FORMATS:
+        old = meta["format"]
+        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {old!r}: {_OLD_FORMATS[old]}); "
+                                     f"compute it again with `offeval reduce LOGS --out FILE` (format {FORMAT!r})",
+                                     source=source)
     if meta.get("format") != FORMAT:
         shown = str(meta.get("format"))[:40]
         raise MomentsValidationError(f"{source}: unsupported moments format {shown!r}, expected {FORMAT!r}",
@@ -161,15 +168,24 @@ def _clip_ok(c) -> bool:
 
 
 def is_moments_file(path: str | Path) -> bool:
-    """Whether ``path`` is a Parquet file written by :func:`write_moments` (False for anything else,
-    including files that cannot be read: reading them as logs then says why)."""
+    """Whether ``path`` is a Parquet file that claims to be a moments file: it has the ``offeval`` metadata of
+    :func:`write_moments`, or the columns of one (``kind``, ``n``, ``sum``, ``m2``, ``metric``). Reading such
+    a file as a moments file then reports what is wrong with it (edited metadata is a moments-file problem,
+    not a logs one); False for anything else, including files that cannot be read (reading them as logs
+    then says why)."""
     if file_kind(str(path)) != "parquet":
         return False
     try:
-        read_metadata(path)
+        fh, pf = _open_parquet(path, str(path), Limits.from_env())
     except InputError:
         return False
-    return True
+    with fh:
+        try:
+            names = set(pf.schema_arrow.names)
+            meta = pf.schema_arrow.metadata or {}
+        except Exception:  # a footer pyarrow cannot turn into a schema
+            return False
+    return META_KEY in meta or ({"kind", "n", "sum", "metric"} <= names and bool({"m2", "sumsq"} & names))
 
 
 def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | None = None) -> Moments:
@@ -180,8 +196,10 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
     MissingInput, UnreadableInput, LimitExceeded
         The file is missing, not a regular Parquet file, or over the limits.
     MomentsValidationError
-        Metadata missing or malformed; counts that are not positive integers, non-finite sums, second
-        moments below the square of the first (Σx² < (Σx)² / n), missing columns.
+        Metadata missing or malformed (or an earlier format), missing columns, or any invariant of
+        :mod:`offeval_core.moments_checks` broken: counts that are not positive integers, non-finite or negative
+        sums of non-negative values, negative second moments (Σ(x − x̄)² < 0), co-moments beyond
+        Cauchy-Schwarz, repeated or missing rows, offline n not the online n.
     """
     source = name or str(path)
     limits = limits or Limits.from_env()
@@ -207,55 +225,14 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
     keys = [c for c in ("experiment_id", "day", "arm", "segment") if c in on.columns]
     on = on[[*keys, "reward", *_ONLINE_COLUMNS]]
     for part, df in (("offline", off), ("online", on)):
-        _check_moments(df, part, source)
+        check_part(df, part, source, ndcg_rule=grid.ndcg_rule)
     for df in (off, on):
         df["n"] = df["n"].astype("int64")
     clips = pd.to_numeric(off["clip"], errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(~(clips >= 1))
     if len(bad):
-        raise _bad(source, f"offline column 'clip' must be ≥ 1 or inf; rows {_rows(bad)}", column="clip",
-                   rows=bad[:_SHOWN] + 1)
+        raise _bad(source, f"offline column 'clip' must be ≥ 1 or inf; rows {', '.join(str(i + 1) for i in bad[:5])}",
+                   column="clip", rows=bad[:5] + 1)
+    check_grid(off, on, grid, source)
     return Moments(offline=off, online=on, grid=grid, discount_labels=dict(meta.get("discount_labels", {})),
                    source=meta.get("source", ""))
-
-
-def _rows(idx) -> str:
-    return ", ".join(str(int(i) + 1) for i in idx[:_SHOWN]) + (" …" if len(idx) > _SHOWN else "")
-
-
-_LABEL_COLUMNS = ("experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "policy", "metric")
-
-
-def _check_moments(df: pd.DataFrame, part: str, source: str) -> None:
-    for col in df.columns:
-        if col not in _LABEL_COLUMNS and not (pd.api.types.is_numeric_dtype(df[col])
-                                              and not pd.api.types.is_bool_dtype(df[col])):
-            raise _bad(source, f"{part} column '{col}' must be numeric", column=col)
-    n = pd.to_numeric(df["n"], errors="coerce").to_numpy(dtype=float)
-    bad = np.flatnonzero(~((n >= 1) & (n == np.floor(n)) & np.isfinite(n)))
-    if len(bad):
-        raise _bad(source, f"{part} counts 'n' must be positive integers; rows {_rows(bad)} are not",
-                   column="n", rows=bad[:_SHOWN] + 1)
-    for col in df.columns:
-        if col in ("n", "clip") or not pd.api.types.is_numeric_dtype(df[col]) or df[col].dtype == bool:
-            continue
-        values = df[col].to_numpy(dtype=float)
-        ok = np.isfinite(values)
-        if "diff" in col and "policy" in df.columns:  # no paired difference of the logging policy with itself
-            ok |= np.isnan(values) & (df["policy"].astype(str) == "logging").to_numpy()
-        bad = np.flatnonzero(~ok)
-        if len(bad):
-            raise _bad(source, f"{part} column '{col}' must hold finite numbers; rows {_rows(bad)} do not",
-                       column=col, rows=bad[:_SHOWN] + 1)
-    for first, second in _PAIRS:
-        if first not in df.columns or second not in df.columns:
-            continue
-        s1 = df[first].to_numpy(dtype=float)
-        s2 = df[second].to_numpy(dtype=float)
-        # Cauchy-Schwarz: Σx² ≥ (Σx)² / n, with room for rounding
-        with np.errstate(over="ignore", invalid="ignore"):  # (1e308)² is inf: then inconsistent
-            floor = s1 * s1 / n
-            bad = np.flatnonzero((s2 < floor - 1e-9 * np.maximum(1.0, np.abs(floor))) | np.isinf(floor))
-        if len(bad):
-            raise _bad(source, f"{part} second moments '{second}' are smaller than ('{first}')² / n at rows "
-                               f"{_rows(bad)}, which no data can give", column=second, rows=bad[:_SHOWN] + 1)

@@ -135,8 +135,8 @@ def _moments_logging(moments) -> tuple[str, ...]:
     off = offline_rows(moments.offline)  # the logging policy's sessions (the control arm)
     out = []
     for p in moments.grid.policies:
-        rows = off[off["policy"] == p] if {"policy", "sum_diff", "sumsq_diff"} <= set(off.columns) else off.iloc[:0]
-        diff = (rows["sum_diff"].abs() + rows["sumsq_diff"].abs()).dropna()
+        rows = off[off["policy"] == p] if {"policy", "sum_diff", "m2_diff"} <= set(off.columns) else off.iloc[:0]
+        diff = (rows["sum_diff"].abs() + rows["m2_diff"].abs()).dropna()
         if p in LOGGING_NAMES or (len(diff) > 0 and bool((diff == 0).all())):
             out.append(p)
     return tuple(out)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from offeval_core.moment_columns import OFFLINE_ROLES
+
 __all__ = ["ESTIMATORS", "SUM_COLUMNS", "EstimatorSpec"]
 
-SUM_COLUMNS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq",
-               # importance-sampling rows (offeval_core.importance): the logging policy's ratio (reference) and
-               # its cross moments with the target's, for differences of two ratios; weight diagnostics
-               "ref_sum", "ref_sumsq", "ref_den_sum", "ref_den_sumsq", "ref_x_den", "sum_x_ref", "sum_x_ref_den",
-               "sum_den_ref", "sum_den_ref_den", "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "n_exact")
+SUM_COLUMNS = tuple(c for c, role in OFFLINE_ROLES.items() if role.kind != "max")
+"""The pooled moment columns of ``Moments.offline`` (their roles: :data:`offeval_core.moment_columns.OFFLINE_ROLES`)."""
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,74 @@ never markup: ``**x**`` must show as two stars and an x, ``<img src=…>`` as th
 from __future__ import annotations
 
 import html
+import io
 import re
 
 import pandas as pd
 
-__all__ = ["FORMULA_LEADS", "escape_html", "escape_markdown", "neutralise_cell", "neutralise_frame",
-           "plot_text"]
+__all__ = ["FORMULA_LEADS", "TerminalStream", "escape_html", "escape_markdown", "neutralise_cell", "neutralise_frame",
+           "one_line", "plot_text", "terminal_text"]
 
 _MD_ALWAYS = re.compile(r"([\\`*\[\]|~$])")
 _MD_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _MD_LEADING = re.compile(r"^([#+\-=]|\d+(?=[.)]))")
-FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠")
+"""Leading characters that make a spreadsheet read a cell as a formula (OWASP's list, the line feed, and their
+full-width forms, which some spreadsheets also accept)."""
+
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))  # embeddings, overrides and isolates: reorder shown text
+_TERMINAL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, *range(0x80, 0xA0))}
+_TERMINAL |= {c: f"\\u{c:04x}" for c in _BIDI}
+_ONE_LINE = {**_TERMINAL, 0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def terminal_text(text: object) -> str:
+    r"""``text`` safe for a terminal: every control character but tab, line feed and carriage return (ESC, which
+    starts ANSI colour and OSC title / hyperlink / clipboard sequences, BEL, backspace, the C1 controls, DEL)
+    and the bidirectional overrides are shown as escapes such as ``\x1b``.
+
+    >>> terminal_text("like\x1b]0;pwned\x07 ok\n")
+    'like\\x1b]0;pwned\\x07 ok\n'
+    """
+    return str(text).translate(_TERMINAL)
+
+
+def one_line(text: object) -> str:
+    r"""``text`` on one line: as :func:`terminal_text`, and line breaks and tabs shown as ``\n``, ``\r``,
+    ``\t`` (names inside a line of terminal output or a CSV comment line).
+
+    >>> one_line("x\n=HYPERLINK(1)")
+    'x\\n=HYPERLINK(1)'
+    """
+    return str(text).translate(_ONE_LINE)
+
+
+class TerminalStream(io.TextIOBase):
+    """A text stream that writes through :func:`terminal_text` to ``inner`` (the command line's stdout and
+    stderr, so no name or value from a file can send a control sequence to the user's terminal)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(terminal_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._inner.isatty()
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    @property
+    def encoding(self):
+        return getattr(self._inner, "encoding", "utf-8")
 
 
 def escape_markdown(text: object) -> str:
@@ -73,19 +130,28 @@ def neutralise_cell(value: object) -> object:
     return value
 
 
-def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` whose text cells and column names are neutralised (numeric columns untouched).
+_LINE_BREAKS = {0x0A: "\\n", 0x0D: "\\r"}
 
-    >>> neutralise_frame(pd.DataFrame({"=x": ["-a", "b"], "v": [-1.0, 2.0]})).to_csv(index=False).splitlines()
-    ["'=x,v", "'-a,-1.0", 'b,2.0']
+
+def _export_cell(value: object) -> object:
+    return neutralise_cell(value.translate(_LINE_BREAKS)) if isinstance(value, str) else value
+
+
+def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
+    r"""A copy of ``df`` whose text cells and column names are neutralised (numeric columns untouched): line
+    breaks shown as ``\n`` / ``\r`` (a name ``"x\n=HYPERLINK(…)"`` cannot start a line of the file, even for a
+    reader that splits lines before quotes) and formula-leading text prefixed with ``'``.
+
+    >>> neutralise_frame(pd.DataFrame({"=x": ["-a", "b\n=1"], "v": [-1.0, 2.0]})).to_csv(index=False).splitlines()
+    ["'=x,v", "'-a,-1.0", 'b\\n=1,2.0']
     """
     out = df.copy()
     for col in out.columns:
         s = out[col]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
             continue
-        out[col] = s.astype(object).map(neutralise_cell)
-    out.columns = [neutralise_cell(str(c)) if isinstance(c, str) else c for c in out.columns]
+        out[col] = s.astype(object).map(_export_cell)
+    out.columns = [_export_cell(c) if isinstance(c, str) else c for c in out.columns]
     return out
 
 

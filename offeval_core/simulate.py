@@ -32,9 +32,11 @@ the truth drift from what the rows were sampled from.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,6 +47,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from offeval_core.errors import OutputExists, UnwritableOutput
+from offeval_core.safe_io import check_output, output_mode
 from offeval_core.simulate_config import (
     ARMS,
     CANDIDATES,
@@ -398,29 +402,71 @@ def simulate(config: SimulationConfig, *, seed: int) -> SimulatedWorld:
     return SimulatedWorld(config=config, seed=int(seed), logs=logs, ground_truth=_ground_truth_frame(gt))
 
 
+def world_outputs(config: SimulationConfig, out: str | os.PathLike, *, partition_by_day: bool = False) -> list[Path]:
+    """The files :func:`write_world` writes under ``out``: the logs (one file, or one per day) and the ground
+    truth."""
+    out = Path(out)
+    logs = ([out / "logs" / f"day-{d.isoformat()}.parquet" for d in config.days] if partition_by_day
+            else [out / "logs.parquet"])
+    return [*logs, out / "ground_truth.parquet"]
+
+
+def _check_world_outputs(config: SimulationConfig, out: Path, *, partition_by_day: bool, force: bool) -> list[Path]:
+    """The day files of an earlier world that this one would not replace (removed once it is written), after
+    refusing (without ``force``) to replace any existing output."""
+    planned = world_outputs(config, out, partition_by_day=partition_by_day)
+    stale = sorted(set((out / "logs").glob("day-*.parquet")) - set(planned)) if partition_by_day else []
+    existing = [p for p in planned if p.exists() or p.is_symlink()] + stale
+    for p in existing:
+        if p.is_dir():
+            raise OutputExists(f"{p.relative_to(out)} is a directory; the simulator writes a file there")
+    if existing and not force:
+        shown = ", ".join(str(p.relative_to(out)) for p in existing[:3]) + (" …" if len(existing) > 3 else "")
+        raise OutputExists(f"{out.name or out}: {len(existing)} output file(s) already exist ({shown}); pass --force "
+                           "to replace them, or choose another --out")
+    for p in planned:
+        check_output(p, force=force)
+    return stale
+
+
 def write_world(config: SimulationConfig, out: str | os.PathLike, *, seed: int, partition_by_day: bool = False,
-                compression: str = "zstd") -> dict:
+                compression: str = "zstd", force: bool = False) -> dict:
     """Write ``logs.parquet`` (or ``logs/day-YYYY-MM-DD.parquet`` per day) and ``ground_truth.parquet``.
 
-    Blocks are streamed to the files as they are generated. Returns a summary dict (rows, sessions, reward
-    rates, paths and sizes in bytes, seconds).
+    Blocks are streamed to temporary files next to the outputs, which are renamed into place once every
+    file is complete: an interrupted run leaves the previous files as they were. Existing outputs are
+    replaced only with ``force`` (then the day files of an earlier, longer world are removed too, so the
+    ``logs`` directory holds this world alone). Files get the permissions of the files they replace, else
+    those of the umask. Returns a summary dict (rows, sessions, reward rates, paths and sizes in bytes,
+    seconds).
     """
     t0 = time.perf_counter()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    stale = _check_world_outputs(config, out, partition_by_day=partition_by_day, force=force)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if partition_by_day:
+            (out / "logs").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UnwritableOutput(f"cannot create the output directory {out}: {(exc.strerror or '').lower()} (choose "
+                               "another --out)", source=str(out)) from None
     schema = log_schema(config)
     gt_rows: list[dict] = []
     rows = 0
     sums = dict.fromkeys(config.rewards, 0.0)
     sessions = 0
     paths: list[Path] = []
+    temps: dict[Path, Path] = {}  # final path → its temporary file
     writer: pq.ParquetWriter | None = None
     current_day = -1
     opts = {"compression": compression, "use_dictionary": ["experiment_id", "arm", "segment", "day"]}
-    if partition_by_day:
-        (out / "logs").mkdir(exist_ok=True)
-        for old in (out / "logs").glob("day-*.parquet"):
-            old.unlink()
+
+    def temporary(path: Path) -> Path:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        temps[path] = Path(name)
+        return temps[path]
+
     try:
         for d, table, gt in iter_blocks(config, seed=seed):
             if writer is None or (partition_by_day and d != current_day):
@@ -428,7 +474,7 @@ def write_world(config: SimulationConfig, out: str | os.PathLike, *, seed: int, 
                     writer.close()
                 path = (out / "logs" / f"day-{config.days[d].isoformat()}.parquet") if partition_by_day \
                     else out / "logs.parquet"
-                writer = pq.ParquetWriter(path, schema, **opts)
+                writer = pq.ParquetWriter(temporary(path), schema, **opts)
                 paths.append(path)
                 current_day = d
             writer.write_table(table, row_group_size=1_000_000)
@@ -437,13 +483,25 @@ def write_world(config: SimulationConfig, out: str | os.PathLike, *, seed: int, 
             for r in config.rewards:
                 sums[r] += float(pa.compute.sum(table[r]).as_py() or 0)
             gt_rows.extend(gt)
+        writer.close()
+        writer = None
+        gt_df = _ground_truth_frame(gt_rows)
+        gt_path = out / "ground_truth.parquet"
+        pq.write_table(pa.Table.from_pandas(gt_df, schema=GT_SCHEMA, preserve_index=False), temporary(gt_path),
+                       compression=compression)
+        for final, tmp in temps.items():  # every file is complete: now into place
+            os.chmod(tmp, output_mode(final))
+            os.replace(tmp, final)
+        temps.clear()
     finally:
         if writer is not None:
             writer.close()
-    gt_df = _ground_truth_frame(gt_rows)
-    gt_path = out / "ground_truth.parquet"
-    pq.write_table(pa.Table.from_pandas(gt_df, schema=GT_SCHEMA, preserve_index=False), gt_path,
-                   compression=compression)
+        for tmp in temps.values():
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    for old in stale:  # --force: the day files of an earlier world that this one did not replace
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
     return {"rows": rows, "sessions": sessions, "experiments": config.n_experiments, "days": config.n_days,
             "reward_rates": {r: sums[r] / max(rows, 1) for r in config.rewards},
             "log_paths": [str(p) for p in paths], "log_bytes": sum(p.stat().st_size for p in paths),

@@ -1,26 +1,33 @@
 """Statistics from moments: means, standard errors, normal CIs, p-values, Welch's test.
 
-Everything here takes counts, sums and sums of squares (the "moments" of DESIGN.md), so a widget change in
-the dashboard never needs the raw logs again.
+Everything here takes counts, sums and centred second moments (the "moments" of DESIGN.md and
+:mod:`offeval_core.moment_columns`): ``n``, ``Σx`` and ``M2 = Σ(x − x̄)²`` (and co-moments
+``Σ(x − x̄)(y − ȳ)``), so a widget change in the dashboard never needs the raw logs again, and an offset of
+10⁸ on the values costs no digit of their variance. A moment that is not finite (values beyond double
+precision) raises :class:`~offeval_core.errors.NonFiniteMoments` instead of giving a 0 standard error.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy import special as _sc
 from scipy import stats as _sps
 
+from offeval_core.errors import EstimatorWarning, NonFiniteMoments
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
 from offeval_core.validation import check_level
 
 __all__ = [
     "CrossMoments",
     "RatioMoments",
+    "check_finite",
     "mean_estimate",
+    "moments_of",
     "normal_ci",
     "normal_quantile",
     "one_sided_p",
@@ -35,18 +42,52 @@ __all__ = [
     "welch_two_sided_p",
 ]
 
+OVERFLOW_HINT = ("the values (or their squares) are beyond double precision (about 1.8e308); rescale the "
+                 "reward (e.g. to thousands) or use a finite clip value")
 
 
-def sample_variance(n: float, total: float, total_sq: float) -> float:
-    """Unbiased sample variance from ``n``, ``Σx`` and ``Σx²`` (``ddof=1``); NaN when ``n < 2``.
+def check_finite(*values: float, what: str = "moments") -> None:
+    """Raise :class:`NonFiniteMoments` when any of ``values`` is infinite or NaN.
 
-    >>> sample_variance(3, 6.0, 14.0)  # values 1, 2, 3
+    >>> check_finite(1.0, float("inf"), what="the moments of DCG")
+    Traceback (most recent call last):
+    ...
+    offeval_core.errors.NonFiniteMoments: the moments of DCG are not finite: the values (or their squares) are beyond double precision (about 1.8e308); rescale the reward (e.g. to thousands) or use a finite clip value
+    """
+    for v in values:
+        if not math.isfinite(v):
+            raise NonFiniteMoments(f"{what} are not finite: {OVERFLOW_HINT}")
+
+
+def moments_of(values) -> tuple[int, float, float]:
+    """``(n, Σx, Σ(x − x̄)²)`` of an array of per-unit values, the second moment centred on the mean
+    (two passes).
+
+    >>> moments_of([1e8, 1e8 + 1, 1e8, 1e8 + 1])   # Σ(x − x̄)² = 4 · 0.25
+    (4, 400000002.0, 1.0)
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        return 0, 0.0, 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(x.sum())
+        mean = float(np.mean(x))  # numpy's pairwise mean: finite whenever the values are
+        m2 = float(np.sum((x - mean) ** 2))
+    check_finite(total, m2, what="the sum and second moment of the values")
+    return int(x.size), total, m2
+
+
+def sample_variance(n: float, m2: float) -> float:
+    """Unbiased sample variance ``M2 / (n − 1)`` from the centred second moment ``M2 = Σ(x − x̄)²``; NaN
+    when ``n < 2``.
+
+    >>> sample_variance(3, 2.0)  # values 1, 2, 3: M2 = 1 + 0 + 1
     1.0
     """
     if n < 2:
         return math.nan
-    var = (total_sq - total * total / n) / (n - 1)
-    return max(var, 0.0)
+    check_finite(m2, what="the second moments")
+    return max(float(m2), 0.0) / (n - 1)
 
 
 def normal_quantile(level: float) -> float:
@@ -77,11 +118,14 @@ def normal_ci(value: float, stderr: float, *, level: float) -> ConfidenceInterva
 
 
 def one_sided_p(value: float, stderr: float) -> float:
-    """p-value of H0: mean ≤ 0 against H1: mean > 0 under the normal approximation.
+    """p-value of H0: mean ≤ 0 against H1: mean > 0 under the normal approximation (NaN when the standard
+    error is undefined; 0 / ½ / 1 when it is exactly 0, i.e. every unit has the same value).
 
     >>> round(one_sided_p(1.645, 1.0), 3)  # the 95 % one-sided critical value
     0.05
     """
+    if math.isnan(stderr) or math.isnan(value):
+        return math.nan
     if not stderr > 0:
         if value > 0:
             return 0.0
@@ -90,61 +134,73 @@ def one_sided_p(value: float, stderr: float) -> float:
 
 
 def two_sided_p(value: float, stderr: float) -> float:
-    """p-value of H0: mean = 0 (two-sided) under the normal approximation."""
+    """p-value of H0: mean = 0 (two-sided) under the normal approximation (NaN when the standard error is
+    undefined)."""
+    if math.isnan(stderr) or math.isnan(value):
+        return math.nan
     if not stderr > 0:
         return 1.0 if value == 0 else 0.0
     return float(2 * _sc.ndtr(-(abs(value) / stderr)))
 
 
-def mean_estimate(n: float, total: float, total_sq: float, *, level: float) -> Estimate:
-    """Mean of per-unit values with its standard error ``s / √n`` and normal CI.
+def _mean(n: float, total: float) -> float:
+    check_finite(total, what="the sums")
+    return float(total / n)
 
-    >>> e = mean_estimate(4, 4.0, 6.0, level=0.95)  # values 0, 1, 1, 2: mean 1, s² = 2/3
+
+def mean_estimate(n: float, total: float, m2: float, *, level: float) -> Estimate:
+    """Mean of per-unit values with its standard error ``s / √n`` (s² = M2 / (n − 1)) and normal CI.
+
+    >>> e = mean_estimate(4, 4.0, 2.0, level=0.95)  # values 0, 1, 1, 2: mean 1, M2 = 2, s² = 2/3
     >>> e.value, round(e.stderr, 4)
     (1.0, 0.4082)
     """
     if n <= 0:
         return Estimate(math.nan, math.nan, 0, ConfidenceInterval(math.nan, math.nan, level))
-    mean = float(total / n)
-    se = math.sqrt(sample_variance(n, total, total_sq) / n) if n >= 2 else math.nan
+    mean = _mean(n, total)
+    se = math.sqrt(sample_variance(n, m2) / n) if n >= 2 else math.nan
     return Estimate(mean, se, int(n), normal_ci(mean, se, level=level))
 
 
-def paired_effect(n: float, sum_diff: float, sumsq_diff: float, *, level: float) -> Effect:
-    """Paired treatment effect from the per-unit differences ``d = target − logging`` on the same units.
+def paired_effect(n: float, sum_diff: float, m2_diff: float, *, level: float) -> Effect:
+    """Paired treatment effect from the per-unit differences ``d = target − logging`` on the same units
+    (``Σd`` and ``M2 = Σ(d − d̄)²``).
 
     The CI is the normal interval at ``level``; the p-value is one-sided for H0: effect ≤ 0
     (KDD'24 Sec. 6.2: "significant iff the 99 % CI is strictly positive").
 
-    >>> eff = paired_effect(4, 2.0, 2.0, level=0.95)  # d = 0, 1, 1, 0: mean 0.5, s² = 1/3
+    >>> eff = paired_effect(4, 2.0, 1.0, level=0.95)  # d = 0, 1, 1, 0: mean 0.5, M2 = 1, s² = 1/3
     >>> round(eff.value, 2), round(eff.stderr, 4)
     (0.5, 0.2887)
     """
-    est = mean_estimate(n, sum_diff, sumsq_diff, level=level)
+    est = mean_estimate(n, sum_diff, m2_diff, level=level)
     return Effect(est.value, est.stderr, est.n, est.ci, one_sided_p(est.value, est.stderr))
 
 
 def welch_effect(
-    n_t: float, sum_t: float, sumsq_t: float, n_c: float, sum_c: float, sumsq_c: float, *, level: float
+    n_t: float, sum_t: float, m2_t: float, n_c: float, sum_c: float, m2_c: float, *, level: float
 ) -> Effect:
-    """Difference of two independent means (treatment − control) with Welch's unequal-variance test.
+    """Difference of two independent means (treatment − control) with Welch's unequal-variance test, from
+    each arm's count, sum and centred second moment.
 
     The CI uses Student's t with Welch-Satterthwaite degrees of freedom; the p-value is one-sided for
     H0: effect ≤ 0 (use :func:`welch_two_sided_p` for the usual two-sided online significance).
 
-    >>> eff = welch_effect(3, 6.0, 14.0, 3, 3.0, 5.0, level=0.95)  # (1,2,3) vs (0,1,2)
+    >>> eff = welch_effect(3, 6.0, 2.0, 3, 3.0, 2.0, level=0.95)  # (1,2,3) vs (0,1,2)
     >>> eff.value, round(eff.stderr, 4)
     (1.0, 0.8165)
     """
     check_level(level)
-    var_t = sample_variance(n_t, sum_t, sumsq_t)
-    var_c = sample_variance(n_c, sum_c, sumsq_c)
     if n_t < 2 or n_c < 2:
         nan = math.nan
         return Effect(nan, nan, int(n_t + n_c), ConfidenceInterval(nan, nan, level), nan)
-    diff = float(sum_t / n_t - sum_c / n_c)
+    var_t = sample_variance(n_t, m2_t)
+    var_c = sample_variance(n_c, m2_c)
+    diff = _mean(n_t, sum_t) - _mean(n_c, sum_c)
+    check_finite(diff, what="the difference of the arms' means")
     a, b = var_t / n_t, var_c / n_c
     se = math.sqrt(a + b)
+    check_finite(se, what="the arms' variances")
     df = welch_df(a, b, n_t, n_c)
     if se > 0:
         t_crit = float(_sc.stdtrit(df, 0.5 + level / 2))
@@ -162,42 +218,70 @@ def welch_df(a: float, b: float, n_t: float, n_c: float) -> float:
     return (a + b) ** 2 / denom
 
 
-def welch_two_sided_p(n_t, sum_t, sumsq_t, n_c, sum_c, sumsq_c) -> float:
-    """Two-sided p-value of Welch's test of equal means, from moments."""
+def welch_two_sided_p(n_t, sum_t, m2_t, n_c, sum_c, m2_c) -> float:
+    """Two-sided p-value of Welch's test of equal means, from each arm's count, sum and centred second moment."""
     if n_t < 2 or n_c < 2:
         return math.nan
-    a = sample_variance(n_t, sum_t, sumsq_t) / n_t
-    b = sample_variance(n_c, sum_c, sumsq_c) / n_c
+    a = sample_variance(n_t, m2_t) / n_t
+    b = sample_variance(n_c, m2_c) / n_c
     se = math.sqrt(a + b)
-    diff = sum_t / n_t - sum_c / n_c
+    diff = _mean(n_t, sum_t) - _mean(n_c, sum_c)
+    check_finite(diff, se, what="the arms' means and variances")
     if se == 0:
         return 1.0 if diff == 0 else 0.0
     return float(2 * _sc.stdtr(welch_df(a, b, n_t, n_c), -(abs(diff) / se)))
 
 
 def ratio_estimate(
-    n: float, sum_x: float, sumsq_x: float, sum_y: float, sumsq_y: float, sum_xy: float, *, level: float
+    n: float, sum_x: float, m2_x: float, sum_y: float, m2_y: float, co_xy: float, *, level: float
 ) -> Estimate:
-    """Ratio of means ``Σx / Σy`` with a delta-method standard error (used by pnDCG and NIS).
+    """Ratio of means ``Σx / Σy`` with a delta-method standard error (used by pnDCG and NIS), from the sums,
+    centred second moments and the co-moment ``Σ(x − x̄)(y − ȳ)``.
 
     Var(x̄/ȳ) ≈ (s_x² − 2 R s_xy + R² s_y²) / (n ȳ²) with R = x̄ / ȳ.
 
-    >>> e = ratio_estimate(2, 3.0, 5.0, 4.0, 8.0, 6.0, level=0.95)  # x = (1, 2), y = (2, 2)
+    >>> e = ratio_estimate(2, 3.0, 0.5, 4.0, 0.0, 0.0, level=0.95)  # x = (1, 2), y = (2, 2)
     >>> e.value, round(e.stderr, 4)
     (0.75, 0.25)
     """
     if n <= 0 or sum_y == 0:
         return Estimate(math.nan, math.nan, int(n), ConfidenceInterval(math.nan, math.nan, level))
+    check_finite(sum_x, sum_y, what="the sums")
     r = float(sum_x / sum_y)
+    check_finite(r, what="the ratio of the sums")
     if n < 2:
         return Estimate(r, math.nan, int(n), ConfidenceInterval(math.nan, math.nan, level))
     mean_y = sum_y / n
-    var_x = sample_variance(n, sum_x, sumsq_x)
-    var_y = sample_variance(n, sum_y, sumsq_y)
-    cov = (sum_xy - sum_x * sum_y / n) / (n - 1)
-    var_r = max(var_x - 2 * r * cov + r * r * var_y, 0.0) / (n * mean_y * mean_y)
+    var_x = sample_variance(n, m2_x)
+    var_y = sample_variance(n, m2_y)
+    check_finite(co_xy, what="the co-moments")
+    cov = co_xy / (n - 1)
+    var_r = _delta_variance(var_x, -2 * r * cov, r * r * var_y) / (n * mean_y * mean_y)
     se = math.sqrt(var_r)
+    if not math.isnan(se):
+        check_finite(se, what="the ratio's variance terms")
     return Estimate(r, se, int(n), normal_ci(r, se, level=level))
+
+
+DELTA_PRECISION = 1e-9
+"""A delta-method variance smaller than this share of the sum of its terms' sizes is below the precision of the
+moments it comes from (second moments carry a relative error of up to about 1e-9 when the values share a large
+offset): it is reported as undefined (NaN), with a warning, rather than as 0 or as rounding noise."""
+
+
+def _delta_variance(*terms: float) -> float:
+    """Σ terms of a delta-method variance, or NaN (with an :class:`EstimatorWarning`) when the terms cancel
+    beyond the moments' precision: the per-unit ratios x/y are (nearly) the same on every unit, e.g. rewards
+    sharing an offset of 10⁸ in SNIPS, so Var(x − R y) is lost against Var(x) ≈ R² Var(y)."""
+    size = sum(abs(t) for t in terms)
+    value = sum(terms)
+    if size > 0 and value <= DELTA_PRECISION * size:
+        warnings.warn("the delta-method standard error of a ratio is below the precision of its moments (the ratio "
+                      "of each unit's values is nearly the same everywhere, e.g. rewards with a large common "
+                      "offset): reported as undefined; subtract the offset from the reward to get it",
+                      EstimatorWarning, stacklevel=3)
+        return math.nan
+    return max(value, 0.0)
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -211,18 +295,20 @@ def pearson(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 class RatioMoments(NamedTuple):
-    """Moments of a ratio of means Σx / Σy over ``n`` units: Σx, Σx², Σy, Σy², Σxy."""
+    """Moments of a ratio of means Σx / Σy over ``n`` units: Σx, M2 of x, Σy, M2 of y and the co-moment
+    Σ(x − x̄)(y − ȳ)."""
 
     n: float
     sum_x: float
-    sumsq_x: float
+    m2_x: float
     sum_y: float
-    sumsq_y: float
-    sum_xy: float
+    m2_y: float
+    co_xy: float
 
 
 class CrossMoments(NamedTuple):
-    """Cross products of two ratios' per-unit values x₁/y₁ (first) and x₀/y₀ (second) on the same units."""
+    """Co-moments Σ(u − ū)(v − v̄) of two ratios' per-unit values x₁/y₁ (first) and x₀/y₀ (second) on the
+    same units."""
 
     x1_x0: float
     x1_y0: float
@@ -235,37 +321,38 @@ def ratio_difference(first: RatioMoments, second: RatioMoments, cross: CrossMome
     (a, b = the first ratio's x, y; c, e = the second's).
 
     The influence of unit τ is φ_τ = (a_τ − R₁ b_τ)/b̄ − (c_τ − R₀ e_τ)/ē (R₁ = Σa/Σb, R₀ = Σc/Σe);
-    SE = sd(φ)/√n from the per-unit sums, squares and cross products. NCIS − logging mean (Gilotte
-    Sec. 6.1, "offline uplift") is such a difference: the target is normalised by its capped weights, the
-    logging value by the unit count. One-sided p of H0: difference ≤ 0.
+    SE = sd(φ)/√n from the per-unit sums, centred second moments and co-moments. NCIS − logging mean
+    (Gilotte Sec. 6.1, "offline uplift") is such a difference: the target is normalised by its capped
+    weights, the logging value by the unit count. One-sided p of H0: difference ≤ 0.
 
     >>> # a = (1, 3), b = (1, 1) → 2;  c = (1, 1), e = (1, 1) → 1; φ = (−1, 1) − (0, 0): sd = √2
-    >>> eff = ratio_difference(RatioMoments(2, 4, 10, 2, 2, 4), RatioMoments(2, 2, 2, 2, 2, 2),
-    ...                        CrossMoments(4, 4, 2, 2), level=0.95)
+    >>> eff = ratio_difference(RatioMoments(2, 4, 2, 2, 0, 0), RatioMoments(2, 2, 0, 2, 0, 0),
+    ...                        CrossMoments(0, 0, 0, 0), level=0.95)
     >>> eff.value, round(eff.stderr, 4)
     (1.0, 1.0)
     """
     if first.n != second.n:
         raise ValueError(f"ratio_difference needs both ratios on the same units; got n = {first.n} and {second.n}")
-    n, sum_a, sumsq_a, sum_b, sumsq_b, sum_ab = first
-    _, sum_c, sumsq_c, sum_e, sumsq_e, sum_ce = second
-    sum_ac, sum_ae, sum_bc, sum_be = cross
+    n, sum_a, m2_a, sum_b, m2_b, co_ab = first
+    _, sum_c, m2_c, sum_e, m2_e, co_ce = second
+    co_ac, co_ae, co_bc, co_be = cross
     nan = math.nan
     if n <= 0 or sum_b == 0 or sum_e == 0:
         return Effect(nan, nan, int(n), normal_ci(nan, nan, level=level), nan)
+    check_finite(sum_a, sum_b, sum_c, sum_e, what="the sums")
     r1, r0 = sum_a / sum_b, sum_c / sum_e
     value = float(r1 - r0)
+    check_finite(value, what="the ratios of the sums")
     if n < 2:
         return Effect(value, nan, int(n), normal_ci(value, nan, level=level), nan)
-
-    def cov(sxy, sx, sy):
-        return (sxy - sx * sy / n) / (n - 1)
-
+    check_finite(m2_a, m2_b, co_ab, m2_c, m2_e, co_ce, co_ac, co_ae, co_bc, co_be, what="the second moments")
+    k = n - 1
     mb, me = sum_b / n, sum_e / n
-    v1 = cov(sumsq_a, sum_a, sum_a) - 2 * r1 * cov(sum_ab, sum_a, sum_b) + r1 * r1 * cov(sumsq_b, sum_b, sum_b)
-    v0 = cov(sumsq_c, sum_c, sum_c) - 2 * r0 * cov(sum_ce, sum_c, sum_e) + r0 * r0 * cov(sumsq_e, sum_e, sum_e)
-    c10 = (cov(sum_ac, sum_a, sum_c) - r0 * cov(sum_ae, sum_a, sum_e) - r1 * cov(sum_bc, sum_b, sum_c)
-           + r1 * r0 * cov(sum_be, sum_b, sum_e))
-    var = max(v1 / (mb * mb) + v0 / (me * me) - 2 * c10 / (mb * me), 0.0) / n
+    b2, e2, be = k * mb * mb, k * me * me, k * mb * me
+    var = _delta_variance(m2_a / b2, -2 * r1 * co_ab / b2, r1 * r1 * m2_b / b2,  # the first ratio
+                          m2_c / e2, -2 * r0 * co_ce / e2, r0 * r0 * m2_e / e2,  # the second
+                          -2 * co_ac / be, 2 * r0 * co_ae / be, 2 * r1 * co_bc / be, -2 * r1 * r0 * co_be / be) / n
     se = math.sqrt(var)
+    if not math.isnan(se):
+        check_finite(se, what="the difference's variance terms")
     return Effect(value, se, int(n), normal_ci(value, se, level=level), one_sided_p(value, se))

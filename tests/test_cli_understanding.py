@@ -144,7 +144,20 @@ def test_arm_labels_that_are_no_common_pair_name_the_labels_and_the_option(capsy
                          "control=red,treatment=blue", "--json")
     assert code == 0, err
     _, ab, _ = run(capsys, "estimate", path, "--reward", "clicked", "--json")
-    assert json.loads(out)["groups"] == json.loads(ab)["groups"]
+    # the same numbers as the A/B file's, to the last bits a parallel aggregation may order differently
+    got, want = (_leaves(json.loads(text)["groups"]) for text in (out, ab))
+    assert [k for k, _ in got] == [k for k, _ in want]
+    for (key, a), (_, b) in zip(got, want, strict=True):
+        assert a == (pytest.approx(b, rel=1e-12, nan_ok=True) if isinstance(b, float) else b), key
+
+
+def _leaves(doc, path=""):
+    """(path, value) of every leaf of a JSON document, in order."""
+    if isinstance(doc, dict):
+        return [leaf for k, v in doc.items() for leaf in _leaves(v, f"{path}.{k}")]
+    if isinstance(doc, list):
+        return [leaf for i, v in enumerate(doc) for leaf in _leaves(v, f"{path}[{i}]")]
+    return [(path, doc)]
 
 
 def test_estimate_defaults_to_the_tested_policy_and_matches_the_core(capsys, files):
@@ -204,3 +217,82 @@ def test_reduce_maps_the_arm_labels_like_read_logs(capsys, files, tmp_path):
     assert a[0].online.effect.value == pytest.approx(b[0].online.effect.value, rel=1e-12)
     code, _, err = run(capsys, "reduce", parquet, "--out", tmp_path / "m2.parquet", "--arms", "control=B,treatment=C")
     assert code == 2 and "column 'arm' has labels the arm mapping (B → control, C → treatment) does not name" in err
+
+
+def test_reduce_with_arms_given_gives_the_moments_of_read_logs(capsys, tmp_path):
+    """A team's export as Parquet, its arm labels X / Y (no common pair: only --arms maps them), reduced with
+    --arms and no --rewards: the reduce reads the columns as read_logs does (rewards clicked and completed, the
+    item-id column left out as an identifier) and its moments equal read_logs → reduce on the same file."""
+    export, _ = team_export(demo_sample(40))
+    export["bucket"] = export["bucket"].map({"A": "X", "B": "Y"})
+    parquet = tmp_path / "team.parquet"
+    export.to_parquet(parquet, index=False)
+    mapping = "session_id=visit,rank=pos,day=date,experiment_id=test,arm=bucket,segment=user_type,rank__*=pos_*"
+    grid = ("--discounts", "log2", "--exposures", "log2", "--clips", "1,inf")
+    code, _, err = run(capsys, "reduce", parquet, "--out", tmp_path / "m0.parquet", "--map", mapping, *grid)
+    assert code == 2 and "column 'arm' (your 'bucket') has the labels 'X', 'Y': say which label is the control" in err
+    code, _, err = run(capsys, "reduce", parquet, "--out", tmp_path / "m.parquet", "--map", mapping, *grid,
+                       "--arms", "control=X,treatment=Y")
+    assert code == 0, err
+    got = read_moments(tmp_path / "m.parquet")
+    logs = read_logs(parquet, columns=dict(p.split("=") for p in mapping.split(",")), arms="control=X,treatment=Y")
+    assert logs.rewards == got.grid.rewards == ("clicked", "completed")
+    assert logs.reading.of("video").role == "ignored"
+    want = reduce(logs, Grid(rewards=logs.rewards, policies=logs.policies, discounts=("log2",), exposures=("log2",),
+                             clips=(1.0, float("inf"))))
+    assert got.grid.policies == want.grid.policies == ("current", "ranker_v2", "ranker_v3")
+    on_got, on_want = (m.online.astype({"arm": str}) for m in (got, want))
+    assert set(on_got["arm"]) == {"control", "treatment"}
+    keys = ["experiment_id", "day", "arm", "segment", "reward"]
+    a, b = (o.assign(day=o["day"].astype(str)).sort_values(keys).reset_index(drop=True) for o in (on_got, on_want))
+    assert a[keys].astype(str).equals(b[keys].astype(str))
+    assert a["n"].tolist() == b["n"].tolist()
+    assert a["sum"].to_numpy() == pytest.approx(b["sum"].to_numpy(), rel=1e-12)
+    for r in logs.rewards:
+        for p in ("ranker_v2", "logging"):
+            x, y = (summarize_groups(m, reward=r, policy=p, discount="log2", exposure="log2", clip=1.0,
+                                     by=("experiment_id",)) for m in (got, want))
+            assert len(x) == len(y) == 20  # the 20 A/B tests
+            for gx, gy in zip(x, y, strict=True):
+                assert gx.keys == gy.keys
+                assert gx.target.value == pytest.approx(gy.target.value, rel=1e-12)
+                assert gx.target.stderr == pytest.approx(gy.target.stderr, rel=1e-9)
+                assert gx.online.effect.value == pytest.approx(gy.online.effect.value, rel=1e-12, abs=1e-15)
+
+
+def test_reduce_asks_what_validate_asks(capsys, tmp_path):
+    """reduce reads the columns as validate does: two numeric columns, neither named like a reward, are a question
+    answered with --reward (as the hint says); an unmapped column that splits the sessions into A / B is the arm
+    question; an id column is never a reward."""
+    n = 50
+    df = pd.DataFrame({"session_id": [s for s in range(n) for _ in range(4)], "rank": [1, 2, 3, 4] * n,
+                       "a": [float((s * 7 + r) % 2) for s in range(n) for r in range(4)],
+                       "b": [float((s + r) % 3) for s in range(n) for r in range(4)]})
+    df.to_parquet(tmp_path / "amb.parquet", index=False)
+    for command in ("validate", "reduce"):
+        code, _, err = run(capsys, command, tmp_path / "amb.parquet", *(("--out", tmp_path / "m.parquet")
+                                                                          if command == "reduce" else ()))
+        assert code == 2
+        assert ("which columns are rewards? none is named like one (click, like, purchase, watch…) and 2 numeric "
+                "columns could be: a, b") in err
+        assert f"offeval {command}: hint: name the rewards with --reward a --reward b" in err
+    code, _, err = run(capsys, "reduce", tmp_path / "amb.parquet", "--out", tmp_path / "m.parquet", "--reward", "a",
+                       "--reward", "b", "--clips", "1")
+    assert code == 0, err
+    assert read_moments(tmp_path / "m.parquet").grid.rewards == ("a", "b")
+    arm = df.drop(columns="b").rename(columns={"a": "click"}).assign(
+        bucket=["A" if s % 2 else "B" for s in range(n) for _ in range(4)], user_id=range(4 * n))
+    arm.to_parquet(tmp_path / "arm.parquet", index=False)
+    code, _, err = run(capsys, "reduce", tmp_path / "arm.parquet", "--out", tmp_path / "m2.parquet")
+    assert code == 2
+    assert "column 'bucket' looks like the A/B arm (labels 'A' and 'B'" in err
+    assert "hint: if bucket is the arm, map it with --map arm=bucket --arms control=A,treatment=B" in err
+    code, _, err = run(capsys, "reduce", tmp_path / "arm.parquet", "--out", tmp_path / "m2.parquet", "--map",
+                       "arm=bucket", "--clips", "1")
+    assert code == 0 and "offeval reduce: guessed arm labels of column 'bucket': A → control, B → treatment" in err
+    m = read_moments(tmp_path / "m2.parquet")
+    assert m.grid.rewards == ("click",)  # user_id, a different whole number on every row, is not a reward
+    on = m.online.set_index("arm")
+    assert on["n"].to_dict() == {"control": n // 2, "treatment": n // 2}
+    assert on["sum"].to_dict() == pytest.approx({a: float(arm.loc[arm["bucket"] == label, "click"].sum())
+                                                 for a, label in (("control", "A"), ("treatment", "B"))})

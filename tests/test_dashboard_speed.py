@@ -18,6 +18,7 @@ from offeval_core.charts import DECISION_COLOURS, clip_positions, decision_figur
 from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
 from offeval_core.estimators import online_results
 from offeval_core.logs import read_logs
+from offeval_core.moment_columns import ONLINE_ROLES, pool
 from offeval_core.simulate import preset_config, simulate
 
 
@@ -35,8 +36,9 @@ def test_normal_and_t_tails_are_scipy_stats_bit_for_bit(z):
     assert stats.one_sided_p(z, 1.0) == float(sps.norm.sf(z))
     assert stats.two_sided_p(z, 1.0) == float(2 * sps.norm.sf(abs(z)))
     # Welch: n = 7 and 5 of values with the given sums → some finite df; compare with scipy.stats' t
-    eff = stats.welch_effect(7, 7 * z + 3.0, 90.0 + z * z * 7, 5, 2.0, 40.0, level=0.9)
-    a, b = stats.sample_variance(7, 7 * z + 3.0, 90.0 + z * z * 7) / 7, stats.sample_variance(5, 2.0, 40.0) / 5
+    m2_t, m2_c = 90.0 - 6 * z - 9 / 7, 40.0 - 4 / 5  # Σx² = 90 + 7z² and 40 less (Σx)² / n
+    eff = stats.welch_effect(7, 7 * z + 3.0, m2_t, 5, 2.0, m2_c, level=0.9)
+    a, b = stats.sample_variance(7, m2_t) / 7, stats.sample_variance(5, m2_c) / 5
     df = stats.welch_df(a, b, 7, 5)
     t = float(sps.t.ppf(0.95, df))
     assert eff.p_value == float(sps.t.sf(eff.value / eff.stderr, df))
@@ -56,12 +58,12 @@ def _online_group_by_group(m, reward, by, level):
     on = m.online[m.online["reward"] == reward]
     out = {}
     for key, part in on.groupby(list(by), sort=True, observed=True):
-        arms = part.groupby("arm", observed=True)[["n", "sum", "sumsq"]].sum()
-        c = arms.loc["control"]
-        t = arms.loc["treatment"]
-        out[key] = (stats.mean_estimate(c["n"], c["sum"], c["sumsq"], level=level),
-                    stats.welch_effect(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"], level=level),
-                    stats.welch_two_sided_p(t["n"], t["sum"], t["sumsq"], c["n"], c["sum"], c["sumsq"]))
+        arms = {arm: pool(rows, roles=ONLINE_ROLES).iloc[0] for arm, rows in part.groupby("arm", observed=True)}
+        c = arms["control"]
+        t = arms["treatment"]
+        out[key] = (stats.mean_estimate(c["n"], c["sum"], c["m2"], level=level),
+                    stats.welch_effect(t["n"], t["sum"], t["m2"], c["n"], c["sum"], c["m2"], level=level),
+                    stats.welch_two_sided_p(t["n"], t["sum"], t["m2"], c["n"], c["sum"], c["m2"]))
     return out
 
 

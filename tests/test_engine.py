@@ -71,10 +71,11 @@ def test_reduce_matches_the_reference_loop(seed, graded, unshown):
                         row = rows.iloc[0]
                         assert row["n"] == len(ref)
                         assert row["sum"] == pytest.approx(ref[metric].sum(), rel=1e-9, abs=1e-9)
-                        assert row["sumsq"] == pytest.approx((ref[metric] ** 2).sum(), rel=1e-9, abs=1e-9)
+                        dev = ref[metric] - ref[metric].mean()
+                        assert row["m2"] == pytest.approx((dev ** 2).sum(), rel=1e-9, abs=1e-9)
                         diff = ref[metric] - ref0[metric]
                         assert row["sum_diff"] == pytest.approx(diff.sum(), rel=1e-9, abs=1e-9)
-                        assert row["sumsq_diff"] == pytest.approx((diff**2).sum(), rel=1e-9, abs=1e-9)
+                        assert row["m2_diff"] == pytest.approx(((diff - diff.mean()) ** 2).sum(), rel=1e-9, abs=1e-9)
                         assert row["den_sum"] == pytest.approx(ref["idcg"].sum(), rel=1e-9, abs=1e-9)
 
 
@@ -153,8 +154,8 @@ def test_groups_partition_the_sessions_and_online_moments_are_observed_rewards()
     m = reduce(logs, Grid(rewards=("click",), policies=("a",), clips=(math.inf,)))
     per_session = df.groupby(["day", "arm", "segment", "session_id"])["click"].sum()
     expected = per_session.groupby(["day", "arm", "segment"]).agg(n="size", sum="sum",
-                                                                  sumsq=lambda x: float((x**2).sum()))
-    got = m.online.set_index(["day", "arm", "segment"])[["n", "sum", "sumsq"]].sort_index()
+                                                                  m2=lambda x: float(((x - x.mean()) ** 2).sum()))
+    got = m.online.set_index(["day", "arm", "segment"])[["n", "sum", "m2"]].sort_index()
     pd.testing.assert_frame_equal(got, expected.sort_index(), check_dtype=False)
     # every variant row counts exactly the sessions of its group
     dcg_rows = m.offline[m.offline["metric"] == "dcg"]

@@ -127,7 +127,7 @@ def _cases(kind: str, base: dict, rng: np.random.Generator):
                 yield ".parquet", _parquet_bytes(base["moments_frame"], meta)
             elif r < 0.6:
                 df = base["moments_frame"].copy()
-                col = ["n", "sum", "sumsq", "den_sum", "den_sumsq", "clip", "kind"][int(rng.integers(7))]
+                col = ["n", "sum", "m2", "den_sum", "den_m2", "clip", "kind"][int(rng.integers(7))]
                 row = int(rng.integers(len(df)))
                 value = [np.nan, -5, 0, 1.5, np.inf, -np.inf, 1e308, "weird"][int(rng.integers(8))]
                 df[col] = df[col].astype(object)

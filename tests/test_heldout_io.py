@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from offeval_core.errors import HeldoutValidationError, MissingInput
 from offeval_core.heldout.io import qrels_from_frame, read_qrels, read_run, read_runs, run_from_frame
 from offeval_core.heldout.metrics import evaluate_run
 
@@ -56,38 +57,39 @@ def test_csv_with_run_column(tmp_path):
 
 def test_errors_trec(tmp_path):
     p = _write(tmp_path / "q.txt", "u1 0 a 1\nu1 0 b\n")
-    with pytest.raises(ValueError, match=rf"^{p}: line 2: expected 4 whitespace-separated fields "
-                                         r"'qid iter doc rel', got 3: 'u1 0 b'$"):
+    # messages name lines and columns, never a line's content (the file may be anything the reader can open)
+    with pytest.raises(HeldoutValidationError, match=rf"^{p}: line 2: expected 4 whitespace-separated fields "
+                                                     r"'qid iter doc rel', got 3$"):
         read_qrels(p)
     p = _write(tmp_path / "q2.txt", "u1 0 a 1\nu1 0 b high\n")
-    with pytest.raises(ValueError, match=rf"^{p}: column 'relevance' must be numeric and finite; 1 bad value\(s\), "
-                                         r"first: line 2 \('high'\)$"):
+    with pytest.raises(HeldoutValidationError, match=rf"^{p}: column 'relevance' must be numeric and finite; 1 bad "
+                                                     r"value\(s\), first: line 2$"):
         read_qrels(p)
     p = _write(tmp_path / "r.txt", "u1 Q0 a 1 0.5 m\nu1 Q0 b 2 NaN m\n")
-    with pytest.raises(ValueError, match=rf"^{p}: column 'score' must be numeric and finite; 1 bad value\(s\), "
-                                         r"first: line 2 \('NaN'\)$"):
+    with pytest.raises(HeldoutValidationError, match=rf"^{p}: column 'score' must be numeric and finite; 1 bad "
+                                                     r"value\(s\), first: line 2$"):
         read_run(p)
     p = _write(tmp_path / "r2.txt", "u1 Q0 a 1 0.5 m\nu2 Q0 a 1 0.5 m\nu1 Q0 a 2 0.4 m\n")
-    with pytest.raises(ValueError, match=rf"^{p}: 1 duplicate \(user, item\) pair\(s\) in the run 'm'; each item may "
-                                         r"appear once per user; first: line 3 \(user 'u1', item 'a'\)$"):
+    with pytest.raises(HeldoutValidationError, match=rf"^{p}: 1 duplicate \(user, item\) pair\(s\) in the run 'm'; "
+                                                     r"each item may appear once per user; first: line 3$"):
         read_run(p)
     p = _write(tmp_path / "empty.txt", "\n# nothing\n")
-    with pytest.raises(ValueError, match=rf"^{p}: the file is empty \(no 'qid iter doc rel' lines\)$"):
+    with pytest.raises(HeldoutValidationError, match=rf"^{p}: the file is empty \(no 'qid iter doc rel' lines\)$"):
         read_qrels(p)
-    with pytest.raises(FileNotFoundError, match=r"^qrels file not found: .*nope.txt$"):
+    with pytest.raises(MissingInput, match=r"^.*nope.txt: no such file or directory$"):
         read_qrels(tmp_path / "nope.txt")
 
 
 def test_errors_tables(tmp_path):
     pd.DataFrame({"user": ["u"], "doc": ["a"]}).to_csv(tmp_path / "q.csv", index=False)
-    with pytest.raises(ValueError, match=r"q.csv: missing relevance column \(expected one of relevance, rel, label\); "
-                                         r"found columns user, doc$"):
+    with pytest.raises(HeldoutValidationError, match=r"q.csv: missing relevance column \(expected one of relevance, "
+                                                     r"rel, label\); its 2 column\(s\) have none of these names$"):
         read_qrels(tmp_path / "q.csv")
     with pytest.raises(ValueError, match=r"^<table>: column 'relevance' must be ≥ 0 \(graded relevance, 0 = not "
-                                         r"relevant\); 1 negative value\(s\), first: row 2 \(-1\)$"):
+                                         r"relevant\); 1 negative value\(s\), first: row 2$"):
         qrels_from_frame(pd.DataFrame({"user": ["u", "u"], "item": ["a", "b"], "relevance": [1, -1]}))
     with pytest.raises(ValueError, match=r"^<table>: column 'rank' must hold positive integers \(1 = top\); "
-                                         r"first: row 1 \(0\)$"):
+                                         r"first: row 1$"):
         run_from_frame(pd.DataFrame({"user": ["u"], "item": ["a"], "rank": [0]}), name="m")
     with pytest.raises(ValueError, match=r"^<table>: missing score or rank column in run 'm'; found columns user, item$"):
         run_from_frame(pd.DataFrame({"user": ["u"], "item": ["a"]}), name="m")
@@ -107,3 +109,16 @@ def test_user_mismatch_errors():
         evaluate_run(q, r, ["ndcg@1"], missing_in_qrels="skip")
     with pytest.raises(ValueError, match=r"^missing_in_run must be one of 'error', 'zero', 'skip'; got 'drop'$"):
         evaluate_run(q, r, ["ndcg@1"], missing_in_run="drop")
+
+
+@pytest.mark.parametrize("reader", [read_qrels, read_runs])
+def test_readers_refuse_a_directory_and_an_empty_path(reader, tmp_path):
+    """The input boundary of the held-out readers: a directory is not a regular file, an empty path names none
+    (Path("") would be the working directory)."""
+    from offeval_core.errors import UnreadableInput
+
+    with pytest.raises(UnreadableInput, match="not a regular file"):
+        reader(tmp_path)
+    what = "qrels" if reader is read_qrels else "run"
+    with pytest.raises(MissingInput, match=f"no {what} file named: the path is empty"):
+        reader("")

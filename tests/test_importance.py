@@ -397,7 +397,7 @@ def test_error_missing_target_propensity_column():
 
 @pytest.mark.parametrize("col, values, message", [
     ("logging_propensity", [0.0, 0.5],
-     "column 'logging_propensity' must hold probabilities in (0, 1]; found 0.0 at data row 1"),
+     "column 'logging_propensity' must hold probabilities in (0, 1]; found 0 at data row 1"),
     ("logging_propensity", [0.5, 1.5],
      "column 'logging_propensity' must hold probabilities in (0, 1]; found 1.5 at data row 2"),
     ("logging_propensity", [np.nan, 0.5],

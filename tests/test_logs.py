@@ -77,7 +77,7 @@ BAD = [
     (df(arm=["control", "treatment", "control"]),
      "column 'arm' must be the same on every row of a session; session 1 has 'control' and 'treatment' (data row 2)"),
     (df(logging_propensity=[0.5, 0.0, 1.0]),
-     "column 'logging_propensity' must hold probabilities in (0, 1]; found 0.0 at data row 2"),
+     "column 'logging_propensity' must hold probabilities in (0, 1]; found 0 at data row 2"),
     (df(target_propensity__new=[1.5, 0.2, 0.1]),
      "column 'target_propensity__new' must hold probabilities in [0, 1]; found 1.5 at data row 1"),
     (df(rank__new=[0, 1, 1]), "column 'rank__new' must hold positive integers (1 = top position); found 0 at data row 1"),

@@ -18,7 +18,7 @@ from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.simulate import preset_config, simulate
 
 KEYS = ["experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "clip", "policy", "metric"]
-STATS = ("n", "sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den", "den_sum", "den_sumsq")
+STATS = ("n", "sum", "m2", "co_den", "sum_diff", "m2_diff", "co_diff_den", "den_sum", "den_m2")
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +69,14 @@ def test_session_summary_by_key_hash_equals_the_one_by_keys(world, monkeypatch):
     one = mixed["session_id"] == mixed.loc[second, "session_id"].iloc[0]
     mixed.loc[one & second, "segment"] = "other"
     mixed.to_parquet(d / "mixed.parquet")
+    with pytest.raises(LogValidationError) as expected:
+        read_logs(d / "mixed.parquet")
     for identifies in (False, True):
         monkeypatch.setattr(sources, "_hash_identifies", lambda groups, v=identifies: v)
-        with pytest.raises(ValueError, match="must be the same on every row of a session; 1 session"):
+        with pytest.raises(LogValidationError) as info:
             source_from_files(d / "mixed.parquet")
+        assert info.value.problems == expected.value.problems  # the message of read_logs, data row included
+        assert "column 'segment' must be the same on every row of a session" in info.value.problems[0]
 
 
 def test_pbm_from_the_length_histogram_is_learn_pbm():
@@ -130,12 +134,15 @@ def test_reduce_rejects_bad_parquet(tmp_path):
     with pytest.raises(LogValidationError, match=r"missing required column 'rank'.*map your column to 'rank'") as err:
         source_from_files(tmp_path / "a.parquet")
     assert err.value.unmapped == ("rank",)  # the CLI turns it into a --map hint, the dashboard into a form hint
-    with pytest.raises(ValueError, match=r"reward column 'click' must be finite and ≥ 0; 1 rows are not"):
+    with pytest.raises(LogValidationError) as err:
         source_from_files(tmp_path / "a.parquet", columns={"rank": "pos"})
+    assert err.value.problems == ["reward column 'click' must be non-negative (DCG and nDCG assume gains ≥ 0); "
+                                  "found -1 at data row 3"]
     mixed = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], "click": [0.0, 1.0, 1.0],
                           "arm": ["control", "treatment", "control"]})
     mixed.to_parquet(tmp_path / "b.parquet")
-    with pytest.raises(ValueError, match="must be the same on every row of a session; 1 session"):
+    with pytest.raises(LogValidationError, match="column 'arm' must be the same on every row of a session; "
+                                                 "session 1 has 'control' and 'treatment' \\(data row 2\\)"):
         source_from_files(tmp_path / "b.parquet")
     with pytest.raises(FileNotFoundError, match="no such file or directory"):
         source_from_files(tmp_path / "missing.parquet")

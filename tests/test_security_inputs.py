@@ -146,7 +146,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     mom("m_nfrac.parquet", frame=set_col("n", 1.5))
     mom("m_sumnan.parquet", frame=set_col("sum", float("nan")))
     mom("m_suminf.parquet", frame=set_col("sum", float("inf")))
-    mom("m_sumsq.parquet", frame=_sumsq_too_small)
+    mom("m_m2.parquet", frame=_m2_negative)
     mom("m_online_n.parquet", frame=set_col("n", -1, kind="online"))
     mom("m_online_nan.parquet", frame=set_col("sum", float("nan"), kind="online"))
     mom("m_den.parquet", frame=_den_too_small)
@@ -159,7 +159,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     mom("m_gridrule.parquet", meta=lambda doc: {**doc, "grid": {**doc["grid"], "ndcg_rule": "maybe"}})
     mom("m_gridtypes.parquet", meta=lambda doc: {**doc, "grid": {**doc["grid"], "rewards": [1, 2]}})
     mom("m_labels.parquet", meta=lambda doc: {**doc, "discount_labels": ["x"]})
-    mom("m_nosumsq.parquet", frame=lambda df: df.drop(columns="sumsq"))
+    mom("m_nom2.parquet", frame=lambda df: df.drop(columns="m2"))
     mom("m_kind.parquet", frame=lambda df: df.assign(kind=np.where(df["kind"] == "online", "weird", df["kind"])))
     mom("m_nooffline.parquet", frame=lambda df: df[df["kind"] == "online"])
     mom("m_nokind.parquet", frame=lambda df: df.drop(columns="kind"))
@@ -177,17 +177,17 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return f
 
 
-def _sumsq_too_small(df):
+def _m2_negative(df):
     df = df.copy()
     idx = np.flatnonzero(((df["kind"] == "offline") & (df["sum"] > 0)).to_numpy())[0]
-    df.loc[idx, "sumsq"] = df.loc[idx, "sum"] ** 2 / df.loc[idx, "n"] / 2
+    df.loc[idx, "m2"] = -0.5
     return df
 
 
 def _den_too_small(df):
     df = df.copy()
     idx = np.flatnonzero((df["kind"] == "offline").to_numpy())[0]
-    df.loc[idx, "den_sumsq"] = df.loc[idx, "den_sum"] ** 2 / df.loc[idx, "n"] / 4
+    df.loc[idx, "den_m2"] = -1e-3
     return df
 
 
@@ -347,8 +347,8 @@ CASES = [
           ("m_nfrac.parquet", "counts 'n' must be positive integers"),
           ("m_sumnan.parquet", "column 'sum' must hold finite numbers"),
           ("m_suminf.parquet", "column 'sum' must hold finite numbers"),
-          ("m_sumsq.parquet", "second moments 'sumsq' are smaller than ('sum')² / n"),
-          ("m_den.parquet", "second moments 'den_sumsq' are smaller than ('den_sum')² / n"),
+          ("m_m2.parquet", "second moments 'm2' must be ≥ 0"),
+          ("m_den.parquet", "second moments 'den_m2' must be ≥ 0"),
           ("m_online_n.parquet", "online counts 'n' must be positive integers"),
           ("m_online_nan.parquet", "online column 'sum' must hold finite numbers"),
           ("m_clip.parquet", "column 'clip' must be ≥ 1 or inf"),
@@ -360,7 +360,7 @@ CASES = [
           ("m_gridrule.parquet", "grid 'ndcg_rule' must be 'zero' or 'drop'"),
           ("m_gridtypes.parquet", "grid 'rewards' must be a list of names"),
           ("m_labels.parquet", "'discount_labels' must map names to labels"),
-          ("m_nosumsq.parquet", "missing column(s) sumsq"),
+          ("m_nom2.parquet", "missing column(s) m2"),
           ("m_kind.parquet", "column 'kind' must be 'offline' or 'online'"),
           ("m_nooffline.parquet", "no offline rows"),
           ("m_nokind.parquet", "no 'kind' column"),

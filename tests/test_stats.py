@@ -15,8 +15,9 @@ values = st.lists(st.floats(-100, 100, allow_nan=False).map(lambda v: round(v, 6
 
 
 def moments(x):
+    """n, Σx and Σ(x − x̄)² (two-pass)."""
     x = np.asarray(x, dtype=float)
-    return len(x), float(x.sum()), float((x**2).sum())
+    return len(x), float(x.sum()), float(((x - x.mean()) ** 2).sum())
 
 
 @given(values)
@@ -58,7 +59,8 @@ def test_ratio_estimate_delta_method_against_a_direct_formula():
     rng = np.random.default_rng(1)
     y = rng.uniform(1, 3, 400)
     x = 0.5 * y + rng.normal(0, 0.2, 400)
-    e = stats.ratio_estimate(400, x.sum(), (x**2).sum(), y.sum(), (y**2).sum(), (x * y).sum(), level=0.95)
+    co = float(((x - x.mean()) * (y - y.mean())).sum())
+    e = stats.ratio_estimate(*moments(x), *moments(y)[1:], co, level=0.95)
     r = x.sum() / y.sum()
     resid = x - r * y
     assert e.value == pytest.approx(r)
@@ -88,22 +90,23 @@ def test_level_validation():
 def test_welch_at_zero_standard_error_and_zero_difference():
     from offeval_core.stats import welch_effect, welch_two_sided_p
 
+    # arms given as (n, Σx, M2 = Σ(x − x̄)²)
     # (2, 2) vs (1, 1): no spread, difference 1 → p 0 one- and two-sided, CI [1, 1]
-    e = welch_effect(2, 4.0, 8.0, 2, 2.0, 2.0, level=0.95)
+    e = welch_effect(2, 4.0, 0.0, 2, 2.0, 0.0, level=0.95)
     assert (e.value, e.stderr, e.p_value, e.ci.low, e.ci.high, e.n) == (1.0, 0.0, 0.0, 1.0, 1.0, 4)
-    assert welch_two_sided_p(2, 4.0, 8.0, 2, 2.0, 2.0) == 0.0
+    assert welch_two_sided_p(2, 4.0, 0.0, 2, 2.0, 0.0) == 0.0
     # (0, 0) vs (1, 1): difference −1 → one-sided p 1
-    assert welch_effect(2, 0.0, 0.0, 2, 2.0, 2.0, level=0.95).p_value == 1.0
+    assert welch_effect(2, 0.0, 0.0, 2, 2.0, 0.0, level=0.95).p_value == 1.0
     # (1, 1) vs (1, 1): nothing at all → one-sided 0.5, two-sided 1
-    assert welch_effect(2, 2.0, 2.0, 2, 2.0, 2.0, level=0.95).p_value == 0.5
-    assert welch_two_sided_p(2, 2.0, 2.0, 2, 2.0, 2.0) == 1.0
-    # (1, 3) vs (1, 3): spread but zero difference → two-sided p exactly 1, one-sided 0.5
-    assert welch_two_sided_p(2, 4.0, 10.0, 2, 4.0, 10.0) == 1.0
-    assert welch_effect(2, 4.0, 10.0, 2, 4.0, 10.0, level=0.95).p_value == 0.5
-    # fewer than two units in an arm: NaN everywhere, n counts both arms
-    e = welch_effect(1, 1.0, 1.0, 3, 3.0, 5.0, level=0.95)
+    assert welch_effect(2, 2.0, 0.0, 2, 2.0, 0.0, level=0.95).p_value == 0.5
+    assert welch_two_sided_p(2, 2.0, 0.0, 2, 2.0, 0.0) == 1.0
+    # (1, 3) vs (1, 3): spread (M2 = 1 + 1) but zero difference → two-sided p exactly 1, one-sided 0.5
+    assert welch_two_sided_p(2, 4.0, 2.0, 2, 4.0, 2.0) == 1.0
+    assert welch_effect(2, 4.0, 2.0, 2, 4.0, 2.0, level=0.95).p_value == 0.5
+    # fewer than two units in an arm: NaN everywhere, n counts both arms ((1) vs (0, 1, 2): M2 0 and 2)
+    e = welch_effect(1, 1.0, 0.0, 3, 3.0, 2.0, level=0.95)
     assert math.isnan(e.value) and math.isnan(e.p_value) and e.n == 4
-    assert math.isnan(welch_two_sided_p(3, 3.0, 5.0, 1, 1.0, 1.0))
+    assert math.isnan(welch_two_sided_p(3, 3.0, 2.0, 1, 1.0, 0.0))
 
 
 def test_welch_df_by_hand():
@@ -118,6 +121,7 @@ def test_welch_df_by_hand():
 
 
 def test_small_and_degenerate_moments():
+    from offeval_core.errors import EstimatorWarning
     from offeval_core.stats import (
         CrossMoments,
         RatioMoments,
@@ -128,27 +132,31 @@ def test_small_and_degenerate_moments():
         sample_variance,
     )
 
-    # rounding may make Σx² − (Σx)²/n slightly negative: the variance is clamped at 0
-    assert sample_variance(3, 3.0, 3.0 - 1e-12) == 0.0
-    assert math.isnan(sample_variance(1, 1.0, 1.0))
-    one = mean_estimate(1, 2.0, 4.0, level=0.95)
+    # moments given as (n, Σx, M2 = Σ(x − x̄)²) and, for ratios, Σy, M2 of y, C = Σ(x − x̄)(y − ȳ)
+    # rounding (a merge's between term) may leave M2 slightly negative: the variance is clamped at 0
+    assert sample_variance(3, -1e-12) == 0.0
+    assert math.isnan(sample_variance(1, 0.0))
+    one = mean_estimate(1, 2.0, 0.0, level=0.95)
     assert one.value == 2.0 and math.isnan(one.stderr) and one.n == 1
     none = mean_estimate(0, 0.0, 0.0, level=0.95)
     assert math.isnan(none.value) and none.n == 0
-    # ratio of one unit: the value, no SE; Σy = 0: no value
-    r = ratio_estimate(1, 3.0, 9.0, 2.0, 4.0, 6.0, level=0.95)
+    # ratio of one unit (x 3, y 2): the value, no SE; Σy = 0: no value
+    r = ratio_estimate(1, 3.0, 0.0, 2.0, 0.0, 0.0, level=0.95)
     assert r.value == 1.5 and math.isnan(r.stderr) and r.n == 1
-    assert math.isnan(ratio_estimate(2, 3.0, 5.0, 0.0, 0.0, 0.0, level=0.95).value)
-    # x = (1, 2), y = (2, 4): x / y is 1/2 on every unit, so the delta-method variance is 0
-    z = ratio_estimate(2, 3.0, 5.0, 6.0, 20.0, 10.0, level=0.95)
-    assert (z.value, z.stderr) == (0.5, 0.0)
-    a = RatioMoments(1, 2.0, 4.0, 1.0, 1.0, 2.0)
-    d = ratio_difference(a, RatioMoments(1, 1.0, 1.0, 1.0, 1.0, 1.0), CrossMoments(2.0, 2.0, 1.0, 1.0), level=0.95)
+    assert math.isnan(ratio_estimate(2, 3.0, 0.5, 0.0, 0.0, 0.0, level=0.95).value)
+    # x = (1, 2), y = (2, 4): x / y is 1/2 on every unit, so the delta-method terms cancel exactly
+    # (0.5 − 2 · 0.5 · 1 + 0.25 · 2 = 0): a variance at or below the moments' precision is undefined, with a warning
+    with pytest.warns(EstimatorWarning, match="below the precision of its moments"):
+        z = ratio_estimate(2, 3.0, 0.5, 6.0, 2.0, 1.0, level=0.95)
+    assert z.value == 0.5 and math.isnan(z.stderr)
+    # one unit: a = 2, b = 1 → 2; c = 1, e = 1 → 1; every second moment and co-moment is 0
+    a = RatioMoments(1, 2.0, 0.0, 1.0, 0.0, 0.0)
+    d = ratio_difference(a, RatioMoments(1, 1.0, 0.0, 1.0, 0.0, 0.0), CrossMoments(0.0, 0.0, 0.0, 0.0), level=0.95)
     assert d.value == 1.0 and math.isnan(d.stderr)
     with pytest.raises(ValueError, match="same units; got n = 1 and 2"):
-        ratio_difference(a, RatioMoments(2, 1.0, 1.0, 1.0, 1.0, 1.0), CrossMoments(2.0, 2.0, 1.0, 1.0), level=0.95)
-    assert math.isnan(ratio_difference(RatioMoments(2, 1.0, 1.0, 0.0, 0.0, 0.0), RatioMoments(2, 1.0, 1.0, 1.0, 1.0, 1.0),
-                                       CrossMoments(1.0, 0.0, 0.0, 0.0), level=0.95).value)
+        ratio_difference(a, RatioMoments(2, 1.0, 0.5, 1.0, 0.5, 0.5), CrossMoments(0.0, 0.0, 0.0, 0.0), level=0.95)
+    assert math.isnan(ratio_difference(RatioMoments(2, 1.0, 0.5, 0.0, 0.0, 0.0), RatioMoments(2, 1.0, 0.5, 1.0, 0.5, 0.5),
+                                       CrossMoments(0.5, 0.0, 0.0, 0.0), level=0.95).value)
     # Pearson needs three points and spread in both
     assert all(math.isnan(v) for v in pearson([1, 2], [1, 2]))
     assert all(math.isnan(v) for v in pearson([1, 1, 1], [1, 2, 3]))

@@ -27,8 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STATS = ["tests/test_formulas.py", "tests/test_stats.py", "--doctest-modules", "offeval_core/stats.py"]
-EST = ["tests/test_formulas.py", "tests/test_stats.py", "tests/test_worked_examples.py"]
+STATS = ["tests/test_formulas.py", "tests/test_stats.py", "tests/test_stable_moments.py", "--doctest-modules",
+         "offeval_core/stats.py"]
+EST = ["tests/test_formulas.py", "tests/test_stats.py", "tests/test_worked_examples.py", "tests/test_stable_moments.py"]
 IMP = ["tests/test_formulas.py", "tests/test_importance_keys.py", "tests/test_ncis_session_scale.py",
        "tests/test_importance.py::test_identities_on_multislot_logs",
        "tests/test_importance.py::test_counterexample_reproduces_table1_exactly",
@@ -38,7 +39,7 @@ IMP = ["tests/test_formulas.py", "tests/test_importance_keys.py", "tests/test_nc
        "--doctest-modules", "offeval_core/importance"]
 ENGINE = ["tests/test_formulas.py", "tests/test_engine.py::test_reduce_matches_the_reference_loop",
           "tests/test_engine.py::test_paired_effect_and_ndcg_drop_rule_match_the_reference",
-          "tests/test_worked_examples.py"]
+          "tests/test_worked_examples.py", "tests/test_stable_moments.py"]
 DEC = ["tests/test_formulas.py", "tests/test_analyses_decisions.py", "--doctest-modules",
        "offeval_core/analyses/decisions.py"]
 MNAR = ["tests/test_formulas.py", "tests/test_heldout_mnar.py", "--doctest-modules", "offeval_core/heldout/mnar.py"]
@@ -62,13 +63,17 @@ def M(id, file, old, new, tests, note=""):
 
 
 S, E, IM, G, D, H = ("offeval_core/stats.py", "offeval_core/estimators.py", "offeval_core/importance",
-                    "offeval_core/engine.py", "offeval_core/analyses/decisions.py", "offeval_core/heldout/mnar.py")
+                    "offeval_core/engine", "offeval_core/analyses/decisions.py", "offeval_core/heldout/mnar.py")
 
 MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- stats
-    M("stats-var-ddof", S, "(total_sq - total * total / n) / (n - 1)", "(total_sq - total * total / n) / n", STATS),
-    M("stats-var-n1", S, "    if n < 2:\n        return math.nan\n    var", "    if n < 1:\n        return math.nan\n    var",
-      STATS),
+    M("stats-var-ddof", S, "return max(float(m2), 0.0) / (n - 1)", "return max(float(m2), 0.0) / n", STATS),
+    M("stats-var-n1", S, "    if n < 2:\n        return math.nan\n    check_finite(m2",
+      "    if n < 1:\n        return math.nan\n    check_finite(m2", STATS),
+    M("stats-moments-of-unshifted", S, "m2 = float(np.sum((x - mean) ** 2))", "m2 = float(np.sum(x ** 2) - total * mean)",
+      STATS, "the second moment without its shift (raw Σx² − (Σx)²/n)"),
+    M("stats-one-sided-nan-se", S, "    if math.isnan(stderr) or math.isnan(value):\n        return math.nan\n    if not stderr > 0:\n        if value > 0:",
+      "    if not stderr > 0:\n        if value > 0:", STATS, "an undefined SE gives p = 0"),
     M("stats-quantile-level", S, "return float(_sc.ndtri(0.5 + level / 2))", "return float(_sc.ndtri(level))",
       STATS),
     M("stats-one-sided-cdf", S, "return float(_sc.ndtr(-(value / stderr)))", "return float(_sc.ndtr(value / stderr))",
@@ -79,23 +84,30 @@ MUTANTS: list[Mutant] = [
       "return float(_sc.ndtr(-(abs(value) / stderr)))", STATS, "two_sided_p without its factor 2"),
     M("stats-two-sided-zero-se", S, "        return 1.0 if value == 0 else 0.0\n    return float(2 * _sc.ndtr",
       "        return 0.0 if value == 0 else 0.0\n    return float(2 * _sc.ndtr", STATS),
-    M("stats-mean-se", S, "math.sqrt(sample_variance(n, total, total_sq) / n)",
-      "math.sqrt(sample_variance(n, total, total_sq) / (n - 1))", STATS),
+    M("stats-mean-se", S, "math.sqrt(sample_variance(n, m2) / n)", "math.sqrt(sample_variance(n, m2) / (n - 1))", STATS),
     M("stats-welch-tcrit", S, "t_crit = float(_sc.stdtrit(df, 0.5 + level / 2))", "t_crit = float(_sc.stdtrit(df, level))",
       STATS),
     M("stats-welch-df", S, "return (a + b) ** 2 / denom", "return (a + b) / denom", STATS),
     M("stats-welch-p2", S, "return float(2 * _sc.stdtr(welch_df(a, b, n_t, n_c), -(abs(diff) / se)))",
       "return float(_sc.stdtr(welch_df(a, b, n_t, n_c), -(abs(diff) / se)))", STATS),
     M("stats-welch-p1-sign", S, "p = float(_sc.stdtr(df, -(diff / se)))", "p = float(_sc.stdtr(df, diff / se))", STATS),
-    M("stats-ratio-cov2", S, "var_x - 2 * r * cov + r * r * var_y", "var_x - r * cov + r * r * var_y", STATS),
+    M("stats-ratio-cov2", S, "_delta_variance(var_x, -2 * r * cov, r * r * var_y)",
+      "_delta_variance(var_x, -r * cov, r * r * var_y)", STATS),
     M("stats-ratio-meany2", S, "/ (n * mean_y * mean_y)", "/ (n * mean_y)", STATS),
     # ---------------------------------------------------------------- estimators
-    M("est-ratiodiff-cross-sign", E, "- 2 * c10 / (mb * me)", "+ 2 * c10 / (mb * me)", EST),
-    M("est-ratiodiff-v1-factor", E, "- 2 * r1 * cov(sum_ab, sum_a, sum_b)", "- r1 * cov(sum_ab, sum_a, sum_b)", EST),
-    M("est-ratiodiff-cov-ddof", E, "return (sxy - sx * sy / n) / (n - 1)", "return (sxy - sx * sy / n) / n", EST),
-    M("est-ratiodiff-c10-term", E, "- r1 * cov(sum_bc, sum_b, sum_c)", "- r0 * cov(sum_bc, sum_b, sum_c)", EST),
-    M("est-pndcg-diff-moment", E, '("sum_diff", "sumsq_diff", "sum_diff_den")', '("sum_diff", "sumsq_diff", "sum_x_den")',
-      EST, "pnDCG paired-effect SE reading the wrong cross moment"),
+    M("est-ratiodiff-cross-sign", E, "-2 * co_ac / be", "2 * co_ac / be", EST),
+    M("est-ratiodiff-v1-factor", E, "-2 * r1 * co_ab / b2", "-r1 * co_ab / b2", EST),
+    M("est-ratiodiff-cov-ddof", E, "    k = n - 1\n", "    k = n\n", EST),
+    M("est-ratiodiff-c10-term", E, "2 * r1 * co_bc / be", "2 * r0 * co_bc / be", EST),
+    M("est-pndcg-diff-moment", E, '("sum_diff", "m2_diff", "co_diff_den")', '("sum_diff", "m2_diff", "co_den")',
+      EST, "pnDCG paired-effect SE reading the wrong co-moment"),
+    M("est-pool-spread", "offeval_core/moment_columns.py",
+      "spread = values[:, layout.counts][:, layout.count_at] * d[:, layout.x] * d[:, layout.y]",
+      "spread = 0.0 * d[:, layout.x] * d[:, layout.y]", EST, "pooled second moments without the between-group part"),
+    M("est-merge-twice", "offeval_core/moment_columns.py",
+      "out[..., layout.second] += layout.between(a[..., layout.counts]",
+      "out[..., layout.second] += 2 * layout.between(a[..., layout.counts]", EST,
+      "Chan's between-group term applied twice"),
     M("est-ratio-diff-p", E, "return Effect(est.value, est.stderr, est.n, est.ci, stats.one_sided_p(est.value, est.stderr))",
       "return Effect(est.value, est.stderr, est.n, est.ci, stats.two_sided_p(est.value, est.stderr))", EST),
     M("est-welch-swap", E, 'stats.welch_effect(t[0], t[1], t[2], c[0], c[1], c[2], level=level)',
@@ -140,8 +152,7 @@ MUTANTS: list[Mutant] = [
       'out["capped_share"] = out["wc_sum"] / out["w_sum"]', IMP),
     M("imp-midzuno-accept", f"{IM}/estimate.py", "if rng.uniform() < r1:", "if rng.uniform() > r1:", IMP),
     M("imp-exact-nu", f"{IM}/reduce.py", "nu=(acts.lp * acts.wbar).sum()", "nu=(acts.wbar).sum()", IMP),
-    M("imp-logging-ref", f"{IM}/reduce.py", 'ref_sum=c.sum(), ref_sumsq=(c * c).sum()', 'ref_sum=c.sum(), ref_sumsq=(c * u).sum()',
-      IMP),
+    M("imp-logging-ref", f"{IM}/reduce.py", 'ref_sum=c.sum(), ref_m2=m2(c)', 'ref_sum=c.sum(), ref_m2=co(c, u)', IMP),
     # ---------------------------------------------------------------- engine kernel
     M("engine-unshown-d1", G, 'pos.mutate(**{f"p{i}": pos[f"p{i}"].fill_null(0.0)})',
       'pos.mutate(**{f"p{i}": pos[f"p{i}"].fill_null(1.0)})', ENGINE, "an item the target does not show gets D = 1"),
@@ -154,13 +165,21 @@ MUTANTS: list[Mutant] = [
       ENGINE, "only clip values below a session's largest weight are computed clip by clip"),
     M("engine-accumulate-b0", G, "free[b[b >= 0], gid[b >= 0]] = values[b >= 0]",
       "free[b[b > 0], gid[b > 0]] = values[b > 0]", ENGINE, "sessions no clip value binds count at every m"),
+    M("engine-zero-sessions", "offeval_core/moment_columns.py",
+      "out[..., layout.second] += layout.between(values[..., layout.counts], z,",
+      "out[..., layout.second] += 0 * layout.between(values[..., layout.counts], z,", ENGINE,
+      "sessions without a reward left out of the second moments"),
     M("engine-ideal-order", G, "order_by=[pos.w.desc(), pos[\"rank\"]]", "order_by=[pos.w, pos[\"rank\"]]", ENGINE),
-    M("engine-ndcg-zero-rule", G, 'pairs["n"] = [ibis.ifelse(idcg > 0, d / idcg, 0.0) for d in pairs["d"]]',
-      'pairs["n"] = [ibis.ifelse(idcg > 0, d / idcg, 1.0) for d in pairs["d"]]', ENGINE),
-    M("engine-diff-sign", G, "dd = vals[i] - vals[0]", "dd = vals[i] + vals[0]", ENGINE),
-    M("engine-diff-den", G, 'f"{metric}__{p}__sum_diff_den": (dd * idcg).sum()', 'f"{metric}__{p}__sum_diff_den": (dd * dd).sum()',
-      ENGINE, "pnDCG effect cross moment"),
-    M("engine-den-sumsq", G, '"den_sumsq": (idcg * idcg).sum()', '"den_sumsq": idcg.sum()', ENGINE),
+    M("engine-ndcg-zero-rule", G, 'ibis.ifelse(idcg > 0, x[f"d{i}"] / idcg, 0.0)', 'ibis.ifelse(idcg > 0, x[f"d{i}"] / idcg, 1.0)',
+      ENGINE, "nDCG of a session without an ideal ranking counted as 1"),
+    M("engine-diff-sign", G, 'x[f"d{i}"] - x.d0 for i', 'x[f"d{i}"] + x.d0 for i', ENGINE),
+    M("engine-diff-den", G, "                                - values[:, [pos[lg] for _, _, lg in paired]])",
+      "                                + values[:, [pos[lg] for _, _, lg in paired]])", ENGINE, "pnDCG effect co-moment"),
+    M("engine-running-merge", "offeval_core/moment_columns.py",
+      "np.cumsum(between.reshape(len(parts) - 1, *parts.shape[1:-1], -1), axis=0)",
+      "between.reshape(len(parts) - 1, *parts.shape[1:-1], -1)", ENGINE,
+      "the running merge over b keeps only each step's own between term"),
+    M("engine-den-m2", G, '"den_m2": _m2(idcg, n_r)', '"den_m2": idcg.sum()', ENGINE),
     # ---------------------------------------------------------------- decisions
     M("dec-decide-low", D, "    if low > 0:\n        return \"positive\"", "    if low >= 0:\n        return \"positive\"", DEC,
       "decide at a CI bound of exactly 0"),

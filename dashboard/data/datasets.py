@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -24,26 +25,25 @@ import streamlit as st
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
 from offeval_core.arm_values import parse_arms
-from offeval_core.errors import NeedsAnswers, NeedsRawLogs
+from offeval_core.errors import LimitExceeded, NeedsAnswers, NeedsRawLogs
 from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.policies import TargetPolicies, target_policies
+from offeval_core.sim_spec import SIM_LIMITS, SIM_PRESETS, SIM_SWITCHES, parse_sim_spec, sim_spec, simulated_config
 
 __all__ = [
-    "DEMO_SEED", "REPO", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
+    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "load", "load_demo",
     "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
-    "needs_raw_logs_text", "parse_sim_spec", "propensity_moments", "sim_spec", "upload_key", "upload_moments",
-    "upload_raw",
+    "needs_raw_logs_text", "parse_sim_spec", "propensity_moments", "sim_spec", "simulated_config", "upload_key",
+    "upload_moments", "upload_raw",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SEED = 0  # the seed of `make data`
-SIM_PRESETS = ("small", "demo")
-SIM_SWITCHES = ("cascade", "reward_interactions", "contextual_position_bias")
 _READY: set[tuple] = set()  # keys whose heavy work is already cached in this process (for progress UI)
 
 
@@ -126,55 +126,6 @@ class Dataset:
 # ------------------------------------------------------------------------------------------ simulation
 
 
-def sim_spec(preset: str = "small", seed: int = 1, *, sessions: int | None = None, days: int | None = None,
-             switches: Sequence[str] = (), support_depth: int | None = None) -> str:
-    """Canonical text of a simulation request, used in the URL and as the cache key.
-
-    >>> sim_spec("small", 7, switches=["cascade"], days=5)
-    'small;seed=7;days=5;cascade'
-    """
-    parts = [preset, f"seed={int(seed)}"]
-    if sessions:
-        parts.append(f"sessions={int(sessions)}")
-    if days:
-        parts.append(f"days={int(days)}")
-    if support_depth:
-        parts.append(f"support={int(support_depth)}")
-    parts += [s for s in SIM_SWITCHES if s in switches]
-    return ";".join(parts)
-
-
-def parse_sim_spec(spec: str) -> dict:
-    """Inverse of :func:`sim_spec`; raises ValueError naming the bad part.
-
-    >>> parse_sim_spec("small;seed=7;days=5;cascade")["overrides"]
-    {'n_days': 5, 'cascade': True}
-    """
-    parts = [p.strip() for p in str(spec).split(";") if p.strip()]
-    if not parts or parts[0] not in SIM_PRESETS:
-        raise ValueError(f"simulation spec must start with a preset ({', '.join(SIM_PRESETS)}), got {spec!r}")
-    out = {"preset": parts[0], "seed": 1, "overrides": {}}
-    names = {"sessions": "sessions_per_arm_day", "days": "n_days", "support": "support_depth"}
-    for p in parts[1:]:
-        key, eq, value = p.partition("=")
-        if not eq:
-            if key not in SIM_SWITCHES:
-                raise ValueError(f"unknown simulation switch {key!r} in {spec!r}; known: {', '.join(SIM_SWITCHES)}")
-            out["overrides"][key] = True
-            continue
-        try:
-            number = int(value)
-        except ValueError:
-            raise ValueError(f"simulation option {key!r} needs an integer, got {value!r} in {spec!r}") from None
-        if key == "seed":
-            out["seed"] = number
-        elif key in names:
-            out["overrides"][names[key]] = number
-        else:
-            raise ValueError(f"unknown simulation option {key!r} in {spec!r}")
-    return out
-
-
 def _from_world(world, *, key: str, label: str, note: str = "") -> Dataset:
     logs = read_logs(world.logs, name=label)
     return Dataset(key=key, label=label, logs=logs, summary=summarize(logs), ground_truth=world.ground_truth,
@@ -183,11 +134,12 @@ def _from_world(world, *, key: str, label: str, note: str = "") -> Dataset:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def load_simulated(spec: str) -> Dataset:
-    from offeval_core.simulate import preset_config, simulate
+    """A simulated world named by a spec (a link's ``sim=`` or the Data page), its options and its size
+    checked first (:func:`offeval_core.sim_spec.simulated_config`)."""
+    from offeval_core.simulate import simulate
 
-    parsed = parse_sim_spec(spec)
-    config = preset_config(parsed["preset"], **parsed["overrides"])
-    world = simulate(config, seed=parsed["seed"])
+    config, seed = simulated_config(spec)
+    world = simulate(config, seed=seed)
     return _from_world(world, key=f"sim:{spec}", label=f"simulated ({spec})")
 
 
@@ -241,13 +193,24 @@ def upload_raw(sha: str, name: str, _data: bytes | None = None) -> pd.DataFrame:
     if _data is None:
         raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
     safe = Path(name).name or "upload.csv"
-    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp, _memory_bounded(name):
         path = Path(tmp) / safe
         with open(path, "wb") as fh:
             view = memoryview(_data)
             for start in range(0, len(view), 1 << 20):
                 fh.write(view[start:start + (1 << 20)])
         return read_table(path, name=name)
+
+
+@contextmanager
+def _memory_bounded(name: str):
+    """A MemoryError while reading one user's file becomes that user's LimitExceeded (the input limits are
+    estimated before decoding, so this is the last resort); the server and the other sessions go on."""
+    try:
+        yield
+    except MemoryError:
+        raise LimitExceeded(f"{name}: the file does not fit in this server's memory (OFFEVAL_MAX_MEMORY is above "
+                            "what the machine has)", source=name) from None
 
 
 def upload_key(sha: str, name: str, mapping: dict[str, str]) -> str:
@@ -266,8 +229,10 @@ def _read_upload(key: str) -> Dataset | NeedsAnswers:
     arms = columns.pop("arms", "")  # the arm labels of the mapping form: control=A,treatment=B or none
     guess = bool(columns.pop("guess", ""))  # a fresh upload: common names guessed, as the command line does
     try:
-        logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name,
-                         arms=parse_arms(arms, what="Arm labels") if arms else None, guess=guess, ask="guesses")
+        with _memory_bounded(name):
+            logs = read_logs(raw, columns=columns, rewards=rewards.split(",") if rewards else None, name=name,
+                             arms=parse_arms(arms, what="Arm labels") if arms else None, guess=guess,
+                             ask="guesses")
     except NeedsAnswers as exc:  # nothing is computed until the user answers in the form
         return exc
     return Dataset(key=key, label=f"uploaded file {name}", logs=logs, summary=summarize(logs))
@@ -320,7 +285,7 @@ def upload_moments(sha: str, name: str, _data: bytes | None = None) -> Dataset |
     through a private temporary directory deleted at once."""
     if _data is None:
         raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
-    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp, _memory_bounded(name):
         path = _write_temp(tmp, name, _data)
         if not is_moments_file(path):
             return None

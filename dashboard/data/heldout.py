@@ -11,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.data.datasets import mark_ready
+from offeval_core.errors import InputError, LimitExceeded, UnreadableInput
 
 __all__ = [
     "COVERAGE_BLOCK", "COVERAGE_REPS", "LAB_PRESETS", "assumption_contrast_result", "coverage_block",
@@ -133,19 +134,21 @@ def heldout_bytes(sha: str, name: str, _data: bytes | None = None) -> bytes:
 
 
 def _read_heldout(sha: str, name: str, reader):
-    """Parse an upload with the core's reader from a private temporary directory deleted at once; the
-    temporary path is replaced by the uploaded file's name in error messages."""
+    """Parse an upload with the core's reader (the input boundary and its limits) from a private temporary
+    directory deleted at once; messages name the uploaded file, never the temporary path or the content."""
     raw = heldout_bytes(sha, name)
     safe = Path(name).name or "upload.txt"
     with tempfile.TemporaryDirectory(prefix="offeval-heldout-") as tmp:
         path = Path(tmp) / safe
         path.write_bytes(raw)
         try:
-            return reader(path)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise ValueError(str(exc).replace(str(path), safe)) from None
-        except Exception as exc:  # pyarrow / parser errors on a file that is not what its name says
-            raise ValueError(f"{safe}: cannot read the file ({type(exc).__name__}: {exc})") from None
+            return reader(path, source=safe)
+        except InputError:
+            raise
+        except MemoryError:
+            raise LimitExceeded(f"{safe}: the file does not fit in memory", source=safe) from None
+        except Exception as exc:  # a parser failure the boundary did not foresee: its type, never its text
+            raise UnreadableInput(f"{safe}: cannot read the file ({type(exc).__name__})", source=safe) from None
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

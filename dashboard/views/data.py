@@ -22,9 +22,6 @@ st.title("Data")
 st.caption("Ranking logs: one row per viewed impression (session_id, rank, rewards, optional day, experiment_id, "
            "arm, segment, rank__<policy>). Uploaded data stays on this machine; it only passes through a "
            "temporary directory that is deleted right after reading.")
-for note in c.notes:
-    st.warning(escape_markdown(note), icon=":material/warning:")
-
 NONE = "(not in my file)"
 
 
@@ -284,13 +281,14 @@ if source == "sim":
         a, b, d = st.columns(3)
         a.selectbox("Preset", data.SIM_PRESETS, key="w_sim_preset",
                     help="small: 3 tests × 3 days × 200 sessions per arm and day (seconds); demo: the bundled "
-                         "world (6 tests × 7 days × 2000 sessions; about half a minute)")
-        b.number_input("Seed", min_value=0, value=1, step=1, key="w_sim_seed")
-        d.number_input("Sessions per arm and day (0 = preset)", min_value=0, max_value=20000, value=0, step=100,
-                       key="w_sim_sessions")
-        a.number_input("Days (0 = preset)", min_value=0, max_value=30, value=0, key="w_sim_days")
-        b.number_input("Support depth (0 = full support)", min_value=0, max_value=60, value=0,
-                       key="w_sim_support", help="Breaks Asm. 5: items below this rank are never shown")
+                         "world (20 tests × 7 days × 1000 sessions; about half a minute)")
+        b.number_input("Seed", min_value=0, max_value=data.SIM_LIMITS["seed"][1], value=1, step=1, key="w_sim_seed")
+        d.number_input("Sessions per arm and day (0 = preset)", min_value=0, max_value=data.SIM_LIMITS["sessions"][1],
+                       value=0, step=100, key="w_sim_sessions")
+        a.number_input("Days (0 = preset)", min_value=0, max_value=data.SIM_LIMITS["days"][1], value=0,
+                       key="w_sim_days")
+        b.number_input("Support depth (0 = full support)", min_value=0, max_value=data.SIM_LIMITS["support"][1],
+                       value=0, key="w_sim_support", help="Breaks Asm. 5: items below this rank are never shown")
         d.markdown("**Break an assumption (KDD'24 Sec. 4)**")
         d.checkbox("Cascade browsing (Asm. 2)", key="w_sim_cascade")
         d.checkbox("Reward interactions across ranks (Asm. 3)", key="w_sim_reward_interactions")

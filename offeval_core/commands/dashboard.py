@@ -13,8 +13,9 @@ import socket
 import sys
 from pathlib import Path
 
+from offeval_core.commands.argtypes import host
 from offeval_core.commands.log_options import ARMS_HELP, MAP_HELP
-from offeval_core.errors import LogValidationError, NeedsAnswers
+from offeval_core.errors import InputError, LogValidationError, NeedsAnswers
 
 __all__ = [
     "app_path", "check", "register", "run",
@@ -33,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--reward", action="append", default=None,
                    help="reward column(s) (repeat; default: every numeric non-schema column)")
     p.add_argument("--port", type=int, default=8501, help="port (default 8501)")
-    p.add_argument("--host", default="127.0.0.1",
+    p.add_argument("--host", type=host, default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
     p.add_argument("--check", action="store_true",
                    help="check the file and print what offeval understood of it, then exit")
@@ -47,7 +48,12 @@ def app_path() -> Path:
 
 
 def _port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except (socket.gaierror, UnicodeError):
+        raise InputError(f"--host {host!r} is not an address of this machine (it does not resolve); use "
+                         "127.0.0.1 (this machine only) or 0.0.0.0 (every interface)", source="--host") from None
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
@@ -100,8 +106,11 @@ def run(args) -> int:
         raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
     if not _port_free(args.host, args.port):
         raise ValueError(f"port {args.port} on {args.host} is in use; pick another with --port")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.port", str(args.port),
-           "--server.address", args.host, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    # dashboard.serve is `streamlit run` that ends the process at once when the server stops (Ctrl-C, SIGTERM):
+    # no Ibis finalizer then meets a connection still busy with a background query (a traceback and an abort)
+    cmd = [sys.executable, "-m", "dashboard.serve", "run", str(app_path()), "--server.port", str(args.port),
+           "--server.address", args.host, "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--client.disableDataExport", "true"]
     print(f"offeval dashboard: serving at http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
     root = app_path().parents[1]  # the project's .streamlit/config.toml (theme, upload size) applies
     if (root / ".streamlit" / "config.toml").exists():

@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import importance as imp
+from offeval_core.commands.argtypes import non_negative_int
 from offeval_core.commands.log_options import add_log_options, announce_policy, read_command_logs
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Grid, reduce
+from offeval_core.errors import SpecError
 from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
 from offeval_core.logs import LOGGING_POLICY, read_table
 from offeval_core.mapping import parse_mapping
@@ -61,10 +63,10 @@ def register(sub) -> None:
                                                        "(default segment)")
     p.add_argument("--context", default="session", help="point-ncis: session-level column naming the context "
                                                         "(default: each session is its own context)")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
+    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                    help="importance: also report percentile-bootstrap CIs from N session resamples (re-normalised "
                         "in each resample)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--ndcg-rule", default="zero", choices=["zero", "drop"],
                    help="sessions with iDCG = 0 count 0 (zero, default) or are dropped (drop)")
     p.add_argument("--level", type=float, default=LEVEL, help=f"confidence level (default {LEVEL:g})")
@@ -90,6 +92,10 @@ def run(args) -> int:
     args.policy = announce_policy(logs, "estimate", args.policy)
     clip = _auto_clip(args, logs) if str(args.clip).strip().lower() == "auto" else parse_clip(args.clip)
     by = [logs.schema_name(k.strip()) for k in args.by.split(",") if k.strip()]  # the user's names work
+    twice = [k for i, k in enumerate(by) if k in by[:i]]
+    if twice:
+        raise SpecError(f"--by names {twice[0]!r} twice; list each group key once (e.g. --by experiment_id,day)",
+                        source="--by")
     if estimator in DCG_FAMILY:
         return _run_dcg(args, logs, clip, by, estimator)
     if estimator in slate_cli.SLATE_ESTIMATORS:
@@ -214,7 +220,7 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
     if len(diags):
         dd = diags.iloc[0]
         print(f"weights: ESS {dd['ess']:.1f} of {int(dd['w_rows'])} rows, max weight {dd['max_weight']:.3g}, "
-              f"capped mass {dd['capped_share']:.1%}, mean weight {dd['mean_weight']:.3f}")
+              f"capped mass {dd['capped_share']:.1%}, mean weight {dd['mean_weight']:.4g}")
     if "bootstrap" in out:
         bt = b.target
         print(f"bootstrap ({b.n_boot} resamples): target {bt.value:.4f} [{bt.ci.low:.4f}, {bt.ci.high:.4f}], "

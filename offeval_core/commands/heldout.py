@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
+from offeval_core.errors import MissingInput, UnreadableInput
 from offeval_core.heldout.io import read_qrels, read_runs
 from offeval_core.heldout.metrics import (
     GAINS,
@@ -44,7 +46,19 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _check_file(path: str, flag: str) -> None:
+    """A qrels or run file must be named and be a file (a directory gave IsADirectoryError)."""
+    if not str(path).strip():
+        raise MissingInput(f"{flag} is empty; name a qrels or run file", source=flag)
+    if os.path.isdir(path):
+        raise UnreadableInput(f"{path}: is a directory; {flag} must name a file (TREC, .csv or .parquet)",
+                              source=path, expected="a file")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_file(args.qrels, "--qrels")
+    for path in args.runs:
+        _check_file(path, "--run")
     metrics = [parse_metric(m) for m in (args.metrics or ["ndcg@10"])]
     qrels = read_qrels(args.qrels)
     runs = [r for path in args.runs for r in read_runs(path)]

@@ -40,7 +40,8 @@ def read_command_logs(args, command: str, *, rewards=None, path=None, name: str 
     return logs
 
 
-def say_guesses(logs: Logs, command: str) -> None:
+def say_guesses(logs, command: str) -> None:
+    """Each guess of the reading of ``logs`` (validated logs or a reduce's source over files) on stderr."""
     for g in logs.reading.guesses if logs.reading is not None else ():
         print(f"offeval {command}: guessed {g}", file=sys.stderr)
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from offeval_core.commands.argtypes import non_negative_int, positive_int
 from offeval_core.commands.log_options import add_log_options, read_command_logs
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
+from offeval_core.errors import UnwritableOutput
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.policies import target_policies
 from offeval_core.report import STEPS, write_report
@@ -48,15 +51,15 @@ def register(sub) -> None:
                    help="multiple testing: take the sensitivity detections and the decision boxes on Holm "
                         "(family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p-values, "
                         "as the dashboard's Sensitivity and Decisions pages can (default none)")
-    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples for DCG vs nDCG (500)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (0)")
     add_log_options(p)
     p.add_argument("--heldout", action="store_true",
                    help="add KDD'24 App. A on held-out data: DCG@k vs nDCG@k over a simulated model zoo "
                         "(off by default; ~10 s with the small grid)")
     p.add_argument("--heldout-grid", choices=("small", "default"), default="small",
                    help="model zoo of --heldout: small = 25 models (default), default = 192 models as in the paper")
-    p.add_argument("--heldout-k", type=int, default=100, help="cut-off k of --heldout (default 100)")
+    p.add_argument("--heldout-k", type=positive_int, default=100, help="cut-off k of --heldout (default 100)")
     p.add_argument("--heldout-cache", default=None, metavar="DIR",
                    help="directory to save the trained zoo in (reused by later reports)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -79,7 +82,13 @@ def _default_policy(data) -> str:
 def run(args) -> int:
     from tqdm import tqdm
 
-    check_output(args.out, inputs=[args.logs], force=args.force)
+    tables = [args.discount.split(":", 1)[1].split("@")[0]] if args.discount.startswith("table:") else []
+    check_output(args.out, inputs=[args.logs, *tables], force=args.force)
+    if args.heldout_cache is not None:
+        cache = Path(args.heldout_cache)
+        if not args.heldout_cache.strip() or (cache.exists() and not cache.is_dir()):
+            raise UnwritableOutput(f"--heldout-cache {args.heldout_cache!r} is not a directory; it names the directory "
+                                   "the trained zoo is saved in (created if missing)", source="--heldout-cache")
     clips = _clips(args.clip_grid)
     rewards = None
     if args.reward:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from offeval_core.safe_io import atomic_write, check_output
+from offeval_core.sim_spec import check_sim_option
 from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, true_survival, write_world
 
 __all__ = ["NCIS_PRESET", "register", "run"]
@@ -18,7 +20,11 @@ def register(subparsers) -> None:
         "--partition-by-day / --preset large, DIR/logs/day-YYYY-MM-DD.parquet) and "
         "DIR/ground_truth.parquet. The bundled demo data: offeval simulate --out data --preset demo --seed 0",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing; files already "
+                                                               "there are kept unless --force)")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (with --partition-by-day, also remove the day files of an "
+                        "earlier run that this one does not write)")
     p.add_argument("--preset", default="demo", choices=[*PRESETS, NCIS_PRESET],
                    help="world size (default: demo); 'ncis-counterexample' writes the one-item logs of Gilotte "
                    "et al. (WSDM'18) Table 1 with propensity columns (sessions per arm: --impressions, default "
@@ -55,10 +61,8 @@ def _run_ncis(args: argparse.Namespace) -> int:
     if isinstance(n, bool) or n < 1:
         raise ValueError(f"--impressions must be a positive integer, got {n!r}")
     logs = ncis_counterexample(n)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "logs.parquet"
-    logs.to_parquet(path, index=False)
+    path = check_output(Path(args.out) / "logs.parquet", force=args.force)
+    atomic_write(path, lambda tmp: logs.to_parquet(tmp, index=False))
     print(f"Wrote {path} ({_mb(path.stat().st_size)}): Gilotte et al. Table 1 counter-example, {n:,} control "
           f"sessions logged by π_p and {n:,} treatment sessions served by π_t, one item each; reward 'value', "
           f"propensities 'logging_propensity' and 'target_propensity__test'. Population values: logging "
@@ -69,6 +73,10 @@ def _run_ncis(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.preset == NCIS_PRESET:
         return _run_ncis(args)
+    check_sim_option("seed", args.seed, shown="--seed")  # the caps of the dashboard's widgets and links
+    for option, value, flag in (("days", args.days, "--days"), ("support", args.support_depth, "--support-depth")):
+        if value is not None:
+            check_sim_option(option, value, shown=flag)
     overrides: dict = {}
     if args.days is not None:
         overrides["n_days"] = args.days
@@ -91,9 +99,10 @@ def run(args: argparse.Namespace) -> int:
         mean_len = float(true_survival(config).sum())
         groups = config.n_experiments * config.n_days * 2
         per_group = max(1, round(args.impressions / mean_len / groups))
+        check_sim_option("sessions", per_group, shown=f"the sessions that --impressions {args.impressions:,} asks for")
         config = preset_config(args.preset, **overrides, sessions_per_arm_day=per_group)
     partition = args.partition_by_day or args.preset == "large"
-    s = write_world(config, args.out, seed=args.seed, partition_by_day=partition)
+    s = write_world(config, args.out, seed=args.seed, partition_by_day=partition, force=args.force)
     rates = ", ".join(
         f"{name} {value:.1%} of views" if name != "watch_time" else f"{name} {value:.1f} s per view"
         for name, value in s["reward_rates"].items()

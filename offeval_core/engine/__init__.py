@@ -14,7 +14,7 @@ from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, INF_CLIP, METRIC
 from offeval_core.engine.kernel import CompiledMoments, binary_rewards, compiled_moments, fresh_moments
 from offeval_core.engine.per_session import session_kernel
 from offeval_core.engine.lookups import pbm_from_histogram, rank_table, source_discount, variant_table
-from offeval_core.engine.reduction import prepare, reduce
+from offeval_core.engine.reduction import check_finite_moments, prepare, reduce
 from offeval_core.engine.sources import (
     Source,
     connect,
@@ -27,14 +27,14 @@ from offeval_core.engine.sources import (
 # private helpers other modules were written against when the engine was one file
 from offeval_core.engine.lookups import _lookup, _lookup1  # noqa: F401
 from offeval_core.engine.reduction import _online, _tidy, _to_long  # noqa: F401
-from offeval_core.engine.sources import _fetch_table, _parquet_glob, _prepared  # noqa: F401
+from offeval_core.engine.sources import _fetch_table, _prepared  # noqa: F401
 
 _INF = INF_CLIP
 _rank_table = rank_table
 
 __all__ = [
     "DEFAULT_CLIPS", "GROUP_KEYS", "METRICS", "NDCG_RULES", "CompiledMoments", "Grid", "Moments", "Source",
-    "binary_rewards", "compiled_moments", "connect", "connect_spark", "fresh_moments", "logs_source",
+    "binary_rewards", "check_finite_moments", "compiled_moments", "connect", "connect_spark", "fresh_moments", "logs_source",
     "pbm_from_histogram", "prepare", "rank_table", "reduce", "session_kernel", "source_discount", "source_from_files",
     "source_from_logs", "variant_table",
 ]

@@ -45,12 +45,12 @@ class Moments:
     """Per-group sufficient statistics of every variant: everything the analyses need.
 
     ``offline`` (long): one row per (group keys, reward, discount, exposure, clip, policy, metric) with
-    ``n`` sessions, ``sum`` / ``sumsq`` of the per-session value x, the per-session denominator y of
-    ratio estimators (for DCG rows y = iDCG, so pnDCG = Σx / Σy): ``den_sum`` / ``den_sumsq`` and
-    ``sum_x_den`` = Σ x·y, and for target policies the paired difference d = target − logging on the
-    same sessions: ``sum_diff``, ``sumsq_diff``, ``sum_diff_den`` = Σ d·y. The logging policy is named
-    ``"logging"``. ``online``: per (group keys, reward) the per-session observed reward: ``n``, ``sum``,
-    ``sumsq``.
+    ``n`` sessions, ``sum`` = Σx and ``m2`` = Σ(x − x̄)² of the per-session value x, the per-session
+    denominator y of ratio estimators (for DCG rows y = iDCG, so pnDCG = Σx / Σy): ``den_sum``, ``den_m2`` and
+    the co-moment ``co_den`` = Σ(x − x̄)(y − ȳ), and for target policies the paired difference
+    d = target − logging on the same sessions: ``sum_diff``, ``m2_diff``, ``co_diff_den``. The logging policy
+    is named ``"logging"``. ``online``: per (group keys, reward) the per-session observed reward: ``n``,
+    ``sum``, ``m2``. Every column's role: :mod:`offeval_core.moment_columns`.
     """
 
     offline: pd.DataFrame

@@ -40,12 +40,14 @@ import pandas as pd
 import pyarrow as pa
 
 from offeval_core.discounts import DiscountModel
-from offeval_core.engine.grid import INF_CLIP
+from offeval_core.engine.dialects import flag
+from offeval_core.engine.grid import INF_CLIP, METRICS
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX
+from offeval_core.moment_columns import Layout, Role, merge, merge_running
 
-__all__ = ["CompiledMoments", "binary_rewards", "compiled_moments", "fresh_moments"]
+__all__ = ["CompiledMoments", "binary_rewards", "compiled_moments", "fresh_moments", "wide_roles"]
 
 _STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Source → its cached tables and queries
 _STATE_LOCK = threading.Lock()
@@ -68,25 +70,94 @@ def _clip_value(m: float) -> float:
 # ------------------------------------------------------------------------------------------ expressions
 
 
+def _m2(v: ir.Value, n: ir.Value, where=None) -> ir.Value:
+    """Σ(v − v̄)² over the aggregated rows: the backend's population variance (DuckDB and Spark update it
+    row by row with Welford's recurrence, PostgreSQL with Youngs–Cramer's, so it is centred: no digit lost to
+    an offset) times the count."""
+    return v.var(how="pop", where=where) * n
+
+
+def _co(v: ir.Value, y: ir.Value, n: ir.Value, where=None) -> ir.Value:
+    """Σ(v − v̄)(y − ȳ) over the aggregated rows (the backend's population covariance times the count)."""
+    return v.cov(y, how="pop", where=where) * n
+
+
+def _values(x: ir.Table, *, policies: Sequence[str]) -> ir.Table:
+    """``x`` with the per-row values :func:`_stats` aggregates computed once (a projection, not once per
+    aggregate): nDCG ``n0``… (0 where iDCG = 0) and the paired differences ``e1``… (DCG) and ``f1``… (nDCG)."""
+    k = len(policies) + 1
+    idcg = x.idcg
+    x = x.mutate(**{f"n{i}": ibis.ifelse(idcg > 0, x[f"d{i}"] / idcg, 0.0) for i in range(k)})
+    return x.mutate(**{f"e{i}": x[f"d{i}"] - x.d0 for i in range(1, k)},
+                    **{f"f{i}": x[f"n{i}"] - x.n0 for i in range(1, k)})
+
+
 def _stats(x: ir.Table, *, policies: Sequence[str]) -> dict[str, ir.Value]:
-    """Every moment of DCG and nDCG of the logging and target policies over the rows of ``x`` (columns
-    ``idcg`` and ``d0``…: one row per session and clip value): the aggregates of one group-by."""
+    """Every moment of DCG and nDCG of the logging and target policies over the rows of ``x`` (from
+    :func:`_values`: ``idcg``, DCG ``d0``…, nDCG ``n0``…, differences ``e1``…, ``f1``…; one row per session
+    and clip value): the aggregates of one group-by, with the roles of :func:`wide_roles`.
+
+    Every moment is over the ``n_r`` rows, nDCG counting 0 where iDCG = 0; ``n_pos`` counts the rows with
+    iDCG > 0 and ``pden_m2`` is iDCG's second moment over them (the ``drop`` rule's sessions,
+    :func:`~offeval_core.engine.reduction._to_long`). No other aggregate is filtered: a FILTER clause on
+    every nDCG aggregate made DuckDB's group-by three times slower. The paired co-moments with iDCG are not
+    aggregated: co-moments are linear, so Σ(d − d̄)(y − ȳ) of d = target − logging is co_den(target) −
+    co_den(logging), and a covariance is the costliest aggregate of the query."""
     names = [LOGGING_POLICY, *policies]
     idcg = x.idcg
-    pairs = {"d": [x[f"d{i}"] for i in range(len(names))]}
-    pairs["n"] = [ibis.ifelse(idcg > 0, d / idcg, 0.0) for d in pairs["d"]]
-    aggs = {"den_sum": idcg.sum(), "den_sumsq": (idcg * idcg).sum(), "n_pos": (idcg > 0).cast("int64").sum()}
-    for metric, pre in (("dcg", "d"), ("ndcg", "n")):
-        vals = pairs[pre]
+    pos = idcg > 0
+    n_r = x.count()
+    aggs = {"n_r": n_r, "n_pos": flag(pos).sum(), "den_sum": idcg.sum(), "den_m2": _m2(idcg, n_r),
+            "pden_sum": idcg.sum(),  # = Σ over the rows with iDCG > 0 (iDCG ≥ 0)
+            "pden_m2": _m2(idcg, x.count(where=pos), pos)}
+    for metric, own, paired in (("dcg", "d", "e"), ("ndcg", "n", "f")):
         for i, p in enumerate(names):
-            v = vals[i]
-            aggs |= {f"{metric}__{p}__sum": v.sum(), f"{metric}__{p}__sumsq": (v * v).sum(),
-                     f"{metric}__{p}__sum_x_den": (v * idcg).sum()}
+            v = x[f"{own}{i}"]
+            aggs |= {f"{metric}__{p}__sum": v.sum(), f"{metric}__{p}__m2": _m2(v, n_r),
+                     f"{metric}__{p}__co_den": _co(v, idcg, n_r)}
         for i, p in enumerate(policies, 1):
-            dd = vals[i] - vals[0]
-            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__sumsq_diff": (dd * dd).sum(),
-                     f"{metric}__{p}__sum_diff_den": (dd * idcg).sum()}
-    return aggs
+            dd = x[f"{paired}{i}"]
+            aggs |= {f"{metric}__{p}__sum_diff": dd.sum(), f"{metric}__{p}__m2_diff": _m2(dd, n_r)}
+    return aggs  # co_diff_den = co_den(target) − co_den(logging), exactly: added by :func:`_accumulate`
+
+
+@functools.lru_cache(maxsize=32)
+def wide_roles(policies: tuple[str, ...]) -> dict[str, Role]:
+    """The :class:`~offeval_core.moment_columns.Role` of every column :func:`_stats` aggregates (how the
+    parts of :func:`_moments` and the per-session direct form pool). ``pden_m2`` is over the ``n_pos``
+    rows with iDCG > 0, whose iDCG sum is ``den_sum`` (the others add 0)."""
+    roles = {"n_r": Role("count"), "n_pos": Role("count"),
+             "den_sum": Role("sum", ("n_r",)), "den_m2": Role("m2", ("den_sum",)),
+             "pden_m2": Role("m2", ("pden_sum",)), "pden_sum": Role("sum", ("n_pos",))}
+    for metric in METRICS:
+        for p in [LOGGING_POLICY, *policies]:
+            pre = f"{metric}__{p}__"
+            roles |= {pre + "sum": Role("sum", ("n_r",)), pre + "m2": Role("m2", (pre + "sum",)),
+                      pre + "co_den": Role("co", (pre + "sum", "den_sum"))}
+        for p in policies:
+            pre = f"{metric}__{p}__"
+            roles |= {pre + "sum_diff": Role("sum", ("n_r",)), pre + "m2_diff": Role("m2", (pre + "sum_diff",)),
+                      pre + "co_diff_den": Role("co", (pre + "sum_diff", "den_sum"))}
+    return roles
+
+
+@functools.lru_cache(maxsize=32)
+def wide_layout(columns: tuple[str, ...], policies: tuple[str, ...]) -> Layout:
+    """The :class:`~offeval_core.moment_columns.Layout` of the columns of :func:`_stats` (built once per shape)."""
+    return Layout(columns, wide_roles(policies))
+
+
+def empty_as_zero(values: np.ndarray, layout: Layout) -> np.ndarray:
+    """Aggregates over no row (NULL from the backend, NaN here) of groups whose count is 0 become 0; any
+    other NaN (an overflow) stays."""
+    if not np.isnan(values).any():
+        return values
+    out = values.copy()
+    for cols, counts in ((layout.sums, layout.sum_counts), (layout.second, layout.count)):
+        block = out[:, cols]
+        block[np.isnan(block) & (values[:, counts] == 0)] = 0.0
+        out[:, cols] = block
+    return out
 
 
 def _lookups(pos: ir.Table, lut: ir.Table, *, n_policies: int) -> ir.Table:
@@ -121,7 +192,7 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     pos = pos.mutate(maxw=pos.w.max().over(group_by=pos.session),
                      j=ibis.row_number().over(group_by=pos.session, order_by=[pos.u.desc(), pos["rank"]]) + 1)
     pos = pos.join(lut.select(j="r", dj="d"), "j").cross_join(wide)
-    n_bind = functools.reduce(lambda a, b: a + b, [(pos[f"m{k}"] < pos.maxw).cast("int64") for k in range(n_clips)])
+    n_bind = functools.reduce(lambda a, b: a + b, [flag(pos[f"m{k}"] < pos.maxw) for k in range(n_clips)])
     pos = pos.select("session", *keys, "rank", "c", "w", "u", "maxw", "dj", *[f"p{i}" for i in range(n_pol)],
                      b=n_bind)
     # per session, unclipped: counted at every clip number from position b up (rows with k = -1)
@@ -150,29 +221,40 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     per = per.mutate(b=ibis.literal(-1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)
     # every moment of both kinds of rows in one group-by
     both = ibis.union(per, free)
+    both = _values(both, policies=policies)
     return both.group_by(["k", "b", *keys]).aggregate(**_stats(both, policies=policies))
 
 
-def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str]) -> pd.DataFrame:
-    """Per (clip number ``k``, group): the binding-pair sums of :func:`_moments` plus the unclipped sums of
-    every b ≤ the clip value's position ``order[k]`` (a cumulative sum over b). Every group with a rewarded
-    session gets a row for every clip number."""
+def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str], policies: Sequence[str]) -> pd.DataFrame:
+    """Per (clip number ``k``, group): the binding-pair moments of :func:`_moments` pooled with the unclipped
+    moments of every b ≤ the clip value's position ``order[k]`` (a running Chan merge over b). Every group
+    with a rewarded session gets a row for every clip number."""
     keys = list(keys)
-    stats = [c for c in parts.columns if c not in ("k", "b", *keys)]
+    queried = [c for c in parts.columns if c not in ("k", "b", *keys)]
+    paired = [(f"{metric}__{p}__co_diff_den", f"{metric}__{p}__co_den", f"{metric}__{LOGGING_POLICY}__co_den")
+              for metric in METRICS for p in policies]
+    stats = [*queried, *(c for c, _, _ in paired)]
+    layout = wide_layout(tuple(stats), tuple(policies))
     n_clips = len(order)
     gid = parts.groupby(keys, sort=True).ngroup().to_numpy()
     groups = parts[keys].assign(_g=gid).drop_duplicates("_g").sort_values("_g")[keys].reset_index(drop=True)
-    values = parts[stats].to_numpy(dtype=np.float64)
+    values = np.empty((len(parts), len(stats)))
+    values[:, :len(queried)] = parts[queried].to_numpy(dtype=np.float64)
+    pos = {c: i for i, c in enumerate(queried)}
+    values[:, len(queried):] = (values[:, [pos[t] for _, t, _ in paired]]  # co_den(target) − co_den(logging)
+                                - values[:, [pos[lg] for _, _, lg in paired]])
+    values = empty_as_zero(values, layout)
     k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=np.int64)
-    free = np.zeros((n_clips + 1, len(groups), len(stats)))  # (b, group, statistic): cumulative sums over b
+    free = np.zeros((n_clips + 1, len(groups), len(stats)))  # (b, group, statistic)
     free[b[b >= 0], gid[b >= 0]] = values[b >= 0]
-    out = np.cumsum(free, axis=0)[order]  # (clip number, group, statistic)
-    out[k[b < 0], gid[b < 0]] += values[b < 0]
+    out = merge_running(free, layout)[order]  # (clip number, group, statistic): sessions unclipped at b ≤ o
+    bind = b < 0
+    out[k[bind], gid[bind]] = merge(out[k[bind], gid[bind]], values[bind], layout)
     frame = pd.DataFrame(out.reshape(-1, len(stats)), columns=stats)
     frame.insert(0, "k", np.repeat(np.arange(n_clips, dtype=np.int64), len(groups)))
     for i, key in enumerate(keys):
         frame.insert(1 + i, key, np.tile(groups[key].to_numpy(), n_clips))
-    for c in stats:
+    for c in queried:
         if pd.api.types.is_integer_dtype(parts[c].dtype):
             frame[c] = frame[c].round().astype(parts[c].dtype)
     return frame
@@ -203,7 +285,7 @@ def fresh_moments(source: Source, *, reward: str, policies: Sequence[str], disco
     wide = ibis.memtable(pd.DataFrame({f"m{k}": [m] for k, m in enumerate(clip["m"])}))
     expr = _moments(pos, lut, ibis.memtable(clip), wide, n_clips=len(clips), policies=policies, keys=keys,
                     binary=binary)
-    return _accumulate(_fetch_table(source.backend, expr), clip["o"].to_numpy(), keys)
+    return _accumulate(_fetch_table(source.backend, expr), clip["o"].to_numpy(), keys, policies)
 
 
 # ------------------------------------------------------------------------------------- compiled queries
@@ -296,7 +378,7 @@ class CompiledMoments:
             _put(backend, self._lut, rank_table(discount, exposure, self.source.max_rank))
             clip = _clip_frame(clips)
             _put(backend, self._clip, clip)
-            out = _accumulate(_run_sql(backend, self.sql), clip["o"].to_numpy(), self.source.keys)
+            out = _accumulate(_run_sql(backend, self.sql), clip["o"].to_numpy(), self.source.keys, self.policies)
             self.runs += 1
         return out
 

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.discounts import DiscountModel
-from offeval_core.engine.grid import INF_CLIP
-from offeval_core.engine.kernel import _clip_value, _lookups, _rewarded, _stats, binary_rewards
+from offeval_core.engine.grid import INF_CLIP, METRICS
+from offeval_core.engine.kernel import _clip_value, _lookups, _rewarded, _stats, _values, binary_rewards
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source
 from offeval_core.logs import LOGGING_POLICY
@@ -80,7 +80,10 @@ def _pick(x: ir.Table, fmt: str, n_clips: int) -> ir.Value:
 def _moments_of(x: ir.Table, *, policies: Sequence[str], keys: Sequence[str]) -> ir.Table:
     """Per (clip number ``k``, group): every moment, from the per-(session, clip) values of
     :func:`_session_values` in one group-by (the direct form; :func:`~offeval_core.engine.kernel._moments` is the one the reduce runs)."""
-    return x.group_by(["k", *keys]).aggregate(**_stats(x, policies=policies))
+    x = _values(x, policies=policies)
+    out = x.group_by(["k", *keys]).aggregate(**_stats(x, policies=policies))
+    return out.mutate(**{f"{m}__{p}__co_diff_den": out[f"{m}__{p}__co_den"] - out[f"{m}__{LOGGING_POLICY}__co_den"]
+                         for m in METRICS for p in policies})
 
 
 def _per_session(source: Source, *, reward: str, policies: Sequence[str], discount: DiscountModel,

@@ -18,14 +18,24 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.discounts import DiscountModel, parse_discount
-from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, METRICS, Grid, Moments
+from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, INF_CLIP, METRICS, Grid, Moments
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
 from offeval_core.engine.sources import Source, _fetch_table, logs_source, source_from_logs
-from offeval_core.errors import UnknownName
+from offeval_core.errors import NonFiniteMoments, UnknownName
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
+from offeval_core.moment_columns import (
+    OFFLINE_ROLES,
+    ONLINE_ROLES,
+    OWN_COLUMNS,
+    Layout,
+    add_zeros,
+    remove_zeros,
+)
+from offeval_core.stats import OVERFLOW_HINT
+from offeval_core.validation import format_clip
 
-__all__ = ["prepare", "reduce"]
+__all__ = ["check_finite_moments", "prepare", "reduce"]
 
 
 def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:
@@ -54,7 +64,7 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
 def _reduce(source: Source, grid: Grid, *, pbm_floor: float | None) -> Moments:
     discounts = [source_discount(d, source, floor=pbm_floor) for d in grid.discounts]
     exposures = [source_discount(e, source, floor=pbm_floor) for e in grid.exposures]
-    _check_exposures(exposures, grid)
+    _check_exposures(exposures, grid, source.max_rank)
     variants = variant_table(grid)
     keys = list(source.keys)
     counts = source.counts
@@ -121,8 +131,9 @@ def _session_counts(source: Source, keys: list[str]) -> pd.DataFrame:
 
 
 def _online(source: Source, rewards: Sequence[str], counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per group and reward: sessions, Σ and Σ² of the per-session observed reward (one pass over every
-    reward of the source, once per source)."""
+    """Per group and reward: sessions ``n``, Σ and centred second moment ``m2`` of the per-session observed
+    reward (one pass over every reward of the source, once per source): the sessions with a positive reward
+    of any kind, merged with the group's other sessions (reward 0)."""
     state = _state(source)
     everything = tuple(dict.fromkeys([*source.rewards, *rewards]))
     cached = state["online"].get(everything)
@@ -132,16 +143,23 @@ def _online(source: Source, rewards: Sequence[str], counts: pd.DataFrame, keys: 
         pos = t.filter(anypos)
         per = pos.group_by(["session", *keys]).aggregate(**{f"r{i}": pos[r].cast("float64").sum()
                                                             for i, r in enumerate(everything)})
-        aggs = {}
+        k = per.count()
+        aggs = {"k": k}
         for i in range(len(everything)):
-            aggs |= {f"sum{i}": per[f"r{i}"].sum(), f"sumsq{i}": (per[f"r{i}"] * per[f"r{i}"]).sum()}
+            aggs |= {f"sum{i}": per[f"r{i}"].sum(), f"m2{i}": per[f"r{i}"].var(how="pop") * k}
         cached = state["online"][everything] = _fetch_table(source.backend, per.group_by(keys).aggregate(**aggs))
     parts = []
     for r in rewards:
         i = everything.index(r)
-        part = cached[[*keys, f"sum{i}", f"sumsq{i}"]].rename(columns={f"sum{i}": "sum", f"sumsq{i}": "sumsq"})
-        part = counts.merge(part, on=keys, how="left").fillna({"sum": 0.0, "sumsq": 0.0})
+        part = cached[[*keys, "k", f"sum{i}", f"m2{i}"]].rename(columns={f"sum{i}": "sum", f"m2{i}": "m2"})
+        part = counts.merge(part, on=keys, how="left").fillna({"k": 0, "sum": 0.0, "m2": 0.0})
+        k = part.pop("k").to_numpy(dtype=float)
+        n = part["n"].to_numpy(dtype=float)
+        rewarded = np.column_stack([k, part["sum"].to_numpy(dtype=float), part["m2"].to_numpy(dtype=float)])
+        merged = add_zeros(rewarded, n - k, _ONLINE_LAYOUT)
+        part["sum"], part["m2"] = merged[:, 1], merged[:, 2]
         part.insert(len(keys), "reward", r)
+        check_finite_moments(part, what=f"the observed reward {r!r}", roles=ONLINE_ROLES)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
 
@@ -164,8 +182,17 @@ def _check_source_names(source: Source, grid: Grid) -> None:
                              f"'{POLICY_PREFIX}{p}' (policies found: {known})")
 
 
-def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid) -> None:
+def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid, max_rank: int) -> None:
     for e in exposures:
+        with np.errstate(divide="ignore", over="ignore"):
+            w = 1.0 / e.table(max_rank)
+        beyond = np.flatnonzero(~(w < INF_CLIP))  # 1 / D0 infinite, or past what stands for m = ∞
+        if len(beyond) and e.kind != "table" and math.inf in grid.clips:
+            r = int(beyond[0]) + 1
+            raise NonFiniteMoments(
+                f"exposure model {e.spec!r} gives rank {r} a probability of {e.table(max_rank)[r - 1]:.3g}, so the "
+                f"unclipped (m = ∞) weight 1 / D0 there is beyond double precision; use a finite clip grid or an "
+                "exposure model that stays above 1e-300 at every logged rank")
         if e.kind == "table" and (e.cutoff is not None or min(e.values) <= 0) and math.inf in grid.clips:
             raise ValueError(
                 f"exposure model {e.spec!r} gives probability 0 to some ranks, so 1 / D0 is infinite there; "
@@ -179,7 +206,16 @@ def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid) -> None:
             )
 
 
+LONG_COLUMNS = ("n", "sum", "m2", "den_sum", "den_m2", "co_den", "sum_diff", "m2_diff", "co_diff_den")
+"""The moment columns of a DCG-family row of ``Moments.offline`` (roles: :data:`~offeval_core.moment_columns.OFFLINE_ROLES`)."""
+_LONG_LAYOUT = Layout(LONG_COLUMNS, OFFLINE_ROLES)
+_ONLINE_LAYOUT = Layout(("n", "sum", "m2"), ONLINE_ROLES)
+
+
 def _to_long(wide, counts, variants, names, grid, reward, keys) -> pd.DataFrame:
+    """One row per (group, variant, metric, policy): the rewarded sessions' moments of ``wide`` merged with
+    the group's sessions without a reward (every value 0): all of them for DCG and for nDCG with the
+    ``zero`` rule; with the ``drop`` rule nDCG keeps only the sessions with iDCG > 0."""
     wide = wide.merge(variants[["v", "discount", "exposure", "clip_value"]], on="v")
     # groups with sessions but no reward in this variant still need rows: complete the grid
     full = counts.merge(variants[["v", "discount", "exposure", "clip_value"]], how="cross")
@@ -187,24 +223,73 @@ def _to_long(wide, counts, variants, names, grid, reward, keys) -> pd.DataFrame:
     # one block of rows per (metric, policy), built column by column (no per-block frames)
     blocks = [(metric, p) for metric in METRICS for p in names]
     n_rows, n_blocks = len(wide), len(blocks)
-    def filled(c):  # groups without a rewarded session in a variant have no row in ``wide``: zeros
-        return np.nan_to_num(wide[c].to_numpy(dtype=float), nan=0.0)
 
-    cols = {c: np.tile(wide[c].to_numpy(), n_blocks) for c in [*keys, "discount", "exposure", "clip_value", "n"]}
-    cols |= {c: np.tile(filled(c), n_blocks) for c in ("den_sum", "den_sumsq")}
-    if grid.ndcg_rule == "drop":
-        n_pos = filled("n_pos").astype(np.int64)
-        cols["n"] = np.concatenate([n_pos if metric == "ndcg" else wide["n"].to_numpy() for metric, _ in blocks])
+    # groups without a rewarded session in a variant have no row in ``wide``: zeros (any other NaN stays)
+    missing = wide["n_r"].isna().to_numpy()
+
+    @functools.cache
+    def filled(c):
+        x = wide[c].to_numpy(dtype=float)
+        return np.where(np.isnan(x) & missing, 0.0, x)
+
+    n_all = wide["n"].to_numpy(dtype=float)
+    n_r, n_pos = filled("n_r"), filled("n_pos")
+    nan = np.full(n_rows, np.nan)
+    blocks_of = {metric: [] for metric in METRICS}  # (rows of the metric's blocks, column)
+    for metric, p in blocks:
+        pre = f"{metric}__{p}__"
+        diff = [filled(pre + c) if pre + c in wide else nan for c in ("sum_diff", "m2_diff", "co_diff_den")]
+        blocks_of[metric].append(np.column_stack([n_r, filled(pre + "sum"), filled(pre + "m2"), filled("den_sum"),
+                                                  filled("den_m2"), filled(pre + "co_den"), *diff]))
+    layout = _LONG_LAYOUT
+    parts = []
+    for metric in METRICS:
+        block = np.concatenate(blocks_of[metric])
+        k = len(blocks_of[metric])
+        if metric == "ndcg" and grid.ndcg_rule == "drop":  # only the sessions with iDCG > 0
+            block = remove_zeros(block, np.tile(n_r - n_pos, k), layout)
+            block[:, LONG_COLUMNS.index("den_m2")] = np.tile(filled("pden_m2"), k)
+        else:  # the sessions without a reward (every value 0)
+            block = add_zeros(block, np.tile(n_all - n_r, k), layout)
+        parts.append(block)
+    values = np.concatenate(parts)
+    cols = {c: np.tile(wide[c].to_numpy(), n_blocks) for c in [*keys, "discount", "exposure", "clip_value"]}
     cols["reward"] = np.full(n_rows * n_blocks, reward, dtype=object)
     cols["policy"] = np.repeat(np.array([p for _, p in blocks], dtype=object), n_rows)
     cols["metric"] = np.repeat(np.array([m for m, _ in blocks], dtype=object), n_rows)
-    nan = np.full(n_rows, np.nan)
-    for stat in ("sum", "sumsq", "sum_x_den", "sum_diff", "sumsq_diff", "sum_diff_den"):
-        cols[stat] = np.concatenate([filled(f"{m}__{p}__{stat}") if f"{m}__{p}__{stat}" in wide else nan
-                                     for m, p in blocks])
+    cols |= {c: values[:, j] for j, c in enumerate(LONG_COLUMNS)}
     out = pd.DataFrame(cols).rename(columns={"clip_value": "clip"})
-    out["n"] = out["n"].astype(np.int64)
+    out["n"] = out["n"].round().astype(np.int64)
+    logging_rows = np.repeat(np.array([p == LOGGING_POLICY for _, p in blocks]), n_rows)
+    paired = np.array([c not in OWN_COLUMNS for c in LONG_COLUMNS])
+    ok = np.isfinite(values) | (np.isnan(values) & logging_rows[:, None] & paired[None, :])
+    if not ok.all():  # (the logging policy's paired columns are empty by design)
+        check_finite_moments(out, what=f"reward {reward!r}")
     return out
+
+
+_VARIANT = ("experiment_id", "day", "arm", "segment", "discount", "exposure", "clip", "policy", "metric")
+
+
+def check_finite_moments(frame: pd.DataFrame, *, what: str, roles=OFFLINE_ROLES) -> None:
+    """Raise :class:`NonFiniteMoments` naming the first row of ``frame`` with an infinite or undefined moment
+    (the paired columns of the logging policy's rows are empty by design). The importance rows' weight
+    diagnostics (``add`` / ``max`` columns, e.g. Σw² of the uncapped weights) may overflow without stopping
+    the estimates of capped weights: their summaries (ESS…) show it."""
+    cols = [c for c in roles if c in frame.columns and roles[c].kind not in ("add", "max")]
+    values = frame[cols].to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(values)
+    if "policy" in frame.columns:  # the logging policy's rows leave the paired columns empty
+        paired = np.array([c not in OWN_COLUMNS for c in cols])
+        bad &= ~(np.isnan(values) & paired & (frame["policy"] == LOGGING_POLICY).to_numpy()[:, None])
+    rows = np.flatnonzero(bad.any(axis=1))
+    if not len(rows):
+        return
+    row = frame.iloc[rows[0]]
+    where = ", ".join(f"{k} {format_clip(row[k]) if k == 'clip' else row[k]}" for k in _VARIANT if k in frame.columns)
+    column = cols[int(np.flatnonzero(bad[rows[0]])[0])]
+    raise NonFiniteMoments(f"the moments of {what} are not finite at {where} (column '{column}'; {len(rows):,} "
+                           f"row(s) in all): {OVERFLOW_HINT}", column=column)
 
 
 def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:

@@ -14,7 +14,6 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import ibis
 import ibis.expr.types as ir
@@ -22,17 +21,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from offeval_core.arm_values import (
-    NO_ARMS,
-    ArmValues,
-    arm_label_map,
-    arm_label_problem,
-    guess_arm_values,
-    parse_arms,
-)
+from offeval_core.engine.checks import check_table
+from offeval_core.engine.dialects import flag, hashes_structs
 from offeval_core.engine.grid import GROUP_KEYS
-from offeval_core.errors import LogValidationError, Problem
-from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.engine.ibis_columns import IbisColumns
+from offeval_core.inputs_parquet import ParquetDataset, parquet_dataset
+from offeval_core.limits import Limits
+from offeval_core.logs import POLICY_PREFIX, Logs, logs_boundary
+from offeval_core.reading import Reading
 
 __all__ = ["Source", "connect", "connect_spark", "logs_source", "source_from_files", "source_from_logs"]
 
@@ -80,6 +76,7 @@ class Source:
     ``rows`` may hold only the rows with a positive reward (nothing else enters the heavy path).
     ``logs`` (in-memory logs) or ``lengths`` (session-length histogram, columns ``length``, ``n``,
     ``n_control``) feed the learnt ``pbm`` model; ``counts`` (sessions per group) is filled when known.
+    ``reading`` says how the columns of files were read (rewards and why, arm labels, guesses).
     """
 
     rows: ir.Table
@@ -95,6 +92,7 @@ class Source:
     lengths: pd.DataFrame | None = field(default=None, repr=False)
     counts: pd.DataFrame | None = field(default=None, repr=False)
     n_rows: int | None = None
+    reading: Reading | None = field(default=None, repr=False)
 
 
 def source_from_logs(logs: Logs, backend=None) -> Source:
@@ -110,7 +108,7 @@ def source_from_logs(logs: Logs, backend=None) -> Source:
     sessions = ibis.memtable(prep["sessions"])
     return Source(rows=rows, sessions=sessions, backend=backend, max_rank=prep["max_rank"], name=logs.source,
                   keys=("g",), groups=prep["groups"], rewards=logs.rewards, policies=logs.policies, logs=logs,
-                  lengths=prep["lengths"], counts=prep["counts"], n_rows=logs.n_rows)
+                  lengths=prep["lengths"], counts=prep["counts"], n_rows=logs.n_rows, reading=logs.reading)
 
 
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -133,7 +131,7 @@ def logs_source(logs: Logs) -> Source:
                 rows=ibis.memtable(prep["rows"]), sessions=ibis.memtable(prep["sessions"]), backend=backend,
                 max_rank=prep["max_rank"], name=logs.source, keys=("g",), groups=prep["groups"],
                 rewards=logs.rewards, policies=logs.policies, lengths=prep["lengths"], counts=prep["counts"],
-                n_rows=logs.n_rows)
+                n_rows=logs.n_rows, reading=logs.reading)
         return prep["source"]
 
 
@@ -188,117 +186,77 @@ def _prepared(logs: Logs) -> dict:
 
 
 def source_from_files(path, backend=None, *, columns: dict[str, str] | None = None,
-                      rewards: Sequence[str] | None = None, arms=None) -> Source:
+                      rewards: Sequence[str] | None = None, limits: Limits | None = None, arms=None,
+                      ask: str = "ambiguous", name: str | None = None) -> Source:
     """Point the reduce at Parquet files (a file, a directory of day files or a glob) without loading them.
 
     The backend reads the files itself (DuckDB by default; Spark, or a warehouse table through any other
-    Ibis backend: pass ``path`` as an Ibis table). One pass over the rows computes the session table's
-    summaries (sessions per group, the session-length histogram for the learnt ``pbm``); only rows with a
-    positive reward are cached for the heavy path. Cheap checks run in the same pass: required columns,
-    ranks ≥ 1, rewards finite and ≥ 0, arm labels mapped. ``arms`` maps the arm labels as in ``read_logs``
-    (:mod:`offeval_core.arm_values`: given, the schema's, a common pair, or ``"none"``).
+    Ibis backend: pass ``path`` as an Ibis table, and ``name``, what messages call it; a database table named by
+    URL: :func:`~offeval_core.engine.warehouse.source_from_table`). The files pass the input boundary first (regular files,
+    one schema, at most ``max_columns`` columns: :func:`~offeval_core.inputs_parquet.parquet_dataset`), then every
+    check of ``read_logs`` runs as queries on the backend (:func:`~offeval_core.engine.checks.check_table`,
+    the same reading of the columns, arm-label mapping, rules, rank ceiling and messages), so ``reduce``
+    refuses exactly the logs ``validate`` refuses. ``arms`` maps the arm labels as in ``read_logs``
+    (:mod:`offeval_core.arm_values`: given, ``"none"``, else the schema's or a common pair, said in
+    ``Source.reading.guesses``); ``ask`` raises :class:`~offeval_core.errors.NeedsAnswers` as ``read_logs`` does.
+    One pass over the rows computes the session table's summaries (sessions per group, the session-length
+    histogram for the learnt ``pbm``); only rows with a positive reward are cached for the heavy path.
     """
     backend = backend or connect()
+    limits = limits or Limits.from_env()
+    files = None
     if isinstance(path, ir.Table):
-        table, name = path, getattr(path.op(), "name", "<table>")
+        table, name = path, name or getattr(path.op(), "name", "<table>")
     else:
-        name = str(path)
-        target = _parquet_glob(path)
-        if getattr(backend, "name", "") != "duckdb":
-            target = str(path)  # Spark and others read a directory of Parquet files themselves
-        table = backend.read_parquet(target)
-    rename = {user: key for key, user in (columns or {}).items()}
-    missing = [u for u in rename if u not in table.columns]
-    if missing:
-        raise ValueError(f"{name}: column mapping names columns the logs do not have: {', '.join(missing)} "
-                         f"(columns found: {', '.join(table.columns)})")
-    if rename:
-        table = table.rename({k: u for u, k in rename.items()})
-    missing = [c for c in ("session_id", "rank") if c not in table.columns]
-    if missing:  # the same problem text as read_logs; each interface says how to map (LogValidationError.unmapped)
-        raise LogValidationError(name, [f"missing required column '{c}' (columns found: {', '.join(table.columns)}); "
-                                        f"if your logs call it differently, map your column to '{c}'" for c in missing],
-                                 unmapped=missing)
+        name = name or str(path)
+        with logs_boundary(name):
+            files = parquet_dataset(path, source=name, limits=limits, memory=False, sizes=False)
+        table = _read_files(backend, files)
+    checked = check_table(table, backend, name=name, columns=columns, rewards=rewards, limits=limits, files=files,
+                          arms=arms, ask=ask)
+    table, rewards = checked.table, checked.rewards
+    policies = tuple(c[len(POLICY_PREFIX):] for c in checked.policies)
     schema = table.schema()
-    policies = tuple(c[len(POLICY_PREFIX):] for c in table.columns if c.startswith(POLICY_PREFIX))
-    special = {"session_id", "rank", "item_id", "logging_propensity", *GROUP_KEYS}
-    if rewards is None:
-        rewards = tuple(c for c in table.columns if c not in special and not c.startswith((POLICY_PREFIX, "target_"))
-                        and (schema[c].is_numeric() or schema[c].is_boolean()))
-    else:
-        rewards = tuple(rewards)
-        for r in rewards:
-            if r not in table.columns:
-                raise ValueError(f"{name}: unknown reward {r!r}; no such column (columns found: {', '.join(table.columns)})")
-    if not rewards:
-        raise ValueError(f"{name}: no reward column: expected at least one numeric column besides the schema columns")
     defaults = {"experiment_id": "all", "day": "1", "arm": "control", "segment": "all"}
-    if parse_arms(arms) == NO_ARMS and "arm" in table.columns:
-        table = table.drop("arm")
     keys = {k: (table[k].cast("string") if k != "day" else table[k]) if k in table.columns else ibis.literal(v)
             for k, v in defaults.items()}
-    if "arm" in table.columns:  # the arm labels mapped before any check (the same rule as read_logs)
-        labels = backend.execute(table.select(label=table["arm"].cast("string")).distinct().limit(1001))["label"]
-        labels = [v for v in labels if isinstance(v, str)]
-        given = parse_arms(arms)
-        arm_values = given if isinstance(given, ArmValues) else guess_arm_values(labels)
-        if arm_values is None:
-            user = next((u for u, k in rename.items() if k == "arm"), "arm")
-            raise LogValidationError(name, [Problem(arm_label_problem(user, labels), kind="arm")])
-        keys["arm"] = keys["arm"].substitute(arm_label_map(labels, arm_values), else_=ibis.null("string"))
+    if "arm" in table.columns:  # the user's labels mapped to control / treatment, as read_logs maps them
+        keys["arm"] = checked.arm()
     if "day" in table.columns and not (schema["day"].is_date() or schema["day"].is_integer()):
         keys["day"] = table["day"].cast("string")
     rows = table.select(session=table["session_id"], rank=table["rank"].cast("int64"), **keys,
                         **{r: table[r].cast("float64") for r in rewards},
-                        **{POLICY_PREFIX + p: table[POLICY_PREFIX + p].cast("int64") for p in policies})
+                        **{POLICY_PREFIX + p: _policy_ranks(table[POLICY_PREFIX + p]) for p in policies})
     gk = list(GROUP_KEYS)
-    # the checks, then the groups with the hash of their keys (a group's identity in the session pass)
+    # the groups with the hash of their keys (a group's identity in the session pass)
     key_hash = ibis.struct({k: rows[k] for k in gk}).hash()
-    checks = {"n_rows": rows.count(), "min_rank": rows["rank"].min(),
-              "max_rank": ibis.greatest(rows["rank"].max(), *[rows[POLICY_PREFIX + p].max() for p in policies])
-              if policies else rows["rank"].max()}
-    if "arm" in table.columns:
-        checks["unmapped_arm"] = rows["arm"].isnull().cast("int64").sum()
-    for i, r in enumerate(rewards):
-        checks[f"bad_{i}"] = (rows[r].isnull() | rows[r].isnan() | rows[r].isinf() | (rows[r] < 0)).cast("int64").sum()
-    stats = _fetch_table(backend, rows.aggregate(**checks)).iloc[0]
-    if int(stats["n_rows"]) == 0:
-        raise ValueError(f"{name}: no data rows: the logs are empty")
-    problems = []
-    if int(stats["min_rank"]) < 1:
-        problems.append("column 'rank' must hold positive integers (1 = top position); the smallest is "
-                        f"{int(stats['min_rank'])}")
-    if int(stats.get("unmapped_arm", 0)):
-        problems.append(f"column 'arm' has labels the arm mapping ({arm_values.describe()}) does not name, or "
-                        f"empty values, on {int(stats['unmapped_arm'])} rows")
-    for i, r in enumerate(rewards):
-        if int(stats[f"bad_{i}"]):
-            problems.append(f"reward column '{r}' must be finite and ≥ 0; {int(stats[f'bad_{i}'])} rows are not")
-    if problems:
-        raise ValueError(f"{name}: " + "; ".join(problems))
     # groups get a dense integer code g, in the order of their keys
     distinct = rows.select(*gk).distinct()
-    distinct = backend.to_pyarrow(distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash()))
-    group_arrow = distinct.sort_by([(k, "ascending") for k in gk])
+    if hashes_structs(backend):
+        distinct = distinct.mutate(h=ibis.struct({k: distinct[k] for k in gk}).hash())
+    group_arrow = backend.to_pyarrow(distinct).sort_by([(k, "ascending") for k in gk])
     group_arrow = group_arrow.append_column("g", pa.array(np.arange(group_arrow.num_rows, dtype=np.int64)))
     groups_all = group_arrow.to_pandas()
+    checks = checked.sessions  # the checks across rows ride on this pass over the sessions
     if _hash_identifies(groups_all):  # per session its length and its group's hash: integer aggregates
-        per = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min(), h_hi=key_hash.max())
-        mixed, by, on = per.h != per.h_hi, ["h"], ["h"]
+        per = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min())
+        full = rows.group_by("session").aggregate(length=rows["rank"].max(), h=key_hash.min(), h_hi=key_hash.max(),
+                                                   **checks.aggregates(rows))
+        mixed, by, on = full.h != full.h_hi, ["h"], ["h"]
         code = ibis.memtable(groups_all[["h", "g"]])
         pos = rows.filter(_any_reward(rows, rewards)).mutate(h=key_hash).join(code, "h")
     else:  # two groups share a hash: per session the group keys themselves
-        per = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk},
-                                                 **{f"{k}__hi": rows[k].max() for k in gk})
-        mixed, by, on = functools.reduce(lambda a, b: a | b, [per[k] != per[f"{k}__hi"] for k in gk]), gk, gk
+        per = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk})
+        full = rows.group_by("session").aggregate(length=rows["rank"].max(), **{k: rows[k].min() for k in gk},
+                                                   **{f"{k}__hi": rows[k].max() for k in gk}, **checks.aggregates(rows))
+        mixed, by, on = functools.reduce(lambda a, b: a | b, [full[k] != full[f"{k}__hi"] for k in gk]), gk, gk
         code = ibis.memtable(group_arrow.select([*gk, "g"]))
         pos = rows.filter(_any_reward(rows, rewards)).join(code, gk)
     backend.execute(code.count())  # registers the small table: some backends cache() without doing so
-    hist = backend.to_pyarrow(per.group_by(["length", *by]).aggregate(n=per.count(),
-                                                                      mixed=mixed.cast("int64").sum())).to_pandas()
-    if int(hist["mixed"].sum()):
-        raise ValueError(f"{name}: columns experiment_id, day, arm and segment must be the same on every row of a "
-                         f"session; {int(hist['mixed'].sum())} session(s) have more than one value")
+    hist = backend.to_pyarrow(full.group_by(["length", *by]).aggregate(
+        n=full.count(), _mixed=flag(mixed).sum(), **checks.totals(full))).to_pandas()
+    checks.problems({c: hist[c].sum() for c in hist.columns if c.startswith(("_chk_", "_mixed"))})
+    hist = hist[["length", *by, "n"]]
     hist = hist.merge(groups_all[[*on, "g", "arm"] if "arm" not in on else [*on, "g"]], on=on)
     sessions = per.join(code, on).select("session", "length", "g")
     counts = (hist.groupby("g")["n"].sum().reindex(groups_all["g"], fill_value=0).rename("n").reset_index())
@@ -306,30 +264,43 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
                .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
     positives = pos.select("session", "g", *[c for c in rows.columns if c not in ("session", *gk)]).cache()
-    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=int(stats["max_rank"]),
+    max_rank = max(checked.sessions.tops.values())  # the checks' pass over the values found the largest ranks
+    return Source(rows=positives, sessions=sessions, backend=backend, max_rank=max_rank,
                   name=name, keys=("g",), groups=groups, rewards=rewards, policies=policies, lengths=lengths,
-                  counts=counts, n_rows=int(stats["n_rows"]))
+                  counts=counts, n_rows=checked.n_rows, reading=checked.reading)
+
+
+def _policy_ranks(col: ir.Column) -> ir.IntegerColumn:
+    """A target policy's ranks as integers, missing (NULL or NaN: the policy would not show the item) as NULL."""
+    if not col.type().is_floating():
+        return col.cast("int64")
+    return ibis.ifelse(IbisColumns.missing(col), ibis.null().cast("int64"), col.cast("int64"))
+
+
+def _read_files(backend, files: ParquetDataset) -> ir.Table:
+    """The checked Parquet files as one table of the backend, under their one schema."""
+    paths = [str(f) for f in files.files]
+    kind = getattr(backend, "name", "")
+    if kind == "duckdb":
+        return backend.read_parquet(paths, union_by_name=True)
+    if kind == "pyspark":
+        from ibis import util
+
+        frame = backend._session.read.option("mergeSchema", "true").parquet(*paths)
+        view = util.gen_name("read_parquet")
+        frame.createOrReplaceTempView(view)
+        return backend.table(view)
+    return backend.read_parquet(paths if len(paths) > 1 else paths[0])
 
 
 def _hash_identifies(groups: pd.DataFrame) -> bool:
-    """Whether the hash ``h`` of the group keys tells every group apart (else the keys themselves are used)."""
-    return bool(groups["h"].is_unique)
+    """Whether the hash ``h`` of the group keys tells every group apart (else, or on an engine that does not hash
+    a struct, the keys themselves are used)."""
+    return "h" in groups.columns and bool(groups["h"].is_unique)
 
 
 def _any_reward(rows: ir.Table, rewards: Sequence[str]) -> ir.BooleanValue:
     return functools.reduce(lambda a, b: a | b, [rows[r] > 0 for r in rewards])
-
-
-def _parquet_glob(path) -> str | list[str]:
-    p = Path(str(path))
-    if p.is_dir():
-        files = sorted(str(f) for f in p.rglob("*.parquet"))
-        if not files:
-            raise FileNotFoundError(f"{path}: no .parquet files in this directory")
-        return files
-    if not any(ch in str(path) for ch in "*?[") and not p.exists() and "://" not in str(path):
-        raise FileNotFoundError(f"{path}: no such file or directory")
-    return str(path)
 
 
 def _fetch_table(backend, expr: ir.Table) -> pd.DataFrame:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.results import Estimate, json_number
-from offeval_core.stats import mean_estimate
+from offeval_core.stats import mean_estimate, moments_of
 from offeval_core.validation import check_choice, check_level
 
 __all__ = [
@@ -329,7 +329,7 @@ def evaluate_run(
     estimates = {}
     for col in per_user.columns:
         x = per_user[col].to_numpy(dtype=float)
-        estimates[col] = mean_estimate(x.size, float(x.sum()), float((x * x).sum()), level=level)
+        estimates[col] = mean_estimate(*moments_of(x), level=level)
     return RunEvaluation(run.name, gain_kind, per_user, estimates, skipped, zero_filled)
 
 

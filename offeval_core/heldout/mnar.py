@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from offeval_core.results import Estimate
-from offeval_core.stats import mean_estimate
+from offeval_core.stats import mean_estimate, moments_of
 from offeval_core.validation import check_choice, check_level
 
 __all__ = [
@@ -216,7 +216,7 @@ def mnar_estimate(
         w, d = estimator_weights(u, p, estimator=estimator, strata=s, n_relevant=n_relevant)
         per_user = np.bincount(u, weights=w * lam_v, minlength=n_users) / d
     x = per_user[np.isfinite(per_user)]
-    est = mean_estimate(x.size, float(x.sum()), float((x * x).sum()), level=level)
+    est = mean_estimate(*moments_of(x), level=level)
     return MnarEstimate(estimator, per_user, est)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from scipy import sparse
 
 from offeval_core.heldout.world import Split, simulate_world, split_world
+from offeval_core.safe_io import atomic_write
 
 __all__ = [
     "CACHE_VERSION", "GRIDS", "SCORE_DECIMALS", "Zoo", "cached_zoo", "model_grid", "train_zoo",
@@ -247,10 +248,13 @@ def _cached(world_kw: tuple, split_kw: tuple, grid: str, depth: int, cache_dir: 
                       d["top_items"])
             return split, zoo
     zoo = train_zoo(split, grid=grid, depth=depth)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(path, names=np.array(zoo.names), families=np.array(zoo.families),
-                            params=np.array(zoo.params), top_items=zoo.top_items)
+    if path is not None:  # temporary file + rename: a report killed while saving leaves no truncated cache
+        def save(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, names=np.array(zoo.names), families=np.array(zoo.families),
+                                    params=np.array(zoo.params), top_items=zoo.top_items)
+
+        atomic_write(path, save, flag="--heldout-cache")
     return split, zoo
 
 

@@ -14,7 +14,15 @@ import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 
-from offeval_core.engine import DEFAULT_CLIPS, GROUP_KEYS, Grid, Moments, Source, _fetch_table, _tidy
+from offeval_core.engine import (
+    DEFAULT_CLIPS,
+    GROUP_KEYS,
+    Grid,
+    Moments,
+    Source,
+    _fetch_table,
+    _tidy,
+)
 from offeval_core.engine import _online as online_moments
 from offeval_core.estimators import aggregate, select  # noqa: F401  (doctest namespace)
 from offeval_core.importance.keys import CAPPINGS, SCALES, estimator_key
@@ -32,9 +40,9 @@ from offeval_core.validation import check_choice
 __all__ = ["EXACT_TOL", "EXTRA_COLUMNS", "add_importance", "reduce_importance", "session_table", "weight_diagnostics"]
 
 EXACT_TOL = 1e-6
-EXTRA_COLUMNS = ("ref_sum", "ref_sumsq", "ref_den_sum", "ref_den_sumsq", "ref_x_den", "sum_x_ref",
-                 "sum_x_ref_den", "sum_den_ref", "sum_den_ref_den", "w_rows", "w_sum", "w_sumsq", "wc_sum",
-                 "wc_sumsq", "w_max", "n_exact")
+EXTRA_COLUMNS = ("ref_sum", "ref_m2", "ref_den_sum", "ref_den_m2", "ref_co_den", "co_ref", "co_ref_den",
+                 "den_co_ref", "den_co_ref_den", "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "w_max",
+                 "n_exact")
 
 
 def session_table(source: Source, setup: WeightSetup, policy: str, *, rewards: Sequence[str],
@@ -147,14 +155,25 @@ def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str]
 
 
 def _aggregate(long: ir.Table) -> ir.Table:
+    """Per (v, group, reward, kernel, scale): the moments of x, y (target) and c, u (logging) over the
+    sessions, second moments centred (the backend's population (co)variance times the count; see
+    :data:`offeval_core.moment_columns.OFFLINE_ROLES`), and the weight diagnostics."""
     x, y, c, u = long.x, long.y, long.c, long.u
     d = x - c
+    n = long.count()
+
+    def m2(v):
+        return v.var(how="pop") * n
+
+    def co(a, b):
+        return a.cov(b, how="pop") * n
+
     return long.group_by(["v", *GROUP_KEYS, "reward", "kernel", "scale"]).aggregate(
-        n=long.count(), sum=x.sum(), sumsq=(x * x).sum(), den_sum=y.sum(), den_sumsq=(y * y).sum(),
-        sum_x_den=(x * y).sum(), sum_diff=d.sum(), sumsq_diff=(d * d).sum(), sum_diff_den=(d * y).sum(),
-        ref_sum=c.sum(), ref_sumsq=(c * c).sum(), ref_den_sum=u.sum(), ref_den_sumsq=(u * u).sum(),
-        ref_x_den=(c * u).sum(), sum_x_ref=(x * c).sum(), sum_x_ref_den=(x * u).sum(), sum_den_ref=(y * c).sum(),
-        sum_den_ref_den=(y * u).sum(), w_rows=long.m.sum(), w_sum=long.w_sum.sum(), w_sumsq=long.w_sumsq.sum(),
+        n=n, sum=x.sum(), m2=m2(x), den_sum=y.sum(), den_m2=m2(y), co_den=co(x, y),
+        sum_diff=d.sum(), m2_diff=m2(d), co_diff_den=co(d, y),
+        ref_sum=c.sum(), ref_m2=m2(c), ref_den_sum=u.sum(), ref_den_m2=m2(u), ref_co_den=co(c, u),
+        co_ref=co(x, c), co_ref_den=co(x, u), den_co_ref=co(y, c), den_co_ref_den=co(y, u),
+        w_rows=long.m.sum(), w_sum=long.w_sum.sum(), w_sumsq=long.w_sumsq.sum(),
         wc_sum=long.s.sum(), wc_sumsq=long.wc_sumsq.sum(), w_max=long.w_max.max(),
         n_exact=long.exact.cast("int64").sum(),
     )
@@ -201,7 +220,7 @@ def reduce_importance(
         wide = source.backend.execute(_aggregate(_long_values(per, rewards=rewards, scales=scales,
                                                                exposure=setup.mode != PROPENSITY)))
         parts.append(_to_long(wide, variants, policy, setup, with_logging=i == 0))
-    offline = pd.concat(parts, ignore_index=True)
+    offline = pd.concat(parts, ignore_index=True)  # the uncapped rows (IS, SNIPS) may overflow where capped
     grid_clips = tuple(sorted(set(variants["clip_value"])))
     grid = Grid(rewards=rewards, policies=setup.policies, discounts=(setup.discount,),
                 exposures=(setup.exposure,), clips=grid_clips)
@@ -261,10 +280,10 @@ def _to_long(wide: pd.DataFrame, variants: pd.DataFrame, policy: str, setup: Wei
         return out
     log = out.copy()
     log["policy"] = LOGGING_POLICY
-    for a, b in (("sum", "ref_sum"), ("sumsq", "ref_sumsq"), ("den_sum", "ref_den_sum"),
-                 ("den_sumsq", "ref_den_sumsq"), ("sum_x_den", "ref_x_den")):
+    for a, b in (("sum", "ref_sum"), ("m2", "ref_m2"), ("den_sum", "ref_den_sum"), ("den_m2", "ref_den_m2"),
+                 ("co_den", "ref_co_den")):
         log[a] = log[b]
-    for col in ("sum_diff", "sumsq_diff", "sum_diff_den", *EXTRA_COLUMNS):
+    for col in ("sum_diff", "m2_diff", "co_diff_den", *EXTRA_COLUMNS):
         log[col] = np.nan
     return pd.concat([log, out], ignore_index=True)
 
