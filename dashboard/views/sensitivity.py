@@ -86,6 +86,13 @@ with ui.guarded("Sensitivity"):
     n_settings = len(res.settings)
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
+        # a link to one view (say the online negatives) can reach logs that have none: offer the other view
+        other = "negatives" if side == "improvements" else "improvements"
+        alt = data.sensitivity_result(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
+                                      min_effect, other, adjust)
+        if len(alt.settings):
+            st.button(f"Show the {len(alt.settings)} {SIDE_LABELS[other]} instead", key="w_sens_other",
+                      on_click=lambda: ss.update(w_sens_side=other))
         st.stop()
     fig = data.sensitivity_chart(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
                                  min_effect, side, s.clip, adjust)

@@ -44,10 +44,12 @@ def sensitivity_takeaway(result) -> str:
     what = "improvement" if result.side == "improvements" else "degradation"
     if n == 0:
         bound = f"effect > {result.min_effect:g}" if result.side == "improvements" else \
-            f"effect < {-result.min_effect:g}"
+            f"effect < {-result.min_effect if result.min_effect else 0:g}"   # never "< -0"
+        hint = "(the paper: 0.001) or choose other rewards" if result.side == "improvements" else \
+            "or choose other rewards, or look at the online improvements (the TPR view)"
         return (f"No (experiment, day, reward) setting has a significant online {what} (p < "
                 f"{result.online_alpha:g}, {bound}), so there is nothing to detect; raise the online p threshold "
-                f"(the paper: 0.001) or choose other rewards.")
+                f"{hint}.")
     t, rate = result.table, result.rate_column
     parts = []
     for metric in result.metrics:
