@@ -10,6 +10,9 @@ expected reward E[Σ_i c_i | x, π] of the same sessions. Each switch breaks one
 - ``contextual_position_bias`` (a context-free PBM): registered users scroll 3× deeper;
 - ``support_depth`` (Asm. 5): nobody views beyond rank d, so the logs never show what a target moves up from
   there;
+- ``huge_candidate_sets`` (sessions that get through the candidates, Asm. 5 in practice): K = 60 candidates and a
+  shallow viewing curve (stretched exponential, scale 2), so the target ranks candidates the sessions never
+  viewed between the logged ones;
 - ``depth_drift`` (one position-bias curve for every day, as the analyses learn it over all days): the scroll
   depth changes from day to day, so the pooled PBM is too flat on some days and too steep on others — the
   errors of opposite sign cancel in the mean bias over days, so what it breaks is the CI coverage per day.
@@ -40,6 +43,7 @@ SWITCHES: dict[str, tuple[str, dict]] = {
     "contextual_position_bias": ("one position-bias curve for every context",
                                  {"contextual_position_bias": True, "registered_depth_factor": 8.0}),
     "support_depth": ("Asm. 5, full support", {"support_depth": 8}),
+    "huge_candidate_sets": ("sessions that get through the candidates", {"n_candidates": 60, "survival_scale": 2.0}),
     "depth_drift": ("one position-bias curve for every day", {"depth_drift": 0.5, "depth_engagement": 0.25}),
 }
 # what each switch visibly breaks: the bias of DCG (pbm, Q̂, m = ∞) or, where day-level errors cancel in the
