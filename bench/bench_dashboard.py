@@ -10,9 +10,12 @@ Debian's Chromium through Playwright. Prints median and p95 (seconds) of:
 - in-app navigation between pages (sidebar links, warm);
 - the clip slider → updated chart on the Clip tuning, Sensitivity and Decisions pages;
 - a new discount combination (the target discount D changed in the sidebar to a model not seen yet) →
-  updated Clip tuning chart.
+  updated Clip tuning chart;
+- a restart: the first chart of the Sensitivity and Clip tuning pages on a new server whose moments cache is
+  empty (the baseline, measured in the same run) and on a new server after that one filled the cache, for the
+  demo and for a served file (``offeval dashboard FILE``), with the ratio filled / empty.
 
-    python bench/bench_dashboard.py [--repeat 3] [--changes 8]
+    python bench/bench_dashboard.py [--repeat 3] [--changes 8] [--only restart]
 
 A page is "done" when its title is drawn, the script run has finished and every chart is drawn.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -127,10 +131,35 @@ def slider_changes(pg, n: int) -> list[float]:
     return times
 
 
+RESTART_PAGES = ("sensitivity", "clip-tuning")
+
+
+def restarts(browser) -> None:
+    """The first chart of each of ``RESTART_PAGES`` on a new server (each page opened by URL, in order, right
+    after the server is healthy): with an empty moments cache (the baseline), then on another new server after
+    the first one filled the cache; for the demo and for a served file."""
+    print("| data | page | empty cache | filled cache | filled / empty |")
+    print("|---|---|---|---|---|")
+    for what, extra in (("demo", {}), ("served file", {"OFFEVAL_DATA": str(ROOT / "data" / "logs.parquet")})):
+        with tempfile.TemporaryDirectory(prefix="offeval-bench-cache-") as cache:
+            env = demo_environment() | {"PYTHONPATH": str(ROOT), "OFFEVAL_CACHE": "1", "OFFEVAL_CACHE_DIR": cache,
+                                        **extra}
+            times = {}
+            for state in ("empty", "filled"):
+                port = free_port()
+                with serving(dashboard_command(port), port=port, env=env, wait=300):
+                    for path in RESTART_PAGES:
+                        times[state, path] = open_by_url(browser, f"http://127.0.0.1:{port}/{path}", PAGES[path][1])
+            for path in RESTART_PAGES:
+                empty, filled = times["empty", path], times["filled", path]
+                print(f"| {what} | {PAGES[path][1]} | {empty:.2f} s | {filled:.2f} s | {filled / empty:.2f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="warm opens per page")
     ap.add_argument("--changes", type=int, default=8, help="slider changes per page")
+    ap.add_argument("--only", choices=["restart"], default=None, help="run only the restart measurement")
     args = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
@@ -139,6 +168,11 @@ def main() -> int:
 
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "
           "dashboard on the bundled demo (data/logs.parquet)\n")
+    if args.only == "restart":
+        with launched_chromium(sync_api) as browser:
+            restarts(browser)
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        return 0
     port = free_port()
     env = demo_environment() | {"PYTHONPATH": str(ROOT)}
     base = f"http://127.0.0.1:{port}"
@@ -204,6 +238,9 @@ def main() -> int:
             combo.append(time.perf_counter() - t0)
         print(f"new discount D (a reduce of all 12 policies × 14 clips) → updated Clip tuning page: {stats(combo)}")
         ctx.close()
+    with launched_chromium(sync_api) as browser:
+        print("\nrestart: first chart of a page on a new server, moments cache empty vs filled by an earlier server")
+        restarts(browser)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 

@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import share, sidebar  # noqa: E402
+from dashboard import share, sidebar, ui  # noqa: E402
 from offeval_core.sanitize import escape_markdown  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -44,10 +44,13 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+st.session_state["_page_path"] = page.url_path  # the page's folded controls are its own (ui.controls)
 context = sidebar.render(page.url_path)
 for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
     st.warning(escape_markdown(note), icon=":material/warning:")
 try:
     page.run()
+except LookupError as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
+    ui.show_error(exc, context=page.title)
 finally:  # also after st.stop(): the URL always holds the view that is shown
     share.finish(page.url_path)

@@ -1,6 +1,7 @@
-"""How results are shown: takeaways (a headline sentence above the chart in presentation mode), charts with
-PNG / SVG / HTML exports that carry their title, takeaway, dataset, settings and date, and tables with readable
-numbers (p-values, thousands separators, "undefined" instead of empty cells) and a CSV download."""
+"""How results are shown: takeaways (a headline sentence above the chart, the rest under it), charts with PNG /
+SVG / HTML exports that carry their title, takeaway, dataset, settings and date (:mod:`offeval_core.figure_text`),
+and tables as people read them (:mod:`offeval_core.display`: human headers, ≤ 4 significant digits, p-values as
+``< 0.001``, ``n/a — why``) with a CSV download."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.context import CTX_KEY, Context
+from offeval_core.figure_text import exported_figure, wrap_title
 from offeval_core.formatting import clip_text
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, one_line, sanitize_figure
 
-__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "headline", "policy_headline",
-           "raw_logs_notice", "readable", "show_figure", "show_table", "table_csv", "takeaway"]
+__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "footer_text", "headline", "policy_headline",
+           "raw_logs_notice", "show_figure", "show_table", "shown_table", "table_csv", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
@@ -47,15 +49,25 @@ def policy_headline(policy: str | None, text: str) -> str:
 
 
 PRESENT_CHART_HEIGHT = 350  # px: with the title and a two-line takeaway, the chart fits above the fold at 720 px
+SHOWN_WIDTH = {False: 800, True: 1060}
+"""The narrowest width (px) a chart gets at 1280 px in each mode (normal: next to the open sidebar;
+presentation: the full page): titles are wrapped to it, so they never run past the chart's right edge."""
 
 
-def _style(fig: go.Figure, present: bool) -> go.Figure:
+def _style(fig: go.Figure, present: bool, *, tall: bool = False) -> go.Figure:
+    """The figure as the page shows it: in presentation mode larger fonts and ``PRESENT_CHART_HEIGHT`` high
+    (unless ``tall``: a chart that needs its rows, e.g. the full heatmap), the title wrapped to the width."""
     if present:
         fig = go.Figure(fig)
-        fig.update_layout(font={"size": 16}, title_font={"size": 19}, height=PRESENT_CHART_HEIGHT,
+        fig.update_layout(font={"size": 16}, title_font={"size": 19},
+                          height=fig.layout.height if tall and fig.layout.height else PRESENT_CHART_HEIGHT,
                           margin={"t": 44, "b": 40, "r": 20}, legend={"orientation": "v", "y": 1, "x": 1.01,
                                                                      "xanchor": "left", "yanchor": "top"})
-    return fig
+    else:
+        fig = go.Figure(fig)
+    fig.update_xaxes(automargin=True)  # tick labels and axis titles never cut, whatever the height
+    fig.update_yaxes(automargin=True)
+    return wrap_title(fig, SHOWN_WIDTH[present])
 
 
 def export_settings(c: Context | None) -> dict[str, object]:
@@ -74,40 +86,23 @@ def export_settings(c: Context | None) -> dict[str, object]:
 
 
 def _settings_text(settings: dict[str, object]) -> str:
-    from offeval_core.formatting import clip_text
-
     return ", ".join(f"{k} = {clip_text(v) if k == 'm' else v}" for k, v in settings.items())
 
 
-def _export_figure(fig: go.Figure, *, take: str | None, c: Context | None) -> go.Figure:
-    """The figure as exported: its title with the takeaway under it, and a footer naming the dataset, the
-    settings and the date (so a PNG / SVG pasted into a slide says where it comes from)."""
+def footer_text(c: Context | None) -> str:
+    """What an export says of its origin: the dataset, the settings (the policy among them) and the date."""
     import datetime as _dt
 
-    out = go.Figure(fig)
-    title = (out.layout.title.text or "") if out.layout.title else ""
-    if take:
-        plain = re.sub(r"<[^>]+>|\*\*", "", take)
-        wrapped = "<br>".join(_wrap(plain, 120))
-        out.update_layout(title={"text": f"{title}<br><span style='font-size:13px'>{wrapped}</span>"},
-                          margin={"t": 70 + 18 * wrapped.count("<br>") + 20})
     dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
-    footer = (f"Dataset: {dataset} · {_settings_text(export_settings(c))} · exported "
-              f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC · offeval")
-    out.add_annotation(text=footer, xref="paper", yref="paper", x=0, y=0, yshift=-(out.layout.margin.b or 80) + 8,
-                       xanchor="left", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#555"})
-    return sanitize_figure(out)  # the takeaway and the dataset's name (an upload's file name) show as text
+    settings = _settings_text(export_settings(c))
+    return one_line(f"Dataset: {dataset}{' · ' + settings if settings else ''} · exported "
+                    f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC · offeval")
 
 
-def _wrap(text: str, width: int) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + ([line] if line else [])
+def _export_figure(fig: go.Figure, *, take: str | None, c: Context | None) -> go.Figure:
+    """The figure as exported (:func:`offeval_core.figure_text.exported_figure`): its title with the takeaway
+    under it, and a footer naming the dataset, the settings and the date, wrapped to the export's width."""
+    return exported_figure(fig, takeaway=take, footer=footer_text(c))
 
 
 _SENTENCE_END = re.compile(r"(?:(?<=\.)|(?<=\.\)))\s+(?=[A-Z])")  # "… m = ∞). Fig." splits, "(2 seeds) IPS" not
@@ -126,20 +121,23 @@ def headline(text: str) -> tuple[str, str]:
     return (parts[0], parts[1] if len(parts) > 1 else "")
 
 
-def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None, select: bool = False):
-    """A chart with its takeaway above and PNG / SVG / HTML export buttons below; with ``select`` the chart
-    reports clicked points (the selection event is returned). Exports carry the title, the takeaway, the
-    dataset, the settings and the date; their file names carry the settings."""
+def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None, select: bool = False,
+                headline_above: bool = True, tall: bool = False):
+    """A chart with its headline above (the takeaway's first sentence; the rest under the chart) and PNG / SVG /
+    HTML export buttons below; with ``select`` the chart reports clicked points (the selection event is
+    returned). Exports carry the title, the whole takeaway, the dataset, the settings and the date; their file
+    names carry the settings. ``headline_above=False``: the page has shown the headline already; ``tall``: the chart
+    keeps its own height in presentation mode."""
     from offeval_core.formatting import file_stem
 
     c = st.session_state.get(CTX_KEY)
     present = bool(c and c.present)
-    head, rest = (take, "") if not (take and present) else headline(take)
-    if head:
-        takeaway(head)  # presenting: the headline sentence above the chart, the rest below it (chart above the fold)
+    head, rest = headline(take) if take else ("", "")
+    if head and headline_above:
+        takeaway(head)
     # names from the data show as text, not markup; on a copy: ``fig`` may be a cached figure other sessions share
     clean = sanitize_figure(go.Figure(fig.to_dict(), _validate=False))
-    shown = _style(clean, present)
+    shown = _style(go.Figure(clean.to_dict(), _validate=False), present, tall=tall)
     sel = {"on_select": "rerun", "selection_mode": "points"} if select else {}
     event = st.plotly_chart(shown, key=f"chart_{key}", config={"displaylogo": False}, theme="streamlit", **sel)
     if rest:
@@ -151,7 +149,8 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
         def render() -> bytes:
             from offeval_core.export import figure_to_bytes
 
-            return figure_to_bytes(_export_figure(clean, take=take, c=c), fmt, width=1100)
+            out = _export_figure(clean, take=take, c=c)
+            return figure_to_bytes(out, fmt, width=out.layout.width, height=out.layout.height)
         return render
 
     row.download_button("PNG", static("png"), file_name=f"{stem}.png", mime="image/png",
@@ -166,63 +165,45 @@ def show_figure(fig: go.Figure, *, key: str, name: str, take: str | None = None,
     return event
 
 
-def readable(df: pd.DataFrame, *, skip=()) -> tuple[pd.DataFrame, list[str]]:
-    """The table as shown: p-value columns as ``< 1e-6`` / ``3.2e-12``, missing values as “undefined” (never
-    ``None``), counts with thousands separators; returns the columns that hold undefined cells."""
-    from offeval_core.formatting import format_p
-
-    out = df.copy()
-    undefined = []
-    for col in out.columns:
-        if col in skip or col == "clip":
-            continue
-        series = out[col]
-        missing = series.isna()
-        is_p = str(col).lower() in ("p", "p_value", "mean_p", "online_p", "p_two_sided", "p_value_two_sided") \
-            or str(col).lower().endswith(("_p", "p_adj"))
-        if is_p and pd.api.types.is_numeric_dtype(series):
-            out[col] = [format_p(v) for v in series]
-        elif pd.api.types.is_integer_dtype(series) and series.abs().max() >= 10_000 \
-                and not str(col).lower().endswith(("_id", "id", "day", "rank")):
-            out[col] = [f"{v:,}" for v in series]
-        elif missing.any():
-            out[col] = [("undefined" if m else v) for v, m in zip(series.astype(object), missing, strict=True)]
-        if missing.any():
-            undefined.append(str(col))
-    return out, undefined
-
-
 DEFAULT_UNITS = ("effects and estimates per session (mean over sessions of the per-session value); rates and "
                  "shares in [0, 1]; clip = m (inf = unclipped); p-values one-sided unless named two-sided")
 
 
-def _number_text(v, fmt) -> str:
-    """A number as its column's format shows it (``%.4g``, ``percent``), missing as “undefined”."""
-    if pd.isna(v):
-        return "undefined"
-    if fmt == "percent":
-        return f"{float(v):.1%}"
-    if isinstance(fmt, str) and fmt.startswith("%"):
-        try:
-            return fmt % v
-        except (TypeError, ValueError):
-            pass
-    return f"{v:g}" if isinstance(v, float) else str(v)
+def _from_column_config(column_config: dict | None) -> tuple[dict, dict, dict]:
+    """(kinds, headers, widths) of the columns a page configured: a ``percent`` number column is a share, another
+    formatted number column a number; a label is the column's header."""
+    kinds: dict = {}
+    headers: dict = {}
+    widths: dict = {}
+    for col, conf in (column_config or {}).items():
+        conf = conf if isinstance(conf, dict) else {}
+        tc = conf.get("type_config") or {}
+        if tc.get("type") == "number":
+            kinds[col] = "share" if tc.get("format") == "percent" else "number"
+        if conf.get("label"):
+            headers[col] = conf["label"]
+        if conf.get("width"):
+            widths[col] = conf["width"]
+    return kinds, headers, widths
 
 
-def _undefined_as_text(df: pd.DataFrame, column_config: dict | None) -> tuple[pd.DataFrame, dict | None]:
-    """A number column with missing cells is shown as text in its own format, with “undefined” in those cells
-    (a formatted number column would show them as ``None``)."""
-    if not column_config:
-        return df, column_config
-    cfg = dict(column_config)
-    for col, conf in column_config.items():
-        tc = conf.get("type_config") or {} if isinstance(conf, dict) else {}
-        if col not in df.columns or tc.get("type") != "number" or not df[col].isna().any():
-            continue
-        df[col] = [_number_text(v, tc.get("format")) for v in df[col]]
-        cfg[col] = {**st.column_config.TextColumn(conf.get("label"), help=conf.get("help")), "_undefined": True}
-    return df, cfg
+def shown_table(df: pd.DataFrame, *, column_config: dict | None = None, kinds: dict | None = None,
+                headers: dict | None = None, reasons: dict | None = None) -> tuple[pd.DataFrame, dict[str, str], dict]:
+    """The table as the page shows it (:func:`offeval_core.display.display_frame`: human headers, numbers with
+    ≤ 4 significant digits, p-values, shares, ``n/a — why``), the reasons of its missing cells, and the column
+    configuration of the shown columns (numbers right-aligned)."""
+    from offeval_core.display import column_kind, display_frame
+
+    k, h, widths = _from_column_config(column_config)
+    k.update(kinds or {})
+    h.update(headers or {})
+    shown, missing = display_frame(df, kinds=k, headers=h, reasons=reasons)
+    config = {}
+    for col, title in zip(df.columns, shown.columns, strict=True):
+        kind = k.get(col) or column_kind(col, df[col])
+        config[title] = st.column_config.TextColumn(title, width=widths.get(col),
+                                                    alignment="right" if kind not in ("text", "bool") else None)
+    return shown, missing, config
 
 
 def table_csv(df: pd.DataFrame, *, name: str, dataset: str, settings: dict[str, object], units: str | None,
@@ -245,32 +226,31 @@ def table_csv(df: pd.DataFrame, *, name: str, dataset: str, settings: dict[str, 
 
 
 def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = None, height: int | None = None,
-               column_config: dict | None = None, units: str | None = None) -> None:
-    """A table with a CSV download of exactly what is shown; folded behind a checkbox in presentation mode."""
+               column_config: dict | None = None, units: str | None = None, kinds: dict | None = None,
+               headers: dict | None = None, reasons: dict | None = None) -> None:
+    """A table as people read it (:func:`shown_table`) with a CSV download of the same rows and headers (numbers
+    at full precision); folded behind a checkbox in presentation mode."""
     c = st.session_state.get(CTX_KEY)
     if c is not None and c.present and not st.checkbox(f"Show the table ({name.replace('_', ' ')})",
                                                        key=f"show_{key}"):
         return
-    shown = df.copy()
-    if "clip" in shown.columns:
-        shown["clip"] = [clip_text(x) if isinstance(x, float) else x for x in shown["clip"]]
-    shown, column_config = _undefined_as_text(shown, column_config)
-    shown, undefined = readable(shown, skip=set(column_config or ()))
-    undefined += [col for col, conf in (column_config or {}).items() if conf.get("_undefined")]
-    column_config = {col: {k: v for k, v in conf.items() if k != "_undefined"}
-                     for col, conf in (column_config or {}).items()} or None
+    shown, missing, config = shown_table(df, column_config=column_config, kinds=kinds, headers=headers,
+                                         reasons=reasons)
     kwargs = {"height": height} if height else {}
-    st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=column_config, **kwargs)
-    if undefined:
-        st.caption(f"“undefined” in {', '.join(undefined)}: not computable on these data (no variance, a single "
-                   "value, or no sessions in the group); the CSV leaves those cells empty.")
+    st.dataframe(shown, key=f"table_{key}", hide_index=True, column_config=config, **kwargs)
+    if missing:
+        st.caption("n/a: " + "; ".join(f"{col} — {why}" for col, why in missing.items())
+                   + ". The CSV leaves those cells empty.")
 
     def csv() -> str:
         import datetime as _dt
 
         dataset = c.dataset.label if c is not None and c.dataset is not None else "no dataset"
-        return table_csv(df, name=name, dataset=dataset, settings=export_settings(c), units=units,
-                         when=_dt.datetime.now(_dt.UTC))
+        out = df.copy()
+        out.columns = list(shown.columns)  # the headers the page shows; the numbers at full precision
+        return table_csv(out, name=name, dataset=dataset, settings=export_settings(c),
+                         units=f"{units or DEFAULT_UNITS}; numbers at full precision (the page shows ≤ 4 significant "
+                               "digits)", when=_dt.datetime.now(_dt.UTC))
 
     from offeval_core.formatting import file_stem
 

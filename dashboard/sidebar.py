@@ -7,7 +7,7 @@ import math
 
 import streamlit as st
 
-from dashboard import data, served, ui
+from dashboard import clip_choice, data, served, ui
 from dashboard.state import (
     CLIP_CHOICES,
     LEVELS,
@@ -175,6 +175,8 @@ def _uses(page_url_path: str) -> tuple[str, ...]:
         return ("level",)
     if page_url_path == "candidates" and st.session_state.get("w_cand_clip", "recommended") == "recommended":
         return tuple(u for u in USES["candidates"] if u != "clip")  # the comparison's clip comes from its rule
+    if page_url_path == "sensitivity" and st.session_state.get("w_sens_all", PAGE_CONTROLS["sens_all"].default):
+        return tuple(u for u in USES["sensitivity"] if u != "reward")  # every reward is pooled: no reward to pick
     return USES.get(page_url_path or "data", GLOBAL)
 
 
@@ -233,8 +235,7 @@ def render(page_url_path: str = "") -> ui.Context:
     grid = dataset.file_moments.grid if dataset is not None and dataset.is_moments else None
     if dataset is not None:
         rewards = list(dataset.rewards)
-        rates = dataset.reward_rates
-        first = next((r for r in rewards if rates.get(r, 0) > 0), rewards[0])
+        first = data.default_reward(dataset)
         page_defaults["reward"] = first
         if ss.get("w_reward") not in rewards:
             ss["w_reward"] = first
@@ -269,7 +270,8 @@ def render(page_url_path: str = "") -> ui.Context:
             weights_only = True
 
     if dataset is not None and reward is not None:
-        data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None)
+        data.warm_up(dataset, reward=page_defaults["reward"], policy=page_defaults.get("policy") if policy else None,
+                     page=page_url_path)
 
     for wkey, label, helptext in (
         ("w_discount", "Target discount D", "Position-bias model of the target ranking: P(view | rank). "
@@ -324,6 +326,16 @@ def render(page_url_path: str = "") -> ui.Context:
         box.select_slider("Clip value m", clip_choices, key="w_clip", format_func=ui.clip_label,
                           help="Labels are de-biased as c · min(m, 1/D0): m = 1 uses raw labels, m = ∞ is unbiased. "
                                "For a propensity policy m is the cap c of the weights π_t / π_p (Gilotte Sec. 4.2).")
+        # the clip in force, why, and the recommended one a click away: of the sidebar's target policy, named when
+        # the page does not show it (DCG vs nDCG: one clip for every rank policy; Candidates has its own rule)
+        of = None if "policy" in uses else policy
+        if dataset is not None and (of is None or (page_url_path != "candidates" and policy
+                                                   and dataset.targets.kind(policy) != "propensity")):
+            d = "pbm" if ss.get("_bad_w_discount") else ss.get("w_discount", "pbm")
+            e = "pbm" if ss.get("_bad_w_exposure") else ss.get("w_exposure", "pbm")
+            level = ss.get("w_level") if ss.get("w_level") in LEVELS else LEVEL
+            rec = clip_choice.recommendation(dataset, reward, policy, d, e, level)
+            clip_choice.show_clip_choice(box, ss["w_clip"], rec, key="w_use_recommended", of=of)
     if ss.get("w_level") not in LEVELS:
         ss["w_level"] = LEVEL
     if "level" in uses:

@@ -49,6 +49,7 @@ PAGE_CONTROLS: dict[str, Control] = {
     "sens_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the settings
     # Correlation
     "corr_row": Control("str"),
+    "corr_full": Control("bool", False),  # the full heatmap instead of the per-variant summary
     # DCG vs nDCG
     "agr_source": Control("str", "logged", ("logged", "heldout")),
     "agr_policies": Control("list"),
@@ -74,6 +75,11 @@ PAGE_CONTROLS: dict[str, Control] = {
     "dec_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the A/B tests
     # Clip tuning
     "clip_rule": Control("str", "slope", ("slope", "mse")),
+    # Which estimator?
+    "which_alpha": Control("float", 0.05, (0.01, 0.05, 0.1)),  # significance level of every assumption test
+    "which_model": Control("str", "independent", ("independent", "cascade", "standard", "independent+cascade")),
+    "which_n": Control("int", 500, (200, 500, 1000)),  # sessions per log of the slate world
+    "which_reps": Control("int", 100, (50, 100, 200)),
     # Candidates
     "cand_adj": Control("str", "holm", tuple(ADJUST_METHODS)),  # multiple testing over the candidates
     "cand_clip": Control("str", "recommended", ("recommended", "sidebar")),

@@ -23,7 +23,8 @@ from offeval_core.logs import LogValidationError
 from offeval_core.sanitize import escape_markdown
 
 __all__ = [
-    "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "clip_label", "controls", "ctx", "explain", "get_moments",
+    "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "chosen_or_default", "clip_label", "controls", "ctx", "explain",
+    "get_moments",
     "guarded", "init_control", "inject_css", "links", "md_escape", "needs", "page_default", "policy_headline", "raw_logs_notice", "show_error",
     "show_figure", "show_table",
     "takeaway", "with_progress",
@@ -169,6 +170,19 @@ PAGE_FILES = {"sensitivity": ("views/sensitivity.py", "Sensitivity", ":material/
 """Pages a refusal can point to: (file relative to app.py, link label, icon)."""
 
 
+def below_zero_note(c: Context, low: float) -> None:
+    """Under a CI of a 0/1 reward whose lower end is below 0: a caption saying why (the normal interval,
+    estimate ± z · SE, is symmetric) and how to read it. Nothing for real-valued rewards or moments files."""
+    if not low < 0 or c.dataset is None or c.dataset.is_moments:
+        return
+    kinds = data.reward_overview(c.key).set_index("reward")["kind"]
+    if kinds.get(c.reward) != "0/1 (rate)":
+        return
+    st.caption(f"The CI's lower end is below 0, which a {md_escape(c.reward)} rate cannot be: the interval is the "
+               "normal approximation (estimate ± z · SE), symmetric by construction, so near 0 it reads as "
+               "\"not distinguishable from 0 at this level\".")
+
+
 def links(pages) -> None:
     """Links (``st.page_link``) to the pages that can answer what this page cannot."""
     for name in pages:
@@ -181,9 +195,14 @@ PRESENT_CSS = """
 html, body, [class*="stMarkdown"] p { font-size: 1.15rem; }
 [data-testid="stMainBlockContainer"] { padding-top: 3.6rem !important; padding-bottom: 2rem !important; }
 [data-testid="stMain"] h1 { font-size: 2.1rem !important; padding: 0 0 0.2rem 0 !important; }
+[data-testid="stMain"] h2 { font-size: 1.5rem !important; padding: 0.4rem 0 0.1rem 0 !important; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
-[data-testid="stMetricValue"] { font-size: 3rem !important; line-height: 1.15 !important; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] p { font-size: 3rem !important;
+  line-height: 1.15 !important; }
 [data-testid="stMetricLabel"] p { font-size: 1.1rem !important; }
+[data-testid="stMetricValue"] .stMarkdownEllipsis, [data-testid="stMetricValue"] .stMarkdownEllipsis p,
+[data-testid="stMetricLabel"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 .offeval-takeaway { font-size: 1.3rem !important; line-height: 1.35; padding: 0.3rem 0.8rem !important; }
 .offeval-deck { font-size: 0.95rem; opacity: 0.75; }
 </style>
@@ -194,7 +213,7 @@ BASE_CSS = """
 .offeval-takeaway { font-size: 1.12rem; font-weight: 600; border-left: 4px solid #0072B2;
   padding: 0.35rem 0.8rem; margin: 0.4rem 0 0.6rem 0; background: rgba(0,114,178,0.10); }
 [data-testid="stDownloadButton"] button p { white-space: nowrap; }
-[data-testid="stMetricValue"] { font-size: 1.7rem; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] p { font-size: 1.7rem; }
 [data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap !important; overflow-x: visible !important; }
 [data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) { max-height: none !important; }
 </style>
@@ -210,19 +229,48 @@ def page_default(name: str, value) -> None:
     st.session_state.setdefault("_page_defaults", {})[name] = tuple(value) if isinstance(value, list) else value
 
 
+def _same(a, b) -> bool:
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return tuple(a) == tuple(b)
+    return a == b
+
+
+def chosen_or_default(name: str, key: str, default, *, options=None, allow_empty: bool = True):
+    """The value of a control whose default the page derives from the data or the sidebar (``w_estimators``
+    follows the clip): the user's choice while it differs from the default it was given, else the current
+    ``default`` — so a control left at its default follows it, exactly as a link without the control does. Sets
+    the widget's state and records the default (left out of the URL); returns the value. ``allow_empty=False``:
+    an emptied list is the default again (a settings list, whose empty value a link cannot tell from the default)."""
+    ss = st.session_state
+    previous = ss.get("_page_defaults", {}).get(name)
+    value = ss.get(key)
+    listed = isinstance(default, list | tuple)
+    if value is not None and listed:
+        kept = [v for v in value if options is None or v in options]
+        # an emptied page control stays empty (the page says so; the link holds it); an emptied settings list
+        # cannot travel in a link, so it returns to the default
+        value = kept if kept or (not value and allow_empty) else None
+    elif value is not None and options is not None and value not in options:
+        value = None
+    if value is None or (previous is not None and _same(value, previous)):
+        value = list(default) if listed else default
+    page_default(name, default)
+    ss[key] = value
+    return value
+
+
 def init_control(name: str, default=None, *, options=None):
     """Prepare the page control ``w_<name>`` before its widget is drawn: keep the value from the URL or an
-    earlier visit when it is one of ``options``, else use ``default`` (the control's own default when None).
-    A default derived from the data is recorded so the URL leaves it out. Returns the value."""
+    earlier visit when it is one of ``options`` (and not merely the default it was given before: a control left at
+    a default derived from the data follows it), else use ``default`` (the control's own default when None). A
+    default derived from the data is recorded so the URL leaves it out. Returns the value."""
     from dashboard.state import PAGE_CONTROLS
 
     ss = st.session_state
     spec = PAGE_CONTROLS[name]
     key = f"w_{name}"
-    if default is None:
-        default = spec.default
-    else:
-        page_default(name, default)
+    if default is not None:
+        return chosen_or_default(name, key, list(default) if spec.kind == "list" else default, options=options)
     value = ss.get(key)
     if spec.kind == "list" and value is not None:
         allowed = [v for v in value if options is None or v in options]
@@ -230,15 +278,18 @@ def init_control(name: str, default=None, *, options=None):
     elif value is not None and options is not None and value not in options:
         value = None
     if value is None:
-        value = list(default) if spec.kind == "list" else default
+        value = list(spec.default) if spec.kind == "list" else spec.default
     ss[key] = value
     return value
 
 
 def controls(label: str = "Page controls"):
-    """A container for a page's own controls: collapsed in presentation mode."""
-    c = st.session_state.get(CTX_KEY)
-    return st.expander(label, expanded=not (c and c.present))
+    """A container for a page's own controls, one line above the headline and the chart: collapsed until opened,
+    so the chart is never pushed below the fold. Its key keeps it the same element (and open) while its controls
+    are used, even when elements above it come and go; another page, or a new visit, opens it collapsed."""
+    page = st.session_state.get("_page_path") or "data"
+    return st.expander(label, expanded=False, icon=":material/tune:",
+                       key=f"controls_{page}_" + re.sub(r"\W+", "_", label))
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")

@@ -16,7 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from offeval_core.formatting import CORRELATION_SYMBOLS
+from offeval_core.formatting import CORRELATION_SYMBOLS, HOVER_NUMBER, format_coefficient, format_p
+from offeval_core.labels import label_annotations, place_labels
 from offeval_core.validation import format_clip
 
 __all__ = [
@@ -49,6 +50,7 @@ DECISION_CAPTION = ("Green: same decision offline and online; orange: false posi
                     "other disagreement (one side negative, the other neutral).")
 FONT = {"family": "Inter, Helvetica, Arial, sans-serif", "size": 13}
 INF_GAP = 2.0  # log2 units between the largest finite clip and the "∞" tick
+CLIP_TICKS = 6  # at most this many labelled ticks on a clip axis
 
 
 def _layout(fig: go.Figure, title: str, *, height: int = 440) -> go.Figure:
@@ -98,13 +100,43 @@ def mark_clip(fig: go.Figure, m: float, clips, *, subplots: bool = False) -> go.
 
 def _clip_axis(fig, clips, *, row=None, col=None, title="clip value m (log₂ scale)"):
     _, ticks, text = clip_positions(clips)
-    if len(ticks) > 8:  # label every other power of two (and ∞) so labels stay upright and legible
-        keep = [i for i, (v, t) in enumerate(zip(ticks, text, strict=True)) if t == "∞" or round(v) % 2 == 0]
-        ticks, text = [ticks[i] for i in keep], [text[i] for i in keep]
+    # at most CLIP_TICKS labels (every 2nd, 3rd… power of two, and ∞), so they stay upright and apart in a panel of
+    # a two-panel chart at projector font size
+    for stride in range(1, 8):
+        keep = [i for i, (v, t) in enumerate(zip(ticks, text, strict=True)) if t == "∞" or round(v) % stride == 0]
+        if len(keep) <= CLIP_TICKS:
+            break
+    ticks, text = [ticks[i] for i in keep], [text[i] for i in keep]
     fig.update_xaxes(tickvals=ticks, ticktext=text, tickangle=0, title_text=title, row=row, col=col)
 
 
 # ---------------------------------------------------------------------------------------- sensitivity
+
+
+def _narrow_log_ticks(values) -> tuple[list[float], list[str]] | None:
+    """Ticks for a log axis whose positive values span less than a decade: five values evenly spaced in log from
+    the smallest to the largest, at the fewest significant digits (at least 2) that tell them apart; None for a
+    wider span, where plotly's own ticks, labelled to 2 digits, are distinct.
+
+    Between 0.5405 and 0.561 (the steps are ratios of (0.561 / 0.5405)^¼ ≈ 1.0094) two digits give 0.54, 0.55,
+    0.55, 0.56, 0.56; three tell them apart:
+
+    >>> _narrow_log_ticks([0.5405, 0.561])[1]
+    ['0.54', '0.546', '0.551', '0.556', '0.561']
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v) or v.max() >= 10 * v.min():
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        return [lo], [f"{lo:.2g}"]
+    raw = np.geomspace(lo, hi, 5)
+    for digits in range(2, 10):
+        text = [f"{x:.{digits}g}" for x in raw]
+        if len(set(text)) == len(text):
+            return [float(x) for x in text], text
+    return [float(x) for x in raw], [f"{x:.10g}" for x in raw]
 
 
 def sensitivity_figure(result) -> go.Figure:
@@ -148,6 +180,9 @@ def sensitivity_figure(result) -> go.Figure:
     ylab = "TPR (share of settings)" if rate == "tpr" else f"{rate_name} (share)"
     fig.update_yaxes(title_text=ylab, range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
     fig.update_yaxes(title_text="mean one-sided p-value", type="log", tickformat=".2g", row=1, col=2)  # full labels
+    ticks = _narrow_log_ticks(t["mean_p"]) if len(t) else None
+    if ticks is not None:  # within a decade plotly's own ticks repeat a label at 2 digits (0.56, 0.56, 0.55…)
+        fig.update_yaxes(tickvals=ticks[0], ticktext=ticks[1], row=1, col=2)
     n = int(t["n_settings"].max()) if len(t) else 0
     what = ("online improvement" if rate == "tpr" else "online negative") + "s" * (n != 1)
     weights = "weights π_t / π_p" if propensity else result.discount
@@ -171,21 +206,25 @@ def correlation_figure(result) -> go.Figure:
     ri = {r: i for i, r in enumerate(rows)}
     ci = {c: j for j, c in enumerate(cols)}
     best_x, best_y = [], []
+    ptext = np.full((len(rows), len(cols)), "", dtype=object)
     for rec in t.itertuples(index=False):
         i, j = ri[(rec.experiment_id, rec.reward, rec.policy_label)], ci[rec.variant]
-        z[i, j] = rec.r
+        identity = bool(getattr(rec, "identity", False))
+        # an identity (the offline value is the online reward itself, r = 1 by construction) is not a finding:
+        # its cell is left uncoloured, marked ≡
+        z[i, j] = np.nan if identity else rec.r
         pvals[i, j] = rec.p_value
-        text[i, j] = "–" if np.isnan(rec.r) else ("≡ " if getattr(rec, "identity", False) else "") \
-            + f"{rec.r:.2f}" + ("†" if rec.significant else "")
+        ptext[i, j] = "identity (r = 1 by construction)" if identity else f"p {_p_hover(rec.p_value)}"
+        text[i, j] = "≡" if identity else ("–" if np.isnan(rec.r) else f"{rec.r:.2f}" + ("†" if rec.significant else ""))
         if rec.best:
             best_x.append(rec.variant)
             best_y.append(" · ".join(map(str, (rec.experiment_id, rec.reward, rec.policy_label))))
     ylabels = [" · ".join(map(str, r)) for r in rows]
     sym = {"pearson": "Pearson r", "kendall": "Kendall τ", "spearman": "Spearman ρ"}[result.method]
     fig = go.Figure(go.Heatmap(z=z, x=cols, y=ylabels, text=text, texttemplate="%{text}", zmin=-1, zmax=1,
-                               colorscale="RdBu", customdata=pvals, colorbar={"title": {"text": sym}},
-                               hovertemplate="%{y}<br>%{x}<br>" + sym + " = %{z:.3f}, p = %{customdata:.3g}"
-                                             "<extra></extra>"))
+                               colorscale="RdBu", customdata=ptext, colorbar={"title": {"text": sym}},
+                               hoverongaps=True, hovertemplate="%{y}<br>%{x}<br>" + sym + " = %{z:.3f}, %{customdata}"
+                                                               "<extra></extra>"))
     fig.add_trace(go.Scatter(x=best_x, y=best_y, mode="markers", name="best in row",
                              marker={"symbol": "square-open", "size": 34, "color": "black",
                                      "line": {"width": 2}}, hoverinfo="skip"))
@@ -194,6 +233,12 @@ def correlation_figure(result) -> go.Figure:
     target = getattr(result, "target", "")
     title = f"Offline-online correlation across days ({sym}; † p < 0.05){' — Rₜ = ' + target if target else ''}"
     return _layout(fig, title, height=max(360, 120 + 34 * len(rows)))
+
+
+def _p_hover(p: float) -> str:
+    """A p-value in hover text: ``= 0.0432`` or ``< 0.001``."""
+    text = format_p(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def correlation_clip_figure(result) -> go.Figure:
@@ -228,6 +273,17 @@ def correlation_clip_figure(result) -> go.Figure:
     n = int(t["n_points"].max()) if len(t) else 0
     return _layout(fig, f"Table 2 across clip values — {result.reward}, {n} experiment-days of Rₜ = {result.policy}",
                    height=380)
+
+
+def _padded(values, share: float = 0.08) -> tuple[float, float]:
+    """An axis range around ``values`` with ``share`` of their span (or of their size) on each side."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return (0.0, 1.0)
+    lo, hi = float(v.min()), float(v.max())
+    pad = share * ((hi - lo) or abs(hi) or 1.0)
+    return (lo - pad, hi + pad)
 
 
 def _normalised(variant_label: str) -> bool:
@@ -287,13 +343,21 @@ def agreement_figure(result) -> go.Figure:
     fig.add_trace(go.Scatter(x=seg_x, y=seg_y, mode="lines", name=f"inverted pairs ({n_inv})",
                              line={"color": METRIC_COLOURS["ndcg"], "width": 1}, opacity=0.5,
                              hoverinfo="skip", visible=True if n_inv <= 40 else "legendonly"))
-    fig.add_trace(go.Scatter(x=x, y=y, mode="markers+text", text=pts["policy"], textposition="top center",
-                             name="policy", marker={"color": METRIC_COLOURS["dcg"], "size": 10},
+    fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name="policy", marker={"color": METRIC_COLOURS["dcg"], "size": 10},
                              customdata=pts["policy"],
-                             hovertemplate="%{customdata}<br>DCG %{x:.4f}<br>nDCG %{y:.4f}<extra></extra>"))
+                             hovertemplate="%{customdata}<br>DCG %{x" + HOVER_NUMBER + "}<br>nDCG %{y" + HOVER_NUMBER
+                                           + "}<extra></extra>"))
+    if len(pts):
+        xr, yr = _padded(x), _padded(y)
+        fig.update_xaxes(range=list(xr))
+        fig.update_yaxes(range=list(yr))
+        names = [str(p) for p in pts["policy"]]
+        placed = place_labels(x, y, names, x_range=xr, y_range=yr, max_labels=15)
+        fig.layout.annotations = (*fig.layout.annotations, *label_annotations(x, y, names, placed))
     fig.update_xaxes(title_text="DCG (mean per session; ≈ reward per session)")
     fig.update_yaxes(title_text="nDCG (mean per session, 0–1)")
-    title = (f"DCG vs nDCG over {len(pts)} policies — r = {result.pearson:.2f}, τ = {result.kendall:.2f}, "
+    title = (f"DCG vs nDCG over {len(pts)} policies — r = {format_coefficient(result.pearson)}, "
+             f"τ = {format_coefficient(result.kendall)}, "
              f"{100 * result.inverted_share:.0f} % of pairs inverted")
     return _layout(fig, title, height=500)
 
@@ -329,14 +393,18 @@ def decision_figure(result, estimator: str | None = None) -> go.Figure:
                                  fillcolor=_alpha(colour, 0.15), hoverinfo="skip"))
         fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", legendgroup=cat, showlegend=False,
                                  marker={"color": colour, "size": 7}, text=labels,
-                                 hovertemplate="%{text}<br>offline %{x:.3g}, online %{y:.3g}<extra></extra>"))
+                                 hovertemplate="%{text}<br>offline %{x" + HOVER_NUMBER + "}, online %{y"
+                                               + HOVER_NUMBER + "}<extra></extra>"))
     lo = float(np.nanmin([b["offline_low"].min(), b["online_low"].min(), 0.0])) if len(b) else -1.0
     hi = float(np.nanmax([b["offline_high"].max(), b["online_high"].max(), 0.0])) if len(b) else 1.0
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="offline = online",
                              line={"color": "black", "width": 1, "dash": "dash"}, hoverinfo="skip"))
     fig.add_hline(y=0, line={"color": "#666666", "width": 1})
     fig.add_vline(x=0, line={"color": "#666666", "width": 1})
-    _label_boxes(fig, b, span=(hi - lo) or 1.0)
+    pad = 0.06 * ((hi - lo) or 1.0)
+    fig.update_xaxes(range=[lo - pad, hi + pad])
+    fig.update_yaxes(range=[lo - pad, hi + pad])
+    _label_boxes(fig, b, x_range=(lo - pad, hi + pad), y_range=(lo - pad, hi + pad))
     unit = "relative uplift (%)" if result.relative else "uplift (per session)"
     fig.update_xaxes(title_text=f"offline {unit}, {result.level:.0%} CI")
     fig.update_yaxes(title_text=f"online {unit}, {result.level:.0%} CI")
@@ -345,23 +413,26 @@ def decision_figure(result, estimator: str | None = None) -> go.Figure:
                    height=520)
 
 
-def _label_boxes(fig: go.Figure, boxes: pd.DataFrame, *, span: float) -> None:
-    """Name every box by its A/B test at its top-left corner; labels of boxes whose corners nearly coincide
-    (overlapping boxes) are stacked, so two boxes never read as one."""
-    placed: list[tuple[float, float]] = []
-    labels = []
-    for r in boxes.sort_values(["online_high", "offline_low"], ascending=[False, True]).itertuples(index=False):
-        x, y = float(r.offline_low), float(r.online_high)
-        if not (math.isfinite(x) and math.isfinite(y)):
-            continue
-        near = sum(abs(x - px) < 0.04 * span and abs(y - py) < 0.04 * span for px, py in placed)
-        placed.append((x, y))
-        labels.append({"x": x, "y": y, "text": str(r.experiment_id), "showarrow": False, "xanchor": "left",
-                       "yanchor": "bottom", "yshift": 2 + 16 * near,
-                       "font": {"size": 12, "color": DECISION_COLOURS[r.category]},
-                       "bgcolor": "rgba(255,255,255,0.75)", "name": f"box {r.experiment_id}"})
+BOX_LABELS = 12
+"""At most this many decision boxes are labelled on the chart (disagreements first); the others name their
+A/B test in the hover text of their centre point."""
+
+
+def _label_boxes(fig: go.Figure, boxes: pd.DataFrame, *, x_range, y_range) -> None:
+    """Name boxes by their A/B test next to their centre point, disagreements first, at most ``BOX_LABELS``,
+    each label where it overlaps no other label or centre (:func:`offeval_core.labels.place_labels`)."""
+    b = boxes.reset_index(drop=True)
+    xs = b["offline_effect"].to_numpy(float)
+    ys = b["online_effect"].to_numpy(float)
+    several = b["reward"].nunique() > 1 if "reward" in b else False  # a test's boxes per reward: say which
+    names = [f"{e} · {r}" if several else str(e) for e, r in zip(b["experiment_id"], b.get("reward", b["experiment_id"]),
+                                                                   strict=True)]
+    order = sorted(range(len(b)), key=lambda i: (b.loc[i, "category"] == "agree", names[i]))
+    placed = place_labels(xs, ys, names, x_range=x_range, y_range=y_range, priority=order, max_labels=BOX_LABELS)
+    colours = [DECISION_COLOURS[c] for c in b["category"]]
     # set at once: add_annotation one by one re-validates every earlier label (quadratic in the A/B tests)
-    fig.layout.annotations = (*fig.layout.annotations, *labels)
+    fig.layout.annotations = (*fig.layout.annotations,
+                              *label_annotations(xs, ys, names, placed, colours=colours, prefix="box"))
 
 
 def _alpha(hex_colour: str, a: float) -> str:

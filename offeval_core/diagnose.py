@@ -225,10 +225,14 @@ def check_cascade(logs: Logs, reward: str, *, alpha: float = 0.05, level: float 
 
 
 def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, level: float, why: str = ""):
-    p = p[p["rank"] >= 2].copy()
-    above = p.groupby("session")["r"].cumsum() - p["r"]
-    strata_cols = [p["item"]] if "item" in p.columns else []
+    above = p.groupby("session")["r"].cumsum() - p["r"]  # over every row, so rank 1's reward counts as above
+    keep = (p["rank"] >= 2).to_numpy()
+    p, above = p.loc[keep], above.loc[keep]
+    has_item = "item" in p.columns
+    strata_cols = [p["item"]] if has_item else []
     strata = _codes(*strata_cols, p["rank_cap"], p["segment"], p["day"])
+    given = "given the item" if has_item else "given the rank, segment and day (the logs have no item column)"
+    stratum = "item × rank × segment × day" if has_item else "rank × segment × day; no item column"
     b, se = _within_slope(p["r"].to_numpy(), (above > 0).to_numpy(), strata, p["session"].to_numpy())
     base = float(p["r"].mean()) if len(p) else 0.0
     if base == 0 or math.isnan(b):
@@ -239,9 +243,9 @@ def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, l
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
     pv = float(sps.norm.cdf(b / se)) if se > 0 else math.nan   # one-sided: a fall
     fires = bool(pv < alpha)
-    finding = (f"a reward above changes the reward rate by {rel:+.1%} [{lo:+.1%}, {hi:+.1%}] given the item, "
+    finding = (f"a reward above changes the reward rate by {rel:+.1%} [{lo:+.1%}, {hi:+.1%}] {given}, "
                f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if why else "") + ".")
-    return AssumptionCheck(name, question, "within-stratum slope on 'a reward above' (item × rank × segment × day), "
+    return AssumptionCheck(name, question, f"within-stratum slope on 'a reward above' ({stratum}), "
                            "session-clustered SE", rel, "relative change of the reward rate after a reward above",
                            lo, hi, pv, fires, len(p), finding)
 

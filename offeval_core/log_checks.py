@@ -17,6 +17,7 @@ import pandas as pd
 from offeval_core import mapping as column_mapping
 from offeval_core.arm_values import NO_ARMS, ArmValues, arm_label_problem, parse_arms
 from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
+from offeval_core.formatting import name_list
 from offeval_core.limits import Limits
 from offeval_core.log_rules import (
     column_rules,
@@ -165,7 +166,7 @@ def mapped_columns(names: list[str], columns: dict[str, str], chk: Check) -> lis
     for key, user in columns.items():
         if user not in present:
             chk.problems.append(f"column mapping {key}={user}: the logs have no column '{user}' "
-                                f"(columns found: {', '.join(names)})")
+                                f"(columns found: {name_list(names)})")
     chk.stop_if_problems()
     rename = {user: key for key, user in columns.items()}
     out = [rename.get(c, c) for c in names]
@@ -181,7 +182,7 @@ def check_required(names: list[str], chk: Check) -> None:
     chk.unmapped.extend(missing)
     for c in missing:
         chk.problems.append(
-            f"missing required column '{c}' (columns found: {', '.join(names)}); "
+            f"missing required column '{c}' (columns found: {name_list(names)}); "
             f"if your logs call it differently, map your column to '{c}'"
         )
     chk.stop_if_problems()
@@ -201,12 +202,12 @@ def classify_columns(names: list[str], rewards, reading: Reading | None, chk: Ch
                     if c.why != "text, not a number"]
             chk.problems.append(
                 "no reward column: expected at least one numeric column besides the schema columns "
-                f"(columns found: {', '.join(names)})" + (f"; left out: {'; '.join(left)}" if left else ""))
+                f"(columns found: {name_list(names)})" + (f"; left out: {name_list(left, limit=10, sep='; ')}" if left else ""))
     else:
         reward_cols = _reward_list(rewards)
         for r in reward_cols:
             if r not in names:
-                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {', '.join(names)})")
+                chk.problems.append(f"unknown reward '{r}': no such column (columns found: {name_list(names)})")
             elif r in special:
                 chk.problems.append(f"'{r}' is a schema column and cannot be used as a reward")
         if not reward_cols:

@@ -30,6 +30,7 @@ from offeval_core.errors import (
     UnreadableInput,
     UnreadableLogs,
 )
+from offeval_core.fingerprint import file_digest, file_signature, remember_origin
 from offeval_core.inputs import file_kind, open_regular, read_csv_limited
 from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
@@ -153,11 +154,19 @@ def read_logs(
         label = name or "<DataFrame>"
     elif isinstance(source, str | Path):
         label = name or str(source)
+        before = file_signature(source)
+        digest = file_digest(source) if before is not None else None
         raw = read_table(source, limits=limits, columns=columns, name=label)
+        if digest is not None and file_signature(source) != before:
+            digest = None  # the file changed while it was read: no file fingerprint (the columns' one instead)
     else:
         raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
-    return validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
+    logs = validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
                     arms=arms, ask=ask)
+    if not isinstance(source, pd.DataFrame):  # the moments cache's key (offeval_core.moments_cache)
+        remember_origin(logs, digest, {"columns": dict(columns or {}), "rewards": None if rewards is None else
+                                       list(rewards), "guess": guess, "arms": arms, "ask": ask})
+    return logs
 
 
 # --------------------------------------------------------------------------------------------- summary
@@ -189,6 +198,17 @@ class LogSummary:
             "session_length": {"mean": self.mean_length, **self.length_quantiles}, "notes": list(self.notes),
         }
 
+    def length_text(self) -> str:
+        """The session length in words: its mean and quantiles, or, when every session is one logged impression
+        (a bandit log), that fact: the deepest rank of a one-row session is its position, not a length.
+
+        >>> LogSummary("f", 3, 3, (), (), {}, (), {}, {}, {"p10": 1.0, "median": 2.0}, 2.0, ()).length_text()
+        'one position per session: each session is one logged impression (a bandit round)'
+        """
+        if self.rows == self.sessions:
+            return "one position per session: each session is one logged impression (a bandit round)"
+        return f"mean {self.mean_length:.1f}; " + ", ".join(f"{k} {v:g}" for k, v in self.length_quantiles.items())
+
     def to_text(self) -> str:
         lines = [
             f"{self.source}: valid ranking logs",
@@ -202,8 +222,7 @@ class LogSummary:
             "  reward rate per impression: " + ", ".join(f"{r} {v:.2%}" for r, v in self.reward_rates.items()),
             "  sessions with ≥ 1 reward:   "
             + ", ".join(f"{r} {v:.1%}" for r, v in self.sessions_with_reward.items()),
-            f"  session length:     mean {self.mean_length:.1f}; "
-            + ", ".join(f"{k} {v:g}" for k, v in self.length_quantiles.items()),
+            f"  session length:     {self.length_text()}",
         ]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from offeval_core.arm_values import guess_arm_values
 from offeval_core.errors import SpecError
+from offeval_core.formatting import name_list
 
 __all__ = [
     "EACH_ROW", "GUESSES", "PATTERN_PREFIXES", "SCHEMA_FIELDS", "dates_like", "day_like", "describe", "expand_mapping", "guess_mapping", "is_pattern",
@@ -125,7 +126,7 @@ def expand_mapping(columns: Iterable[str], mapping: Mapping[str, str]) -> dict[s
         hits = [(c, m.group(1)) for c in columns if c not in used and (m := rx.match(c))]
         if not hits:
             raise ValueError(f"mapping {key}={value}: no column matches {value!r} "
-                             f"(columns found: {', '.join(columns)})")
+                             f"(columns found: {name_list(columns)})")
         prefix = key[:-1]
         for col, name in hits:
             out.setdefault(prefix + name, col)

@@ -28,8 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["OFFLINE_ROLES", "ONLINE_ROLES", "OWN_COLUMNS", "Layout", "Role", "add_zeros", "merge", "merge_running",
+__all__ = ["MOMENTS_VERSION", "OFFLINE_ROLES", "ONLINE_ROLES", "OWN_COLUMNS", "Layout", "Role", "add_zeros", "merge", "merge_running",
            "pool", "remove_zeros", "roles_of"]
+
+
+MOMENTS_VERSION = 1
+"""The version of the moments the code computes: raise it with any change that alters a moment's value (the
+reduce, the reading of logs, a column's meaning). The persistent moments cache (:mod:`offeval_core.moments_cache`)
+keys on it, with the moments file format and a digest of the sources, so an entry of another version is never
+read."""
 
 
 @dataclass(frozen=True)

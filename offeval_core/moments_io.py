@@ -132,14 +132,14 @@ def read_metadata(path: str | Path, *, name: str | None = None, limits: Limits |
         raise _bad(source, "its metadata is not JSON") from None
     if not isinstance(meta, dict):
         raise _bad(source, "its metadata is not a JSON object")
-    if meta.get("format") in _OLD_FORMATS:
-        old = meta["format"]
-        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {old!r}: {_OLD_FORMATS[old]}); "
+    fmt = meta.get("format")
+    if isinstance(fmt, str) and fmt in _OLD_FORMATS:
+        raise MomentsValidationError(f"{source}: written by an earlier offeval (format {fmt!r}: {_OLD_FORMATS[fmt]}); "
                                      f"compute it again with `offeval reduce LOGS --out FILE` (format {FORMAT!r})",
                                      source=source)
-    if meta.get("format") != FORMAT:
-        shown = str(meta.get("format"))[:40]
-        raise MomentsValidationError(f"{source}: unsupported moments format {shown!r}, expected {FORMAT!r}",
+    if fmt != FORMAT:
+        shown = repr(fmt[:40]) if isinstance(fmt, str) and fmt.isprintable() else f"of JSON type {type(fmt).__name__}"
+        raise MomentsValidationError(f"{source}: unsupported moments format {shown}, expected {FORMAT!r}",
                                      source=source)
     grid = meta.get("grid")
     if not isinstance(grid, dict) or any(k not in grid for k in _GRID_KEYS):

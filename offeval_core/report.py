@@ -27,9 +27,11 @@ from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import subset
+from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import Logs, summarize
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.multiple import METHODS as ADJUST_METHODS
+from offeval_core.policies import target_policies
 from offeval_core.report_html import HtmlDocument
 from offeval_core.report_sections import (
     STEPS,
@@ -46,7 +48,7 @@ __all__ = [
 
 
 def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
-                 clips: Sequence[float] = DEFAULT_CLIPS, policy: str = "treatment", sensitivity_level: float = LEVEL,
+                 clips: Sequence[float] = DEFAULT_CLIPS, policy: str | None = None, sensitivity_level: float = LEVEL,
                  online_alpha: float = ONLINE_ALPHA, online_min_effect: float = 0.0, decision_level: float = LEVEL,
                  q_clip: float = math.inf,
                  adjust: str = "none", n_boot: int = 500, seed: int = 0, heldout: bool = False, heldout_grid: str = "small",
@@ -60,6 +62,11 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
 
     ``adjust`` ("none", "holm" or "bh") takes the sensitivity detections and the decision boxes on
     multiplicity-adjusted p-values (:mod:`offeval_core.multiple`), as the dashboard's pages do.
+
+    ``policy`` is the target policy taken to have served the treatment arm: any rank policy (``rank__<policy>``,
+    DCG family) or propensity policy (``target_propensity__<policy>``, importance weights π_t / π_p with the cap c
+    as m, Gilotte Sec. 3-5); None = the default target (:func:`offeval_core.policies.target_policies`, never the
+    logging policy while another exists). A policy the logs do not hold is a ValueError naming the ones they do.
 
     ``progress`` is called with the name of each step as it starts (the CLI drives a progress bar with it).
 
@@ -89,13 +96,15 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     _check_heldout(heldout, heldout_grid, heldout_k)
     if q_clip not in clips:
         clips = check_clips((*clips, q_clip))
+    targets = target_policies(logs)
+    policy, kind = _target(targets, policy)
     step = progress or (lambda _name: None)
-    st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy,
+    st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy or "none", kind=kind,
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
                         online_min_effect=online_min_effect, decision_level=decision_level, q_clip=q_clip,
                         adjust=adjust, n_boot=n_boot, seed=seed,
                         heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k)
-    has_target = policy in logs.policies
+    has_target = kind is not None
     ab = has_target and logs.has_arms
     doc = HtmlDocument()
 
@@ -107,17 +116,20 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     moments = None
     if has_target:
         parts = []
-        for i, planned in enumerate(plan_moments(report_variants(discount, clips, q_clip))):
+        planned_reduces = (plan_moments(report_variants(discount, clips, q_clip)) if kind == "rank"
+                           else (_PROPENSITY_REDUCE,))
+        for i, planned in enumerate(planned_reduces):
             if i == 1:
                 step(STEPS[2])
-            parts.append(_reduce_planned(logs, planned, rewards=rewards, policy=policy))
+            parts.append(_reduce_planned(logs, planned, rewards=rewards, policy=policy, clips=clips))
         if len(parts) == 1:
             step(STEPS[2])
         moments = parts[0] if len(parts) == 1 else merge_moments(*parts)
     else:
         step(STEPS[2])
-        st.notes.append(f"the logs have no column rank__{policy}: the analyses that need the target policy "
-                        "(sensitivity, correlation of Rₜ, decision boxes, clip tuning) are skipped")
+        st.notes.append("the logs hold no target policy (no rank__<policy> column, and no "
+                        "target_propensity__<policy> column next to a logging_propensity column): the analyses "
+                        "that need one (sensitivity, correlation of Rₜ, decision boxes, clip tuning) are skipped")
 
     analysis_sections(doc, st, moments=moments, logs=logs, ab=ab, has_target=has_target, step=step,
               heldout_cache_dir=heldout_cache_dir)
@@ -125,8 +137,32 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     return _page(doc, logs.source, st)
 
 
-def _reduce_planned(logs: Logs, planned: PlannedReduce, *, rewards, policy: str) -> Moments:
+_PROPENSITY_REDUCE = PlannedReduce("importance", PROPENSITY, PROPENSITY, ())
+"""The one reduce of a propensity policy: the importance family with the logged propensities π_t / π_p over the
+report's clip grid (the cap c plays the role of m), max-capped, per session, as on the dashboard's pages."""
+
+
+def _target(targets, policy: str | None) -> tuple[str | None, str | None]:
+    """(the target policy, its kind) of the report: ``policy`` or the default target; (None, None) when the data
+    hold no target policy and none was asked for."""
+    if policy is None:
+        policy = targets.default
+        if policy is None:
+            return None, None
+    if policy not in targets.all:
+        held = ", ".join(targets.all) or "none"
+        raise ValueError(f"target policy {policy!r} is not in the logs (a rank__{policy} or target_propensity__"
+                         f"{policy} column); their target policies: {held}")
+    return policy, targets.kind(policy)
+
+
+def _reduce_planned(logs: Logs, planned: PlannedReduce, *, rewards, policy: str, clips=()) -> Moments:
     """The moments of one planned reduce (:func:`offeval_core.analyses.plan.plan_moments`) for the target."""
+    if planned.discount == PROPENSITY:
+        from offeval_core.importance import reduce_importance
+
+        return reduce_importance(logs, rewards=rewards, policies=(policy,), clips=clips, weights="propensity",
+                                 cappings=("max",), scales=("session",))
     if planned.family == "importance":
         from offeval_core.importance import reduce_importance
 
@@ -167,6 +203,8 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
                          f"({', '.join(clip_text(c) for c in g.clips)})")
     _check_heldout(heldout, heldout_grid, heldout_k)
     clips = tuple(c for c in check_clips((*clips, q_clip)) if c in g.clips)
+    if policy is None:
+        policy = target_policies(m).default or "treatment"
     step = progress or (lambda _name: None)
     st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy,
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
@@ -195,7 +233,8 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
 def _page(doc: HtmlDocument, source: str, st: ReportSettings) -> str:
     settings = {"input": ("moments file: sections that need the raw logs (bootstraps, per-row weights) are "
                           "replaced by a notice" if st.input_kind == "moments" else "logs"),
-                "logs": source, "rewards": ", ".join(st.rewards), "target policy": st.policy,
+                "logs": source, "rewards": ", ".join(st.rewards), "target policy": (f"{st.policy} ({st.kind} policy; taken to have served the treatment arm)"
+                                                     if st.kind else "none"),
                 "discount = exposure model": st.discount, "clip grid": ", ".join(clip_text(c) for c in st.clips),
                 "Q̂ clip (correlation, DCG vs nDCG, decisions)": clip_text(st.q_clip),
                 "sensitivity CI level": f"{st.sensitivity_level:.0%}",

@@ -9,6 +9,7 @@ import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 
 import numpy as np
 
@@ -24,11 +25,12 @@ from offeval_core.analyses import (
     table1_example,
 )
 from offeval_core.analyses._common import clip_text
-from offeval_core.analyses.plan import decision_estimators
+from offeval_core.analyses.plan import PROPENSITY_CURVES, decision_estimators, propensity_estimators
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Moments
 from offeval_core.formatting import needs_raw_logs
+from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.report_html import HtmlDocument, fmt_table
 
@@ -47,6 +49,8 @@ class ReportSettings:
     discount: str = "pbm"
     clips: tuple[float, ...] = DEFAULT_CLIPS
     policy: str = "treatment"
+    kind: str | None = "rank"
+    """``rank`` (DCG family), ``propensity`` (importance weights π_t / π_p, the cap c as m) or None (no target)."""
     sensitivity_level: float = LEVEL
     online_alpha: float = ONLINE_ALPHA
     online_min_effect: float = 0.0
@@ -83,6 +87,16 @@ def _needs_logs(what: str) -> str:
     return needs_raw_logs(what) + " Run `offeval report LOGS` on the logs themselves for this section."
 
 
+def _needs_ab(policy: str, has_target: bool) -> str:
+    """Why a section that compares with an online A/B test is skipped."""
+    if has_target:
+        return (f"Needs an A/B test: control and treatment arms, the treatment arm served by the target policy "
+                f"{policy}. The logs have no arms (offline-only): compare the candidates with `offeval estimate` "
+                "or the dashboard's Candidates page.")
+    return ("Needs an A/B test and a target policy (a rank__<policy> or target_propensity__<policy> column, the "
+            "policy that served the treatment arm).")
+
+
 def _available(moments: Moments, variants, logs: Logs | None) -> list:
     """The variants a moments file holds (all of them when the moments were reduced from logs here)."""
     if logs is not None:
@@ -97,10 +111,17 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     rewards, discount, policy, clips, q_clip = st.rewards, st.discount, st.policy, st.clips, st.q_clip
     sensitivity_level, online_alpha, decision_level = st.sensitivity_level, st.online_alpha, st.decision_level
     n_boot, seed, heldout, heldout_grid, heldout_k = st.n_boot, st.seed, st.heldout, st.heldout_grid, st.heldout_k
+    propensity = st.kind == "propensity"
+    model = PROPENSITY if propensity else discount  # D = D0 of the target's estimators
+    needs_ab = _needs_ab(policy, has_target)
     step(STEPS[3])
     doc.h2("sensitivity", "1 · Sensitivity vs clipping (KDD'24 Fig. 1)")
     if ab:
-        common = dict(policy=policy, discount=discount, exposure=discount, level=sensitivity_level,
+        if propensity:
+            doc.p(f"{policy} is given by propensities: its estimators weight the logged rows by π_t / π_p, and the "
+                  "cap c of the weights plays the role of the clip m (Gilotte Sec. 4.2).")
+        metrics = PROPENSITY_CURVES if propensity else ("dcg", "ndcg")
+        common = dict(policy=policy, metrics=metrics, discount=model, exposure=model, level=sensitivity_level,
                       online_alpha=online_alpha, min_effect=st.online_min_effect, adjust=st.adjust)
         res = sensitivity(moments, **common)
         doc.p(res.takeaway, "takeaway")
@@ -116,15 +137,15 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
         if not neg.settings.empty:
             doc.raw(fmt_table(neg.table, pct_cols=("negatives_detected", "sign_agreement")))
     else:
-        doc.note("Needs an A/B test: control and treatment arms and a rank__treatment column.")
+        doc.note(needs_ab)
 
     step(STEPS[4])
     doc.h2("correlation", "2 · Offline-online correlation across days (KDD'24 Table 2)")
     if ab:
-        # the online arm of a target policy is known only for the policy that served the treatment arm
-        corr_policies = (LOGGING_POLICY, "treatment") if policy == "treatment" else (LOGGING_POLICY,)
-        corr = offline_online_correlation(moments, variants=_available(moments, default_variants(q_clip, pbm=discount),
-                                                                       logs), policies=corr_policies)
+        # Rₜ: the target policy, taken to have served the treatment arm (the dashboard's rule)
+        variants = (propensity_estimators(q_clip) if propensity
+                    else _available(moments, default_variants(q_clip, pbm=discount), logs))
+        corr = offline_online_correlation(moments, variants=variants, policies=(LOGGING_POLICY, policy))
         doc.p(corr.takeaway, "takeaway")
         for w in corr.warnings:
             doc.note(w)
@@ -133,17 +154,20 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
         first = corr.table.iloc[0]
         doc.fig(charts.correlation_series_figure(corr.series(first["experiment_id"], first["reward"],
                                                              first["policy"])))
-        if policy == "treatment" and discount != "log2":
+        if propensity:
+            doc.note(f"Table 2 across clip values compares two position-bias models of DCG at every clip m; {policy} "
+                     "is given by propensities, whose weights π_t / π_p need no position-bias model.")
+        elif discount != "log2":
             doc.raw("<h3>Table 2 across clip values</h3>")
             try:
-                by_clip = correlation_by_clip(moments, reward=rewards[0], model=discount)
+                by_clip = correlation_by_clip(moments, reward=rewards[0], policy=policy, model=discount)
             except ValueError as exc:  # a moments file without DCG (log2, ·) at these clips
                 doc.note(f"Table 2 across clip values: {exc}.")
             else:
                 doc.p(by_clip.takeaway, "takeaway")
                 doc.fig(charts.correlation_clip_figure(by_clip))
     else:
-        doc.note("Needs an A/B test over several days (arms and a rank__treatment column).")
+        doc.note(needs_ab.replace("an A/B test", "an A/B test over several days", 1))
 
     step(STEPS[5])
     doc.h2("dcg-ndcg", "3 · DCG vs nDCG over candidate policies (KDD'24 App. A, Fig. 2)")
@@ -160,6 +184,9 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
         doc.raw(fmt_table(agr.points))
         if len(agr.inverted_pairs):
             doc.raw("<details><summary>Inverted pairs</summary>" + fmt_table(agr.inverted_pairs) + "</details>")
+    elif propensity:
+        doc.note(f"DCG vs nDCG compares rankings: {policy} is given by propensities, not ranks (rank__<policy> "
+                 "columns). The sensitivity, correlation, decision and clip-tuning sections apply to it.")
     else:
         doc.note("Needs at least two candidate policies (rank__* columns).")
     t1 = table1_example()
@@ -170,7 +197,8 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     step(STEPS[6])
     doc.h2("decisions", "4 · Offline vs online decisions per A/B test (Gilotte Fig. 4, Table 3)")
     if ab:
-        ests = _available(moments, list(decision_estimators(discount, q_clip)), logs)
+        ests = (list(propensity_estimators(q_clip)) if propensity
+                else _available(moments, list(decision_estimators(discount, q_clip)), logs))
         dec = decision_boxes(moments, estimators=ests, policy=policy, level=decision_level, relative=True,
                              adjust=st.adjust)
         doc.p(dec.takeaway, "takeaway")
@@ -181,24 +209,24 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
         doc.p(f"CI size: mean relative CI width over {dec.reference}'s. Uplifts are relative to the baseline "
               f"(%), {decision_level:.0%} CIs; all days of each experiment pooled.")
     else:
-        doc.note("Needs A/B tests (arms and a rank__treatment column).")
+        doc.note(needs_ab)
 
     step(STEPS[7])
     doc.h2("clip-tuning", "5 · Bias and variance vs the clip value (Gilotte Fig. 2)")
     if logs is None:
         doc.note(_needs_logs("Clip tuning (the bias bound, ESS and clipped share read per-row weights)"))
     elif has_target:
-        ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=discount, exposure=discount,
+        ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=model, exposure=model,
                          clips=clips, moments=moments, level=sensitivity_level)
-        from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
+        from offeval_core.analyses.clip_tuning import recommended_clip
 
-        effect = mean_offline_effect(moments, reward=rewards[0], policy=policy, discount=discount,
-                                     exposure=discount, level=sensitivity_level) if moments is not None else None
-        doc.p("Recommended " + recommend_clip(ct, effect=effect).reason, "takeaway")  # the dashboard's rule
-        doc.fig(charts.clip_tuning_figure(ct))
+        rec = recommended_clip(logs, reward=rewards[0], policy=policy, discount=model, exposure=model,
+                               level=sensitivity_level, clips=clips, moments=moments, tuning=ct)  # the dashboard's
+        doc.p("Recommended " + rec.reason, "takeaway")
+        doc.fig(charts.clip_tuning_figure(with_fields(ct, recommended_clip=rec.clip)))  # the same m
         doc.raw(fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")))
     else:
-        doc.note(f"Needs a target policy (rank__{policy}).")
+        doc.note("Needs a target policy: a rank__<policy> or target_propensity__<policy> column.")
 
     step(STEPS[8])
     if heldout:

@@ -199,8 +199,7 @@ class Understanding:
         out += [
             ("reward rate per impression", ", ".join(f"{r} {v:.2%}" for r, v in s.reward_rates.items())),
             ("sessions with ≥ 1 reward", ", ".join(f"{r} {v:.1%}" for r, v in s.sessions_with_reward.items())),
-            ("session length", f"mean {s.mean_length:.1f}; "
-                               + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items())),
+            ("session length", s.length_text()),
         ]
         out += [x for x in reading if x[0] != "rewards"]
         out += [("note", n) for n in s.notes]

@@ -16,7 +16,7 @@ from offeval_core.results import json_number
 
 __all__ = [
     "RANKING_NEEDS", "SLATE_NEEDS", "SUPPORT_MATERIAL", "EstimatorCheck", "ranking_estimators",
-    "slate_estimators", "verdict",
+    "slate_estimators", "verdict", "verdict_summary",
 ]
 
 
@@ -51,6 +51,29 @@ class EstimatorCheck:
 RANKING_NEEDS = ("cascade", "reward interaction", "context-dependent position bias", "support")
 SLATE_NEEDS = {"iips": ("cascade", "support"), "sniips": ("cascade", "support"), "rips": ("support",),
                "snrips": ("support",), "sips": ("support",), "snsips": ("support",), "cascade-dr": ("support",)}
+
+
+def _names(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def verdict_summary(by_verdict) -> str:
+    """One sentence on the verdicts, naming the estimators of each one that has any (an empty verdict is not
+    listed): ``{"trust": [...], "caution": [...], "don't": [...]}`` → what may be used, how.
+
+    >>> verdict_summary({"trust": [], "caution": ["DCG / IPS", "SNIPS"], "don't": []})
+    'No estimator is trusted here; use DCG / IPS and SNIPS with caution.'
+    >>> verdict_summary({"trust": ["SNIPS"], "caution": [], "don't": ["IPS"]})
+    'Trusted here: SNIPS; do not use IPS.'
+    """
+    trust, caution, dont = (list(by_verdict.get(v, ())) for v in ("trust", "caution", "don't"))
+    parts = [f"Trusted here: {_names(trust)}" if trust else "No estimator is trusted here"]
+    if caution:
+        parts.append(f"use {_names(caution)} with caution")
+    if dont:
+        parts.append(f"do not use {_names(dont)}")
+    return "; ".join(parts) + "."
 
 
 def verdict(label: str, needs, checks: dict, ess_share: float, max_share: float, clip_sens: float,

@@ -94,3 +94,54 @@ def open_popover(pg, label: str, *, timeout: float = 120):
         except Exception:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the popover {label!r} did not open within {timeout:g} s") from None
+
+
+def choose_option(pg, box, name: str, *, timeout: float = 120) -> None:
+    """Open the selectbox ``box`` and choose the option ``name``; like :func:`open_popover`, the click that opens
+    the list is repeated (only while the option is not shown) since a rerun just after it remounts the list
+    closed."""
+    option = pg.get_by_role("option", name=name, exact=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        if not option.first.is_visible():
+            box.click(timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+        try:
+            option.first.wait_for(state="visible", timeout=10_000)
+            option.first.click()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the option {name!r} did not show within {timeout:g} s") from None
+
+
+def upload_logs(pg, path, *, timeout: float = 300) -> None:
+    """Choose the Data page's "Upload a file" source and give it ``path``, repeated until the uploader holds it.
+
+    The source click starts a rerun; on a loaded machine the uploader it shows can be remounted by a later rerun
+    after the file was set, and the file is then lost without a sign. The file's chip (its name under the
+    uploader) or the report for it shows that the server got it; until one does, the choice and the file are
+    given again every 30 s, for at most ``timeout`` seconds."""
+    main = pg.get_by_test_id("stMain")  # not the sidebar's discount-table uploader
+    got = main.get_by_test_id("stFileChipName").filter(has_text=path.name).or_(
+        pg.get_by_text(f"Validation report — uploaded file {path.name}"))
+    deadline = time.monotonic() + timeout
+    while True:
+        pg.get_by_test_id("stButtonGroup").get_by_text("Upload a file").first.click(
+            timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+        main.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
+            str(path), timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+        try:
+            got.first.wait_for(timeout=30_000)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the upload of {path.name} did not reach the server within {timeout:g} s") \
+                    from None
+
+
+def open_controls(pg, label: str = "Page controls") -> None:
+    """Open a page's folded controls (``ui.controls``: collapsed until opened) so its widgets can be used."""
+    box = pg.get_by_test_id("stExpander").filter(has=pg.locator("summary", has_text=label)).first
+    if box.locator("details").first.get_attribute("open") is None:
+        box.locator("summary").first.click()
+    box.locator("details[open]").first.wait_for(timeout=30_000)

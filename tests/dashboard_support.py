@@ -72,3 +72,27 @@ def upload(at: AppTest, frame, name: str, *, guess: bool = False, confirm: bool 
         at.button(key="w_map_apply").click().run()
         assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def table(at: AppTest, header: str):
+    """The shown table (human headers, formatted cells) that has a column ``header``."""
+    found = [d.value for d in at.dataframe if header in d.value.columns]
+    assert found, f"no table with a column {header!r}; tables: {[list(d.value.columns) for d in at.dataframe]}"
+    return found[0]
+
+
+def shown(frame, **kwargs):
+    """A core frame as the dashboard shows it (offeval_core.display: headers and cells), to compare with a page's."""
+    from offeval_core.display import display_frame
+
+    return display_frame(frame, **kwargs)[0]
+
+
+def number(text) -> float:
+    """A shown number back as a float: ``0.2447``, ``333,600``, ``6.38 %`` (→ 0.0638), ``1e-17``, ``∞``."""
+    t = str(text).replace(",", "").replace("−", "-").strip()
+    if t in ("∞", "+∞"):
+        return float("inf")
+    if t.endswith("%"):
+        return float(t[:-1].strip()) / 100
+    return float(t)

@@ -65,8 +65,8 @@ def parquet_bomb(path: Path, *, rows: int = 19_000_000, names=("session_id", "ra
 
 def wide_csv(directory: Path, *, columns: int = 10_000, rows: int = 20) -> Path:
     path = Path(directory) / f"wide{columns}.csv"
-    header = ",".join(["session_id", "rank", *(f"c{i}" for i in range(columns))])
-    body = "\n".join(",".join([str(s), "1", *(["0"] * columns)]) for s in range(rows))
+    header = ",".join(["session_id", "rank", "click", *(f"c{i}" for i in range(columns))])
+    body = "\n".join(",".join([str(s), "1", str(s % 2), *(["0"] * columns)]) for s in range(rows))
     path.write_text(header + "\n" + body + "\n")
     return path
 

@@ -148,3 +148,79 @@ def test_mean_offline_effect_averages_the_sizes_over_ab_tests():
     got = mean_offline_effect(m, reward="like", policy="new", discount="reciprocal", exposure="reciprocal",
                               level=0.95)
     assert got == pytest.approx(0.3125, abs=1e-12)
+
+
+def _four_sessions() -> pd.DataFrame:
+    # ranks 1 and 3 logged (D0 = exponential:0.5: w = 1 and 4), the target swaps them (D = exponential:0.5);
+    # clicks at logged rank 3 in sessions 1-2, at logged rank 1 in session 4
+    return pd.DataFrame({"session_id": [1, 1, 2, 2, 3, 3, 4, 4], "rank": [1, 3] * 4,
+                         "click": [0, 1, 0, 1, 0, 0, 1, 0], "rank__new": [3, 1] * 4})
+
+
+def test_the_one_recommended_clip_by_hand():
+    """The rule every page, the report and ``--clip auto`` use, computed by hand on four sessions.
+
+    Session DCGs at m: (min(m, 4), min(m, 4), 0, 0.25 · 1): means 0.5625 (m = 1), 1.0625 (m = 2), 2.0625 (m ≥ 4);
+    standard errors sd/2 with sd² = Σ(v − v̄)²/3: 0.2577, 0.5437, 1.1198. SLOPE at 95 % (z = 1.96, intervals
+    ± 2z·se) walks down from ∞: every interval overlaps the running intersection, so it admits m = 1. Bias bounds
+    r_max · Σ D(1) · (4 − m)₊ / 4 sessions = 3 (m = 1), 2 (m = 2), 0 (m ≥ 4). The effect it must stay below:
+    the target's unclipped DCG 2.0625 minus the logging policy's 3 clicks / 4 sessions = 0.75, i.e. 1.3125. m = 1
+    and m = 2 exceed it, so the recommendation is m = 4."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+
+    logs = read_logs(_four_sessions())
+    kw = {"reward": "click", "policy": "new", "discount": "exponential:0.5", "exposure": "exponential:0.5",
+          "level": 0.95}
+    t = clip_tuning(logs, clips=[1, 2, 4, math.inf], **kw).table.set_index("clip")
+    assert t["estimate"].tolist() == pytest.approx([0.5625, 1.0625, 2.0625, 2.0625])
+    sd = [np.std(v, ddof=1) / 2 for v in ([1, 1, 0, 0.25], [2, 2, 0, 0.25], [4, 4, 0, 0.25], [4, 4, 0, 0.25])]
+    assert t["stderr"].tolist() == pytest.approx(sd)
+    assert t["stderr"].tolist() == pytest.approx([0.257694, 0.543666, 1.119780, 1.119780], abs=1e-6)
+    assert t["bias_bound"].tolist() == pytest.approx([3.0, 2.0, 0.0, 0.0])
+    rec = recommended_clip(logs, clips=[1, 2, 4, math.inf], **kw)
+    assert (rec.clip, rec.slope_clip, rec.bias_bound) == (4.0, 1.0, 0.0)
+    assert rec.reference == pytest.approx(1.3125)
+    assert rec.reason.startswith("m = 4: the SLOPE / Lepski rule alone would clip at m = 1, but its bias bound "
+                                 "exceeds the size of the offline effect (1.3)")
+    # an effect above m = 2's bound (a larger offline effect) would stop at m = 2: the guard compares with `<=`
+    from offeval_core.analyses.clip_tuning import recommend_clip
+
+    tuning = clip_tuning(logs, clips=[1, 2, 4, math.inf], **kw)
+    assert recommend_clip(tuning, effect=2.0).clip == 2.0 and recommend_clip(tuning, effect=1.99).clip == 4.0
+    assert recommend_clip(tuning, effect=3.0).clip == 1.0
+
+
+def test_clip_auto_is_the_one_recommended_clip(tmp_path, capsys):
+    """``offeval estimate --clip auto`` estimates at the rule's clip (m = 4 on the four sessions) and says why."""
+    import json
+
+    from offeval_core.cli import main
+
+    path = tmp_path / "four.csv"
+    _four_sessions().to_csv(path, index=False)
+    assert main(["estimate", str(path), "--reward", "click", "--policy", "new", "--discount", "exponential:0.5",
+                 "--exposure", "exponential:0.5", "--clip", "auto", "--level", "0.95", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "--clip auto: m = 4: the SLOPE / Lepski rule alone would clip at m = 1" in out.err
+    settings = json.loads(out.out)["settings"]
+    assert settings["clip"] == 4.0
+
+
+def test_clip_auto_tunes_a_propensity_policy_as_cis(tmp_path, capsys):
+    """A policy given by propensities: ``--clip auto`` is the same rule on capped importance sampling (cap c = m),
+    the value ``recommended_clip`` computes on the same logs, and a finite one here (the weights reach 18)."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+    from offeval_core.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame({"session_id": np.arange(n), "rank": 1, "click": rng.integers(0, 2, n),
+                          "logging_propensity": rng.uniform(0.05, 0.5, n),
+                          "target_propensity__new": rng.uniform(0.05, 0.9, n)})
+    rec = recommended_clip(read_logs(frame), reward="click", policy="new", level=0.99)
+    assert rec.reason.startswith(f"m = {rec.clip:g}: ") and math.isfinite(rec.clip)
+    path = tmp_path / "prop.csv"
+    frame.to_csv(path, index=False)
+    assert main(["estimate", str(path), "--reward", "click", "--policy", "new", "--estimator", "cis",
+                 "--clip", "auto", "--level", "0.99"]) == 0
+    assert f"--clip auto: {rec.reason}" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import pytest
 from analyses_world import per_session_totals, small_world
 
 from offeval_core.analyses import decision_boxes
-from offeval_core.analyses.decisions import classify, decide, summarize_boxes
+from offeval_core.analyses.decisions import DecisionResult, _takeaway, classify, decide, summarize_boxes
 from offeval_core.charts import DECISION_COLOURS
 
 
@@ -44,6 +44,28 @@ def test_table3_columns_on_constructed_boxes():
     assert s.loc["B", "ci_size"] == pytest.approx(0.5) and s.loc["A", "ci_size"] == 1.0
     assert s.loc["A", "correlation"] == pytest.approx(np.corrcoef([0.3, 0.2, 0.0, -0.1], [0.2, 0.1, 0.3, -0.2])[0, 1])
     assert (s.loc["A", "n_false_positive"], s.loc["A", "n_false_negative"]) == (1, 1)
+
+
+def test_an_undefined_rate_says_why_in_the_headlines():
+    """An estimator that never ships offline has no precision and a test set without an online ship has no
+    false-negative rate: the headlines say "n/a — why", as the tables do, never a bare "n/a" or "nan %"."""
+    rows = [("e1", "A", 0.3, 0.2, "positive", "positive", 0.2), ("e2", "A", 0.0, 0.1, "neutral", "positive", 0.2),
+            ("e1", "B", 0.0, 0.2, "neutral", "positive", 0.2), ("e2", "B", 0.0, 0.1, "neutral", "positive", 0.2)]
+    boxes = _boxes(rows)
+    s = summarize_boxes(boxes, ["A", "B"], reference="A")
+    res = DecisionResult(boxes, s, ("A", "B"), "A", "ranker_v2", 0.99, False, _takeaway(s, ["A", "B"]))
+    assert res.estimator_takeaway("B") == (
+        "ranker_v2 vs the logging policy, B: the offline decision is the online one in 0 of 2 A/B tests (0 %; "
+        "precision n/a — no offline ship decision, false-negative rate 100 %).")
+    assert res.estimator_takeaway("A").endswith("(50 %; precision 100 %, false-negative rate 50 %).")
+    assert res.takeaway == ("A takes the online decision in 50 % of 2 A/B tests (precision 100 %, false-negative "
+                            "rate 50 %); B only in 0 % (false-negative rate 100 %).")
+    quiet = _boxes([("e1", "A", 0.0, 0.0, "neutral", "neutral", 0.2), ("e2", "A", -0.2, 0.0, "negative", "neutral", 0.2)])
+    s = summarize_boxes(quiet, ["A"], reference="A")
+    assert DecisionResult(quiet, s, ("A",), "A", "p", 0.99, False, "").estimator_takeaway("A").endswith(
+        "(50 %; precision n/a — no offline ship decision, false-negative rate n/a — no online ship decision).")
+    assert _takeaway(s, ["A"]) == ("A takes the online decision in 50 % of 2 A/B tests (precision n/a — no offline "
+                                   "ship decision, false-negative rate n/a — no online ship decision).")
 
 
 def test_boxes_from_moments_match_online_and_offline_paths():

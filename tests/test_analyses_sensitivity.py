@@ -287,3 +287,26 @@ def test_ndcg_of_a_one_reward_session_does_not_depend_on_the_clip():
     values = [ndcg[m].loc[2] for m in (1.0, 1.5, math.inf)]
     assert values == pytest.approx([two(1.0), two(1.5), two(math.inf)], rel=1e-12)
     assert values[0] > values[1] > values[2]  # the deep click weighs more: the ideal moves it to rank 1
+
+
+def test_takeaway_names_no_best_m_on_a_flat_curve():
+    """A metric whose TPR is the same at every clip has no best m: the headline says "at every m" instead of
+    naming a tie-break's m as if it won ("nDCG detects 6 % at m = 8 (vs 6 % at m = 1 and 6 % at m = ∞)"); two m
+    with the most detections are both named, never one of them picked by mean p (0.45 vs 0.44)."""
+    from offeval_core.analyses.sensitivity import SensitivityResult, best_clips
+    from offeval_core.analyses.sensitivity_text import sensitivity_takeaway
+
+    clips = [1.0, 8.0, 256.0, math.inf]
+    table = pd.DataFrame({"metric": ["dcg"] * 4 + ["ndcg"] * 4, "clip": clips * 2,
+                          "tpr": [3 / 47, 9 / 47, 9 / 47, 7 / 47] + [3 / 47] * 4,
+                          "mean_p": [0.8, 0.45, 0.44, 0.44, 0.88, 0.87, 0.88, 0.88], "n_settings": 47,
+                          "n_detected": [3, 9, 9, 7] + [3] * 4, "sign_agreement": [0.9] * 8})
+    best = best_clips(table)
+    assert best == {"dcg": (8.0, 256.0), "ndcg": ()}
+    res = SensitivityResult(table=table, per_setting=pd.DataFrame(), settings=pd.DataFrame({"experiment_id": range(47)}),
+                            best_clips=best, takeaway="", policy="treatment", discount="pbm", exposure="pbm",
+                            level=0.99, online_alpha=0.001, selection="significant", metrics=("dcg", "ndcg"))
+    assert sensitivity_takeaway(res).startswith(
+        "Of the 47 settings with a significant online improvement (p < 0.001, effect > 0), at 99% confidence DCG "
+        "detects 9 (19 %) at m ∈ {8, 256} (tied) (vs 6 % at m = 1 and 15 % at m = ∞), sign agreement 90 %, mean p "
+        "0.44; nDCG detects 3 (6 %) at every m (a flat line: no best m; sign agreement 90 %). Fig. 1 findings: ")

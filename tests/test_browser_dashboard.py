@@ -138,7 +138,8 @@ def test_malformed_csv_shows_the_specific_error(server, tab, tmp_path):
 
 
 def test_shared_url_lands_on_the_same_view(server, chromium, tab):
-    view = f"{server}/sensitivity?reward=watch_complete&clip=64&level=0.95"
+    # one reward (sens_all=0): the sidebar shows the reward only where it changes the page
+    view = f"{server}/sensitivity?reward=watch_complete&clip=64&level=0.95&sens_all=0"
     open_page(tab, view, chart=True)
     sidebar = tab.get_by_test_id("stSidebar")
     assert sidebar.get_by_role("combobox", name="Reward").input_value() == "watch_complete"

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import pytest
-from browser_support import CHROMIUM, ROOT, free_port, open_popover, serving
+from browser_support import CHROMIUM, ROOT, free_port, open_controls, open_popover, serving
 
 from tests.user_names import MAP, user_named
 
@@ -144,8 +144,11 @@ def test_controls_set_in_the_page_travel_and_back_forward_step_through_them(serv
     default now, so the toggle goes to the sidebar's reward only), set with the mouse."""
     open_page(tab, f"{server}/sensitivity?sens_side=negatives")
     start = tab.url
+    open_controls(tab)  # folded until opened; it stays open while its controls are used
     toggle = tab.get_by_test_id("stCheckbox").filter(has_text="All rewards").locator("input")
-    toggle.uncheck(force=True)  # the toggle
+    assert toggle.is_checked()
+    tab.get_by_test_id("stCheckbox").filter(has_text="All rewards").click()  # the toggle, as a user clicks it
+    tab.wait_for_url("**sens_all=0*", timeout=60_000)
     settle(tab)
     after_toggle = tab.url
     assert "sens_all=0" in after_toggle

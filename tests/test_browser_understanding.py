@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, demo_environment, free_port, serving
+from browser_support import CHROMIUM, choose_option, demo_environment, free_port, serving
 from browser_support import dashboard_command as command
 
 from tests.export_fixtures import demo_sample, team_export
@@ -53,8 +53,7 @@ def test_the_data_page_asks_then_says_what_it_understood(server, tab, tmp_path):
     tab.screenshot(path=str(tmp_path / "asks.png"))
 
     arm = tab.get_by_test_id("stSelectbox").filter(has=tab.get_by_text("arm", exact=True))
-    arm.click()
-    tab.get_by_role("option", name="cohort", exact=True).click()
+    choose_option(tab, arm, "cohort")
     settle(tab)
     labels = tab.get_by_role("textbox", name="Arm labels")
     labels.fill("control=A,treatment=B")

@@ -49,11 +49,33 @@ def test_sensitivity_figure_data_matches_table(world):
     assert "online improvements" in fig.layout.title.text
 
 
+def test_sensitivity_star_only_where_the_tpr_varies():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from offeval_core.analyses.sensitivity import best_clips
+
+    t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 8.0, math.inf] * 2,
+                      "tpr": [0.1, 0.3, 0.2, 0.06, 0.06, 0.06], "mean_p": [0.5] * 6,
+                      "n_detected": [1, 3, 2, 1, 1, 1], "n_settings": [10] * 6, "sign_agreement": [0.5] * 6})
+    best = best_clips(t)
+    assert best == {"dcg": (8.0,), "ndcg": ()}  # a flat line has no best m
+    res = SimpleNamespace(table=t, best_clips=best, level=0.99, policy="treatment", discount="pbm",
+                          rate_column="tpr", rate_name="TPR")
+    names = [tr.name for tr in charts.sensitivity_figure(res).data]
+    assert "best m for DCG" in names and "best m for nDCG" not in names
+
+
 def test_correlation_figures_match_result(world):
     res = offline_online_correlation(world[2])
     fig = charts.correlation_figure(res)
     z = np.array(fig.data[0].z, dtype=float)
-    assert np.allclose(np.nan_to_num(np.sort(z.ravel())), np.nan_to_num(np.sort(res.table["r"].to_numpy())))
+    # identity cells (r = 1 by construction) are not coloured: their z is empty, their text ≡
+    shown = res.table["r"].where(~res.table["identity"]).to_numpy(float)
+    assert np.allclose(np.nan_to_num(np.sort(z.ravel())), np.nan_to_num(np.sort(shown)))
+    text = np.array(fig.data[0].text, dtype=object).ravel()
+    assert (text == "≡").sum() == int(res.table["identity"].sum())
     assert list(fig.data[0].x) == list(res.labels)
     s = res.series("exp01", "like", "R0")
     sf = charts.correlation_series_figure(s)

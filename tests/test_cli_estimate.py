@@ -105,6 +105,15 @@ def test_text_table_states_the_scale(capsys, counter_csv):
     assert "capped mass 3.0%" in out
 
 
+def _numbers(doc, prefix: str = "") -> dict:
+    """A JSON document flattened to {path: leaf}."""
+    if isinstance(doc, dict):
+        return {k: v for key, item in doc.items() for k, v in _numbers(item, f"{prefix}/{key}").items()}
+    if isinstance(doc, list):
+        return {k: v for i, item in enumerate(doc) for k, v in _numbers(item, f"{prefix}/{i}").items()}
+    return {prefix: doc}
+
+
 def test_metric_alias_and_dcg_json(capsys, ranking_csv):
     code, out, _ = run(capsys, ranking_csv, "--reward", "click", "--policy", "new", "--metric", "dcg",
                        "--discount", "log2", "--exposure", "log2", "--json")
@@ -115,7 +124,13 @@ def test_metric_alias_and_dcg_json(capsys, ranking_csv):
     assert doc["settings"]["metric"] == "dcg" and doc["settings"]["estimator"] == "dcg"
     code2, out2, _ = run(capsys, ranking_csv, "--reward", "click", "--policy", "new", "--estimator", "dcg",
                          "--discount", "log2", "--exposure", "log2", "--json")
-    assert code2 == 0 and json.loads(out2)["groups"] == doc["groups"]
+    assert code2 == 0
+    alias, named = _numbers(json.loads(out2)["groups"]), _numbers(doc["groups"])
+    # the same computation; DuckDB's parallel sums may differ in the last bit between runs (a logging stderr
+    # that is 0 in exact arithmetic came out 4.5e-17 in one run)
+    assert alias.keys() == named.keys()
+    assert alias == {k: pytest.approx(v, rel=1e-12, abs=1e-15) if isinstance(v, float) else v
+                     for k, v in named.items()}
     # the same ranking logs through importance sampling: w = D(R(i)) / D0(i), IS at c = ∞ equals DCG
     code3, out3, _ = run(capsys, ranking_csv, "--reward", "click", "--policy", "new", "--estimator", "is",
                          "--discount", "log2", "--exposure", "log2", "--json")

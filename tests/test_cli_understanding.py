@@ -57,6 +57,8 @@ def test_validate_and_check_print_one_summary(capsys, files):
     assert ("  arms:               control 1,500 sessions, treatment 1,500 sessions (column policy, mapped by you; "
             "random → control, bts → treatment, labels mapped by you)") in lines
     assert "  sessions:           3,000 (no session column: each row is one session, a bandit round)" in lines
+    assert ("  session length:     one position per session: each session is one logged impression (a bandit "
+            "round)") in lines
     assert ("  ignored column:     user-item_affinity_0, user-item_affinity_1, … (8 columns): named like a feature or "
             "a model output, not a reward") in lines
     said = ("offeval validate: guessed sessions: no session column, so each row is one session (a bandit round with "
@@ -78,6 +80,10 @@ def test_validate_on_the_team_export_says_its_guesses_on_stderr(capsys, files):
             "(column bucket, guessed from its name; A → control, B → treatment, a common pair, guessed)") in lines
     assert ("  default target:     ranker_v2 (no policy named treatment; the first policy that is not the logging "
             "policy (current is))") in lines
+    depth = schema.groupby("session_id")["rank"].max()  # ranks 1..n without gaps: the length is the deepest rank
+    q = depth.quantile([0.1, 0.5, 0.9, 0.99]).tolist()
+    assert [x for x in lines if x.startswith("  session length:")] == [
+        f"  session length:     mean {depth.mean():.1f}; p10 {q[0]:g}, median {q[1]:g}, p90 {q[2]:g}, p99 {q[3]:g}"]
     assert "  rewards:            clicked, completed (named like a reward)" in lines
     assert "  items:              column video, guessed from its name" in lines
 

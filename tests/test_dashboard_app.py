@@ -10,12 +10,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from dashboard_support import environment, metric, open_page, upload, write_small_world
+from dashboard_support import environment, metric, number, open_page, shown, table, upload, write_small_world
 from streamlit.testing.v1 import AppTest
 
 from offeval_core.analyses import dcg_vs_ndcg
 from offeval_core.estimators import ESTIMATORS, dcg
-from offeval_core.formatting import format_p
 from offeval_core.logs import read_logs
 
 pytestmark = pytest.mark.usefixtures("demo_dir")  # every test runs on the small world, whatever the order
@@ -79,7 +78,8 @@ def test_sensitivity_explains_no_settings_then_reacts_to_the_clip(logs):
     at.select_slider(key="w_sens_alpha").set_value(0.05).run()
     assert not any("nothing to detect" in w.value for w in at.warning)
     table = at.dataframe[0].value
-    assert (table["n_settings"] > 0).all() and (table["n_settings"] < 3 * 3).all()  # some of 3 exp. × 3 days
+    n = table["settings"].astype(int)  # the page's formatted counts
+    assert (n > 0).all() and (n < 3 * 3).all()  # some of 3 exp. × 3 days
     shapes = chart_specs(at)[0]["layout"]["shapes"]
     x_inf = [s["x0"] for s in shapes if s.get("line", {}).get("dash") == "dot"]
     at.select_slider(key="w_clip").set_value(4.0).run()
@@ -87,9 +87,9 @@ def test_sensitivity_explains_no_settings_then_reacts_to_the_clip(logs):
     x_4 = [s["x0"] for s in shapes if s.get("line", {}).get("dash") == "dot"]
     assert x_4[0] == pytest.approx(2.0)  # log2(4)
     assert x_inf[0] > x_4[0]
-    row = table[(table["metric"] == "dcg") & (table["clip"] == "4")].iloc[0]
-    assert metric(at, "DCG TPR") == f"{row['tpr']:.0%}"
-    assert metric(at, "DCG mean p-value") == format_p(row["mean_p"])
+    row = table[(table["metric"] == "dcg") & (table["m"] == "4")].iloc[0]
+    assert metric(at, "DCG TPR") == f"{number(row['TPR']):.0%}"
+    assert metric(at, "DCG mean p-value") == row["mean p-value"]  # the same formatting (format_p) in both
 
 
 def test_correlation_method_and_drilldown(logs):
@@ -117,11 +117,10 @@ def test_correlation_across_clip_values_is_the_cores(logs):
     m = reduce(logs, Grid(rewards=(reward,), policies=logs.policies, discounts=("pbm", "log2"),
                           exposures=("pbm", "log2"), clips=DEFAULT_CLIPS))
     direct = correlation_by_clip(m, reward=reward)
-    shown = [md.value for md in at.main.get("markdown") if "offeval-takeaway" in md.value]
+    heads = [md.value for md in at.main.get("markdown") if "offeval-takeaway" in md.value]
     # the headline names the target policy (Rₜ, the sidebar's policy) before the core's takeaway
-    assert any(escape_html(policy_headline("treatment", direct.takeaway)) in t for t in shown), shown
-    table = next(d.value for d in at.dataframe if "median_r" in d.value.columns)
-    assert table["r"].to_numpy() == pytest.approx(direct.table["r"].to_numpy(), abs=1e-12)
+    assert any(escape_html(policy_headline("treatment", direct.takeaway)) in t for t in heads), heads
+    assert table(at, "median r").equals(shown(direct.table))  # the core's table, as the page shows numbers
     spec = chart_specs(at)[-2]  # the across-clip chart, before the drill-down series
     assert spec["layout"]["title"]["text"].startswith(f"Table 2 across clip values — {reward}")
 
@@ -134,24 +133,24 @@ def test_dcg_vs_ndcg_matches_the_analysis(logs):
     at.multiselect(key="w_agr_policies").set_value(list(logs.policies[:3])).run()
     assert len(arr(chart_specs(at)[0]["data"][-1]["x"])) == 3
     # Table 1: switching the normaliser changes nDCG(x2) of R from 1/3.5 to 1/2.5
-    t1 = next(d for d in at.dataframe if "nDCG(x2)" in d.value.columns).value.set_index("policy")
-    assert t1.loc["R", "nDCG(x2)"] == pytest.approx(1 / 3.5)
+    t1 = table(at, "nDCG(x2)").set_index("policy")
+    assert t1.loc["R", "nDCG(x2)"] == "0.2857"  # 1 / 3.5
     at.radio(key="w_t1_norm").set_value("top1").run()
-    t1 = next(d for d in at.dataframe if "nDCG(x2)" in d.value.columns).value.set_index("policy")
-    assert t1.loc["R", "nDCG(x2)"] == pytest.approx(1 / 2.5)
+    t1 = table(at, "nDCG(x2)").set_index("policy")
+    assert t1.loc["R", "nDCG(x2)"] == "0.4"  # 1 / 2.5
 
 
 def test_decisions_estimators_and_selection(logs):
     at = app("decisions")
-    summary = next(d.value for d in at.dataframe if "precision" in d.value.columns)
+    summary = table(at, "precision")
     assert len(summary) == 3
-    assert (summary["n_tests"] == 3).all()
+    assert (summary["A/B tests"] == "3").all()
     at.multiselect(key="w_estimators").set_value(["dcg:inf"]).run()
-    summary = next(d.value for d in at.dataframe if "precision" in d.value.columns)
+    summary = table(at, "precision")
     assert summary["estimator"].tolist() == ["DCG (pbm, Q̂)"]
     at.selectbox(key="w_experiment").set_value("exp02").run()
-    one = next(d.value for d in at.dataframe if "offline_decision" in d.value.columns)
-    assert set(one["experiment_id"]) == {"exp02"}
+    one = table(at, "offline decision")
+    assert set(one["A/B test"]) == {"exp02"}
 
 
 def test_decisions_offer_the_importance_sampling_family():
@@ -160,10 +159,10 @@ def test_decisions_offer_the_importance_sampling_family():
     assert any(o.startswith("NCIS") for o in options) and any(o.startswith("SNIPS") for o in options)
     at.multiselect(key="w_estimators").set_value(["dcg:inf", "snips:inf"]).run()
     assert not errors(at)
-    summary = next(d.value for d in at.dataframe if "precision" in d.value.columns)
+    summary = table(at, "precision")
     assert summary["estimator"].tolist()[0] == "DCG (pbm, Q̂)"
     assert summary["estimator"].tolist()[1].startswith("SNIPS")
-    assert (summary["n_tests"] == 3).all()
+    assert (summary["A/B tests"] == "3").all()
 
 
 def test_clip_slider_moves_every_estimate(logs):
@@ -178,11 +177,11 @@ def test_clip_slider_moves_every_estimate(logs):
     expected_2 = dcg(ctrl, reward="like", policy="treatment", clip=2.0).value
     assert float(v_2) == pytest.approx(expected_2, rel=1e-3)
     assert v_2 != v_inf
-    table = next(d.value for d in at.dataframe if "effect_at_inf" in d.value.columns)
-    assert {"dcg", "ndcg", "pndcg"} <= set(table["metric"])
-    dcg_rows = table[table["metric"] == "dcg"]
+    estimates = table(at, "effect at m = ∞")
+    assert {"dcg", "ndcg", "pndcg"} <= set(estimates["metric"])
+    dcg_rows = estimates[estimates["metric"] == "dcg"]
     assert len(dcg_rows) == 3  # one per A/B test
-    assert not np.allclose(dcg_rows["effect"], dcg_rows["effect_at_inf"])
+    assert not np.allclose(dcg_rows["effect"].map(number), dcg_rows["effect at m = ∞"].map(number))
 
 
 def test_method_page_lists_the_registry():
@@ -289,8 +288,8 @@ def test_method_page_ticks_an_assumption_only_after_testing_it_on_the_logs(logs)
     # 1 (independent sessions) and 4 (examination hypothesis) have no test on logs; 2, 3 and 5 now carry the result
     assert text.count("assumed, not checked") == 2
     expected = {"2": ("cascade", "context-dependent position bias"), "3": ("reward interaction",), "5": ("support",)}
-    for number, names in expected.items():
-        block = next(m.value for m in at.markdown if m.value.startswith(f"#### {number} ·"))
+    for asm, names in expected.items():
+        block = next(m.value for m in at.markdown if m.value.startswith(f"#### {asm} ·"))
         rejected = any(d.check(n).fires for n in names)
         assert ("rejected on these logs" in block) == rejected, block
         assert ("checked: no evidence against it" in block) == (not rejected), block

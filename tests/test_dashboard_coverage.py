@@ -3,10 +3,10 @@ study with the same settings, the takeaway states its numbers, and the sample si
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from dashboard_support import environment, open_page, write_small_world
+from dashboard_support import environment, number, open_page, write_small_world
 
+from offeval_core.formatting import format_number, format_share
 from offeval_core.slate.coverage import interval_coverage
 
 
@@ -18,7 +18,7 @@ def env(tmp_path_factory):
 
 
 def coverage_table(at):
-    return next(d.value for d in at.dataframe if "mc_se" in d.value.columns)
+    return next(d.value for d in at.dataframe if "MC error" in d.value.columns)
 
 
 def test_coverage_section_matches_the_core_and_follows_the_sample_size():
@@ -29,8 +29,11 @@ def test_coverage_section_matches_the_core_and_follows_the_sample_size():
     page = coverage_table(at)
     core = interval_coverage(n_sessions=300, reps=COVERAGE_REPS, rng=0)
     assert page[["estimator", "interval"]].values.tolist() == core.table[["estimator", "interval"]].values.tolist()
-    for col in ("coverage", "mc_se", "mean_width", "miss_low", "miss_high"):
-        np.testing.assert_allclose(page[col].astype(float), core.table[col], rtol=1e-12)
+    # every cell as the page formats it: shares in %, the width with ≤ 4 significant digits
+    for col, head, fmt in (("coverage", "coverage", format_share), ("mc_se", "MC error", format_share),
+                           ("mean_width", "mean width", format_number), ("miss_low", "truth above", format_share),
+                           ("miss_high", "truth below", format_share)):
+        assert page[head].tolist() == [fmt(v) for v in core.table[col]], col
     takes = [m.value for m in at.markdown if "offeval-takeaway" in m.value]
     assert any(f"over {COVERAGE_REPS} replications of 300 sessions" in t for t in takes)
     sips = core.table.set_index(["estimator", "interval"]).loc[("SIPS", "normal")]
@@ -40,8 +43,8 @@ def test_coverage_section_matches_the_core_and_follows_the_sample_size():
     assert not at.exception
     assert at.query_params["lab_cov_n"] == "100"
     small = coverage_table(at)
-    assert (small["reps"] == COVERAGE_REPS).all()
+    assert (small["replications"] == f"{COVERAGE_REPS:,}").all()
     assert any(f"over {COVERAGE_REPS} replications of 100 sessions" in m.value for m in at.markdown)
     # fewer sessions per log: the heavy SIPS weights cost the normal interval more coverage
-    by = small.set_index(["estimator", "interval"])["coverage"].astype(float)
-    assert by[("SIPS", "normal")] < page.set_index(["estimator", "interval"])["coverage"].astype(float)[("SIPS", "normal")]
+    by = small.set_index(["estimator", "interval"])["coverage"].map(number)
+    assert by[("SIPS", "normal")] < page.set_index(["estimator", "interval"])["coverage"].map(number)[("SIPS", "normal")]

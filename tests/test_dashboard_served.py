@@ -49,6 +49,29 @@ def test_the_served_file_is_the_default_dataset_with_its_policies(served_file):
     assert dict(at.query_params) == {"policy": ["cand_03"]} or dict(at.query_params) == {"policy": "cand_03"}
 
 
+def test_the_data_page_says_the_served_file_is_loaded_and_keeps_the_demo_second(served_file):
+    """Started on a file, the Data page's Source is that file, in use; the demo is one choice further, its button
+    not the page's primary action; the session-length caption is the quantiles of a ranking log's sessions."""
+    at = open_page()
+    source = at.segmented_control(key="w_source")
+    assert source.value == "file"
+    assert source.options[0] == "Served file (my.csv)"
+    assert [c.value for c in at.caption if c.value.startswith("In use:")] == [
+        "In use: **my.csv**, the file this dashboard was started on (`offeval dashboard FILE`)."]
+    assert [b.key for b in at.button] == []
+    assert [c.value for c in at.caption if c.value.startswith("Session length: mean ")]
+    assert [ch for ch in at.main.get("plotly_chart") if "Position bias" in ch.proto.spec]  # ranking logs: drawn
+    assert not [i.value for i in at.info if i.value.startswith("No position-bias curve")]
+    source.set_value("demo").run()
+    assert at.selectbox(key="w_dataset").value == "file"  # choosing where to look loads nothing
+    demo = at.button(key="w_use_demo")
+    assert demo.proto.type == "secondary"
+    demo.click().run()
+    assert at.selectbox(key="w_dataset").value == "demo"
+    at.segmented_control(key="w_source").set_value("file").run()
+    assert at.button(key="w_use_file").proto.type == "primary"
+
+
 @pytest.mark.parametrize("page", ANALYSES)
 def test_every_analysis_page_draws_its_charts_for_the_mapped_policies(served_file, page):
     at = open_page(page, sens_alpha="0.05", level="0.8")

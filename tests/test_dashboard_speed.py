@@ -104,31 +104,32 @@ def test_decision_labels_are_one_annotation_per_box():
 
     Result.boxes = boxes
     fig = decision_figure(Result())
-    labels = {a.text: a for a in fig.layout.annotations if (a.name or "").startswith("box ")}
-    assert sorted(labels) == ["a", "b", "c"]
-    assert labels["c"].x == 1.0 and labels["c"].y == 2.0 and labels["c"].yshift == 2
-    # b's corner (0.001, 1.001) nearly coincides with a's (0, 1): b, placed first (higher), at 2, a stacked
-    assert labels["b"].yshift == 2 and labels["a"].yshift == 18
-    assert labels["b"].font.color == DECISION_COLOURS["other"]
+    labels = [a for a in fig.layout.annotations if (a.name or "").startswith("box ")]
+    assert sorted(a.text for a in labels) == ["a", "b", "c"]  # one annotation per box, set at once
+    by = {a.text: a for a in labels}
+    assert (by["c"].x, by["c"].y) == (1.5, 1.5)
+    # a and b share a centre: b (a disagreement) is placed first, a elsewhere
+    assert (by["a"].ax, by["a"].ay) != (by["b"].ax, by["b"].ay)
+    assert by["b"].font.color == DECISION_COLOURS["other"]
 
 
 def test_background_preparation_computes_each_pages_defaults(tmp_path):
     from dashboard import data
-    from dashboard.data.warmup import Warmup, _run, _steps
+    from dashboard.data.warmup import Warmup, _run, steps
     from offeval_core.defaults import LEVEL, ONLINE_ALPHA
     from offeval_core.simulate import write_world
 
     write_world(preset_config("small"), tmp_path, seed=3)
     ds = data.load_demo(str(tmp_path), data.file_stamp(tmp_path / "logs.parquet"))
     rewards = tuple(r for r in ds.rewards if ds.reward_rates[r] > 0)
-    steps = _steps(ds, rewards[0], "treatment")
-    labels = [label for label, _ in steps]
+    todo = steps(ds, rewards[0], "treatment")
+    labels = [label for label, _ in todo]
     assert labels[:len(rewards) + 1] == ["data summary", *(f"moments of {r}" for r in rewards)]
     assert labels[len(rewards) + 1:] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
                                      "Table 2 across clips", "DCG vs nDCG", "decisions", "clip tuning", "candidates"]
     job = Warmup(tuple(labels))
-    _run(job, steps)
-    assert (job.done, job.failed, job.running) == (len(steps), [], False)
+    _run(job, todo)
+    assert (job.done, job.failed, job.running) == (len(todo), [], False)
     assert all(data.is_ready("moments", ds.key, r, "pbm", "pbm") for r in rewards)
     # the page's own call reads the prepared value: the same numbers as the core on the same moments
     from offeval_core.analyses import sensitivity

@@ -151,6 +151,18 @@ def test_open_bandit_shaped_campaigns_one_round_per_row_and_a_propensity_policy(
     assert "| **target policies** | " + escape_markdown("bts (propensity); from column target_propensity__bts") + " |" \
         in table
     assert escape_markdown("user-item_affinity_0, user-item_affinity_1, … (8 columns): named like a feature") in table
+    # one impression per session: its deepest rank is its position (1 to 3 here), not a session length
+    one = "one position per session: each session is one logged impression (a bandit round)"
+    assert f"| **session length** | {escape_markdown(one)} |" in table
+    assert [c.value for c in at.caption if c.value.startswith("Session length:")] == [f"Session length: {one}."]
+    # nor a learnt position-bias curve: sessions do not reach ranks, rounds are logged at one
+    assert ("No position-bias curve: each session is one logged impression (a bandit round), so how far users look "
+            "down a ranking cannot be learnt from these logs — a learnt curve would only count the rounds logged at "
+            "each position.") in [i.value for i in at.info]
+    assert not [ch for ch in at.main.get("plotly_chart") if "Position bias" in ch.proto.spec]
+    at.switch_page("views/method.py").run()
+    assert [c.value for c in at.caption if c.value.startswith("Your data:")] == [
+        f"Your data: 2,400 sessions, session length {one}; 1 target policy."]
     from dashboard import data
 
     ds = data.load(_upload_key(at))

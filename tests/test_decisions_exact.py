@@ -160,11 +160,13 @@ def test_takeaway_names_the_best_and_the_worst_estimator():
     # m = 1 agrees (agreement 1, no offline positive → precision n/a)
     res = decision_boxes(moments(), estimators=[INF, ONE], policy="new", level=0.80)
     inf, one = res.estimators
-    assert res.takeaway == (f"{one} takes the online decision in 100 % of 1 A/B tests (precision n/a, "
-                            f"false-negative rate n/a); {inf} only in 0 % (false-negative rate n/a).")
+    assert res.takeaway == (f"{one} takes the online decision in 100 % of 1 A/B tests (precision n/a — no offline "
+                            f"ship decision, false-negative rate n/a — no online ship decision); {inf} only in 0 % "
+                            f"(false-negative rate n/a — no online ship decision).")
     # one estimator: no worst part
     solo = decision_boxes(moments(), estimators=[ONE], policy="new", level=0.80)
-    assert solo.takeaway == f"{one} takes the online decision in 100 % of 1 A/B tests (precision n/a, false-negative rate n/a)."
+    assert solo.takeaway == (f"{one} takes the online decision in 100 % of 1 A/B tests (precision n/a — no offline "
+                             f"ship decision, false-negative rate n/a — no online ship decision).")
     assert solo.adjustment == ("Unadjusted: each of the 1 boxes per estimator (1 A/B test × 1 policy) is decided on "
                                "its own 80 % CI; choose Holm or Benjamini-Hochberg to control the errors over the "
                                "family.")

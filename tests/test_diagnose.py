@@ -184,3 +184,40 @@ def test_interaction_check_is_two_sided_with_the_within_item_slope():
     assert c.fires == (c.p_value < 0.05) and c.n == rows.sum()
     with pytest.raises(ValueError, match=rf"lacks {(items == 5).sum()} logged row\(s\)' items"):
         check_interaction(read_logs(df), "click", categories={i: "x" for i in range(5)})
+
+
+def test_rewards_above_says_what_it_was_stratified_on_without_an_item_column():
+    """Without item_id the rewards-above slope is taken within rank × segment × day only: the finding must not say
+    "given the item" (an export whose item column was left unmapped, e.g. `asset`)."""
+    from offeval_core.diagnose import check_interaction
+
+    rng = np.random.default_rng(5)
+    n, k = 400, 4
+    click = (rng.uniform(size=(n, k)) < 0.3).astype(float)
+    df = pd.DataFrame({"session_id": np.repeat(np.arange(n), k), "rank": np.tile(np.arange(1, k + 1), n),
+                       "item_id": rng.integers(0, 50, size=n * k), "click": click.ravel()})
+    with_item = check_interaction(read_logs(df), "click")
+    without = check_interaction(read_logs(df.drop(columns=["item_id"])), "click")
+    assert " given the item, " in with_item.finding and "item × rank × segment × day" in with_item.test
+    assert " given the rank, segment and day (the logs have no item column), " in without.finding
+    assert "given the item" not in without.finding
+    assert without.test.startswith("within-stratum slope on 'a reward above' (rank × segment × day; no item column)")
+
+
+def test_a_reward_at_rank_1_counts_as_a_reward_above():
+    """Two ranks, one item per rank: rank 1 is clicked in even sessions, rank 2 only in sessions s ≡ 1 (mod 4), so
+    rank 2 is never clicked after a click at rank 1. The slope of rank 2's reward on "a reward above" is then
+    0 − 1/2 = −1/2 on a base rate of 100/400 = 1/4: a relative change of exactly −200 %. Counting rewards above
+    among ranks ≥ 2 only would see no reward above any rank-2 row and call the check not testable."""
+    from offeval_core.diagnose import check_interaction
+
+    n = 400
+    s = np.arange(n)
+    df = pd.DataFrame({"session_id": np.repeat(s, 2), "rank": np.tile([1, 2], n), "item_id": np.tile([1, 2], n),
+                       "click": np.c_[(s % 2 == 0), (s % 4 == 1)].astype(float).ravel()})
+    res = check_interaction(read_logs(df), "click")
+    assert res.identified
+    assert res.n == n  # the rank-2 rows
+    assert res.effect == pytest.approx(-2.0, abs=1e-12)
+    assert res.fires and res.p_value < 1e-10
+    assert res.finding.startswith("a reward above changes the reward rate by -200.0% ")

@@ -97,6 +97,20 @@ def test_bad_input_gets_the_exact_message(frame, message):
     assert str(info.value).startswith("logs.csv: 1 problem(s) in the logs:")
 
 
+def test_a_wide_file_without_a_reward_names_30_columns_and_how_many_more():
+    """An export with 200 constant columns: the message lists the first 30 column names and counts the rest,
+    and the ignored columns the first 10 (a 10 000-column file once gave a 700 kB message)."""
+    frame = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1]}
+                         | {f"c{i}": [0, 0, 0] for i in range(200)})
+    with pytest.raises(LogValidationError) as info:
+        read_logs(frame)
+    [problem] = info.value.problems
+    found = ", ".join(["session_id", "rank", *(f"c{i}" for i in range(28))])
+    left = "; ".join(f"'c{i}' (the same value on every row: carries nothing to estimate)" for i in range(10))
+    assert problem == ("no reward column: expected at least one numeric column besides the schema columns "
+                       f"(columns found: {found} and 172 more); left out: {left} and 190 more")
+
+
 def test_every_problem_is_reported_at_once_and_rows_are_capped():
     frame = df(rank=[0, 0, 0], click=[np.nan, 1, 1]).loc[[0, 1, 2] * 3].reset_index(drop=True)
     with pytest.raises(LogValidationError) as info:

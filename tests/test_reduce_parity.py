@@ -70,6 +70,9 @@ def _spoil(df: pd.DataFrame, col: str, i: int, value) -> pd.DataFrame:
     elif df[col].dtype.kind == "f" and isinstance(value, str):
         df[col] = df[col].astype(object)
     df.loc[i, col] = value
+    if df[col].dtype == object:  # a number in a text column is its text, as a file holds it (Parquet has no mixed column)
+        df[col] = df[col].map(lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and math.isnan(v))
+                              else str(v))
     return df
 
 

@@ -19,6 +19,7 @@ from offeval_core.verdicts import (
     ranking_estimators,
     slate_estimators,
     verdict,
+    verdict_summary,
 )
 
 
@@ -264,3 +265,16 @@ def test_slate_dont_names_the_estimator():
     r = {e.estimator: e for e in slate_estimators(slate_logs(), "click", "new", fired)}["rips"]
     assert r.reason == "RIPS assumes no support problem, and the support check fires (share 0.5, p = 0.001)."
     assert r.stderr == pytest.approx(2.4, abs=1e-12)
+
+
+@pytest.mark.parametrize(("by_verdict", "sentence"), [
+    ({"trust": [], "caution": ["DCG / IPS", "SNIPS"], "don't": []},
+     "No estimator is trusted here; use DCG / IPS and SNIPS with caution."),
+    ({"trust": ["IPS"], "caution": [], "don't": []}, "Trusted here: IPS."),
+    ({"trust": ["A", "B", "C"], "caution": ["D"], "don't": ["E", "F"]},
+     "Trusted here: A, B and C; use D with caution; do not use E and F."),
+    ({"trust": [], "caution": [], "don't": ["IPS"]}, "No estimator is trusted here; do not use IPS."),
+])
+def test_verdict_summary_names_only_the_verdicts_that_have_estimators(by_verdict, sentence):
+    """The takeaway of "Which estimator?" lists no empty verdict (never "caution: 0; don't: 0")."""
+    assert verdict_summary(by_verdict) == sentence

@@ -31,6 +31,7 @@ __all__ = [
     "CANDIDATE_METRICS", "agreement_chart", "agreement_result", "candidate_policies", "candidates_chart",
     "candidates_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
     "correlation_chart", "correlation_clip_chart", "correlation_clip_result", "correlation_html",
+    "correlation_summary_chart",
     "correlation_result", "correlation_series_chart", "decision_defaults", "decision_result", "diagnosis", "estimates_at", "estimator_family", "online_arms", "planned_moments", "policy_moments", "sensitivity_chart", "sensitivity_result",
     "simulated_topics", "tuned_estimator",
 ]
@@ -196,11 +197,11 @@ def clip_recommendation(key: str, reward: str, policy: str, discount: str, expos
     """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
     ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
     clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
-    from offeval_core.analyses.clip_tuning import mean_offline_effect, recommend_clip
+    from offeval_core.analyses.clip_tuning import recommended_clip
 
-    effect = mean_offline_effect(policy_moments(key, reward, discount, exposure), reward=reward, policy=policy,
-                                 discount=discount, exposure=exposure, level=level, metric=tuned_estimator(discount))
-    return recommend_clip(clip_tuning_result(key, reward, policy, discount, exposure, level, rule), effect=effect)
+    return recommended_clip(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
+                            level=level, moments=policy_moments(key, reward, discount, exposure),
+                            tuning=clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -349,6 +350,16 @@ def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method
     from offeval_core.analyses import correlation_figure
 
     return correlation_figure(correlation_result(key, reward, variants, method, policy))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def correlation_summary_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str,
+                              policy: str = "treatment"):
+    """KDD'24 Table 2 at projector size (``correlation_summary.correlation_summary_figure``): one row per variant,
+    one dot per (experiment, policy) cell, of :func:`correlation_result`."""
+    from offeval_core.correlation_summary import correlation_summary_figure
+
+    return correlation_summary_figure(correlation_result(key, reward, variants, method, policy))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -30,13 +30,17 @@ from offeval_core.estimators import subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
+from offeval_core.moments_cache import cached
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.policies import TargetPolicies, target_policies
+from dashboard.data.upload_store import store as _uploads
 from offeval_core.sim_spec import SIM_LIMITS, SIM_PRESETS, SIM_SWITCHES, parse_sim_spec, sim_spec, simulated_config
 
 __all__ = [
-    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key", "demo_dir",
-    "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "load", "load_demo",
+    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key",
+    "default_grid", "demo_dir",
+    "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "keep_upload", "load",
+    "load_demo",
     "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
     "needs_raw_logs_text", "parse_sim_spec", "propensity_moments", "sim_spec", "simulated_config", "upload_key",
     "upload_moments", "upload_raw",
@@ -183,6 +187,24 @@ def content_key(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+def keep_upload(sha: str, data: bytes | memoryview) -> None:
+    """Keep a new upload's bytes in the server's shared, size-bounded store (:mod:`.upload_store`), so a session
+    whose parsed upload other sessions' uploads pushed out of the caches below reads it again."""
+    _uploads.put(sha, data)
+
+
+def _upload_bytes(sha: str, data: bytes | None) -> bytes:
+    """The upload's bytes: given (a new upload, kept in the shared store) or read back from the store (the
+    parsed copy was pushed out of its cache by other uploads)."""
+    if data is not None:
+        _uploads.put(sha, data)
+        return data
+    kept = _uploads.get(sha)
+    if kept is None:
+        raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
+    return kept
+
+
 @st.cache_resource(show_spinner=False, max_entries=3)
 def upload_raw(sha: str, name: str, _data: bytes | None = None) -> pd.DataFrame:
     """Read an uploaded CSV / Parquet file through a private temporary directory that is deleted at once.
@@ -190,8 +212,7 @@ def upload_raw(sha: str, name: str, _data: bytes | None = None) -> pd.DataFrame:
     The upload is written in 1 MiB chunks into a fresh ``tempfile.TemporaryDirectory`` (the only place it
     ever touches the disk), read by the core's reader, and the directory is removed before returning.
     """
-    if _data is None:
-        raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
+    _data = _upload_bytes(sha, _data)
     safe = Path(name).name or "upload.csv"
     with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp, _memory_bounded(name):
         path = Path(tmp) / safe
@@ -283,8 +304,7 @@ def _write_temp(tmp: str, name: str, data: bytes) -> Path:
 def upload_moments(sha: str, name: str, _data: bytes | None = None) -> Dataset | None:
     """An uploaded moments file as a dataset, or None when the upload is not one (then it is logs); read
     through a private temporary directory deleted at once."""
-    if _data is None:
-        raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
+    _data = _upload_bytes(sha, _data)
     with tempfile.TemporaryDirectory(prefix="offeval-upload-") as tmp, _memory_bounded(name):
         path = _write_temp(tmp, name, _data)
         if not is_moments_file(path):
@@ -317,9 +337,13 @@ def load(key: str) -> Dataset:
         ds = load_served(key)
     else:
         raise ValueError(f"unknown dataset key {key!r}")
-    if ds.logs is not None:  # a served moments file has no rows to prepare
-        engine_ready(f"{ds.key}#{id(ds)}", ds)  # keyed by the loaded object: a reloaded demo is prepared again
     return ds
+
+
+def _engine(ds: Dataset) -> None:
+    """The engine's shared preparation of ``ds`` (:func:`engine_ready`), before the first reduce that is not in
+    the moments cache: a dataset whose moments are all cached never pays for it."""
+    engine_ready(f"{ds.key}#{id(ds)}", ds)  # keyed by the loaded object: a reloaded demo is prepared again
 
 
 @st.cache_resource(show_spinner="Preparing the logs for fast analysis (first time only): session table, "
@@ -351,11 +375,19 @@ def moments(key: str, reward: str, discount: str, exposure: str) -> Moments:
     ds = load(key)
     if ds.is_moments:
         return file_moments_subset(ds.file_moments, reward, discount, exposure)
-    grid = Grid(rewards=(reward,), policies=ds.logs.policies, discounts=(discount,), exposures=(exposure,),
-                clips=DEFAULT_CLIPS)
-    out = reduce(ds.logs, grid)
+    grid = default_grid(ds.logs, reward, discount, exposure)
+    out = cached(ds.logs, grid)  # the persistent moments cache (offeval_core.moments_cache): nothing computed
+    if out is None:
+        _engine(ds)
+        out = reduce(ds.logs, grid)  # computed and stored in the cache
     mark_ready("moments", key, reward, discount, exposure)
     return out
+
+
+def default_grid(logs: Logs, reward: str, discount: str, exposure: str) -> Grid:
+    """The grid of a page's reduce: one (reward, D, D0) over every target policy and the whole clip grid."""
+    return Grid(rewards=(reward,), policies=logs.policies, discounts=(discount,), exposures=(exposure,),
+                clips=DEFAULT_CLIPS)
 
 
 def file_moments_subset(m: Moments, reward: str, discount: str, exposure: str) -> Moments:
@@ -387,6 +419,7 @@ def importance_moments(key: str, reward: str, policy: str, discount: str, exposu
     if ds.is_moments:
         raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
                                                "in the moments file; each"))
+    _engine(ds)
     out = reduce_importance(ds.logs, rewards=(reward,), policies=(policy,), clips=DEFAULT_CLIPS,
                             discount=discount, exposure=exposure, weights="exposure")
     mark_ready("importance", key, reward, policy, discount, exposure)
@@ -410,6 +443,7 @@ def propensity_moments(key: str, reward: str) -> Moments:
         raise NeedsRawLogs(needs_raw_logs_text("The importance-sampling estimators (Gilotte Sec. 4-5) are not "
                                                "in the moments file; each"))
     policies = tuple(p for p in ds.targets.all if ds.targets.kind(p) == "propensity")
+    _engine(ds)
     out = reduce_importance(ds.logs, rewards=(reward,), policies=policies, clips=DEFAULT_CLIPS,
                             weights="propensity", **PROPENSITY_REDUCE)
     mark_ready("propensity", key, reward)

@@ -9,7 +9,38 @@ import streamlit as st
 
 from dashboard.data.datasets import load
 
-__all__ = ["discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview", "understanding"]
+__all__ = ["demo_description", "discount_problem", "learnt_pbm", "max_rank", "pbm_chart", "pbm_curves", "reward_overview", "understanding"]
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def demo_description(summary, *, ground_truth: bool) -> str:
+    """What the Data page says of the bundled demo, every number read from the loaded logs' summary
+    (:class:`offeval_core.logs.LogSummary`): A/B tests, days, sessions, rewards and the rankers (the production
+    and treatment rankers, when the logs hold them, and the candidates besides), and whether its exact ground
+    truth is there.
+
+    >>> from types import SimpleNamespace as S
+    >>> demo_description(S(experiments=("e1", "e2"), days=(1, 2, 3), sessions=1500, reward_rates={"like": 0.1},
+    ...                    policies=("production", "treatment", "cand_01")), ground_truth=True)
+    '2 simulated A/B tests over 3 days of a short-video feed (1,500 sessions), with 1 reward (like), the production and treatment rankers and 1 candidate ranker, plus the exact ground truth.'
+    """
+    rewards = list(summary.reward_rates)
+    policies = list(summary.policies)
+    named = [p for p in ("production", "treatment") if p in policies]
+    others = [p for p in policies if p not in named]
+    if named:
+        rankers = "the " + " and ".join(named) + f" ranker{'s' * (len(named) > 1)}"
+        if others:
+            rankers += f" and {_count(len(others), 'candidate ranker')}"
+    else:
+        rankers = _count(len(others), "ranker")
+    tail = ", plus the exact ground truth." if ground_truth else "."
+    return (f"{_count(len(summary.experiments), 'simulated A/B test')} over {_count(len(summary.days), 'day')} of "
+            f"a short-video feed ({_count(summary.sessions, 'session')}), with {_count(len(rewards), 'reward')} "
+            f"({', '.join(rewards)}), {rankers}{tail}")
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

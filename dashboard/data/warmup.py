@@ -3,11 +3,13 @@
 Opening a page the first time runs its reduces (one per reward and discount model) and analyses; the
 Sensitivity page pools every reward, so it waits for all of them. Once a dataset is loaded, one background
 thread computes, through the same cached functions the pages call, what each page needs at its default
-settings, in the navigation's order: the Data page's summary, the moments of every reward with a positive
+settings, the page the user is on first (:func:`page_first`), then in the navigation's order: the Data
+page's summary, the moments of every reward with a positive
 value (D = D0 = pbm) and the Sensitivity result, the first reward's log2 moments and the Correlation
 result, the DCG vs nDCG bootstrap, the Decisions result and the clip-tuning result. A page opened later
 reads them from the cache; a page opened meanwhile waits for the result being computed (the caches compute
-each value once) and shows its own progress. The sidebar says how far the preparation is (:func:`progress`).
+each value once) and shows its own progress. Moments already in the persistent moments cache
+(:mod:`offeval_core.moments_cache`) are read, not computed. The sidebar says how far the preparation is (:func:`progress`).
 
 Only under a running server (``streamlit run``): in-process tests (AppTest) never start the thread.
 """
@@ -35,7 +37,7 @@ from dashboard.data.analyses import (
 from dashboard.data.datasets import Dataset, moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 
-__all__ = ["Warmup", "progress", "warm_up"]
+__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "progress", "steps", "warm_up"]
 
 _LOG = logging.getLogger(__name__)
 _LOCK = threading.Lock()
@@ -55,7 +57,19 @@ class Warmup:
         return self.done < len(self.steps)
 
 
-def _steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Callable[[], object]]]:
+def default_reward(ds: Dataset) -> str:
+    """The reward a page opens on: the first with a positive value, else the first."""
+    rates = ds.reward_rates
+    return next((r for r in ds.rewards if rates.get(r, 0) > 0), ds.rewards[0])
+
+
+def default_choices(ds: Dataset) -> tuple[str, str | None]:
+    """(reward, target policy) a page opens on: :func:`default_reward` and the dataset's default target policy
+    (None without one)."""
+    return default_reward(ds), (ds.targets.default if ds.targets.all else None)
+
+
+def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Callable[[], object]]]:
     """(label, call) of every default result, pages in the navigation's order (Data, Sensitivity, Correlation,
     DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them).
 
@@ -129,17 +143,48 @@ def _run(job: Warmup, steps: list[tuple[str, Callable[[], object]]]) -> None:
         job.done += 1
 
 
-def warm_up(ds: Dataset, *, reward: str, policy: str | None) -> Warmup | None:
-    """Start preparing ``ds``'s pages in the background (once per dataset key and server process); return its
-    progress. Nothing for a moments file (nothing heavy to prepare) or outside a running server."""
+def _of_page(label: str, page: str) -> bool:
+    """Whether the preparation step ``label`` computes something the page at url path ``page`` shows."""
+    own_moments = label.startswith(("moments of ", "propensity moments of ")) and not label.endswith("(log2)")
+    return {
+        "data": label == "data summary",
+        "sensitivity": own_moments or label == "sensitivity",
+        "correlation": label.endswith("(log2)") or label in ("correlation", "Table 2 across clips"),
+        "dcg-vs-ndcg": label == "DCG vs nDCG",
+        "decisions": label == "decisions",
+        "clip-tuning": label == "clip tuning",
+        "candidates": label == "candidates",
+    }.get(page, False)
+
+
+def page_first(todo: list[tuple[str, Callable[[], object]]], page: str) -> list[tuple[str, Callable[[], object]]]:
+    """The steps of the page the user is on (url path ``page``; ``""`` is the Data page) first, the others after
+    them, each group in its own order.
+
+    >>> [label for label, _ in page_first([("data summary", 0), ("moments of a", 0), ("clip tuning", 0)],
+    ...                                   "clip-tuning")]
+    ['clip tuning', 'data summary', 'moments of a']
+    """
+    page = page or "data"
+    return [s for s in todo if _of_page(s[0], page)] + [s for s in todo if not _of_page(s[0], page)]
+
+
+def warm_up(ds: Dataset, *, reward: str, policy: str | None, page: str = "") -> Warmup | None:
+    """Start preparing ``ds``'s pages in the background (once per dataset key and server process), the steps of
+    the page the user is on (url path ``page``) first; return its progress. Nothing for a moments file (nothing
+    heavy to prepare) or outside a running server."""
     if ds.is_moments or not _serving() or not enabled():
         return None
     with _LOCK:
         job = _JOBS.get(ds.key)
         if job is None:
-            steps = _steps(ds, reward, policy)
-            job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in steps))
-            threading.Thread(target=_run, args=(job, steps), name="offeval-prepare", daemon=True).start()
+            try:
+                todo = page_first(steps(ds, reward, policy), page)
+            except LookupError as exc:  # the upload is gone from the server's store: the page says so itself
+                _LOG.info("no background preparation of %s: %s", ds.key, exc)
+                return None
+            job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in todo))
+            threading.Thread(target=_run, args=(job, todo), name="offeval-prepare", daemon=True).start()
         return job
 
 

@@ -62,12 +62,12 @@ if c.propensity:
 else:
     metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
     defaults = [_to_text(v) for v in default_variants()]
+    if s.discount not in ("log2", "pbm"):  # the sidebar's D is a column too: DCG (D, Q̂ at the sidebar's m)
+        defaults.append(_to_text(Variant("dcg", s.discount, s.discount, float(s.clip))))
 candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts
               if not (me in ("is", "snips") and cl != math.inf)]  # IS and SNIPS are uncapped: offered once
 options = list(dict.fromkeys(_to_text(v) for v in candidates))
-chosen = [t for t in ss.get("w_variants", []) if t in options]
-ui.page_default("variants", [t for t in defaults if t in options])
-ss["w_variants"] = chosen or [t for t in defaults if t in options]
+ui.chosen_or_default("variants", "w_variants", [t for t in defaults if t in options], options=options, allow_empty=False)
 
 with ui.controls():
     a, b = st.columns([4, 1])
@@ -77,6 +77,10 @@ with ui.controls():
                                 "the sidebar's m")
     method = b.selectbox("Correlation", ["pearson", "kendall", "spearman"], key="w_method",
                          format_func=str.capitalize)
+    ui.init_control("corr_full")
+    full = st.toggle("Every experiment (the full heatmap)", key="w_corr_full",
+                     help="Off: one row per metric variant, a dot per (experiment, policy) with its median — "
+                          "readable at any size. On: the heatmap of every experiment and policy.")
 if not picked:
     st.warning("Choose at least one metric variant in the page controls.", icon=":material/warning:")
     st.stop()
@@ -93,18 +97,18 @@ with ui.guarded("Correlation"):
     for w in res.warnings:
         st.warning(w, icon=":material/warning:")
     take = ui.policy_headline(pol, res.takeaway)
-    if c.present:  # the chart first; the Table 2 layout folded
-        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method, pol), key="correlation",
-                       name="correlation", take=take)
-        if st.checkbox("Show the Table 2 layout", key="show_corr_html"):
-            st.html(data.correlation_html(c.key, c.reward, variants, method, pol))
+    args = (c.key, c.reward, variants, method, pol)
+    if full:  # every experiment and policy: the heatmap keeps a row height that stays readable
+        ui.show_figure(data.correlation_chart(*args), key="correlation", name="correlation", take=take, tall=True)
     else:
-        ui.takeaway(take)
-        st.html(data.correlation_html(c.key, c.reward, variants, method, pol))
+        ui.show_figure(data.correlation_summary_chart(*args), key="correlation_summary", name="correlation_summary",
+                       take=take)
+    if not c.present or st.checkbox("Show the Table 2 layout", key="show_corr_html"):
+        st.markdown("**The Table 2 layout** (r and p per experiment and policy)")
+        st.html(data.correlation_html(*args))
+    if not c.present:
         with st.expander("Tidy table (one row per experiment, reward, policy and variant)"):
             ui.show_table(res.table, key="correlation_table", name="offline_online_correlation")
-        ui.show_figure(data.correlation_chart(c.key, c.reward, variants, method, pol), key="correlation",
-                       name="correlation")
 
     st.subheader("Table 2 across clip values")
     if c.propensity:

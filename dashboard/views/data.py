@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, served, ui
 from offeval_core import mapping as column_mapping
 from offeval_core.arm_values import parse_arms
 from offeval_core.errors import InputError, NeedsAnswers
@@ -36,6 +36,7 @@ def _on_upload() -> None:
         return
     buf = f.getbuffer()
     sha = data.content_key(buf)
+    data.keep_upload(sha, buf)
     try:
         if data.upload_moments(sha, f.name, buf) is not None:
             ss["upload_info"] = {"sha": sha, "name": f.name, "mapping": {}, "kind": "moments"}
@@ -237,67 +238,101 @@ def _mapping_form(raw: pd.DataFrame, info: dict, *, expanded: bool) -> None:
 
 
 SOURCES = {"demo": "Bundled demo", "upload": "Upload a file", "sim": "Simulate a world"}
-if ss.get("w_source") not in SOURCES or ss.get("_source_for") != ss.get("w_dataset"):
-    ss["w_source"] = ss.get("w_dataset", "demo") if ss.get("w_dataset") in SOURCES else "demo"
-ss["_source_for"] = ss.get("w_dataset")
-source = st.segmented_control("Source", list(SOURCES), key="w_source", format_func=SOURCES.get, required=True)
-if source == "demo":
-    st.markdown("Twenty simulated A/B tests over seven days of a short-video feed, with three rewards (like, "
-                "watch_complete, watch_time), the production and treatment rankers and ten candidate rankers, "
-                "plus the exact ground truth. Written by `make data`.")
-    st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",), type="primary",
-              disabled=ss.get("w_dataset") == "demo")
 
-if source == "upload":
-    st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet logs, or a moments file written "
-                     "by `offeval reduce LOGS --out moments.parquet`", key="w_upload",
-                     type=["csv", "tsv", "txt", "gz", "parquet", "pq"], on_change=_on_upload,
-                     help="Read in place from the upload; written only to a private temporary directory "
-                          "while the reader runs, then deleted.")
-    err = ss.get("upload_error")
-    if err is not None:
-        ui.show_error(err, context="Upload")
-    info = ss.get("upload_info")
-    if info:
-        load_error = ss.get("_load_error") if ss.get("w_dataset") == "upload" and c.dataset is None else None
-        if isinstance(load_error, NeedsAnswers):
-            _show_questions(load_error)
-        elif load_error is not None:
-            ui.show_error(load_error, context="Validation")
-        elif ss.get("w_dataset") == "upload":
-            st.success(f"{info['name']} is valid and loaded.", icon=":material/check_circle:")
+
+def _sources() -> dict[str, str]:
+    """The Source choices: a dashboard started on a file (``offeval dashboard FILE``) offers that file first."""
+    if not served.served():
+        return SOURCES
+    return {"file": f"Served file ({served.served_name()})", **SOURCES}
+
+
+def _loader() -> None:
+    """Where the data comes from: the served file, the demo, an upload (with the column mapping) or a simulated
+    world."""
+    sources = _sources()
+    if ss.get("w_source") not in sources or ss.get("_source_for") != ss.get("w_dataset"):
+        ss["w_source"] = ss.get("w_dataset", "demo") if ss.get("w_dataset") in sources else next(iter(sources))
+    ss["_source_for"] = ss.get("w_dataset")
+    source = st.segmented_control("Source", list(sources), key="w_source", format_func=sources.get, required=True)
+    if source == "file":
+        if ss.get("w_dataset") == "file":
+            st.caption(f"In use: **{escape_markdown(served.served_name())}**, the file this dashboard was started on "
+                       "(`offeval dashboard FILE`).")
         else:
-            st.button(f"Use {info['name']}", key="w_use_upload", on_click=_use, args=("upload",))
-        try:
-            raw = None if info.get("kind") == "moments" else data.upload_raw(info["sha"], info["name"])
-        except LookupError:
-            raw = None
-        if raw is not None:
-            _mapping_form(raw, info, expanded=load_error is not None or not c.dataset
-                          or not c.dataset.policies)
+            st.markdown(f"**{escape_markdown(served.served_name())}**, the file this dashboard was started on.")
+            st.button("Use the served file", key="w_use_file", on_click=_use, args=("file",), type="primary")
+    if source == "demo":
+        loaded = c.dataset is not None and c.dataset.key.startswith("demo:")
+        # what it holds is read from the loaded demo (another demo directory, or the in-memory world before
+        # `make data`, differs from the committed one); not loaded yet: said without numbers
+        about = (escape_markdown(data.demo_description(c.dataset.summary, ground_truth=c.dataset.ground_truth
+                                                       is not None)) if loaded
+                 else "A simulated short-video feed with several A/B tests, candidate rankers and the exact ground "
+                      "truth.") + " Written by `make data`."
+        if ss.get("w_dataset") == "demo":  # in use: one line
+            st.caption(f"In use. {about}")
+        else:
+            st.markdown(about)
+            # beside a served file the demo stays reachable, but it is not the page's main action
+            st.button("Use the demo data", key="w_use_demo", on_click=_use, args=("demo",),
+                      type="secondary" if served.served() else "primary")
 
-if source == "sim":
-    with st.form("sim_form"):
-        a, b, d = st.columns(3)
-        a.selectbox("Preset", data.SIM_PRESETS, key="w_sim_preset",
-                    help="small: 3 tests × 3 days × 200 sessions per arm and day (seconds); demo: the bundled "
-                         "world (20 tests × 7 days × 1000 sessions; about half a minute)")
-        b.number_input("Seed", min_value=0, max_value=data.SIM_LIMITS["seed"][1], value=1, step=1, key="w_sim_seed")
-        d.number_input("Sessions per arm and day (0 = preset)", min_value=0, max_value=data.SIM_LIMITS["sessions"][1],
-                       value=0, step=100, key="w_sim_sessions")
-        a.number_input("Days (0 = preset)", min_value=0, max_value=data.SIM_LIMITS["days"][1], value=0,
-                       key="w_sim_days")
-        b.number_input("Support depth (0 = full support)", min_value=0, max_value=data.SIM_LIMITS["support"][1],
-                       value=0, key="w_sim_support", help="Breaks Asm. 5: items below this rank are never shown")
-        d.markdown("**Break an assumption (KDD'24 Sec. 4)**")
-        d.checkbox("Cascade browsing (Asm. 2)", key="w_sim_cascade")
-        d.checkbox("Reward interactions across ranks (Asm. 3)", key="w_sim_reward_interactions")
-        d.checkbox("Context-dependent position bias (Asm. 2)", key="w_sim_contextual_position_bias")
-        st.form_submit_button("Simulate", type="primary", on_click=_on_simulate)
-    if ss.get("sim_spec"):
-        st.caption(f"Current simulation: `{ss['sim_spec']}`")
+    if source == "upload":
+        st.file_uploader("CSV (comma or tab separated, optionally .gz) or Parquet logs, or a moments file written "
+                         "by `offeval reduce LOGS --out moments.parquet`", key="w_upload",
+                         type=["csv", "tsv", "txt", "gz", "parquet", "pq"], on_change=_on_upload,
+                         help="Read in place from the upload; written only to a private temporary directory "
+                              "while the reader runs, then deleted.")
+        err = ss.get("upload_error")
+        if err is not None:
+            ui.show_error(err, context="Upload")
+        info = ss.get("upload_info")
+        if info:
+            load_error = ss.get("_load_error") if ss.get("w_dataset") == "upload" and c.dataset is None else None
+            if isinstance(load_error, NeedsAnswers):
+                _show_questions(load_error)
+            elif load_error is not None:
+                ui.show_error(load_error, context="Validation")
+            elif ss.get("w_dataset") == "upload":
+                st.success(f"{info['name']} is valid and loaded.", icon=":material/check_circle:")
+            else:
+                st.button(f"Use {info['name']}", key="w_use_upload", on_click=_use, args=("upload",))
+            try:
+                raw = None if info.get("kind") == "moments" else data.upload_raw(info["sha"], info["name"])
+            except LookupError:
+                raw = None
+            if raw is not None:
+                _mapping_form(raw, info, expanded=load_error is not None or not c.dataset
+                              or not c.dataset.policies)
 
-st.divider()
+    if source == "sim":
+        with st.form("sim_form"):
+            a, b, d = st.columns(3)
+            a.selectbox("Preset", data.SIM_PRESETS, key="w_sim_preset",
+                        help="small: 3 tests × 3 days × 200 sessions per arm and day (seconds); demo: the bundled "
+                             "world (20 tests × 7 days × 1000 sessions; about half a minute)")
+            b.number_input("Seed", min_value=0, max_value=data.SIM_LIMITS["seed"][1], value=1, step=1,
+                           key="w_sim_seed")
+            d.number_input("Sessions per arm and day (0 = preset)", min_value=0,
+                           max_value=data.SIM_LIMITS["sessions"][1], value=0, step=100, key="w_sim_sessions")
+            a.number_input("Days (0 = preset)", min_value=0, max_value=data.SIM_LIMITS["days"][1], value=0,
+                           key="w_sim_days")
+            b.number_input("Support depth (0 = full support)", min_value=0, max_value=data.SIM_LIMITS["support"][1],
+                           value=0, key="w_sim_support", help="Breaks Asm. 5: items below this rank are never shown")
+            d.markdown("**Break an assumption (KDD'24 Sec. 4)**")
+            d.checkbox("Cascade browsing (Asm. 2)", key="w_sim_cascade")
+            d.checkbox("Reward interactions across ranks (Asm. 3)", key="w_sim_reward_interactions")
+            d.checkbox("Context-dependent position bias (Asm. 2)", key="w_sim_contextual_position_bias")
+            st.form_submit_button("Simulate", type="primary", on_click=_on_simulate)
+        if ss.get("sim_spec"):
+            st.caption(f"Current simulation: `{ss['sim_spec']}`")
+
+
+PRESENTING = c.present and c.dataset is not None
+if not PRESENTING:  # presenting loaded data: the chart first, the loader folded at the bottom
+    _loader()
+    st.divider()
 if c.dataset is None and isinstance(ss.get("_load_error"), NeedsAnswers):
     st.info("Nothing is computed until the question(s) above are answered in the column mapping.",
             icon=":material/hourglass_empty:")
@@ -335,11 +370,13 @@ if ds.is_moments:
     ui.raw_logs_notice("The learnt position-bias curve (session survival per rank)")
     st.stop()
 s = ds.summary
-st.subheader(f"Validation report — {escape_markdown(ds.label)}")
-if ds.note:
-    st.info(escape_markdown(ds.note), icon=":material/info:")
-st.success("The logs follow the schema: no missing columns, duplicate (session, rank) pairs, bad ranks, "
-           "NaN rewards or unmapped arm labels.", icon=":material/check_circle:")
+if not c.present:
+    st.subheader(f"Validation report — {escape_markdown(ds.label)}")
+    if ds.note:
+        st.info(escape_markdown(ds.note), icon=":material/info:")
+st.success(f"{escape_markdown(ds.label)}: valid logs, {s.sessions:,} sessions and {s.rows:,} impressions"
+           + ("." if c.present else " (no missing columns, duplicate (session, rank) pairs, bad ranks, NaN rewards or "
+                                    "unmapped arm labels)."), icon=":material/check_circle:")
 understood = data.understanding(ds.key)
 flagged = [c for c in (understood.reading.ignored if understood.reading else ()) if c.hint is not None]
 if flagged:
@@ -347,43 +384,20 @@ if flagged:
                + "; ".join(escape_markdown(f"{c.column} ({c.why})") for c in flagged)
                + ". See **What offeval understood** below and map them in the column mapping if they are.",
                icon=":material/warning:")
-with st.expander("What offeval understood", expanded=True, icon=":material/fact_check:"):
-    st.caption("The same summary `offeval validate` and `offeval dashboard FILE --check` print.")
-    st.markdown(understood.to_markdown())
 
-m = st.columns(6)
-m[0].metric("Sessions", f"{s.sessions:,}")
-m[1].metric("Impressions", f"{s.rows:,}")
-m[2].metric("Days", len(s.days), help=f"{s.days[0]} … {s.days[-1]}")
-m[3].metric("Experiments", len(s.experiments))
-m[4].metric("Arms", len(s.arms), help=", ".join(f"{a}: {n:,} sessions" for a, n in s.arms.items()))
-m[5].metric("Target policies", len(s.policies))
 
-left, right = st.columns([2, 3])
-with left:
-    # a 0/1 reward has a rate (a percentage); a real-valued one (watch seconds, counts) a mean
-    rates = data.reward_overview(ds.key)
-    st.markdown("**Rewards**")
-    ui.show_table(rates, key="reward_rates", name="reward_rates",
-                  column_config={"sessions with ≥ 1": st.column_config.NumberColumn(
-                      "sessions with a reward > 0", format="percent")},
-                  units="per impression: share of impressions with the reward (0/1 rewards) or mean reward per "
-                        "impression (real-valued rewards); sessions with a reward > 0 as a share of sessions")
-    zero = [r for r, v in s.reward_rates.items() if v == 0]
-    if zero:
-        st.warning(f"Reward(s) {escape_markdown(', '.join(zero))} have no positive value: every estimate on them is 0. "
-                   "Choose another reward in the sidebar.", icon=":material/warning:")
-    st.markdown("**Sessions per arm and session length**")
-    arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
-    ui.show_table(arms, key="arms", name="arms")
-    st.caption(f"Session length: mean {s.mean_length:.1f}; "
-               + ", ".join(f"{k} {v:g}" for k, v in s.length_quantiles.items()))
-    if len(s.days) < 2:
-        st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
-    if len(s.experiments) < 2:
-        st.warning("Only one experiment: the Decisions page needs several A/B tests.", icon=":material/warning:")
+BANDIT_CURVE = ("No position-bias curve: each session is one logged impression (a bandit round), so how far users "
+                "look down a ranking cannot be learnt from these logs — a learnt curve would only count the rounds "
+                "logged at each position.")
 
-with right:
+
+def _curve() -> None:
+    """The learnt position-bias curve next to 1/log₂(r+1) and p^(r−1), with its headline and options; none on a
+    log of one impression per session, where the 'share of sessions reaching rank r' counts the rounds logged at
+    a position ≥ r, not how far users look."""
+    if s.rows == s.sessions:
+        st.info(BANDIT_CURVE, icon=":material/info:")
+        return
     with ui.guarded("Position-bias curve"):
         with ui.controls("Curve options"):
             q1, q2 = st.columns(2)
@@ -397,10 +411,63 @@ with right:
         n = len(next(iter(curves.values())))
         at = min(10, n)
         vals = {k: float(v[at - 1]) for k, v in curves.items()}
-        take = (f"At rank {at} the learnt curve is {vals[next(iter(vals))]:.3f}; log₂ assumes "
-                f"{vals['1/log₂(r+1)']:.3f} and {p:g}^(r−1) assumes {list(vals.values())[2]:.3f} — pick the "
+        take = (f"At rank {at} the learnt curve is {vals[next(iter(vals))]:.3g}; log₂ assumes "
+                f"{vals['1/log₂(r+1)']:.3g} and {p:g}^(r−1) assumes {list(vals.values())[2]:.3g} — pick the "
                 "discount whose curve follows the learnt one.")
         ui.show_figure(data.pbm_chart(ds.key, p, max_rank), key="pbm", name="position_bias", take=take)
         table = pd.DataFrame({"rank": np.arange(1, n + 1), **{k: np.asarray(v) for k, v in curves.items()}})
         with st.expander("Curve values"):
             ui.show_table(table, key="pbm_table", name="position_bias_curves")
+
+
+def _rewards() -> None:
+    # a 0/1 reward has a rate (a percentage); a real-valued one (watch seconds, counts) a mean
+    rates = data.reward_overview(ds.key)
+    left, right = st.columns([3, 2])  # full width: every header of the rewards table readable at 1280 px
+    with left:
+        st.markdown("**Rewards**")
+        ui.show_table(rates, key="reward_rates", name="reward_rates",
+                      column_config={"sessions with ≥ 1": st.column_config.NumberColumn(
+                          "sessions with a reward > 0", format="percent")},
+                      units="per impression: share of impressions with the reward (0/1 rewards) or mean reward per "
+                            "impression (real-valued rewards); sessions with a reward > 0 as a share of sessions")
+        zero = [r for r, v in s.reward_rates.items() if v == 0]
+        if zero:
+            st.warning(f"Reward(s) {escape_markdown(', '.join(zero))} have no positive value: every estimate on them "
+                       "is 0. Choose another reward in the sidebar.", icon=":material/warning:")
+    with right:
+        st.markdown("**Sessions per arm and session length**")
+        arms = pd.DataFrame({"arm": list(s.arms), "sessions": list(s.arms.values())})
+        ui.show_table(arms, key="arms", name="arms")
+        st.caption(f"Session length: {s.length_text()}.")
+    if len(s.days) < 2:
+        st.warning("Only one day: the Correlation page needs several days per experiment.", icon=":material/warning:")
+    if len(s.experiments) < 2:
+        st.warning("Only one experiment: the Decisions page needs several A/B tests, and the offline-online "
+                   "correlation pages have one experiment to go on. The **Candidates** page compares every candidate "
+                   "with the logging policy offline.", icon=":material/warning:")
+        ui.links(("candidates",))
+
+
+_curve()  # the chart first, full width, in both modes
+if not c.present:
+    _rewards()
+
+m = st.columns(3) * 2 if c.present else st.columns(6)  # presenting: 3 × 2, so 1,207,877 fits at projector size
+m[0].metric("Sessions", f"{s.sessions:,}")
+m[1].metric("Impressions", f"{s.rows:,}")
+m[2].metric("Days", len(s.days), help=f"{s.days[0]} … {s.days[-1]}")
+m[3].metric("Experiments", len(s.experiments))
+m[4].metric("Arms", len(s.arms), help=", ".join(f"{a}: {n:,} sessions" for a, n in s.arms.items()))
+m[5].metric("Target policies", len(s.policies))
+if c.present:
+    _rewards()
+
+with st.expander("What offeval understood", expanded=not c.present, icon=":material/fact_check:"):
+    st.caption("The same summary `offeval validate` and `offeval dashboard FILE --check` print.")
+    st.markdown(understood.to_markdown())
+
+if PRESENTING:
+    st.divider()
+    with st.expander("Load other data", icon=":material/database:"):
+        _loader()

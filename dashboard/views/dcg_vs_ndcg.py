@@ -7,7 +7,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.formatting import format_coefficient, not_available
 from offeval_core.heldout.charts import agreement_scatter
+
+
+def _coef(x: float, digits: int = 2) -> str:
+    """A correlation coefficient, or why there is none (fewer than 3 policies, or no spread)."""
+    return format_coefficient(x, digits) if x == x else not_available("fewer than 3 policies or no spread")
 
 c = ui.ctx()
 ss = st.session_state
@@ -70,8 +76,8 @@ def _logged() -> None:
         m[0].metric("Inverted pairs", f"{res.inverted_share:.0%}", help=f"{res.agreement.n_inverted} of {res.n_pairs}")
         if res.inverted_ci is not None:
             m[1].metric(f"{res.inverted_ci.level:.0%} CI", f"{res.inverted_ci.low:.0%} – {res.inverted_ci.high:.0%}")
-        m[2].metric("Pearson r", f"{res.pearson:.2f}")
-        m[3].metric("Kendall τ", f"{res.kendall:.2f}")
+        m[2].metric("Pearson r", _coef(res.pearson))
+        m[3].metric("Kendall τ", _coef(res.kendall))
         st.caption(f"{res.n_sessions:,} sessions; {res.settings['ndcg_zero_rule']}; clip m = {ui.clip_label(s.clip)}, "
                    f"D = {s.discount}, D0 = {s.exposure}.")
         left, right = st.columns(2)
@@ -106,8 +112,8 @@ def _show_agreement(res, *, key: str, caption: str) -> None:
     m[0].metric("Inverted pairs", f"{a.inverted_share:.1%}", help=f"{a.n_inverted} of {a.n_pairs}; "
                 f"paper ≈ {p['inverted_share']:.0%}")
     m[1].metric(f"{ci.level:.0%} CI", f"{ci.low:.1%} – {ci.high:.1%}", help="user bootstrap")
-    m[2].metric("Pearson r", f"{a.pearson_r:.3f}", help=f"paper ≈ {p['pearson_r']}")
-    m[3].metric("Kendall τ", f"{a.kendall_tau:.3f}", help=f"paper ≈ {p['kendall_tau']}")
+    m[2].metric("Pearson r", _coef(a.pearson_r, 3), help=f"paper ≈ {p['pearson_r']}")
+    m[3].metric("Kendall τ", _coef(a.kendall_tau, 3), help=f"paper ≈ {p['kendall_tau']}")
     st.caption(caption)
     mech = getattr(res, "mechanism", None)
     if mech is not None:

@@ -14,6 +14,7 @@ from offeval_core.analyses import variant_label as vlabel
 from offeval_core.analyses.plan import PROPENSITY_METRICS
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
+from offeval_core.formatting import format_number as num
 from offeval_core.formatting import format_p
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.validation import format_clip, parse_clip
@@ -57,10 +58,9 @@ clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
 uncapped = ("is", "snips") if c.propensity else ()  # the same at every cap: offered once, at c = ∞
 options = [_to_text(n, m) for n in names for m in clips if n not in uncapped or math.isinf(m)]
 defaults = [_to_text(n, m) for n, _, _, m in data.decision_defaults(d_model, e_model, s.clip)]
-chosen = [t for t in ss.get("w_estimators", []) if t in options]
-default_estimators = list(dict.fromkeys(t for t in defaults if t in options))
-ui.page_default("estimators", default_estimators)
-ss["w_estimators"] = chosen or default_estimators
+# left at its default, the choice follows the sidebar's m (as a link without `estimators` does)
+ui.chosen_or_default("estimators", "w_estimators", list(dict.fromkeys(t for t in defaults if t in options)),
+                     options=options, allow_empty=False)
 
 
 def _label(t: str) -> str:
@@ -132,27 +132,29 @@ with ui.guarded("Decision boxes"):
     row = one[one["estimator"] == est].iloc[0]
     unit = " %" if relative else ""
     lv = st.columns([1, 1, 1.7, 1.3])
-    lv[0].metric("Offline estimate", f"{row['offline_target']:.4g}",
-                 help=f"{ui.md_escape(c.policy)}, {ui.md_escape(est)} on the control logs of {ui.md_escape(exp)}; {res.level:.0%} CI [{row['offline_target_low']:.4g}, "
-                      f"{row['offline_target_high']:.4g}]")
-    lv[1].metric("Online treatment arm", f"{row['online_treatment']:.4g}",
+    lv[0].metric("Offline estimate", num(row["offline_target"]),
+                 help=f"{ui.md_escape(c.policy)}, {ui.md_escape(est)} on the control logs of {ui.md_escape(exp)}; {res.level:.0%} CI [{num(row['offline_target_low'])}, "
+                      f"{num(row['offline_target_high'])}]")
+    lv[1].metric("Online treatment arm", num(row["online_treatment"]),
                  help=f"mean reward per session of the treatment arm of {ui.md_escape(exp)}; {res.level:.0%} CI "
-                      f"[{row['online_treatment_low']:.4g}, {row['online_treatment_high']:.4g}]")
+                      f"[{num(row['online_treatment_low'])}, {num(row['online_treatment_high'])}]")
     covered = row["offline_target_low"] <= row["online_treatment"] <= row["offline_target_high"]
-    lv[2].metric(f"Offline {res.level:.0%} CI", f"[{row['offline_target_low']:.4g}, {row['offline_target_high']:.4g}]",
+    lv[2].metric(f"Offline {res.level:.0%} CI", f"[{num(row['offline_target_low'])}, {num(row['offline_target_high'])}]",
                  help="The offline estimate's confidence interval, next to the online treatment mean")
     lv[3].metric("Covers the online mean", "yes" if covered else "no",
                  help="Whether the offline CI of the target's estimate contains the treatment arm's online mean")
+    ui.below_zero_note(c, float(row["offline_target_low"]))
     m = st.columns([1, 1, 1.6, 1])
-    m[0].metric("Offline uplift", f"{row['offline_effect']:.4g}{unit}",
-                help=f"{res.level:.0%} CI [{row['offline_low']:.4g}, {row['offline_high']:.4g}]")
-    m[1].metric("Online uplift", f"{row['online_effect']:.4g}{unit}",
-                help=f"{res.level:.0%} CI [{row['online_low']:.4g}, {row['online_high']:.4g}]; "
+    m[0].metric("Offline uplift", f"{num(row['offline_effect'])}{unit}",
+                help=f"{res.level:.0%} CI [{num(row['offline_low'])}, {num(row['offline_high'])}]")
+    m[1].metric("Online uplift", f"{num(row['online_effect'])}{unit}",
+                help=f"{res.level:.0%} CI [{num(row['online_low'])}, {num(row['online_high'])}]; "
                      f"two-sided p = {format_p(row['online_p'])}")
     m[2].metric("Decisions (offline / online)", f"{str(row['offline_decision'])[:3]} / {str(row['online_decision'])[:3]}",
                 help="offline / online decision: pos(itive), neg(ative) or neu(tral)")
     m[3].metric("Verdict", str(row["category"]))
-    ui.show_table(one.drop(columns=["colour"]), key="decision_one", name=f"decision_{exp}")
+    ui.show_table(one.drop(columns=["colour"]), key="decision_one", name=f"decision_{exp}",
+                  kinds={"offline_decision": "text", "online_decision": "text"})
 
     st.subheader("Estimator summary (Table 3 style)")
     ui.show_table(res.summary, key="decision_summary", name="decision_summary",

@@ -59,7 +59,8 @@ with ui.guarded("Estimator lab"):
     s = s.assign(estimator=s["estimator"].map(lambda e: ESTIMATOR_LABELS.get(e, e)))
     top_k = max(prm["ks"])
     take = lab_takeaway(lab, k=top_k)
-    st.header("Bias and spread vs the MCAR truth")
+    if not c.present:  # presenting: the headline names it
+        st.header("Bias and spread vs the MCAR truth")
     ui.show_figure(lab_bias_chart(lab), key="lab_bias", name="estimator_lab_bias",
                    take=lab_bias_takeaway(lab, k=top_k))
     ui.show_table(s, key="lab_summary", name="estimator_lab_summary",

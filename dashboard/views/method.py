@@ -107,8 +107,8 @@ for title, what, meaning, is_broken in checks:
         if title.startswith("2") and _gaps():
             st.warning(_gaps(), icon=":material/warning:")
 if summary is not None:
-    st.caption(f"Your data: {summary.sessions:,} sessions, mean length {summary.mean_length:.1f}, p99 length "
-               f"{summary.length_quantiles['p99']:g}; {len(summary.policies)} target policies.")
+    st.caption(f"Your data: {summary.sessions:,} sessions, session length {summary.length_text()}; "
+               f"{len(summary.policies)} target polic{'y' if len(summary.policies) == 1 else 'ies'}.")
 
 st.header("Assumption holds vs assumption broken (simulated)")
 st.caption("On small simulated worlds with an exact ground truth: DCG (pbm, Q̂, m = ∞) of five policies against "

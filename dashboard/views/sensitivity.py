@@ -120,10 +120,7 @@ with ui.guarded("Sensitivity"):
 
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
-                  column_config={res.rate_column: st.column_config.NumberColumn(
-                                     "TPR" if side == "improvements" else "negatives detected", format="percent"),
-                                 "sign_agreement": st.column_config.NumberColumn(format="percent"),
-                                 "mean_p": st.column_config.NumberColumn(format="%.3g")})
+                  headers={res.rate_column: "TPR" if side == "improvements" else "negatives detected"})
     with st.expander(f"Per setting at m = {ui.clip_label(s.clip)} ({n_settings} settings)"):
         per = res.per_setting[res.per_setting["clip"] == s.clip]
         ui.show_table(pd.DataFrame(per), key="sensitivity_settings", name="sensitivity_per_setting")

@@ -32,15 +32,15 @@ from offeval_core.stats import normal_quantile
 from offeval_core.validation import check_choice, check_clips, check_level
 
 __all__ = ["RULES", "ClipRecommendation", "ClipTuningResult", "clip_tuning", "clip_tuning_figure", "recommend_clip",
-           "slope_select"]
+           "recommended_clip", "slope_select"]
 
 RULES = ("slope", "mse")
 RULE_TEXT = {
-    "slope": ("Recommended m = {m}: the most strongly clipped value whose {lvl} confidence interval, widened "
+    "slope": ("The SLOPE / Lepski rule alone chooses m = {m}: the most strongly clipped value whose {lvl} confidence interval, widened "
               "to twice its half-width, still overlaps the widened intervals of every larger m (SLOPE / "
               "Lepski selection). Clipping below it would shift the estimate by more than the noise of the "
               "less-clipped estimators can explain, i.e. the bias would show."),
-    "mse": ("Recommended m = {m}: it minimises the worst-case mean squared error, variance + (bias bound)², "
+    "mse": ("The worst-case MSE rule alone chooses m = {m}: it minimises the worst-case mean squared error, variance + (bias bound)², "
             "where the bias bound assumes every clipped item earns the largest reward (Gilotte Sec. 4.2)."),
 }
 
@@ -149,15 +149,9 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     if kind == "propensity":
         discount = exposure = PROPENSITY
     clips = check_clips(clips)
-    if moments is None and kind == "propensity":
-        from offeval_core.importance import reduce_importance
-
-        moments = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=clips, cappings=("max",),
-                                    scales=("session",), weights="propensity")
-    elif moments is None:
-        grid = Grid(rewards=(reward,), policies=(policy,), discounts=(discount,), exposures=(exposure,),
-                    clips=clips)
-        moments = reduce(logs, grid)
+    if moments is None:
+        moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
+                                  exposure=exposure, clips=clips)
     else:
         missing = [c for c in clips if c not in moments.grid.clips]
         if missing:
@@ -217,6 +211,19 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
                             n_sessions=n_sessions, n_rows=int(w.size), estimator=estimator)
 
 
+def _tuning_moments(logs: Logs, *, reward: str, policy: str, kind: str, discount: str, exposure: str,
+                    clips: Sequence[float]) -> Moments:
+    """The moments the clipped estimator of ``policy`` reads at every clip: importance moments (CIS, cap c = m)
+    for a propensity policy, the DCG reduce of (D, D0) for a rank policy."""
+    if kind == "propensity":
+        from offeval_core.importance import reduce_importance
+
+        return reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=clips, cappings=("max",),
+                                 scales=("session",), weights="propensity")
+    return reduce(logs, Grid(rewards=(reward,), policies=(policy,), discounts=(discount,), exposures=(exposure,),
+                             clips=clips))
+
+
 @dataclass(frozen=True)
 class ClipRecommendation:
     """The one clip recommendation every page, the report and ``offeval estimate --clip auto`` use."""
@@ -267,6 +274,46 @@ def recommend_clip(result: ClipTuningResult, *, effect: float | None = None) -> 
                   f"but its bias bound exceeds {what} ({ref:.2g}), so the recommendation moves to the most "
                   f"clipped m whose bias bound ({bound:.2g}) does not.")
     return ClipRecommendation(clip=rec, reason=reason, bias_bound=bound, reference=ref, slope_clip=slope)
+
+
+def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "pbm", exposure: str = "pbm",
+                     level: float = 0.95, clips: Sequence[float] = DEFAULT_CLIPS, moments: Moments | None = None,
+                     tuning: ClipTuningResult | None = None) -> ClipRecommendation:
+    """The recommended clip of ``policy`` on these logs — the one rule of every dashboard page, the report and
+    ``offeval estimate --clip auto``: :func:`recommend_clip` on :func:`clip_tuning` (the SLOPE / Lepski choice at
+    ``level``, moved to a less clipped m while its worst-case bias bound exceeds the mean size over A/B tests of
+    the unclipped offline effect, :func:`mean_offline_effect`). A propensity policy is tuned as CIS (cap c = m).
+    ``moments`` (of ``policy`` at every clip of ``clips``) and ``tuning`` (its :func:`clip_tuning` result) are
+    reused when given.
+
+    Four sessions logged at ranks 1 and 3 (D0 = D = exponential:0.5, so w = 1 and 4), the target swapping them;
+    clicks at logged rank 3 in two sessions, at rank 1 in one: session DCGs are (min(m, 4), min(m, 4), 0, 0.25).
+    SLOPE admits m = 1 (the widened CIs overlap), but its bias bound 1 · (4 − 1) = 3 — and m = 2's, 2 — exceed
+    the offline effect 2.0625 − 0.75 = 1.3125 (target minus logging DCG), so the rule moves to m = 4.
+
+    >>> from offeval_core.logs import read_logs
+    >>> logs = read_logs(pd.DataFrame({"session_id": [1, 1, 2, 2, 3, 3, 4, 4], "rank": [1, 3] * 4,
+    ...                                "click": [0, 1, 0, 1, 0, 0, 1, 0], "rank__new": [3, 1] * 4}))
+    >>> recommended_clip(logs, reward="click", policy="new", discount="exponential:0.5",
+    ...                  exposure="exponential:0.5", clips=[1, 2, 4, math.inf]).clip
+    4.0
+    """
+    if tuning is None:
+        if moments is None:
+            kind = policy_kind(logs, policy) if policy not in (None, "logging") else "rank"
+            if kind == "propensity":
+                discount = exposure = PROPENSITY
+            moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
+                                      exposure=exposure, clips=check_clips(clips))
+        tuning = clip_tuning(logs, reward=reward, policy=policy, discount=discount, exposure=exposure, clips=clips,
+                             level=level, moments=moments)
+    elif moments is None:
+        moments = _tuning_moments(logs, reward=reward, policy=policy,
+                                  kind="propensity" if tuning.estimator == "cis" else "rank",
+                                  discount=tuning.discount, exposure=tuning.exposure, clips=(math.inf,))
+    effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=tuning.discount,
+                                 exposure=tuning.exposure, level=level, metric=tuning.estimator)
+    return recommend_clip(tuning, effect=effect)
 
 
 def _erfinv(level: float) -> float:

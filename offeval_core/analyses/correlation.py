@@ -39,6 +39,10 @@ __all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "corre
            "default_variants", "is_identity", "offline_online_correlation", "pooled_correlation"]
 
 MIN_DAYS = 4
+TRACK_R = 0.5
+"""A variant tracks the online reward when its median correlation across the (experiment, reward) rows is at least
+this (a strong correlation by the usual convention) and it is positive and significant in at least one row (a few
+days per experiment leave single rows weak); otherwise the takeaway says that nothing tracks, and why."""
 METHODS = ("pearson", "kendall", "spearman")
 
 
@@ -268,6 +272,9 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                                    discount=v.discount, exposure=v.exposure, clip=v.clip)
                 daily_parts.append(part)
     daily = pd.concat(daily_parts, ignore_index=True)
+    if daily.empty:
+        raise ValueError(f"no (experiment, day) has both an offline estimate of {', '.join(map(repr, pols))} and "
+                         f"an online reward of its arm for {', '.join(map(repr, rewards))}")
 
     rows, warnings = [], []
     for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=True,
@@ -293,14 +300,16 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                               if s.name == "policy" else s, kind="stable").reset_index(drop=True)
 
     days = daily.groupby("experiment_id")["day"].nunique()
-    for exp, n in days.items():
-        if n < MIN_DAYS:
-            warnings.append(f"experiment {exp} has only {n} day(s); a correlation across fewer than "
-                            f"{MIN_DAYS} days is not informative")
+    short = days[days < MIN_DAYS]
+    for n in sorted(set(short)):  # one warning per day count, naming every experiment that has it
+        exps = [str(e) for e, k in short.items() if k == n]
+        warnings.append(f"{'experiment' if len(exps) == 1 else 'experiments'} {', '.join(exps)} "
+                        f"{'has' if len(exps) == 1 else 'have'} only {n} day(s); a correlation across fewer than "
+                        f"{MIN_DAYS} days is not informative")
     n_nan = int(table["r"].isna().sum())
     if n_nan:
         warnings.append(f"{n_nan} cell(s) have no correlation (fewer than 3 days or a constant series)")
-    takeaway = _takeaway(table, labels, method, daily)
+    takeaway = _takeaway(table, labels, method, daily, alpha=alpha)
     return CorrelationResult(table=table, daily=daily, variants=variants, method=method,
                              warnings=tuple(warnings), takeaway=takeaway, alpha=alpha, labels=labels, target=target)
 
@@ -340,33 +349,57 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
     return pd.DataFrame(rows, columns=["reward", "variant", "n_points", "r"])
 
 
-def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None) -> str:
-    """Medians over the *same* rows for every variant (rows where a variant is an identity or has no r are left
-    out of all of them), then Table 2's finding pooled over the target policy's experiment-days with the
-    bootstrap uncertainty of each difference in r (:mod:`~offeval_core.analyses.correlation_diff`)."""
+def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None, *, alpha: float = 0.05) -> str:
+    """Which variant tracks the online reward, on the target policy's Rₜ rows when the table has them (its offline
+    estimate against its own arm: the question a user asks), else on the logging policy's R₀ rows. Every variant's
+    median is taken over the *same* rows (a row where a variant has no r is left out of all of them; a variant that
+    is an identity in every row is not ranked); "tracks" only when the best median r reaches :data:`TRACK_R` and it
+    is positive and significant in one row at least. Then Table 2's finding pooled over the target policy's
+    experiment-days with the bootstrap uncertainty of each difference in r
+    (:mod:`~offeval_core.analyses.correlation_diff`)."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
-    keys = ["experiment_id", "reward", "policy"]
-    n_rows = table.groupby(keys).ngroups
     ranked = table.assign(r=table["r"].where(~table["identity"]))
-    wide = ranked.pivot_table(index=keys, columns="variant", values="r", aggfunc="first", dropna=False)
-    wide = wide.reindex(columns=[lab for lab in labels if lab in wide.columns])
-    common = wide.dropna()
+    if ranked["r"].dropna().empty:
+        return "No correlation could be computed (too few days)."
+    target = ranked[(ranked["policy"] != LOGGING_POLICY) & ranked["r"].notna()]
+    basis = ranked[ranked["policy"] == target["policy"].iloc[0]] if len(target) else ranked
+    who = (f"Rₜ = {target['policy'].iloc[0]}" if len(target) else "R₀ = the logging policy")
+    common, left = _common_rows(basis, labels)
     if common.empty:
-        return "No correlation could be computed on rows where every variant has one (too few days)."
+        return (f"No correlation could be computed on the rows of {who} where every variant has one (too few "
+                f"days).")
+    n_rows = len(common)
     med = common.median()
-    best = common.eq(common.max(axis=1), axis=0)
     top = med.idxmax()
-    left = n_rows - len(common)
-    scope = f"the {len(common)} (experiment, reward, policy) rows where every variant is ranked" + (
-        f" ({left} row{'s' * (left != 1)} with an identity or no {sym} left out of every median)" if left else "")
-    text = (f"Across {scope}, {top} has the highest median {sym} = {med[top]:.2f} (best in "
-            f"{int(best[top].sum())} of {len(common)} rows)")
+    wins = int(common[top].eq(common.max(axis=1)).sum())
+    sig = basis.pivot_table(index=["experiment_id", "reward", "policy"], columns="variant", values="significant",
+                            aggfunc="first").reindex(index=common.index)
+    n_pos = int(((common[top] > 0) & sig[top].astype(bool)).sum())
+    rows_text = f"{n_rows} (experiment, reward) rows"
+    where = (f" where every variant has an {sym} ({left} row{'s' * (left != 1)} without one left out of every "
+             f"median)" if left else "")
+    support = f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows"
+    short = ([f"below {TRACK_R:g}"] if med[top] < TRACK_R else []) + (
+        ["positive and significant in no row"] if n_pos == 0 else [])
+    if not short:
+        text = (f"Across the {rows_text} of {who}{where}, {top} tracks its online reward best: median {sym} = "
+                f"{med[top]:.2f}, best in {wins} of {n_rows} rows, {support}")
+    else:
+        text = (f"No variant tracks the online reward of {who} across days on these logs: the highest median {sym} "
+                f"over its {rows_text}{where} is {top}'s {med[top]:.2f}, {' and '.join(short)} ({top} is {support})")
     others = [lab for lab in med.index if lab != top]
     if others:
         worst = min(others, key=lambda lab: med[lab])
-        text += f"; {worst} the lowest ({med[worst]:.2f})"
+        text += f"; {worst} is lowest (median {sym} = {med[worst]:.2f})"
     text += "."
+    r0 = ranked[ranked["policy"] == LOGGING_POLICY]
+    if len(target) and r0["r"].notna().any():
+        common0, _ = _common_rows(r0, labels)
+        if not common0.empty:
+            med0 = common0.median()
+            text += (f" On the R₀ rows (the logging policy, whose offline and online values read the same control "
+                     f"sessions) {med0.idxmax()} has the highest median {sym}, {med0.max():.2f}.")
     if daily is not None:
         text += _pooled_text(table, daily, method)
     if n_identity:
@@ -374,6 +407,16 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
                  f"m = ∞ and every per-session importance estimator are the control arm's observed reward) and are "
                  f"not ranked.")
     return text
+
+
+def _common_rows(rows: pd.DataFrame, labels) -> tuple[pd.DataFrame, int]:
+    """The (experiment, reward, policy) × variant table of r on the rows where every ranked variant has one, and
+    how many rows were left out. A variant with no r in any row (an identity on R₀) is not a column."""
+    keys = ["experiment_id", "reward", "policy"]
+    wide = rows.pivot_table(index=keys, columns="variant", values="r", aggfunc="first", dropna=False)
+    wide = wide.reindex(columns=[lab for lab in labels if lab in wide.columns]).dropna(axis=1, how="all")
+    common = wide.dropna()
+    return common, len(wide) - len(common)
 
 
 def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str) -> str:
@@ -389,10 +432,11 @@ def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str) -> str:
     log2 = list(dict.fromkeys(t.loc[t["discount"] == "log2", "variant"]))
     if not pbm_q or not log2:
         return ""
+    policy = str(t["policy"].iloc[0])  # the target policy, whatever it is named
     out = []
     for reward in dict.fromkeys(t["reward"]):
         for a in pbm_q:
-            diffs = [pooled_difference(daily, a, b, reward=reward, method=method) for b in log2]
+            diffs = [pooled_difference(daily, a, b, reward=reward, policy=policy, method=method) for b in log2]
             diffs = [d for d in diffs if not math.isnan(d.low)]
             if not diffs:
                 continue

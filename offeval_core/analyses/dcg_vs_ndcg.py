@@ -22,6 +22,7 @@ from offeval_core.analyses._common import pct
 from offeval_core.arms import offline_rows
 from offeval_core.charts import agreement_figure
 from offeval_core.estimators import session_values
+from offeval_core.formatting import format_coefficient
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_clip, check_level
@@ -143,7 +144,8 @@ def dcg_vs_ndcg(logs_or_session_values, *, reward: str | None = None, policies: 
                 f"({agr.n_inverted} of {agr.n_pairs})")
     if ci is not None:
         takeaway += f", {level:.0%} CI {pct(ci.low)}–{pct(ci.high)}"
-    takeaway += f"; Pearson r = {agr.pearson_r:.2f}, Kendall τ = {agr.kendall_tau:.2f} over {len(names)} policies."
+    takeaway += (f"; Pearson r = {format_coefficient(agr.pearson_r)}, Kendall τ = {format_coefficient(agr.kendall_tau)} "
+                 f"over {len(names)} policies.")
     return AgreementResult(points=points, agreement=agr, inverted_pairs=inv, inverted_ci=ci,
                            n_sessions=len(sv), settings=settings, takeaway=takeaway)
 

@@ -33,9 +33,11 @@ from offeval_core.analyses._common import (
     variant_label,
 )
 from offeval_core.charts import DECISION_COLOURS, decision_figure
+from offeval_core.display import NA_REASONS
 from offeval_core.engine import Moments
 from offeval_core.errors import NeedsArms
 from offeval_core.estimators import online_results, summarize_groups
+from offeval_core.formatting import not_available
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.multiple import METHODS as ADJUST_METHODS
 from offeval_core.multiple import adjust as adjust_p
@@ -134,7 +136,7 @@ class DecisionResult:
         agree = int((self.boxes[self.boxes["estimator"] == estimator]["category"] == "agree").sum())
         return (f"{self.policy} vs the logging policy, {estimator}: the offline decision is the online one in "
                 f"{agree} of {n} A/B test{'s' * (n != 1)} ({pct(row['agreement'])}; precision "
-                f"{pct(row['precision'])}, false-negative rate {pct(row['fnr'])}).")
+                f"{rate(row, 'precision')}, false-negative rate {rate(row, 'fnr')}).")
 
     @property
     def adjustment(self) -> str:
@@ -352,13 +354,26 @@ def summarize_boxes(boxes: pd.DataFrame, labels: Sequence[str], *, reference: st
     return pd.DataFrame(rows)
 
 
+def rate(row, column: str) -> str:
+    """A Table-3 rate of a summary row as a headline prints it: a percentage, or ``n/a — why`` when it is
+    undefined (precision without an offline ship decision, FNR without an online one; the reasons are
+    :data:`offeval_core.display.NA_REASONS`, the tables' own).
+
+    >>> rate({"precision": 0.5}, "precision"), rate({"precision": float("nan")}, "precision")
+    ('50 %', 'n/a — no offline ship decision')
+    """
+    x = row[column]
+    return pct(x) if x is not None and math.isfinite(x) else not_available(NA_REASONS[column])
+
+
 def _takeaway(summary: pd.DataFrame, labels) -> str:
     s = summary.set_index("estimator")
     best = s["agreement"].idxmax()
     parts = [f"{best} takes the online decision in {pct(s.loc[best, 'agreement'])} of {int(s.loc[best, 'n_tests'])} "
-             f"A/B tests (precision {pct(s.loc[best, 'precision'])}, false-negative rate {pct(s.loc[best, 'fnr'])})"]
+             f"A/B tests (precision {rate(s.loc[best], 'precision')}, false-negative rate "
+             f"{rate(s.loc[best], 'fnr')})"]
     worst = s["agreement"].idxmin()
     if worst != best:
         parts.append(f"{worst} only in {pct(s.loc[worst, 'agreement'])} (false-negative rate "
-                     f"{pct(s.loc[worst, 'fnr'])})")
+                     f"{rate(s.loc[worst], 'fnr')})")
     return "; ".join(parts) + "."

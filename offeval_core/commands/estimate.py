@@ -104,22 +104,19 @@ def run(args) -> int:
 
 
 def _auto_clip(args, logs) -> float:
-    """``--clip auto``: the dashboard's and the report's recommendation (``analyses.clip_tuning.recommend_clip``
-    against the mean offline DCG effect per A/B test at m = ∞), its reason printed on stderr."""
-    from offeval_core.analyses.clip_tuning import clip_tuning, mean_offline_effect, recommend_clip
-    from offeval_core.engine import DEFAULT_CLIPS
+    """``--clip auto``: the dashboard's and the report's recommendation
+    (``analyses.clip_tuning.recommended_clip``), its reason printed on stderr."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+    from offeval_core.policies import policy_kind
 
-    policy = logs.check_policy(args.policy)
+    policy = args.policy
+    if policy is not None and policy_kind(logs, policy) != "propensity":  # a propensity policy is tuned as CIS
+        policy = logs.check_policy(policy)
     if policy is None:
         raise ValueError("--clip auto needs --policy: the recommendation weighs the bias bound against the "
                          "target policy's effect")
-    m = reduce(logs, Grid(rewards=(args.reward,), policies=(policy,), discounts=(args.discount,),
-                          exposures=(args.exposure,), clips=DEFAULT_CLIPS, ndcg_rule=args.ndcg_rule))
-    res = clip_tuning(logs, reward=args.reward, policy=policy, discount=args.discount, exposure=args.exposure,
-                      clips=DEFAULT_CLIPS, level=args.level, moments=m)
-    effect = mean_offline_effect(m, reward=args.reward, policy=policy, discount=args.discount,
-                                 exposure=args.exposure, level=args.level)
-    rec = recommend_clip(res, effect=effect)
+    rec = recommended_clip(logs, reward=args.reward, policy=policy, discount=args.discount,
+                           exposure=args.exposure, level=args.level)
     print(f"offeval estimate: --clip auto: {rec.reason}", file=sys.stderr)
     return rec.clip
 

@@ -4,6 +4,7 @@ written to one small file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
@@ -22,8 +23,10 @@ from offeval_core.engine.warehouse import (
     source_from_table,
 )
 from offeval_core.errors import InputError, SpecError, UnreadableInput
+from offeval_core.fingerprint import file_digest, file_signature
 from offeval_core.inputs import file_kind
 from offeval_core.mapping import PATTERN_PREFIXES, SCHEMA_FIELDS, parse_mapping
+from offeval_core.moments_cache import MomentsCache, moments_key
 from offeval_core.moments_io import write_moments
 from offeval_core.safe_io import check_output
 from offeval_core.sanitize import one_line
@@ -128,13 +131,23 @@ def run(args) -> int:
             raise InputError(f"DuckDB refuses these settings (--memory-limit, --threads, --temp-dir): "
                              f"{one_line(str(exc))[:200]}") from None
     engine_errors = (duckdb.Error, *_spark_errors())
+    cache = MomentsCache.from_env()
+    origin = _origin(args, rewards) if cache is not None else None  # the files' bytes, hashed before reading
     try:
         source = source_from_files(args.logs, backend, columns=parse_mapping(args.map),  # patterns expanded there
                                    rewards=rewards, arms=parse_arms(args.arms), ask="ambiguous")
         say_guesses(source, "reduce")
         grid = _grid(args, source)
         t1 = time.perf_counter()
-        moments = reduce(source, grid)
+        key = moments_key(origin[1], grid, engine=args.engine) if origin else None
+        moments = cache.get(key, grid, source=source.name) if key else None
+        if moments is not None:
+            print(f"offeval reduce: the moments of these files and this grid were in the moments cache "
+                  f"({cache.directory}); nothing was computed", file=sys.stderr)
+        else:
+            moments = reduce(source, grid)
+            if key and file_signature(args.logs) == origin[0]:  # unchanged while read: stored for next time
+                cache.put(key, moments)
     except engine_errors as exc:
         raise _engine_error(args.logs, exc) from None
     _write(args, source, moments, (t0, t1, time.perf_counter()), logs=str(args.logs), engine=args.engine,
@@ -174,6 +187,17 @@ def _run_table(args) -> int:
     finally:
         close(source.backend)  # the temporary tables dropped, the connection closed
     return 0
+
+
+def _origin(args, rewards) -> tuple[tuple, str] | None:
+    """(signature, fingerprint) of the logs a reduce reads (:mod:`offeval_core.fingerprint`): a file's or a
+    directory's bytes with the reading options; None for a glob or files that cannot be hashed."""
+    signature = file_signature(args.logs)
+    digest = file_digest(args.logs) if signature else None
+    if digest is None:
+        return None
+    text = json.dumps({"files": digest, "map": args.map, "rewards": rewards, "arms": args.arms}, sort_keys=True)
+    return signature, "files:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def _grid(args, source) -> Grid:

@@ -39,8 +39,10 @@ def register(sub) -> None:
                    help="clip values m, comma-separated, 'inf' allowed (default 1,2,4,…,4096,inf)")
     p.add_argument("--q-clip", default="inf", help="clip of the de-biased labels Q̂ in the correlation table "
                                                     "and decision boxes (default inf)")
-    p.add_argument("--policy", default=None, help="target policy of the A/B tests (default: 'treatment' when the "
-                                                  "data has it, else its first target policy)")
+    p.add_argument("--policy", default=None, help="target policy of the A/B tests, taken to have served the treatment "
+                                                  "arm: any rank__<policy> or target_propensity__<policy> column "
+                                                  "(default: 'treatment' when the data has it, else the first policy "
+                                                  "that is not the logging policy; said on stderr)")
     p.add_argument("--level", type=float, default=LEVEL, help=f"CI level of the sensitivity analysis ({LEVEL:g})")
     p.add_argument("--online-alpha", type=float, default=ONLINE_ALPHA,
                    help="online significance threshold, Welch two-sided p (default 0.001): a setting of the "
@@ -73,12 +75,6 @@ def _clips(text: str) -> tuple[float, ...]:
     return tuple(parse_clip(t) for t in parts)
 
 
-def _default_policy(data) -> str:
-    """The default target policy of the logs or moments file (never the logging policy when another exists,
-    :mod:`offeval_core.policies`); ``treatment`` when they hold no target policy at all."""
-    return target_policies(data).default or "treatment"
-
-
 def run(args) -> int:
     from tqdm import tqdm
 
@@ -104,10 +100,17 @@ def run(args) -> int:
     else:
         logs = read_command_logs(args, "report", rewards=rewards)
 
-    policy = args.policy or _default_policy(logs)
-    if not args.policy and policy in target_policies(logs).all:
-        print(f"offeval report: target policy {policy} ({target_policies(logs).reason}); --policy chooses another",
-              file=sys.stderr)
+    targets = target_policies(logs)
+    policy = args.policy
+    if policy is None and targets.default is not None:
+        policy = targets.default
+        others = [p for p in targets.all if p != policy and p not in targets.logging]
+        choice = (f"; --policy chooses another ({', '.join(others)})" if others else "")
+        print(f"offeval report: target policy {policy}, taken to have served the treatment arm "
+              f"({targets.reason}){choice}", file=sys.stderr)
+    elif policy is None:
+        print("offeval report: no target policy in these logs (no rank__<policy> or target_propensity__<policy> "
+              "column): the analyses that need one are skipped", file=sys.stderr)
 
     def progress(name: str) -> None:
         bar.update(1)

@@ -38,12 +38,16 @@ from offeval_core.validation import format_clip
 __all__ = ["check_finite_moments", "prepare", "reduce"]
 
 
-def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None) -> Moments:
+def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | None = None,
+           cache="env") -> Moments:
     """Compute per-group moments of every variant in ``grid`` (the heavy step; everything else is cheap).
 
     Groups are (experiment_id, day, arm, segment); analyses sum moments over whichever keys they ignore.
     In-memory ``logs`` without a ``backend`` use their one cached source (:func:`logs_source`), so a second
-    reduce of the same logs reuses the registered tables and the compiled queries of the first.
+    reduce of the same logs reuses the registered tables and the compiled queries of the first, and are
+    first looked up in the persistent moments cache (:mod:`offeval_core.moments_cache`; ``cache``: ``"env"``
+    for the one the environment names, a :class:`~offeval_core.moments_cache.MomentsCache`, or None), where
+    the result is stored.
     """
     for spec in dict.fromkeys((*grid.discounts, *grid.exposures)):  # a bad spec or table fails here, before
         if not str(spec).startswith("pbm"):                          # any engine work (the learnt pbm needs logs)
@@ -53,6 +57,18 @@ def reduce(logs: Logs | Source, grid: Grid, *, backend=None, pbm_floor: float | 
             logs.check_reward(r)
         for p in grid.policies:
             logs.check_policy(p)
+        if backend is None and cache is not None:
+            from offeval_core import moments_cache
+
+            store = moments_cache.resolve(cache)
+            if store is not None:
+                key = moments_cache.logs_key(logs, grid, pbm_floor=pbm_floor)
+                hit = store.get(key, grid, source=logs.source)
+                if hit is not None:
+                    return hit
+                out = reduce(logs, grid, pbm_floor=pbm_floor, cache=None)
+                store.put(key, out)
+                return out
         source = logs_source(logs) if backend is None else source_from_logs(logs, backend)
     else:
         source = logs

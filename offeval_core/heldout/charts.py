@@ -69,7 +69,7 @@ def agreement_scatter(result: MetricAgreement, *, max_pair_lines: int = 60) -> g
     for fam in dict.fromkeys(result.families):
         sel = fams == fam
         fig.add_trace(go.Scatter(x=result.dcg[sel], y=result.ndcg[sel], mode="markers", name=fam,
-                                 text=names[sel], hovertemplate="%{text}<br>DCG %{x:.4f}<br>nDCG %{y:.4f}"))
+                                 text=names[sel], hovertemplate="%{text}<br>DCG %{x:.4~g}<br>nDCG %{y:.4~g}"))
     ci = result.inverted_ci
     fig.update_layout(
         title=_wrap_title(f"DCG@{result.k} vs nDCG@{result.k} over {a.n} {result.source}",

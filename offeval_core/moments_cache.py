@@ -1,0 +1,219 @@
+"""The persistent moments cache: each reduce computed once per logs content, grid and code version, across
+restarts, servers and users of one machine.
+
+An entry is a moments file (:func:`~offeval_core.moments_io.write_moments`) named by its key, the SHA-256 of
+
+- the logs' content fingerprint (:func:`~offeval_core.fingerprint.logs_fingerprint`: their files' bytes and
+  reading options, or their validated columns),
+- the grid (rewards, policies, discounts, exposures, clips, nDCG rule), the pbm floor and the engine,
+- the code's moment version: the moments file format (``FORMAT``), :data:`MOMENTS_VERSION` and a digest of
+  the ``offeval_core`` sources (so an upgrade or an edit of the code never reads an older entry).
+
+Entries live in ``$OFFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/offeval/moments``, else
+``~/.cache/offeval/moments``; ``OFFEVAL_CACHE=0`` turns the cache off. They are written to a temporary file in
+the same directory and renamed into place, so concurrent servers computing the same key leave one whole
+entry and a reader never sees a partial file. An entry is read through the same boundary as any user's
+moments file (:func:`~offeval_core.moments_io.read_moments`: every invariant checked) and must name its own
+key and the grid asked for; an entry that fails is removed and the moments computed again. Past
+``OFFEVAL_CACHE_MAX_BYTES`` (default 1 GiB) the least recently used entries are removed (a hit touches its
+entry's modification time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from offeval_core.engine.grid import Grid, Moments
+from offeval_core.errors import InputError
+from offeval_core.moment_columns import MOMENTS_VERSION
+
+__all__ = ["DEFAULT_MAX_BYTES", "ENV_DIR", "ENV_MAX_BYTES", "ENV_SWITCH", "MomentsCache", "cache_directory",
+           "cached", "code_digest", "logs_key", "moments_key", "resolve"]
+
+ENV_DIR, ENV_SWITCH, ENV_MAX_BYTES = "OFFEVAL_CACHE_DIR", "OFFEVAL_CACHE", "OFFEVAL_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 1 << 30
+_SUFFIX = ".moments.parquet"
+_PACKAGE = Path(__file__).resolve().parent
+_CODE: list[str] = []
+
+
+def code_digest() -> str:
+    """SHA-256 of every ``offeval_core`` source file (relative name and bytes), computed once per process."""
+    if not _CODE:
+        h = hashlib.sha256()
+        for p in sorted(_PACKAGE.rglob("*.py")):
+            h.update(p.relative_to(_PACKAGE).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def _clip(c: float):
+    return "inf" if math.isinf(c) else float(c)
+
+
+def moments_key(fingerprint: str, grid: Grid, *, engine: str = "duckdb", pbm_floor: float | None = None) -> str:
+    """The cache key (64 hex digits) of the reduce of the logs with content ``fingerprint`` over ``grid``.
+
+    >>> g = Grid(rewards=("click",), policies=("new",))
+    >>> moments_key("file:ab", g) == moments_key("file:ab", g), moments_key("file:ab", g) == moments_key("file:ac", g)
+    (True, False)
+    """
+    from offeval_core.moments_io import FORMAT
+
+    text = json.dumps({
+        "format": FORMAT, "version": MOMENTS_VERSION, "code": code_digest(), "logs": fingerprint,
+        "grid": {"rewards": list(grid.rewards), "policies": list(grid.policies), "discounts": list(grid.discounts),
+                 "exposures": list(grid.exposures), "clips": [_clip(c) for c in grid.clips],
+                 "ndcg_rule": grid.ndcg_rule},
+        "engine": engine, "pbm_floor": pbm_floor,
+    }, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_directory(environ=None) -> Path:
+    """Where entries live: ``$OFFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/offeval/moments``, else
+    ``~/.cache/offeval/moments``.
+
+    >>> str(cache_directory({"XDG_CACHE_HOME": "/c"})), str(cache_directory({"OFFEVAL_CACHE_DIR": "/x"}))
+    ('/c/offeval/moments', '/x')
+    """
+    env = os.environ if environ is None else environ
+    if env.get(ENV_DIR, "").strip():
+        return Path(env[ENV_DIR].strip())
+    base = env.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base and os.path.isabs(base) else Path.home() / ".cache") / "offeval" / "moments"
+
+
+@dataclass(frozen=True)
+class MomentsCache:
+    """A directory of moments files named by key, at most ``max_bytes`` in all (least recently used out)."""
+
+    directory: Path
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def from_env(cls, environ=None) -> MomentsCache | None:
+        """The cache the environment names (:func:`cache_directory`, ``OFFEVAL_CACHE_MAX_BYTES``); None when
+        ``OFFEVAL_CACHE=0``.
+
+        >>> MomentsCache.from_env({"OFFEVAL_CACHE": "0"}) is None
+        True
+        >>> MomentsCache.from_env({"OFFEVAL_CACHE_DIR": "/x", "OFFEVAL_CACHE_MAX_BYTES": "1000"}).max_bytes
+        1000
+        """
+        env = os.environ if environ is None else environ
+        if env.get(ENV_SWITCH, "1").strip() == "0":
+            return None
+        raw = env.get(ENV_MAX_BYTES, "").strip()
+        try:
+            cap = int(raw) if raw else DEFAULT_MAX_BYTES
+        except ValueError:
+            cap = DEFAULT_MAX_BYTES
+        return cls(cache_directory(env), max(cap, 0))
+
+    def path(self, key: str) -> Path:
+        if len(key) != 64 or any(ch not in "0123456789abcdef" for ch in key):
+            raise ValueError("a moments cache key is 64 hex digits")
+        return self.directory / f"{key}{_SUFFIX}"
+
+    def get(self, key: str, grid: Grid, *, source: str = "") -> Moments | None:
+        """The entry of ``key`` read through the moments-file boundary, or None (absent, or refused: then
+        removed). ``source`` names the logs the caller holds (an entry is shared by every copy of them)."""
+        from offeval_core.moments_io import read_metadata, read_moments
+
+        path = self.path(key)
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):  # never followed: a link or special file is removed
+                raise InputError(f"{path.name}: not a regular file")
+            meta = read_metadata(path, name=path.name)
+            if meta["settings"].get("cache_key") != key:
+                raise InputError(f"{path.name}: not the entry of its key")
+            m = read_moments(path, name=path.name)
+            if m.grid != grid:
+                raise InputError(f"{path.name}: not the grid asked for")
+        except FileNotFoundError:
+            return None
+        except (InputError, OSError, KeyError, TypeError, ValueError):
+            with contextlib.suppress(OSError):  # a partial, corrupt or foreign file: never used, computed again
+                path.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # most recently used
+        return dataclasses.replace(m, source=source or m.source)
+
+    def put(self, key: str, moments: Moments) -> Path | None:
+        """Store ``moments`` under ``key`` (atomically), then evict past the byte cap; None when the directory
+        cannot be written (the computation goes on without the cache)."""
+        from offeval_core.moments_io import write_moments
+
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # private to the user
+            path = write_moments(moments, self.path(key), settings={"cache_key": key}, force=True)
+        except (OSError, InputError):
+            return None
+        self.evict()
+        return path
+
+    def entries(self) -> list[tuple[Path, int, int]]:
+        """(path, size, last use in ns) of every entry, least recently used first."""
+        out = []
+        with contextlib.suppress(OSError):
+            for p in self.directory.iterdir():
+                if p.name.endswith(_SUFFIX) and not p.name.startswith("."):
+                    with contextlib.suppress(OSError):
+                        s = p.stat()
+                        out.append((p, s.st_size, s.st_mtime_ns))
+        return sorted(out, key=lambda e: (e[2], e[0].name))
+
+    def evict(self) -> list[Path]:
+        """Remove the least recently used entries until the rest fit in ``max_bytes``, and temporary files
+        of writes interrupted more than an hour ago; the removed entries."""
+        with contextlib.suppress(OSError):
+            for p in self.directory.glob(f".*{_SUFFIX}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    if time.time() - p.stat().st_mtime > 3600:
+                        p.unlink()
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        removed = []
+        for path, size, _ in entries:
+            if total <= self.max_bytes:
+                break
+            with contextlib.suppress(FileNotFoundError):  # another server may have removed it first
+                path.unlink()
+                removed.append(path)
+            total -= size
+        return removed
+
+
+def resolve(cache="env") -> MomentsCache | None:
+    """A ``cache`` argument as a cache: ``"env"`` → :meth:`MomentsCache.from_env`, None → None."""
+    if cache == "env":
+        return MomentsCache.from_env()
+    if cache is None or isinstance(cache, MomentsCache):
+        return cache
+    raise TypeError(f"cache must be 'env', None or a MomentsCache, got {type(cache).__name__}")
+
+
+def logs_key(logs, grid: Grid, *, pbm_floor: float | None = None) -> str:
+    """The key of the in-memory reduce (DuckDB) of validated ``logs`` over ``grid``."""
+    from offeval_core.fingerprint import logs_fingerprint
+
+    return moments_key(logs_fingerprint(logs), grid, engine="duckdb", pbm_floor=pbm_floor)
+
+
+def cached(logs, grid: Grid, *, pbm_floor: float | None = None, cache="env") -> Moments | None:
+    """The cached reduce of ``logs`` over ``grid`` when the cache holds it (nothing is computed), else None."""
+    store = resolve(cache)
+    if store is None:
+        return None
+    return store.get(logs_key(logs, grid, pbm_floor=pbm_floor), grid, source=logs.source)

@@ -1,0 +1,68 @@
+"""The dashboard reads the persistent moments cache first: after ``python -m dashboard.prefill`` (``make data``) a
+new process (nothing in memory) serves the pages' default moments without a reduce and without the engine's
+preparation, with the moments a fresh reduce gives."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from offeval_core.engine import Grid, reduce, sources
+from offeval_core.logs import read_logs
+from offeval_core.simulate import preset_config, write_world
+
+
+def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, monkeypatch):
+    from dashboard import data
+    from dashboard.data import datasets
+    from dashboard.prefill import prefill
+
+    real_connect = sources.connect  # DuckDB on one thread: its reduce then repeats itself bit for bit
+    monkeypatch.setattr(sources, "connect", lambda **kw: real_connect(**(kw | {"threads": 1})))
+    demo = tmp_path / "demo"
+    write_world(preset_config("small"), demo, seed=3)
+    monkeypatch.setenv("OFFEVAL_CACHE", "1")
+    monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    done = prefill(demo)
+    assert done[-1].endswith("(log2)") and all(d.startswith("moments of ") for d in done)
+    assert len(list((tmp_path / "cache").iterdir())) == len(done)
+
+    st.cache_resource.clear()  # a restart: nothing in memory, only the cache on disk
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed although the moments are in the cache")
+
+    monkeypatch.setattr(datasets, "reduce", refuse)
+    monkeypatch.setattr(datasets, "engine_ready", refuse)
+    ds = data.load(f"demo:{demo}")
+    rewards = [r for r in ds.rewards if ds.reward_rates[r] > 0]
+    logs = read_logs(demo / "logs.parquet")
+    for r, d in [*((r, "pbm") for r in rewards), (rewards[0], "log2")]:
+        got = data.moments(ds.key, r, d, d)
+        fresh = reduce(logs, Grid(rewards=(r,), policies=logs.policies, discounts=(d,), exposures=(d,)), cache=None)
+        assert got.source == ds.logs.source
+        for a, b in ((got.offline, fresh.offline), (got.online, fresh.online)):  # every column, to the last bit
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            for c in a.columns:
+                if a[c].dtype.kind == "f":
+                    assert a[c].to_numpy().tobytes() == b[c].to_numpy().tobytes(), c
+
+    # a combination not in the cache is computed (with the engine's preparation) and stored
+    monkeypatch.undo()
+    monkeypatch.setenv("OFFEVAL_CACHE", "1")
+    monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    data.moments(ds.key, rewards[0], "exponential:0.7", "pbm")
+    assert len(list((tmp_path / "cache").iterdir())) == len(done) + 1
+
+
+def test_with_the_cache_off_nothing_is_written(tmp_path, monkeypatch):
+    from dashboard import data
+
+    demo = tmp_path / "demo"
+    write_world(preset_config("small"), demo, seed=4)
+    monkeypatch.setenv("OFFEVAL_CACHE", "0")
+    monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_resource.clear()
+    ds = data.load(f"demo:{demo}")
+    data.moments(ds.key, ds.rewards[0], "pbm", "pbm")
+    assert not (tmp_path / "cache").exists()
