@@ -5,14 +5,12 @@ they run in one worker and read the same cached world."""
 from __future__ import annotations
 
 import functools
-import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from offeval_core.analyses import merge_moments
-from offeval_core.engine import Grid, reduce
+from offeval_core.analyses.world_findings import world_findings, world_moments
 from offeval_core.logs import read_logs
 from offeval_core.simulate import preset_config, simulate
 
@@ -43,9 +41,11 @@ def logs(seed: int):
 @functools.cache
 def moments(seed: int):
     """Every reward with D = D0 = learnt pbm on the default clip grid, and D = D0 = log2 at m = 1 and ∞ (the
-    Table 2 columns)."""
-    lg = logs(seed)
-    main = reduce(lg, Grid(rewards=REWARDS, policies=("treatment",)))
-    log2 = reduce(lg, Grid(rewards=REWARDS, policies=("treatment",), discounts=("log2",), exposures=("log2",),
-                           clips=(1.0, math.inf)))
-    return merge_moments(main, log2)
+    Table 2 columns): ``analyses.world_findings.world_moments``."""
+    return world_moments(logs(seed), rewards=REWARDS)
+
+
+@functools.cache
+def findings(seed: int):
+    """Fig. 1, Table 2 and the coverage of the exact effect on the demo world of ``seed``."""
+    return world_findings(moments(seed), world(seed)[1], rewards=REWARDS)
