@@ -1,6 +1,8 @@
 """The ``demo`` preset on the bundled data (seed 0, data/) and on five seeds it does not use, simulated and
 reduced once per seed and test process: the findings and decision tests of one seed share an xdist group, so
-they run in one worker and read the same cached world."""
+they run in one worker, one after the other, and read the same cached world. Only the latest world, its logs and
+its moments are kept (each world is 1.5 M rows; keeping every seed a worker meets held 7.7 GB per worker); the
+tests keep their small results per seed."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def grouped(seeds=SEEDS):
     return [pytest.param(s, marks=pytest.mark.xdist_group(f"demo_world_{s}")) for s in seeds]
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def world(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(logs, ground truth) of the demo world with ``seed``; seed 0 is the bundled data."""
     if seed == 0:  # offeval simulate --out data --preset demo --seed 0
@@ -33,12 +35,12 @@ def world(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return w.logs, w.ground_truth
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def logs(seed: int):
     return read_logs(world(seed)[0])
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def moments(seed: int):
     """Every reward with D = D0 = learnt pbm on the default clip grid, and D = D0 = log2 at m = 1 and ∞ (the
     Table 2 columns): ``analyses.world_findings.world_moments``."""
