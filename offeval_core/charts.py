@@ -440,7 +440,7 @@ def _alpha(hex_colour: str, a: float) -> str:
 def clip_tuning_figure(result) -> go.Figure:
     """Gilotte Fig. 2: standard error and worst-case bias bound of the clipped estimator vs the clip value
     (log y), with the estimated bias and √(MSE bound); right panel the clipped share and the ESS share.
-    The recommended clip is marked by a vertical line."""
+    The recommended clip (``result.recommendation``, the one rule) is marked by a vertical line."""
     t = result.table.sort_values("clip")
     pos, _, _ = clip_positions(t["clip"])
     capped = getattr(result, "estimator", "dcg") == "cis"  # a propensity policy: CIS, the cap c of π_t / π_p
@@ -461,7 +461,7 @@ def clip_tuning_figure(result) -> go.Figure:
                               ("ess_share", "effective sample size / rows", OKABE_ITO[2])):
         fig.add_trace(go.Scatter(x=pos, y=t[col], mode="lines+markers", name=name, line={"color": colour}),
                       row=1, col=2)
-    rec = result.recommended_clip
+    rec = result.recommendation.clip
     rpos = float(pos[list(t["clip"]).index(rec)])  # the recommended m is one of the grid's values
     for c in (1, 2):
         _clip_axis(fig, t["clip"], row=1, col=c, **({"title": CAP_AXIS} if capped else {}))

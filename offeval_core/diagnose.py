@@ -37,12 +37,14 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.contingency_tables import StratifiedTable
 
+from offeval_core.arms import offline_rows
 from offeval_core.discounts import parse_discount
 from offeval_core.errors import UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
 from offeval_core.policies import choose_target_policy, target_policies
 from offeval_core.results import json_number
+from offeval_core.stats import normal_quantile
 from offeval_core.verdicts import EstimatorCheck, ranking_estimators, slate_estimators
 
 __all__ = [
@@ -107,7 +109,7 @@ class Diagnosis:
         >>> t[["estimate", "CI low", "ESS share"]].round(5).values.tolist()   # 0.004 ± 1.96 · 0.001
         [[0.004, 0.00204, 0.25]]
         """
-        z = float(sps.norm.ppf(0.5 + level / 2))
+        z = normal_quantile(level)
         rows = [{"row": f"assumption: {c.name}", "test": c.test, "effect": c.effect_label,
                  "estimate": c.effect, "CI low": c.low, "CI high": c.high, "p-value": c.p_value,
                  "ESS share": math.nan,
@@ -239,7 +241,7 @@ def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, l
         return AssumptionCheck(name, question, "—", math.nan, "relative change of the reward rate", math.nan,
                                math.nan, math.nan, False, len(p), "not testable: no reward below rank 1 or no "
                                "variation in the rewards above within an item.", identified=False)
-    z = sps.norm.ppf(0.5 + level / 2)
+    z = normal_quantile(level)
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
     pv = float(sps.norm.cdf(b / se)) if se > 0 else math.nan   # one-sided: a fall
     fires = bool(pv < alpha)
@@ -280,7 +282,7 @@ def check_interaction(logs: Logs, reward: str, *, categories: Mapping | pd.Serie
         return AssumptionCheck("reward interaction", q, "—", math.nan, "relative change of the reward rate",
                                math.nan, math.nan, math.nan, False, len(p), "not testable: no reward below rank 1 "
                                "or no variation in same-category items above within an item.", identified=False)
-    z = sps.norm.ppf(0.5 + level / 2)
+    z = normal_quantile(level)
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
     pv = float(2 * sps.norm.sf(abs(b / se))) if se > 0 else math.nan
     fires = bool(pv < alpha)
@@ -335,9 +337,9 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
                   level: float = 0.95) -> AssumptionCheck:
     """Share of the target's exposure the logs can see (see the module docstring)."""
     q = "does the logging policy show what the target would show?"
-    f = logs.frame[(logs.frame["arm"] == "control").to_numpy()]
+    f = offline_rows(logs.frame)
     label = "share of the target's exposure with support"
-    z = sps.norm.ppf(0.5 + level / 2)
+    z = normal_quantile(level)
     prop = TARGET_PROPENSITY_PREFIX + policy if policy else None
     cond = TARGET_CONDITIONAL_PREFIX + policy if policy else None
     if policy and (prop in f.columns or cond in f.columns):

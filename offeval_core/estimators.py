@@ -19,6 +19,7 @@ from offeval_core import stats
 from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
+from offeval_core.engine.grid import ndcg_of
 from offeval_core.errors import UnknownName
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.moment_columns import ONLINE_ROLES, Layout, merge, pool
@@ -44,6 +45,7 @@ __all__ = [
     "online_results",
     "pndcg",
     "ratio_difference",
+    "require",
     "select",
     "select_clips",
     "session_values",
@@ -55,17 +57,41 @@ __all__ = [
 # ------------------------------------------------------------------------------------- from moments
 
 
+_SINGULAR = {"rewards": "reward", "policies": "policy", "discounts": "discount", "exposures": "exposure",
+             "clips": "clip"}
+
+
+def require(moments: Moments, *, rewards: Sequence[str] = (), policies: Sequence[str] = (),
+            discounts: Sequence[str] = (), exposures: Sequence[str] = (), clips: Sequence[float] = (),
+            of: str = "") -> None:
+    """Raise :class:`~offeval_core.errors.UnknownName` for the first value that ``moments`` were not computed for
+    (policies: the target policies), naming what is available; ``of`` says whose value it is. The one "was not
+    computed" check of :func:`select`, :func:`subset` and every analysis.
+
+    >>> from offeval_core.engine import Grid, Moments
+    >>> m = Moments(offline=pd.DataFrame(), online=pd.DataFrame(), grid=Grid(rewards=("click",), policies=(),
+    ...                                                                     clips=(1, math.inf)))
+    >>> require(m, rewards=["click"], clips=[4], of=" of DCG")
+    Traceback (most recent call last):
+    ...
+    offeval_core.errors.UnknownName: clip 4 of DCG was not computed; available: 1, inf
+    """
+    g = moments.grid
+    for name, values in (("rewards", rewards), ("policies", policies), ("discounts", discounts),
+                         ("exposures", exposures), ("clips", clips)):
+        have = tuple(getattr(g, name))
+        for value in values:
+            if value not in have:
+                shown = format_clip(value) if name == "clips" else repr(value)
+                listed = ", ".join(format_clip(h) if name == "clips" else str(h) for h in have) or "none"
+                raise UnknownName(f"{_SINGULAR[name]} {shown}{of} was not computed; available: {listed}")
+
+
 def _check_variant(moments: Moments, *, rewards, policy, metric, discount, exposure) -> str:
     check_choice(metric, ESTIMATORS, name="metric")
-    for r in rewards:
-        if r not in moments.grid.rewards:
-            raise UnknownName(f"reward {r!r} was not computed; available: {', '.join(map(str, moments.grid.rewards))}")
     pol = policy or LOGGING_POLICY
-    for name, value, options in (("policy", pol, (LOGGING_POLICY, *moments.grid.policies)),
-                                 ("discount", discount, moments.grid.discounts),
-                                 ("exposure", exposure, moments.grid.exposures)):
-        if value not in options:
-            raise UnknownName(f"{name} {value!r} was not computed; available: {', '.join(map(str, options))}")
+    require(moments, rewards=rewards, policies=() if pol == LOGGING_POLICY else (pol,), discounts=(discount,),
+            exposures=(exposure,))
     return pol
 
 
@@ -83,10 +109,7 @@ def select(moments: Moments, *, reward: str, policy: str | None, metric: str, di
     pol = _check_variant(moments, rewards=(reward,), policy=policy, metric=metric, discount=discount,
                          exposure=exposure)
     clip = check_clip(clip)
-    if clip not in moments.grid.clips:
-        raise ValueError(
-            f"clip {clip:g} is not in the computed grid ({', '.join(f'{c:g}' for c in moments.grid.clips)})"
-        )
+    require(moments, clips=(clip,))
     off = moments.offline
     mask = ((off["reward"] == reward) & (off["policy"] == pol) & (off["metric"] == ESTIMATORS[metric].stored)
             & (off["discount"] == discount) & (off["exposure"] == exposure) & (off["clip"] == clip))
@@ -120,12 +143,7 @@ def subset(moments: Moments, *, rewards: Sequence[str] | None = None, policies: 
             continue
         values = tuple(dict.fromkeys(check_clip(v, name="clips") for v in values) if name == "clips" else
                        dict.fromkeys(values))
-        show = format_clip if name == "clips" else repr
-        missing = [v for v in values if v not in have]
-        if missing:
-            singular = {"policies": "policy"}.get(name, name[:-1])
-            raise ValueError(f"{singular} {show(missing[0])} was not computed; available: "
-                             f"{', '.join(format_clip(h) if name == 'clips' else str(h) for h in have)}")
+        require(moments, **{name: values})
         chosen[name] = values
     off = moments.offline
     keep = (off["reward"].isin(chosen["rewards"]) & off["policy"].isin((LOGGING_POLICY, *chosen["policies"]))
@@ -395,5 +413,5 @@ def session_values(logs: Logs, *, reward: str, policies: Sequence[str] = (), dis
     idcg = out["idcg"].to_numpy()
     for p in names:
         d = out[f"dcg__{p}"].to_numpy()
-        out[f"ndcg__{p}"] = np.divide(d, idcg, out=np.zeros_like(d), where=idcg > 0)
+        out[f"ndcg__{p}"] = ndcg_of(d, idcg)
     return out

@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from offeval_core.results import ConfidenceInterval
+from offeval_core.stats import normal_ci
 from offeval_core.validation import check_level
 
 
@@ -50,8 +50,7 @@ def normal_interval(values, *, level: float = 0.95) -> Interval:
     """
     x = _values_iv(values, level)
     m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x)))
-    z = float(sps.norm.ppf(0.5 + level / 2))
-    return Interval(m, ConfidenceInterval(m - z * se, m + z * se, level), "normal")
+    return Interval(m, normal_ci(m, se, level=level), "normal")
 
 
 def empirical_bernstein(values, *, level: float = 0.95, bound: float | None = None) -> Interval:

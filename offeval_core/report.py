@@ -26,7 +26,7 @@ from offeval_core.analyses.plan import PlannedReduce, plan_moments, report_varia
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
-from offeval_core.estimators import subset
+from offeval_core.estimators import require, subset
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import Logs, summarize
 from offeval_core.multiple import LABELS as ADJUST_LABELS
@@ -184,19 +184,13 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
     """:func:`build_report` on the moments of a moments file: no section reads rows."""
     g = m.grid
     rewards = tuple(rewards) if rewards else g.rewards
-    for r in rewards:
-        if r not in g.rewards:
-            raise ValueError(f"reward {r!r} is not in the moments file; it holds {', '.join(g.rewards)}")
+    require(m, rewards=rewards, of=" (in the moments file)")
     check_level(sensitivity_level)
     check_level(decision_level)
     check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
-    if discount not in g.discounts or discount not in g.exposures:
-        raise ValueError(f"discount {discount!r} (= exposure model) is not in the moments file; it holds D ∈ "
-                         f"{{{', '.join(g.discounts)}}}, D0 ∈ {{{', '.join(g.exposures)}}}")
+    require(m, discounts=(discount,), exposures=(discount,), of=" (D = D0, in the moments file)")
     q_clip = float(q_clip)
-    if q_clip not in g.clips:
-        raise ValueError(f"q_clip {clip_text(q_clip)} is not in the moments file's clip grid "
-                         f"({', '.join(clip_text(c) for c in g.clips)})")
+    require(m, clips=(q_clip,), of=" (q_clip, in the moments file)")
     _check_heldout(heldout, heldout_grid, heldout_k)
     clips = tuple(c for c in check_clips((*clips, q_clip)) if c in g.clips)
     if policy is None:

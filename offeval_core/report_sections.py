@@ -9,7 +9,6 @@ import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from dataclasses import replace as with_fields
 
 import numpy as np
 
@@ -216,12 +215,8 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     elif has_target:
         ct = clip_tuning(logs, reward=rewards[0], policy=policy, discount=model, exposure=model,
                          clips=clips, moments=moments, level=sensitivity_level)
-        from offeval_core.analyses.clip_tuning import recommended_clip
-
-        rec = recommended_clip(logs, reward=rewards[0], policy=policy, discount=model, exposure=model,
-                               level=sensitivity_level, clips=clips, moments=moments, tuning=ct)  # the dashboard's
-        doc.p("Recommended " + rec.reason, "takeaway")
-        doc.fig(charts.clip_tuning_figure(with_fields(ct, recommended_clip=rec.clip)))  # the same m
+        doc.p("Recommended " + ct.recommendation.reason, "takeaway")   # the dashboard's recommendation
+        doc.fig(charts.clip_tuning_figure(ct))  # the same m
         doc.raw(fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")))
     else:
         doc.note("Needs a target policy: a rank__<policy> or target_propensity__<policy> column.")

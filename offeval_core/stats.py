@@ -26,6 +26,8 @@ __all__ = [
     "CrossMoments",
     "RatioMoments",
     "check_finite",
+    "kish_ess",
+    "kish_ess_from_sums",
     "mean_estimate",
     "moments_of",
     "normal_ci",
@@ -75,6 +77,34 @@ def moments_of(values) -> tuple[int, float, float]:
         m2 = float(np.sum((x - mean) ** 2))
     check_finite(total, m2, what="the sum and second moment of the values")
     return int(x.size), total, m2
+
+
+def kish_ess_from_sums(total, total_sq):
+    """Kish's effective sample size (Σ w)² / Σ w² from the sum and the sum of squares of the weights (Kish,
+    *Survey Sampling*, 1965, Sec. 11.7; Owen, *Monte Carlo theory, methods and examples*, 2013, Eq. 9.13): the
+    number of equally weighted units that would give the weighted mean the same variance. 0 where Σ w² = 0
+    (no unit carries weight, so none is effective: a weight diagnostic then reads "no effective sample", not
+    "undefined"); elementwise on arrays. The one definition of ESS: every
+    estimator's weight diagnostics (importance, slate, clip tuning, verdicts) call it.
+
+    >>> kish_ess_from_sums(3.0, 5.0)   # weights 1 and 2: 3² / (1 + 4)
+    1.8
+    """
+    t, t2 = np.asarray(total, dtype=np.float64), np.asarray(total_sq, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.where(t2 == 0, 0.0, t * t / np.where(t2 == 0, 1.0, t2))  # NaN sums stay NaN
+    return float(out) if out.ndim == 0 else out
+
+
+def kish_ess(weights, *, axis: int | None = None):
+    """Kish's effective sample size (Σ w)² / Σ w² of ``weights`` (over ``axis``; all of them by default), by
+    :func:`kish_ess_from_sums`.
+
+    >>> kish_ess([1.0, 1.0, 4.0])      # 6² / (1 + 1 + 16) = 2: one weight of 4 is worth a third of the rows
+    2.0
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    return kish_ess_from_sums(w.sum(axis=axis), (w * w).sum(axis=axis))
 
 
 def sample_variance(n: float, m2: float) -> float:

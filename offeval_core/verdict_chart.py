@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-import scipy.stats as sps
 
 from offeval_core.charts import FONT
 from offeval_core.formatting import HOVER_NUMBER
+from offeval_core.stats import normal_quantile
 
 __all__ = ["VERDICT_COLOURS", "verdict_figure"]
 
@@ -22,7 +22,7 @@ VERDICT_COLOURS = {"trust": "#009E73", "caution": "#E69F00", "don't": "#CC79A7"}
 def verdict_figure(diagnosis, *, level: float = 0.95) -> go.Figure:
     """One row per estimator of a :class:`~offeval_core.diagnose.Diagnosis`: its value (reward per session) with
     the normal ``level`` CI, value ± z · stderr, the marker coloured by its verdict; the reason in the hover."""
-    z = float(sps.norm.ppf(0.5 + level / 2))
+    z = normal_quantile(level)
     ests = list(diagnosis.estimators)
     fig = go.Figure()
     names = [e.label for e in ests]

@@ -10,9 +10,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from offeval_core.arms import offline_rows
 from offeval_core.discounts import parse_discount
 from offeval_core.logs import POLICY_PREFIX, Logs
 from offeval_core.results import json_number
+from offeval_core.stats import kish_ess
 
 __all__ = [
     "RANKING_NEEDS", "SLATE_NEEDS", "SUPPORT_MATERIAL", "EstimatorCheck", "ranking_estimators",
@@ -94,6 +96,8 @@ def verdict(label: str, needs, checks: dict, ess_share: float, max_share: float,
             continue
         return "don't", (f"{label} assumes no {name} problem, and the {name} check fires "
                          f"({c.effect_label} {c.effect:.3g}, p = {c.p_value:.2g}).")
+    if ess == 0:
+        return "don't", "every weight is zero: no logged session informs it."
     if ess_share < ESS_DONT:
         return "don't", f"its effective sample size is {ess:.0f} ({ess_share:.2%} of the weights): a few sessions decide it."
     if ess_share < ESS_CAUTION:
@@ -109,7 +113,7 @@ def verdict(label: str, needs, checks: dict, ess_share: float, max_share: float,
 
 
 def ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, discount: str) -> list[EstimatorCheck]:
-    f = logs.frame[(logs.frame["arm"] == "control").to_numpy()]
+    f = offline_rows(logs.frame)
     d = parse_discount(discount, logs=logs)
     d0 = parse_discount("pbm", logs=logs)
     w = d(f[POLICY_PREFIX + policy].to_numpy()) / d0(f["rank"].to_numpy())
@@ -130,7 +134,7 @@ def ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, disco
         v, infl = value(w)
         vc, _ = value(np.minimum(w, cap))
         se = float(np.std(infl, ddof=1) / math.sqrt(n))
-        ess = float(w.sum() ** 2 / (w ** 2).sum())
+        ess = kish_ess(w)
         share, mx = ess / len(w), float(w.max() / w.sum())
         sens = abs(vc - v) / se if se > 0 else 0.0
         verdict_, reason = verdict(label.split(" (")[0], RANKING_NEEDS, checks, share, mx, sens, ess)

@@ -47,8 +47,8 @@ def test_bias_estimate_equals_gap_to_unclipped_estimate():
                                                           rel=1e-9, abs=1e-12)
     assert (np.diff(res.table["bias_bound"]) <= 0).all()       # bound shrinks as m grows
     assert (np.diff(res.table["clipped_rows"]) <= 0).all()
-    assert res.recommended_clip in CLIPS
-    assert f"m = {res.recommended_clip:g}".replace("inf", "∞") in res.rule_text
+    assert res.rule_clip in CLIPS
+    assert f"m = {res.rule_clip:g}".replace("inf", "∞") in res.rule_text
 
 
 def test_slope_rule_by_hand():
@@ -62,7 +62,7 @@ def test_slope_rule_by_hand():
 def test_mse_rule_minimises_the_bound():
     _, logs, m = small_world()
     res = clip_tuning(logs, reward="like", policy="treatment", clips=CLIPS, moments=m, rule="mse")
-    assert res.recommended_clip == res.table.loc[res.table["mse_bound"].idxmin(), "clip"]
+    assert res.rule_clip == res.table.loc[res.table["mse_bound"].idxmin(), "clip"]
     assert "worst-case mean squared error" in res.rule_text
 
 
@@ -98,10 +98,10 @@ def test_recommend_clip_uses_the_normal_quantile_of_its_level():
 
     # estimates 0.3 (m = 1) and 1 (m = ∞), SE 0.1 each: the widened intervals overlap iff 0.7 ≤ 4 · z · 0.1,
     # i.e. z ≥ 1.75: at 95 % (z = 1.960) m = 1 is admitted, at 90 % (z = 1.645) it is not
-    r95 = recommend_clip(_result([0.3, 1.0], [0.1, 0.1], [0.0, 0.0], level=0.95), effect=1.0)
+    r95 = recommend_clip(_result([0.3, 1.0], [0.1, 0.1], [0.0, 0.0]).table, level=0.95, effect=1.0)
     assert (r95.clip, r95.slope_clip) == (1.0, 1.0)
     assert r95.reason == f"m = 1: {RECOMMENDATION_RULE}; its bias bound 0 is below the size of the offline effect (1)."
-    r90 = recommend_clip(_result([0.3, 1.0], [0.1, 0.1], [0.0, 0.0], level=0.90), effect=1.0)
+    r90 = recommend_clip(_result([0.3, 1.0], [0.1, 0.1], [0.0, 0.0]).table, level=0.90, effect=1.0)
     assert (r90.clip, r90.slope_clip) == (math.inf, math.inf)
 
 
@@ -110,19 +110,19 @@ def test_recommend_clip_moves_up_when_the_bias_bound_exceeds_the_effect():
 
     res = _result([0.95, 0.97, 1.0], [0.1, 0.1, 0.1], [0.2, 0.1, 0.0], clips=(1.0, 4.0, math.inf))
     # SLOPE admits m = 1; its bound 0.2 exceeds the effect 0.1, m = 4's bound 0.1 does not (equal is enough)
-    r = recommend_clip(res, effect=-0.1)
+    r = recommend_clip(res.table, level=res.level, effect=-0.1)
     assert (r.clip, r.slope_clip, r.bias_bound, r.reference) == (4.0, 1.0, 0.1, 0.1)
     assert r.reason == ("m = 4: the SLOPE / Lepski rule alone would clip at m = 1, but its bias bound exceeds the "
                         "size of the offline effect (0.1), so the recommendation moves to the most clipped m whose "
                         "bias bound (0.1) does not.")
     # without an effect the reference is the unclipped estimate, |1.0|: every bound is below it
-    r = recommend_clip(res)
+    r = recommend_clip(res.table, level=res.level)
     assert (r.clip, r.reference) == (1.0, 1.0)
     assert "the unclipped estimate (1)" in r.reason
     # an effect below every finite bound: no clipping
-    assert recommend_clip(res, effect=0.05).clip == math.inf
+    assert recommend_clip(res.table, level=res.level, effect=0.05).clip == math.inf
     # a non-finite effect falls back to the unclipped estimate
-    assert recommend_clip(res, effect=math.nan).reference == 1.0
+    assert recommend_clip(res.table, level=res.level, effect=math.nan).reference == 1.0
 
 
 def test_mean_offline_effect_averages_the_sizes_over_ab_tests():
@@ -186,8 +186,8 @@ def test_the_one_recommended_clip_by_hand():
     from offeval_core.analyses.clip_tuning import recommend_clip
 
     tuning = clip_tuning(logs, clips=[1, 2, 4, math.inf], **kw)
-    assert recommend_clip(tuning, effect=2.0).clip == 2.0 and recommend_clip(tuning, effect=1.99).clip == 4.0
-    assert recommend_clip(tuning, effect=3.0).clip == 1.0
+    assert recommend_clip(tuning.table, level=tuning.level, effect=2.0).clip == 2.0 and recommend_clip(tuning.table, level=tuning.level, effect=1.99).clip == 4.0
+    assert recommend_clip(tuning.table, level=tuning.level, effect=3.0).clip == 1.0
 
 
 def test_clip_auto_is_the_one_recommended_clip(tmp_path, capsys):
@@ -224,3 +224,38 @@ def test_clip_auto_tunes_a_propensity_policy_as_cis(tmp_path, capsys):
     assert main(["estimate", str(path), "--reward", "click", "--policy", "new", "--estimator", "cis",
                  "--clip", "auto", "--level", "0.99"]) == 0
     assert f"--clip auto: {rec.reason}" in capsys.readouterr().err
+
+
+def test_a_tuning_result_carries_the_one_recommendation():
+    """clip_tuning's ``recommendation`` is the one rule (what ``recommended_clip`` returns); ``rule_clip`` is only
+    the named rule's own choice. On the four sessions SLOPE alone says m = 1, the recommendation m = 4."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+
+    logs = read_logs(_four_sessions())
+    kw = {"reward": "click", "policy": "new", "discount": "exponential:0.5", "exposure": "exponential:0.5",
+          "level": 0.95}
+    ct = clip_tuning(logs, clips=[1, 2, 4, math.inf], **kw)
+    assert (ct.rule_clip, ct.recommendation.clip) == (1.0, 4.0)
+    assert ct.recommendation == recommended_clip(logs, clips=[1, 2, 4, math.inf], **kw)
+    assert clip_tuning(logs, clips=[1, 2, 4, math.inf], rule="mse", **kw).recommendation == ct.recommendation
+    # without m = ∞ in the grid the effect it weighs is still the unclipped one: the same recommendation's reference
+    assert clip_tuning(logs, clips=[1, 2, 4], **kw).recommendation.reference == pytest.approx(1.3125)
+
+
+def test_no_second_clip_recommendation_in_product_code():
+    """recommend_clip is called by clip_tuning only; nobody overwrites a result's mark with another value."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    calls = []
+    for path in [*(root / "offeval_core").rglob("*.py"), *(root / "dashboard").rglob("*.py")]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            code = line.strip()
+            if code.startswith((">>>", "def ")):
+                continue
+            calls += [(path.relative_to(root).as_posix(), m.group(0))
+                      for m in re.finditer(r"\brecommend_clip\(|recommended_clip=|slope_select\(", code)]
+    assert sorted(calls) == [("offeval_core/analyses/clip_tuning.py", "recommend_clip("),
+                             ("offeval_core/analyses/clip_tuning.py", "slope_select("),
+                             ("offeval_core/analyses/clip_tuning.py", "slope_select(")]

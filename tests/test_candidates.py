@@ -15,6 +15,7 @@ from reference_impl import ref_log2, ref_paired_effect, ref_policy_value
 from offeval_core.analyses import Variant, candidates_figure, common_clip, compare_candidates
 from offeval_core.analyses.clip_tuning import ClipTuningResult, recommend_clip
 from offeval_core.engine import Grid, reduce
+from offeval_core.errors import UnknownName
 from offeval_core.multiple import adjust
 from offeval_core.stats import normal_quantile
 
@@ -99,8 +100,8 @@ def test_bad_arguments(world):
     _, m = world
     with pytest.raises(ValueError, match="candidates lists a policy twice: cand_01, cand_01"):
         compare_candidates(m, candidates=_pairs(16.0)[:1] * 2, reward="like")
-    with pytest.raises(Exception, match="candidate 'treatment' was not computed; policies in the moments: "
-                                        "cand_01, cand_02, cand_10"):
+    with pytest.raises(UnknownName, match=r"^policy 'treatment' \(a candidate\) was not computed; available: "
+                                          "cand_01, cand_02, cand_10$"):
         compare_candidates(m, candidates=[("treatment", Variant("dcg", "log2", "log2", 16.0))], reward="like")
     with pytest.raises(ValueError, match="clip 4 of DCG"):
         compare_candidates(m, candidates=[("cand_01", Variant("dcg", "log2", "log2", 4.0))], reward="like")
@@ -119,7 +120,7 @@ def test_the_common_clip_satisfies_every_candidates_rule():
     clips = [1.0, 4.0, 16.0, 64.0, math.inf]
     a = _tuning(clips, [0.5, 0.9, 0.95, 0.97, 1.0], [0.01, 0.05, 0.1, 0.15, 0.2], [0.9, 0.05, 0.02, 0.01, 0.0])
     b = _tuning(clips, [0.5, 0.9, 0.95, 0.97, 1.0], [0.01, 0.05, 0.1, 0.15, 0.2], [0.9, 0.3, 0.08, 0.01, 0.0])
-    recs = {"a": recommend_clip(a, effect=0.1), "b": recommend_clip(b, effect=0.05)}
+    recs = {"a": recommend_clip(a.table, level=a.level, effect=0.1), "b": recommend_clip(b.table, level=b.level, effect=0.05)}
     assert (recs["a"].clip, recs["b"].clip) == (4.0, 64.0)
     m, reason = common_clip({p: r.clip for p, r in recs.items()})
     assert m == 64.0

@@ -107,7 +107,7 @@ def test_clip_tuning_figure_and_pbm_curves(world):
     # the recommended-m line is drawn at that m's position on the grid, also when it is ∞
     rec_x = [sh.x0 for sh in fig.layout.shapes]
     pos, _, _ = charts.clip_positions(res.table.sort_values("clip")["clip"])
-    assert rec_x[0] == pos[list(res.table.sort_values("clip")["clip"]).index(res.recommended_clip)]
+    assert rec_x[0] == pos[list(res.table.sort_values("clip")["clip"]).index(res.recommendation.clip)]
     curves = {"a": np.array([1.0, 0.5, 0.25]), "b": np.array([1.0, 0.6])}
     pf = charts.pbm_curve_figure(curves)
     assert [tr.name for tr in pf.data] == ["a", "b"] and list(pf.data[0].y) == [1.0, 0.5, 0.25]

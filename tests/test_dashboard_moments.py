@@ -116,8 +116,8 @@ def test_a_discount_not_in_the_file_is_a_notice_not_an_error(moments_path):
     from dashboard import data
 
     m = read_moments(moments_path)
-    with pytest.raises(data.NeedsRawLogs, match="The target discount D 'reciprocal' is not in the moments file "
-                                                r"\(it holds pbm, log2\)"):
+    with pytest.raises(data.NeedsRawLogs, match=r"^The discount 'reciprocal' \(in the moments file\) was not computed; "
+                                                r"available: pbm, log2: choose one of those in the sidebar\. "):
         data.file_moments_subset(m, "like", "reciprocal", "pbm")
     sub = data.file_moments_subset(m, "like", "log2", "pbm")
     assert set(sub.offline["discount"]) == {"log2"} and len(sub.offline) == (m.offline["discount"] == "log2").sum()

@@ -77,7 +77,7 @@ def test_candidates_page_equals_the_core_on_the_mapped_logs(offline):
     for p in ("ranker_v2", "ranker_v3", "ranker_v4"):
         tuned = clip_tuning(logs, reward="clicked", policy=p, clips=DEFAULT_CLIPS, level=LEVEL, moments=m)
         effect = mean_offline_effect(m, reward="clicked", policy=p, discount="pbm", exposure="pbm", level=LEVEL)
-        recs[p] = recommend_clip(tuned, effect=effect).clip
+        recs[p] = recommend_clip(tuned.table, level=tuned.level, effect=effect).clip
     clip, reason = common_clip(recs)
     res = compare_candidates(m, candidates=[(p, Variant("dcg", "pbm", "pbm", clip)) for p in recs], reward="clicked",
                              level=LEVEL, adjust="holm", clip_reason=reason)

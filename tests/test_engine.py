@@ -19,6 +19,7 @@ from reference_impl import (
 )
 
 from offeval_core.engine import Grid, reduce
+from offeval_core.errors import UnknownName
 from offeval_core.estimators import aggregate, estimate_from_row, select, session_values
 from offeval_core.logs import read_logs
 
@@ -174,7 +175,7 @@ def test_unknown_names_are_rejected_with_specific_messages():
     with pytest.raises(ValueError, match="ndcg_rule must be one of 'zero', 'drop'; got 'skip'"):
         Grid(rewards=("click",), policies=(), ndcg_rule="skip")
     m = reduce(logs, Grid(rewards=("click",), policies=("a",), clips=(4,)))
-    with pytest.raises(ValueError, match=r"clip 8 is not in the computed grid \(4\)"):
+    with pytest.raises(UnknownName, match=r"^clip 8 was not computed; available: 4$"):
         select(m, reward="click", policy="a", metric="dcg", clip=8)
     with pytest.raises(ValueError, match="metric must be one of"):
         select(m, reward="click", policy="a", metric="map", clip=4)

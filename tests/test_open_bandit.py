@@ -271,7 +271,7 @@ def test_candidates_page_equals_the_core_at_the_recommended_cap(served, logs, mo
     tuned = clip_tuning(logs, reward="click", policy="bts", clips=DEFAULT_CLIPS, level=LEVEL, moments=moments)
     effect = mean_offline_effect(moments, reward="click", policy="bts", discount="propensity",
                                  exposure="propensity", level=LEVEL, metric="cis")
-    cap = recommend_clip(tuned, effect=effect).clip
+    cap = recommend_clip(tuned.table, level=tuned.level, effect=effect).clip
     res = compare_candidates(moments, candidates=[("bts", Variant("cis", "propensity", "propensity", cap))],
                              reward="click", level=LEVEL)
     table = next(d.value for d in at.dataframe if "beats the logging policy" in d.value.columns)

@@ -124,7 +124,7 @@ def test_a_propensity_target_gets_the_importance_estimators_on_every_section_tha
     ct = clip_tuning(logs, reward="click", policy="bts", discount=p, exposure=p, clips=CLIPS, moments=m, level=0.99)
     assert fmt_table(ct.table, pct_cols=("clipped_rows", "clipped_mass", "ess_share")) in text
     effect = mean_offline_effect(m, reward="click", policy="bts", discount=p, exposure=p, level=0.99, metric="cis")
-    assert html.escape("Recommended " + recommend_clip(ct, effect=effect).reason) in text
+    assert html.escape("Recommended " + recommend_clip(ct.table, level=ct.level, effect=effect).reason) in text
     # CIS at the cap c = 4 is the capped weight times the click, averaged over the random arm's rounds
     control = schema[schema["arm"] == "control"]
     w = (control["target_propensity__bts"] / control["logging_propensity"]).clip(upper=4.0)

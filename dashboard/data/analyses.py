@@ -208,11 +208,7 @@ def clip_recommendation(key: str, reward: str, policy: str, discount: str, expos
     """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
     ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
     clip whose bias bound exceeds the mean size of the unclipped offline effect without saying so."""
-    from offeval_core.analyses.clip_tuning import recommended_clip
-
-    return recommended_clip(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
-                            level=level, moments=policy_moments(key, reward, discount, exposure),
-                            tuning=clip_tuning_result(key, reward, policy, discount, exposure, level, rule))
+    return clip_tuning_result(key, reward, policy, discount, exposure, level, rule).recommendation
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -310,9 +306,8 @@ def _clip_tuning_base(key: str, reward: str, policy: str, discount: str, exposur
     from offeval_core.charts import clip_tuning_figure
 
     res = clip_tuning_result(key, reward, policy, discount, exposure, level, rule)
-    rec = clip_recommendation(key, reward, policy, discount, exposure, level, rule)
     # the chart marks the shared recommendation (the rule's own choice is explained under it)
-    return clip_tuning_figure(dataclasses.replace(res, recommended_clip=rec.clip)), tuple(res.table["clip"])
+    return clip_tuning_figure(res), tuple(res.table["clip"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

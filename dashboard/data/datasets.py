@@ -25,8 +25,8 @@ import streamlit as st
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
 from offeval_core.arm_values import parse_arms
-from offeval_core.errors import LimitExceeded, NeedsAnswers, NeedsRawLogs
-from offeval_core.estimators import subset
+from offeval_core.errors import LimitExceeded, NeedsAnswers, NeedsRawLogs, UnknownName
+from offeval_core.estimators import require, subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
@@ -392,13 +392,11 @@ def default_grid(logs: Logs, reward: str, discount: str, exposure: str) -> Grid:
 
 def file_moments_subset(m: Moments, reward: str, discount: str, exposure: str) -> Moments:
     """The rows of one (reward, D, D0) of a moments file; NeedsRawLogs when the file does not hold them."""
-    g = m.grid
-    for what, value, options in (("reward", reward, g.rewards), ("target discount D", discount, g.discounts),
-                                 ("exposure model D0", exposure, g.exposures)):
-        if value not in options:
-            raise NeedsRawLogs(needs_raw_logs_text(
-                f"The {what} {value!r} is not in the moments file (it holds {', '.join(map(str, options))}); "
-                "choose one of those in the sidebar. Any other variant"))
+    try:
+        require(m, rewards=(reward,), discounts=(discount,), exposures=(exposure,), of=" (in the moments file)")
+    except UnknownName as exc:
+        raise NeedsRawLogs(needs_raw_logs_text(f"The {exc}: choose one of those in the sidebar. Any other "
+                                               "variant")) from exc
     return subset(m, rewards=(reward,), discounts=(discount,), exposures=(exposure,))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.engine import Grid, Moments
-from offeval_core.estimators import ESTIMATORS
+from offeval_core.estimators import ESTIMATORS, require
 from offeval_core.formatting import clip_text
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.validation import check_choice, check_clip
@@ -76,15 +76,9 @@ def variant_label(v: Variant) -> str:
 
 
 def check_in_grid(moments: Moments, v: Variant) -> None:
-    """Raise a specific ValueError when a variant was not computed in ``moments``."""
-    g = moments.grid
-    for what, value, options in (("discount", v.discount, g.discounts), ("exposure", v.exposure, g.exposures)):
-        if value not in options:
-            raise ValueError(f"{what} {value!r} of {variant_label(v)} was not computed; available: "
-                             f"{', '.join(options)}")
-    if v.clip not in g.clips:
-        raise ValueError(f"clip {clip_text(v.clip)} of {variant_label(v)} is not in the computed grid "
-                         f"({', '.join(clip_text(c) for c in g.clips)})")
+    """Raise :class:`~offeval_core.errors.UnknownName` when a variant was not computed in ``moments``
+    (:func:`~offeval_core.estimators.require`)."""
+    require(moments, discounts=(v.discount,), exposures=(v.exposure,), clips=(v.clip,), of=f" of {variant_label(v)}")
 
 
 def check_moments(moments, *, name: str = "moments") -> Moments:
@@ -95,9 +89,7 @@ def check_moments(moments, *, name: str = "moments") -> Moments:
 
 
 def check_policy_in(moments: Moments, policy: str) -> str:
-    if policy not in moments.grid.policies:
-        raise ValueError(f"policy {policy!r} was not computed; target policies in the moments: "
-                         f"{', '.join(moments.grid.policies) or 'none'}")
+    require(moments, policies=(policy,))
     return policy
 
 
@@ -107,9 +99,7 @@ def check_rewards(moments: Moments, rewards) -> tuple[str, ...]:
     if isinstance(rewards, str):
         rewards = (rewards,)
     rewards = tuple(rewards)
-    for r in rewards:
-        if r not in moments.grid.rewards:
-            raise ValueError(f"reward {r!r} was not computed; available: {', '.join(moments.grid.rewards)}")
+    require(moments, rewards=rewards)
     if not rewards:
         raise ValueError("rewards must name at least one reward, got an empty sequence")
     return rewards

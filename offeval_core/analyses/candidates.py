@@ -36,8 +36,7 @@ from offeval_core.analyses._common import (
 )
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Moments
-from offeval_core.errors import UnknownName
-from offeval_core.estimators import summarize_groups
+from offeval_core.estimators import require, summarize_groups
 from offeval_core.forest import candidates_figure
 from offeval_core.formatting import format_p
 from offeval_core.importance.weights import PROPENSITY
@@ -134,8 +133,7 @@ def compare_candidates(moments: Moments, *, candidates: Sequence[tuple[str, obje
     check_moments(moments)
     check_level(level)
     check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
-    if reward not in moments.grid.rewards:
-        raise UnknownName(f"reward {reward!r} was not computed; available: {', '.join(moments.grid.rewards)}")
+    require(moments, rewards=(reward,))
     pairs = [(str(p), as_variant(v, name=f"estimator of {p!r}")) for p, v in candidates]
     if not pairs:
         raise ValueError("candidates must name at least one (policy, estimator) pair, got none")
@@ -144,9 +142,7 @@ def compare_candidates(moments: Moments, *, candidates: Sequence[tuple[str, obje
         raise ValueError(f"candidates lists a policy twice: {', '.join(names)}")
     rows = []
     for policy, v in pairs:
-        if policy not in moments.grid.policies:
-            raise UnknownName(f"candidate {policy!r} was not computed; policies in the moments: "
-                              f"{', '.join(moments.grid.policies) or 'none'}")
+        require(moments, policies=(policy,), of=" (a candidate)")
         check_in_grid(moments, v)
         (g,) = summarize_groups(moments, reward=reward, policy=policy, metric=v.metric, discount=v.discount,
                                 exposure=v.exposure, clip=v.clip, level=level)

@@ -24,11 +24,11 @@ from offeval_core.arms import offline_mask
 from offeval_core.charts import clip_tuning_figure
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
-from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.estimators import aggregate, estimate_from_row, require, select
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.policies import policy_kind
-from offeval_core.stats import normal_quantile
+from offeval_core.stats import kish_ess, normal_quantile
 from offeval_core.validation import check_choice, check_clips, check_level
 
 __all__ = ["RULES", "ClipRecommendation", "ClipTuningResult", "clip_tuning", "clip_tuning_figure", "recommend_clip",
@@ -45,12 +45,29 @@ RULE_TEXT = {
 }
 
 
+@dataclass(frozen=True)
+class ClipRecommendation:
+    """The one clip recommendation every page, the report and ``offeval estimate --clip auto`` use."""
+
+    clip: float
+    reason: str
+    bias_bound: float
+    reference: float
+    slope_clip: float
+
+
+RECOMMENDATION_RULE = ("the most clipped m that the SLOPE / Lepski rule admits and whose worst-case bias bound "
+                       "stays below the quantity it is meant to measure")
+
+
 @dataclass(frozen=True, eq=False)
 class ClipTuningResult:
-    """Result of :func:`clip_tuning`. ``table`` has one row per clip value (see :func:`clip_tuning`)."""
+    """Result of :func:`clip_tuning`. ``table`` has one row per clip value (see :func:`clip_tuning`);
+    ``recommendation`` is the one clip recommendation (:func:`recommend_clip`), ``rule_clip`` what ``rule`` alone
+    would choose (explained by ``rule_text``; not a recommendation)."""
 
     table: pd.DataFrame
-    recommended_clip: float
+    rule_clip: float
     rule: str
     rule_text: str
     reward: str
@@ -63,6 +80,7 @@ class ClipTuningResult:
     n_rows: int
     estimator: str = "dcg"
     """The clipped estimator: ``dcg`` (a rank policy) or ``cis`` (a propensity policy, cap c = m)."""
+    recommendation: ClipRecommendation | None = None
 
 
 def slope_select(clips: Sequence[float], estimates: Sequence[float], halfwidths: Sequence[float]) -> float:
@@ -109,15 +127,18 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
       clipping bias under KDD'24 Asm. 1-5 (noisy where few rewards are clipped).
     - ``clipped_rows``: share of logged rows with w_i > m; ``clipped_mass`` = Σ D(R(i))(w_i − m)₊ /
       Σ D(R(i)) w_i, the share of the target's (IPS-estimated) exposure that the clip removes.
-    - ``ess`` = (Σ v_i)² / Σ v_i² (Kish) and ``ess_share`` = ess / rows; ``max_weight`` = max min(m, w_i).
+    - ``ess`` = (Σ v_i)² / Σ v_i² (Kish, :func:`~offeval_core.stats.kish_ess`) and ``ess_share`` = ess / rows; ``max_weight`` = max min(m, w_i).
     - ``mse_bound`` = variance + bias_bound², ``rmse_bound`` its square root.
 
     A propensity policy (a ``target_propensity__<policy>`` column and no ``rank__<policy>``) is tuned as capped
     importance sampling: w_i = π_t / π_p, D(R(i)) = 1, the estimate CIS at the cap c = m from importance moments
     (``discount`` and ``exposure`` do not apply and read ``propensity``); ``estimator`` says which.
 
-    ``rule="slope"`` (default) recommends :func:`slope_select` on the CIs at ``level``; ``rule="mse"``
-    the m minimising ``mse_bound`` (worst case; it favours large m because the bound is loose).
+    ``recommendation`` is the one clip recommendation (:func:`recommend_clip`: the SLOPE / Lepski choice moved to
+    a less clipped m while its bias bound exceeds the mean size of the unclipped offline effect,
+    :func:`mean_offline_effect`). ``rule_clip`` is what one rule alone chooses, for comparison: ``rule="slope"``
+    (default) :func:`slope_select` on the CIs at ``level``; ``rule="mse"`` the m minimising ``mse_bound`` (worst
+    case; it favours large m because the bound is loose).
 
     Examples
     --------
@@ -153,9 +174,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
         moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
                                   exposure=exposure, clips=clips)
     else:
-        missing = [c for c in clips if c not in moments.grid.clips]
-        if missing:
-            raise ValueError(f"moments lack clip values {', '.join(clip_text(c) for c in missing)}")
+        require(moments, clips=clips)
 
     f = logs.frame
     sess = logs.sessions.sort_values("session")
@@ -182,8 +201,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
         sel = aggregate(select(moments, reward=reward, policy=policy, metric=estimator, discount=discount,
                                exposure=exposure, clip=m, arm=arm))
         est = estimate_from_row(sel.iloc[0], metric=estimator, level=level)
-        v = dt * wm
-        sv, sv2 = float(v.sum()), float((v * v).sum())
+        ess = kish_ess(dt * wm)
         bias_bound = r_max * float(np.sum(dt * excess)) / max(n_sessions, 1)
         out.append({"clip": float(m), "estimate": est.value, "stderr": est.stderr,
                     "ci_low": est.ci.low, "ci_high": est.ci.high, "variance": est.stderr ** 2,
@@ -191,8 +209,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
                     "bias_estimate": float(np.sum(c * dt * excess)) / max(n_sessions, 1),
                     "clipped_rows": float(np.mean(w > m)) if w.size else math.nan,
                     "clipped_mass": float(np.sum(dt * excess)) / total_mass if total_mass > 0 else math.nan,
-                    "ess": sv * sv / sv2 if sv2 > 0 else math.nan,
-                    "ess_share": (sv * sv / sv2) / w.size if sv2 > 0 and w.size else math.nan,
+                    "ess": ess, "ess_share": ess / w.size if w.size else math.nan,
                     "max_weight": float(wm.max()) if wm.size else math.nan,
                     "mse_bound": est.stderr ** 2 + bias_bound ** 2})
     table = pd.DataFrame(out)
@@ -206,9 +223,15 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     if math.isnan(rec):
         rec = float(max(clips))
     text = RULE_TEXT[rule].format(m=clip_text(rec), lvl=f"{level:.0%}")
-    return ClipTuningResult(table=table, recommended_clip=rec, rule=rule, rule_text=text, reward=reward,
+    if math.inf not in moments.grid.clips:  # the effect the recommendation weighs is the unclipped one
+        moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
+                                  exposure=exposure, clips=(math.inf,))
+    effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=discount, exposure=exposure,
+                                 level=level, metric=estimator)
+    return ClipTuningResult(table=table, rule_clip=rec, rule=rule, rule_text=text, reward=reward,
                             policy=policy, discount=discount, exposure=exposure, level=level, r_max=float(r_max),
-                            n_sessions=n_sessions, n_rows=int(w.size), estimator=estimator)
+                            n_sessions=n_sessions, n_rows=int(w.size), estimator=estimator,
+                            recommendation=recommend_clip(table, level=level, effect=effect))
 
 
 def _tuning_moments(logs: Logs, *, reward: str, policy: str, kind: str, discount: str, exposure: str,
@@ -224,38 +247,23 @@ def _tuning_moments(logs: Logs, *, reward: str, policy: str, kind: str, discount
                              clips=clips))
 
 
-@dataclass(frozen=True)
-class ClipRecommendation:
-    """The one clip recommendation every page, the report and ``offeval estimate --clip auto`` use."""
+def recommend_clip(table: pd.DataFrame, *, level: float, effect: float | None = None) -> ClipRecommendation:
+    """The one clip recommendation, on a clip-tuning ``table`` (columns clip, estimate, stderr, bias_bound), with
+    its rule and a one-sentence reason.
 
-    clip: float
-    reason: str
-    bias_bound: float
-    reference: float
-    slope_clip: float
-
-
-RECOMMENDATION_RULE = ("the most clipped m that the SLOPE / Lepski rule admits and whose worst-case bias bound "
-                       "stays below the quantity it is meant to measure")
-
-
-def recommend_clip(result: ClipTuningResult, *, effect: float | None = None) -> ClipRecommendation:
-    """One clip value with its rule and a one-sentence reason.
-
-    Start from the SLOPE / Lepski choice (:func:`slope_select` at the result's level); if its worst-case bias
+    Start from the SLOPE / Lepski choice (:func:`slope_select` on the CIs at ``level``); if its worst-case bias
     bound exceeds ``|effect|`` (the offline effect it is meant to measure; default: the unclipped estimate),
     move to the next larger m whose bias bound does not (m = ∞ has none), and say so.
 
     >>> t = pd.DataFrame({"clip": [1.0, 4.0, math.inf], "estimate": [0.5, 0.9, 1.0],
     ...                   "stderr": [0.01, 0.05, 0.2], "bias_bound": [0.9, 0.05, 0.0]})
-    >>> r = ClipTuningResult(t, 1.0, "slope", "", "like", "p", "pbm", "pbm", 0.95, 1.0, 100, 1000)
-    >>> recommend_clip(r, effect=0.1).clip   # SLOPE admits 4 (m = 1 is biased: its CI misses); bound 0.05 < 0.1
+    >>> recommend_clip(t, level=0.95, effect=0.1).clip   # SLOPE admits 4 (m = 1 is biased: its CI misses); 0.05 < 0.1
     4.0
-    >>> recommend_clip(r, effect=0.01).clip  # an effect of 0.01 is below m = 4's bias bound: no clipping
+    >>> recommend_clip(t, level=0.95, effect=0.01).clip  # an effect of 0.01 is below m = 4's bias bound: no clipping
     inf
     """
-    t = result.table.sort_values("clip").reset_index(drop=True)
-    z = float(np.sqrt(2) * _erfinv(result.level))
+    t = table.sort_values("clip").reset_index(drop=True)
+    z = normal_quantile(level)
     slope = slope_select(t["clip"].to_numpy(), t["estimate"].to_numpy(), (z * t["stderr"]).to_numpy())
     if math.isnan(slope):
         slope = float(t["clip"].max())
@@ -280,7 +288,7 @@ def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "p
                      level: float = 0.95, clips: Sequence[float] = DEFAULT_CLIPS, moments: Moments | None = None,
                      tuning: ClipTuningResult | None = None) -> ClipRecommendation:
     """The recommended clip of ``policy`` on these logs — the one rule of every dashboard page, the report and
-    ``offeval estimate --clip auto``: :func:`recommend_clip` on :func:`clip_tuning` (the SLOPE / Lepski choice at
+    ``offeval estimate --clip auto``: the ``recommendation`` of :func:`clip_tuning`, i.e. :func:`recommend_clip` (the SLOPE / Lepski choice at
     ``level``, moved to a less clipped m while its worst-case bias bound exceeds the mean size over A/B tests of
     the unclipped offline effect, :func:`mean_offline_effect`). A propensity policy is tuned as CIS (cap c = m).
     ``moments`` (of ``policy`` at every clip of ``clips``) and ``tuning`` (its :func:`clip_tuning` result) are
@@ -299,27 +307,9 @@ def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "p
     4.0
     """
     if tuning is None:
-        if moments is None:
-            kind = policy_kind(logs, policy) if policy not in (None, "logging") else "rank"
-            if kind == "propensity":
-                discount = exposure = PROPENSITY
-            moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
-                                      exposure=exposure, clips=check_clips(clips))
         tuning = clip_tuning(logs, reward=reward, policy=policy, discount=discount, exposure=exposure, clips=clips,
                              level=level, moments=moments)
-    elif moments is None:
-        moments = _tuning_moments(logs, reward=reward, policy=policy,
-                                  kind="propensity" if tuning.estimator == "cis" else "rank",
-                                  discount=tuning.discount, exposure=tuning.exposure, clips=(math.inf,))
-    effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=tuning.discount,
-                                 exposure=tuning.exposure, level=level, metric=tuning.estimator)
-    return recommend_clip(tuning, effect=effect)
-
-
-def _erfinv(level: float) -> float:
-    from scipy.special import erfinv
-
-    return float(erfinv(level))
+    return tuning.recommendation
 
 
 def mean_offline_effect(moments: Moments, *, reward: str, policy: str, discount: str, exposure: str,

@@ -21,6 +21,7 @@ from offeval_core.analyses._common import Variant, check_moments, check_rewards,
 from offeval_core.analyses.correlation import METHODS, offline_online_correlation, pooled_correlation
 from offeval_core.charts import correlation_clip_figure
 from offeval_core.engine import Moments
+from offeval_core.estimators import require
 from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.validation import check_choice
 
@@ -93,10 +94,7 @@ def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatme
     (reward,) = check_rewards(moments, (reward,))
     g = moments.grid
     clips = tuple(sorted({float(c) for c in (g.clips if clips is None else clips)} | {1.0}))
-    missing = [c for c in clips if c not in g.clips]
-    if missing:
-        raise ValueError(f"clips {', '.join(clip_text(c) for c in missing)} are not in the moments' clip grid "
-                         f"({', '.join(clip_text(c) for c in g.clips)})")
+    require(moments, clips=clips)
     for d in (model, "log2"):
         if d not in g.discounts or d not in g.exposures:
             raise ValueError(f"the moments hold no DCG with D = D0 = {d!r} (D ∈ {{{', '.join(g.discounts)}}}, "

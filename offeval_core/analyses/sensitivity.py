@@ -29,7 +29,14 @@ from offeval_core.charts import sensitivity_figure
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import Moments
 from offeval_core.errors import NeedsArms
-from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, online_results, select_clips
+from offeval_core.estimators import (
+    ESTIMATORS,
+    aggregate,
+    estimate_from_row,
+    online_results,
+    require,
+    select_clips,
+)
 from offeval_core.multiple import LABELS as ADJUST_LABELS
 from offeval_core.multiple import METHODS as ADJUST_METHODS
 from offeval_core.multiple import adjust as adjust_p
@@ -156,10 +163,7 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
         raise ValueError("metrics must list at least one metric, got an empty sequence")
     for m in metrics:
         check_choice(m, ESTIMATORS, name="metrics")
-    for what, value, options in (("discount", discount, moments.grid.discounts),
-                                 ("exposure", exposure, moments.grid.exposures)):
-        if value not in options:
-            raise ValueError(f"{what} {value!r} was not computed; available: {', '.join(options)}")
+    require(moments, discounts=(discount,), exposures=(exposure,))
     rewards = check_rewards(moments, rewards)
     online = _online_settings(moments, rewards)
     chosen, selection = _select_settings(online, settings, online_alpha)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import ibis.expr.types as ir
+import numpy as np
 import pandas as pd
 
 from offeval_core.validation import check_choice, check_clips
 
-__all__ = ["DEFAULT_CLIPS", "GROUP_KEYS", "METRICS", "NDCG_RULES", "Grid", "Moments"]
+__all__ = ["DEFAULT_CLIPS", "GROUP_KEYS", "METRICS", "NDCG_RULES", "Grid", "Moments", "ndcg_of"]
 
 DEFAULT_CLIPS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, math.inf)
 """The clip grid of KDD'24 Sec. 6.2 (plus 1024), m = 1 (raw labels) … ∞ (unbiased)."""
@@ -17,6 +19,26 @@ DEFAULT_CLIPS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
 GROUP_KEYS = ("experiment_id", "day", "arm", "segment")
 METRICS = ("dcg", "ndcg")
 NDCG_RULES = ("zero", "drop")
+
+
+def ndcg_of(dcg, idcg, *, empty: float = 0.0):
+    """nDCG = DCG / iDCG, and ``empty`` where iDCG = 0 (no positive label): the one no-positive-label rule. A log
+    session without a reward counts nDCG = 0 (the ``zero`` rule; KDD'24 Sec. 5 — the ``drop`` rule then leaves
+    those sessions out of the moments); a held-out user without a relevant item is left out (``empty=nan``).
+    Backend columns (Ibis) give an expression, arrays an array.
+
+    >>> ndcg_of(np.array([0.5, 0.0, 0.0]), np.array([2.0, 0.0, 1.0])).tolist()   # 0.5 / 2; no label: 0; 0 / 1
+    [0.25, 0.0, 0.0]
+    """
+    if isinstance(dcg, ir.Value) or isinstance(idcg, ir.Value):
+        import ibis
+
+        return ibis.ifelse(idcg > 0, dcg / idcg, empty)
+    d, i = np.asarray(dcg, dtype=np.float64), np.asarray(idcg, dtype=np.float64)
+    d, i = np.broadcast_arrays(d, i)
+    return np.divide(d, i, out=np.full(d.shape, float(empty)), where=i > 0)
+
+
 INF_CLIP = 1e300  # stands for m = ∞ inside queries: larger than any weight 1 / D0, so min(m, w) = w exactly
 
 

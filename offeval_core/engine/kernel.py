@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from offeval_core.discounts import DiscountModel
 from offeval_core.engine.dialects import flag
-from offeval_core.engine.grid import INF_CLIP, METRICS
+from offeval_core.engine.grid import INF_CLIP, METRICS, ndcg_of
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX
@@ -87,7 +87,7 @@ def _values(x: ir.Table, *, policies: Sequence[str]) -> ir.Table:
     aggregate): nDCG ``n0``… (0 where iDCG = 0) and the paired differences ``e1``… (DCG) and ``f1``… (nDCG)."""
     k = len(policies) + 1
     idcg = x.idcg
-    x = x.mutate(**{f"n{i}": ibis.ifelse(idcg > 0, x[f"d{i}"] / idcg, 0.0) for i in range(k)})
+    x = x.mutate(**{f"n{i}": ndcg_of(x[f"d{i}"], idcg) for i in range(k)})
     return x.mutate(**{f"e{i}": x[f"d{i}"] - x.d0 for i in range(1, k)},
                     **{f"f{i}": x[f"n{i}"] - x.n0 for i in range(1, k)})
 

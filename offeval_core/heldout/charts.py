@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from offeval_core.heldout.analyses import EstimatorLab, MetricAgreement
 from offeval_core.heldout.metrics import RunEvaluation
+from offeval_core.stats import normal_quantile
 
 __all__ = [
     "ESTIMATOR_COLORS", "ESTIMATOR_LABELS", "ESTIMATOR_ORDER", "REFERENCE_COLOR", "TITLE_WRAP",
@@ -89,10 +90,11 @@ def agreement_scatter(result: MetricAgreement, *, max_pair_lines: int = 60) -> g
 
 
 def heldout_metrics_chart(evaluations: list[RunEvaluation], metric: str) -> go.Figure:
-    """One bar per run: mean of ``metric`` over users with ±1.96 standard-error bars."""
+    """One bar per run: mean of ``metric`` over users with its 95 % normal CI (± z_0.975 = 1.960 standard errors)."""
     names = [ev.run for ev in evaluations]
     means = [ev.estimates[metric].value for ev in evaluations]
-    ses = [1.96 * ev.estimates[metric].stderr for ev in evaluations]
+    z = normal_quantile(0.95)
+    ses = [z * ev.estimates[metric].stderr for ev in evaluations]
     fig = go.Figure(go.Bar(x=names, y=means, error_y={"type": "data", "array": ses}))
     n = evaluations[0].estimates[metric].n if evaluations else 0
     fig.update_layout(title=f"{metric} per run (mean over {n} users, 95 % normal CI)",

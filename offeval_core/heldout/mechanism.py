@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from offeval_core.engine.grid import ndcg_of
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_level
 
@@ -175,4 +176,4 @@ def toy_zoo(kind: str, *, n_users: int = 400, n_models: int = 12, k: int = 100,
         p = p_heavy if heavy[u] else p_light
         dcg_u[u] = (draw[:, None] < p[None, :]).T.astype(float) @ disc[ranks]
     names = [f"{kind}-{m:02d}" for m in range(n_models)]
-    return dcg_u, dcg_u / idcg[:, None], idcg, names
+    return dcg_u, ndcg_of(dcg_u, idcg[:, None]), idcg, names

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from offeval_core.engine.grid import ndcg_of
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.results import Estimate, json_number
 from offeval_core.stats import mean_estimate, moments_of
@@ -269,7 +270,7 @@ def per_user_metrics(
             else:
                 icut = ideal_pos <= spec.k if spec.k is not None else np.ones(ideal_pos.size, dtype=bool)
                 idcg = per_user(ideal_gain, icut, qs["user"].to_numpy())
-                out[spec.label] = d / idcg
+                out[spec.label] = ndcg_of(d, idcg, empty=math.nan)
         elif spec.kind == "recall":
             out[spec.label] = per_user(hit, cut, muser) / n_rel
         else:  # adg
@@ -358,7 +359,7 @@ def topn_metrics(top_items: np.ndarray, relevance: np.ndarray, *, k: int, gain_k
         valid = n_rel > 0
         return {
             "dcg": np.where(valid, dcg, np.nan),
-            "ndcg": np.where(valid, dcg / np.where(idcg > 0, idcg, 1.0), np.nan),
+            "ndcg": np.where(valid, ndcg_of(dcg, idcg, empty=math.nan), np.nan),
             "recall": np.where(valid, hits.sum(axis=1) / n_rel, np.nan),
             "adg": np.where(valid, hits @ disc / n_rel, np.nan),
         }

@@ -35,6 +35,7 @@ from offeval_core.importance.weights import (
     weight_expr,
 )
 from offeval_core.logs import LOGGING_POLICY, Logs
+from offeval_core.stats import kish_ess_from_sums
 from offeval_core.validation import check_choice
 
 __all__ = ["EXACT_TOL", "EXTRA_COLUMNS", "add_importance", "reduce_importance", "session_table", "weight_diagnostics"]
@@ -311,7 +312,8 @@ def _online(source: Source, rewards: Sequence[str]) -> pd.DataFrame:
 def weight_diagnostics(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     """Weight diagnostics of importance rows (target policies), aggregated over every key not in ``by``.
 
-    ``ess`` = (Σ w̄)² / Σ w̄² (Kish's effective sample size of the capped weights, in rows), ``ess_uncapped``
+    ``ess`` = (Σ w̄)² / Σ w̄² (Kish's effective sample size of the capped weights, in rows;
+    :func:`~offeval_core.stats.kish_ess_from_sums`), ``ess_uncapped``
     likewise for w, ``max_weight`` = max w, ``capped_share`` = 1 − Σ w̄ / Σ w (share of the weight mass
     removed by capping; the bias bound of CIS is r_max · P(W > c), Gilotte Sec. 4.2), ``mean_weight`` = Σ w /
     rows (≈ 1 for propensity weights with full support), ``exact_share`` = sessions with an exact PointNCIS
@@ -325,8 +327,8 @@ def weight_diagnostics(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFra
     out = summed.reset_index() if by else summed.reset_index(drop=True)
     out["max_weight"] = mx.to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["ess"] = out["wc_sum"] ** 2 / out["wc_sumsq"]
-        out["ess_uncapped"] = out["w_sum"] ** 2 / out["w_sumsq"]
+        out["ess"] = kish_ess_from_sums(out["wc_sum"], out["wc_sumsq"])
+        out["ess_uncapped"] = kish_ess_from_sums(out["w_sum"], out["w_sumsq"])
         out["capped_share"] = 1 - out["wc_sum"] / out["w_sum"]
         out["mean_weight"] = out["w_sum"] / out["w_rows"]
         out["exact_share"] = out["n_exact"] / out["n"]

@@ -165,9 +165,8 @@ def diagnostics(data: SlateData, w: np.ndarray) -> WeightDiagnostics:
     """Per-slot ESS and largest-weight share; the worst slot is reported."""
     ww = _dense(data, w)
     present = _dense(data, np.ones(data.n_rows)) > 0
-    s1, s2 = ww.sum(0), (ww ** 2).sum(0)
+    s1, ess = ww.sum(0), stats.kish_ess(ww, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ess = np.where(s2 > 0, s1 ** 2 / s2, 0.0)
         share = np.where(s1 > 0, ww.max(0) / s1, 0.0)
     n_k = present.sum(0)
     worst = int(np.argmin(np.where(n_k > 0, ess / np.maximum(n_k, 1), np.inf)))
