@@ -29,10 +29,12 @@ with ui.controls():
 
 with ui.guarded("Which estimator?"):
     policy = c.policy if c.policy in c.dataset.targets.all else None
+    level = c.settings.level
     d = ui.with_progress("Testing the assumptions on the logs…", data.is_ready("diagnosis", c.key, c.reward,
-                                                                                policy, c.settings.discount, alpha),
-                         lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
-    data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, alpha)
+                                                                                policy, c.settings.discount, alpha,
+                                                                                level),
+                         lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha, level))
+    data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, alpha, level)
     fired = [ch for ch in d.checks if ch.fires]
     verdicts = {v: [e.label.split(" (")[0] for e in d.estimators if e.verdict == v]
                 for v in ("trust", "caution", "don't")}
@@ -71,7 +73,7 @@ with ui.guarded("Which estimator?"):
                   caption=f"Target policy {ui.md_escape(d.policy or '—')}, reward {ui.md_escape(d.reward)}. "
                           "Assumptions: each row is a statistical test (docs/diagnose.md), its estimate the effect "
                           "named in 'effect'; 'violated' when p < α. Estimators: the estimate is the value of the "
-                          "target policy (reward per session) with its 95 % CI; ESS share = Kish effective sample "
+                          f"target policy (reward per session) with its {d.level:.0%} CI; ESS share = Kish effective sample "
                           "size / rows; the reason names the rule that set the verdict.",
                   kinds={"ESS share": "share", "p-value": "p"},
                   reasons={"ESS share": "an assumption test has no weights", "p-value": "an estimator is not a test, an untestable assumption has none"},
