@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.defaults import LEVEL
 from offeval_core.formatting import format_number as num
 from offeval_core.sanitize import escape_markdown
 from offeval_core.slate.experiment import error_chart
@@ -105,4 +106,5 @@ with ui.guarded("Slate world"):
     ui.show_figure(fig, key="which_slate", name=f"slate_{behaviour}_{n}", take=take)
     ui.show_table(summary.assign(coverage=np.round(summary["coverage"], 3)).drop(columns=["estimator"]),
                   key="which_slate_table", name=f"slate_{behaviour}_{n}",
-                  caption="bias ± bias_se over replications, z = bias / bias_se, coverage of the 95 % normal CI.")
+                  caption=f"bias ± bias_se over replications, z = bias / bias_se, coverage of the {LEVEL:.0%} "
+                          "normal CI.")
