@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast setup browser lint data bench clean mutate
+.PHONY: run test test-fast setup browser lint data docs-numbers bench clean mutate
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -50,6 +50,12 @@ test-fast: setup
 data: setup
 	$(BIN)/offeval simulate --out data --preset demo --seed 0 --force
 	$(BIN)/python -m dashboard.prefill data
+
+# every number README.md and docs/ quote from the demo, rewritten from data/ (SEEDS=1,2,3,4,5 adds the per-seed
+# table of data/README.md, minutes); tests/test_docs_numbers.py checks them
+SEEDS ?=
+docs-numbers: setup
+	$(BIN)/python tools/docs_numbers.py $(if $(SEEDS),--seeds $(SEEDS))
 
 # LARGE=1 adds 100 M impressions out of core (minutes); bench/bench_estimate.py compares pandas and Spark
 bench: setup browser

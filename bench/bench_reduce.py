@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 GROUPS = ["experiment_id", "day", "arm", "segment"]
+OLD_DEMO_ENGINE_S = 0.232   # engine time of a new (reward, D, D0) on the earlier demo, quiet machine (issue 12)
 # the persistent moments cache off: this benchmark measures the computation (a filled cache would answer the
 # demo's reduces and every whole-process run after the first; bench/bench_dashboard.py measures the cache)
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OFFEVAL_CACHE": "0"}
@@ -237,6 +238,9 @@ def main() -> int:
     ap.add_argument("--large", action="store_true", help="also 100 M impressions (day files, DuckDB 2 GB limit)")
     ap.add_argument("--processes", type=int, default=3, help="whole-process runs of each side at 10 M")
     ap.add_argument("--demo", default=str(REPO / "data" / "logs.parquet"))
+    ap.add_argument("--old-demo", default="generate",
+                    help="the earlier demo's logs (preset shallow, seed 0) to time beside the demo in the same run; "
+                         "'generate' writes them into --dir (about a minute), '' skips")
     ap.add_argument("--dir", default=None, help="where to write the generated logs (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -322,6 +326,20 @@ def main() -> int:
         print(f"    the graded iDCG alone: watch_time graded / the same rows through the binary shape = {g / gb:.2f}×; "
               f"load {d['graded']['load']:.1f}")
         print(f"  ({load()} at the end of the demo)")
+        old = args.old_demo
+        if old == "generate":
+            from offeval_core.simulate import preset_config, write_world
+            old_dir = work / "old_demo"
+            if not (old_dir / "logs.parquet").exists():
+                write_world(preset_config("shallow"), old_dir, seed=0)
+            old = str(old_dir / "logs.parquet")
+        if old and Path(old).exists():
+            o = spawn("demo", old)
+            ow, oc = med([w for w, _ in o["engine"]]), med([c for _, c in o["engine"]])
+            print(f"  beside the earlier demo ({o['rows']:,} rows, preset shallow, seed 0) in this run: engine time "
+                  f"median {ow:.3f} s (cpu {oc:.3f}); the demo / the earlier demo = {ew / ow:.2f}× wall, "
+                  f"{ec / oc:.2f}× cpu (target ≤ 1; issue 12 measured the earlier demo at {OLD_DEMO_ENGINE_S} s "
+                  f"on a quiet machine)")
     if args.large:
         n = 100_000_000
         ddir = work / "logs_100M"

@@ -41,7 +41,9 @@ PAGE_CONTROLS: dict[str, Control] = {
     "pbm_ranks": Control("int", None, lo=5, hi=100_000),
     # Sensitivity
     "sens_metrics": Control("list", ("dcg", "ndcg")),
-    "sens_sel": Control("str", "significant", ("significant", "all")),
+    # KDD'24 Sec. 6.2: online improvements (TPR); online negatives are a separate view, never mixed in
+    "sens_side": Control("str", "improvements", ("improvements", "negatives")),
+    "sens_eff": Control("float", 0.0, lo=0.0, hi=1e6),  # the online effect an improvement must exceed
     "sens_alpha": Control("float", ONLINE_ALPHA, (0.05, 0.01, 0.001, 0.0001)),
     "sens_all": Control("bool", True),  # Fig. 1 pools its reward signals
     "sens_adj": Control("str", "none", tuple(ADJUST_METHODS)),  # multiple testing over the settings

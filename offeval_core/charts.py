@@ -140,46 +140,53 @@ def _narrow_log_ticks(values) -> tuple[list[float], list[str]] | None:
 
 
 def sensitivity_figure(result) -> go.Figure:
-    """KDD'24 Fig. 1: (a) TPR vs clip m, (b) mean one-sided p-value vs m (log y); one line per metric,
-    the best m of each metric marked with a star."""
+    """KDD'24 Fig. 1: (a) TPR vs clip m (or, for online negatives, the share of negatives detected), (b) mean
+    one-sided p-value vs m (log y); one line per metric, every best m of each metric marked with a star (all
+    tied ones; none on a flat line)."""
     t = result.table
+    rate, rate_name = result.rate_column, result.rate_name
+    first = "(a) true-positive rate" if rate == "tpr" else f"(a) {rate_name}"
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=("(a) true-positive rate", "(b) mean p-value (log scale)"))
+                        subplot_titles=(first, "(b) mean p-value (log scale)"))
     for metric in dict.fromkeys(t["metric"]):
         part = t[t["metric"] == metric].sort_values("clip")
         pos, _, _ = clip_positions(part["clip"])
         colour = METRIC_COLOURS.get(metric, OKABE_ITO[3])
         name = METRIC_LABELS.get(metric, metric)
         clip_txt = [format_clip(c, symbol=True) for c in part["clip"]]
-        custom = np.column_stack([clip_txt, part["n_detected"], part["n_settings"]])
-        fig.add_trace(go.Scatter(x=pos, y=part["tpr"], mode="lines+markers", name=name, legendgroup=metric,
+        custom = np.column_stack([clip_txt, part["n_detected"], part["n_settings"], part["sign_agreement"]])
+        short = "TPR" if rate == "tpr" else "detected"
+        fig.add_trace(go.Scatter(x=pos, y=part[rate], mode="lines+markers", name=name, legendgroup=metric,
                                  line={"color": colour}, customdata=custom,
-                                 hovertemplate="m = %{customdata[0]}<br>TPR %{y:.0%} (%{customdata[1]} of "
-                                               "%{customdata[2]})<extra>" + name + "</extra>"), row=1, col=1)
+                                 hovertemplate="m = %{customdata[0]}<br>" + short + " %{y:.0%} (%{customdata[1]} "
+                                               "of %{customdata[2]})<br>sign agreement %{customdata[3]:.0%}"
+                                               "<extra>" + name + "</extra>"), row=1, col=1)
         fig.add_trace(go.Scatter(x=pos, y=part["mean_p"], mode="lines+markers", name=name, legendgroup=metric,
                                  showlegend=False, line={"color": colour}, customdata=custom,
                                  hovertemplate="m = %{customdata[0]}<br>mean p %{y:.2g}<extra>" + name
                                                + "</extra>"), row=1, col=2)
-        best = result.best_clip.get(metric)
-        if best is not None and part["tpr"].nunique() > 1:  # a flat line has no best m: no star
-            b = part[part["clip"] == best]
-            bpos = pos[(part["clip"] == best).to_numpy()]  # positions on the full grid (∞ included)
-            fig.add_trace(go.Scatter(x=bpos, y=b["tpr"], mode="markers", name=f"best m for {name}",
+        best = tuple(result.best_clips.get(metric, ()))
+        if best:
+            hit = part["clip"].isin(best).to_numpy()
+            label = f"best m for {name}" + (" (tied)" if len(best) > 1 else "")
+            fig.add_trace(go.Scatter(x=pos[hit], y=part[rate][hit], mode="markers", name=label,
                                      legendgroup=metric, marker={"symbol": "star", "size": 16, "color": colour,
                                                                  "line": {"color": "black", "width": 1}},
-                                     hovertemplate="best m for " + name + "<extra></extra>"), row=1, col=1)
+                                     hovertemplate=label + "<extra></extra>"), row=1, col=1)
     clips = t["clip"].unique() if len(t) else [1.0]
     propensity = result.discount == "propensity"
     for c in (1, 2):
         _clip_axis(fig, clips, row=1, col=c, **({"title": CAP_AXIS} if propensity else {}))
-    fig.update_yaxes(title_text="TPR (share of settings)", range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
+    ylab = "TPR (share of settings)" if rate == "tpr" else f"{rate_name} (share)"
+    fig.update_yaxes(title_text=ylab, range=[-0.03, 1.03], tickformat=".0%", row=1, col=1)
     fig.update_yaxes(title_text="mean one-sided p-value", type="log", tickformat=".2g", row=1, col=2)  # full labels
     ticks = _narrow_log_ticks(t["mean_p"]) if len(t) else None
     if ticks is not None:  # within a decade plotly's own ticks repeat a label at 2 digits (0.56, 0.56, 0.55…)
         fig.update_yaxes(tickvals=ticks[0], ticktext=ticks[1], row=1, col=2)
     n = int(t["n_settings"].max()) if len(t) else 0
+    what = ("online improvement" if rate == "tpr" else "online negative") + "s" * (n != 1)
     weights = "weights π_t / π_p" if propensity else result.discount
-    title = (f"Offline sensitivity vs clipping — {n} settings, {result.level:.0%} CI "
+    title = (f"Offline sensitivity vs clipping — {n} {what}, {result.level:.0%} CI "
              f"(policy {result.policy}, {weights})")
     return _layout(fig, title)
 

@@ -31,7 +31,8 @@ HEADERS: dict[str, str] = {
     "p_two_sided": "p (two-sided)", "mean_p": "mean p-value", "online_p": "online p (two-sided)",
     "offline_p": "offline p (two-sided)", "p_adj": "adjusted p", "online_p_adj": "online adjusted p",
     "offline_p_adj": "offline adjusted p", "correlation_p": "p of the correlation", "ess": "ESS",
-    "ess_share": "ESS share", "tpr": "TPR", "fnr": "false-negative rate", "ci_size": "relative CI size",
+    "ess_share": "ESS share", "tpr": "TPR", "negatives_detected": "negatives detected",
+    "fnr": "false-negative rate", "ci_size": "relative CI size",
     "stderr": "std. error", "sd": "SD", "rmse": "RMSE", "rel_rmse": "relative RMSE", "bias_se": "SE of the bias",
     "ci_low": "CI low", "ci_high": "CI high", "effect_at_inf": "effect at m = ∞", "clip": "m",
     "beats_logging": "beats the logging policy", "below_logging": "below the logging policy",
@@ -53,7 +54,8 @@ KINDS = ("count", "p", "share", "clip", "bool", "number", "text")
 """How a column is formatted (:func:`format_cell`)."""
 
 _P_NAMES = re.compile(r"^(p|p_value|mean_p|p_adj|p_one_sided|p_two_sided|p-value)$|_p$|_p_adj$|^p \(")
-_SHARE_NAMES = re.compile(r"^(tpr|fnr|precision|agreement|sign_agreement|coverage|relative_effect)$|_share$"
+_SHARE_NAMES = re.compile(r"^(tpr|negatives_detected|fnr|precision|agreement|sign_agreement|coverage"
+                          r"|relative_effect)$|_share$"
                           r"|^clipped_(rows|mass)$|^share")
 _COUNT_NAMES = re.compile(r"^(n|ess|reps|rank|day|seed|k|sessions|impressions|rows|replications)$|^n_|_rank$"
                           r"|^(dcg|ndcg)_rank$")

@@ -49,7 +49,8 @@ __all__ = [
 
 def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, discount: str = "pbm",
                  clips: Sequence[float] = DEFAULT_CLIPS, policy: str | None = None, sensitivity_level: float = LEVEL,
-                 online_alpha: float = ONLINE_ALPHA, decision_level: float = LEVEL, q_clip: float = math.inf,
+                 online_alpha: float = ONLINE_ALPHA, online_min_effect: float = 0.0, decision_level: float = LEVEL,
+                 q_clip: float = math.inf,
                  adjust: str = "none", n_boot: int = 500, seed: int = 0, heldout: bool = False, heldout_grid: str = "small",
                  heldout_k: int = 100, heldout_cache_dir=None,
                  progress: Callable[[str], None] | None = None, moments_meta: dict | None = None) -> str:
@@ -76,6 +77,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     if isinstance(logs, Moments):
         return _build_from_moments(logs, rewards=rewards, discount=discount, clips=clips, policy=policy,
                                    sensitivity_level=sensitivity_level, online_alpha=online_alpha,
+                                   online_min_effect=online_min_effect,
                                    decision_level=decision_level, q_clip=q_clip, adjust=adjust, n_boot=n_boot,
                                    seed=seed, heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k,
                                    heldout_cache_dir=heldout_cache_dir, progress=progress,
@@ -99,7 +101,8 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     step = progress or (lambda _name: None)
     st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy or "none", kind=kind,
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
-                        decision_level=decision_level, q_clip=q_clip, adjust=adjust, n_boot=n_boot, seed=seed,
+                        online_min_effect=online_min_effect, decision_level=decision_level, q_clip=q_clip,
+                        adjust=adjust, n_boot=n_boot, seed=seed,
                         heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k)
     has_target = kind is not None
     ab = has_target and logs.has_arms
@@ -179,6 +182,7 @@ def _check_heldout(heldout, heldout_grid, heldout_k) -> None:
 
 
 def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensitivity_level, online_alpha,
+                        online_min_effect,
                         decision_level, q_clip, adjust, n_boot, seed, heldout, heldout_grid, heldout_k, heldout_cache_dir,
                         progress, meta: dict) -> str:
     """:func:`build_report` on the moments of a moments file: no section reads rows."""
@@ -198,7 +202,8 @@ def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensiti
     step = progress or (lambda _name: None)
     st = ReportSettings(rewards=rewards, discount=discount, clips=clips, policy=policy,
                         sensitivity_level=sensitivity_level, online_alpha=online_alpha,
-                        decision_level=decision_level, q_clip=q_clip, adjust=adjust, n_boot=n_boot, seed=seed,
+                        online_min_effect=online_min_effect, decision_level=decision_level, q_clip=q_clip,
+                        adjust=adjust, n_boot=n_boot, seed=seed,
                         heldout=heldout, heldout_grid=heldout_grid, heldout_k=heldout_k, input_kind="moments")
     moments = subset(m, rewards=rewards, clips=clips)
     on = moments.online
@@ -227,7 +232,9 @@ def _page(doc: HtmlDocument, source: str, st: ReportSettings) -> str:
                 "discount = exposure model": st.discount, "clip grid": ", ".join(clip_text(c) for c in st.clips),
                 "Q̂ clip (correlation, DCG vs nDCG, decisions)": clip_text(st.q_clip),
                 "sensitivity CI level": f"{st.sensitivity_level:.0%}",
-                "online significance (Welch, two-sided)": f"p < {st.online_alpha:g}",
+                "online settings (Welch, two-sided)": f"p < {st.online_alpha:g} and effect > "
+                                                      f"{st.online_min_effect:g} (negatives: < "
+                                                      f"{-st.online_min_effect:g})",
                 "decision CI level": f"{st.decision_level:.0%}",
                 "multiple testing (sensitivity, decisions)": ADJUST_LABELS[st.adjust],
                 "bootstrap resamples / seed": f"{st.n_boot} / {st.seed}",

@@ -52,6 +52,7 @@ class ReportSettings:
     """``rank`` (DCG family), ``propensity`` (importance weights π_t / π_p, the cap c as m) or None (no target)."""
     sensitivity_level: float = LEVEL
     online_alpha: float = ONLINE_ALPHA
+    online_min_effect: float = 0.0
     decision_level: float = LEVEL
     q_clip: float = math.inf
     adjust: str = "none"
@@ -119,20 +120,21 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
             doc.p(f"{policy} is given by propensities: its estimators weight the logged rows by π_t / π_p, and the "
                   "cap c of the weights plays the role of the clip m (Gilotte Sec. 4.2).")
         metrics = PROPENSITY_CURVES if propensity else ("dcg", "ndcg")
-        res = sensitivity(moments, policy=policy, metrics=metrics, discount=model, exposure=model,
-                          level=sensitivity_level, online_alpha=online_alpha, settings="significant",
-                          adjust=st.adjust)
-        if res.settings.empty:
-            doc.note(f"No (experiment, day, reward) has a significant online effect at p < {online_alpha:g}; "
-                     "showing all settings instead (detection = offline CI on the side of the online effect).")
-            res = sensitivity(moments, policy=policy, metrics=metrics, discount=model, exposure=model,
-                              level=sensitivity_level, online_alpha=online_alpha, settings="all", adjust=st.adjust)
+        common = dict(policy=policy, metrics=metrics, discount=model, exposure=model, level=sensitivity_level,
+                      online_alpha=online_alpha, min_effect=st.online_min_effect, adjust=st.adjust)
+        res = sensitivity(moments, **common)
         doc.p(res.takeaway, "takeaway")
-        doc.p(res.adjustment)
-        doc.fig(charts.sensitivity_figure(res))
-        doc.raw(fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
-        doc.raw("<details><summary>Settings used (online outcome per experiment, day, reward)</summary>"
-                + fmt_table(res.settings) + "</details>")
+        if not res.settings.empty:
+            doc.p(res.adjustment)
+            doc.fig(charts.sensitivity_figure(res))
+            doc.raw(fmt_table(res.table, pct_cols=("tpr", "sign_agreement")))
+            doc.raw("<details><summary>Settings used (online outcome per experiment, day, reward)</summary>"
+                    + fmt_table(res.settings) + "</details>")
+        neg = sensitivity(moments, side="negatives", **common)
+        doc.raw("<h3>Online negatives: negatives detected (a separate view, not part of the TPR)</h3>")
+        doc.p(neg.takeaway)
+        if not neg.settings.empty:
+            doc.raw(fmt_table(neg.table, pct_cols=("negatives_detected", "sign_agreement")))
     else:
         doc.note(needs_ab)
 

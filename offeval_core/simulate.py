@@ -171,7 +171,9 @@ def _rankers(config: SimulationConfig, experiment: int) -> list[RankerSpec]:
     treatment = TREATMENTS[config.effects[experiment]]
     if treatment.w_fresh == PRODUCTION.w_fresh:
         treatment = dataclasses.replace(treatment, w_fresh=config.fresh_penalty)
-    production = dataclasses.replace(PRODUCTION, w_fresh=config.fresh_penalty)
+    if treatment.shared == PRODUCTION.shared:
+        treatment = dataclasses.replace(treatment, shared=config.production_error)
+    production = dataclasses.replace(PRODUCTION, w_fresh=config.fresh_penalty, shared=config.production_error)
     return [production, treatment, *CANDIDATES[: config.n_cand_policies]]
 
 

@@ -1,5 +1,5 @@
 """Configuration of the feed simulator (:mod:`offeval_core.simulate`): the rankers, the presets (``small``,
-``demo``, ``large``) with where their numbers come from (data/README.md), the assumption switches, and the
+``demo``, ``shallow``, ``large``) with where their numbers come from (data/README.md), the assumption switches, and the
 true viewing (survival) curve of a configuration."""
 
 from __future__ import annotations
@@ -123,9 +123,11 @@ class SimulationConfig:
     survival_shape: float = 0.8
     survival_p: float = 0.84
     survival_tail: float = 1.5
-    # rankers; fresh_penalty = w_fresh of production (and of the treatments that copy it)
+    # rankers; fresh_penalty = w_fresh of production (and of the treatments that copy it); production_error =
+    # the weight of the model error η shared by production and the treatments that copy it (PRODUCTION.shared)
     n_cand_policies: int = 10
     fresh_penalty: float = 2.5
+    production_error: float = 1.6
     # assumption-breaking switches (Jeunen et al. Sec. 4)
     cascade: bool = False
     cascade_strength: float = 0.6
@@ -172,6 +174,9 @@ class SimulationConfig:
                              f"{self.survival_scale!r}, {self.survival_shape!r}")
         if not (isinstance(self.fresh_penalty, int | float) and math.isfinite(self.fresh_penalty)):
             raise ValueError(f"fresh_penalty must be a finite number, got {self.fresh_penalty!r}")
+        if not (isinstance(self.production_error, int | float) and math.isfinite(self.production_error)
+                and self.production_error >= 0):
+            raise ValueError(f"production_error must be a finite number ≥ 0, got {self.production_error!r}")
         if not self.depth_drift >= 0:
             raise ValueError(f"depth_drift must be ≥ 0, got {self.depth_drift!r}")
         if not 0 <= self.registered_share <= 1:
@@ -199,20 +204,34 @@ class SimulationConfig:
         return [self.start_day + _dt.timedelta(days=d) for d in range(self.n_days)]
 
 
-# The demo world's day-to-day drift is dominated by how deep users scroll (KDD'24 Sec. 6.1: reward comes
-# from fewer, longer, deeper sessions on some days, and users are a little pickier per item on those days);
-# the segment mix and the engagement level drift less. ``small`` keeps the plain world (no depth drift).
-DEMO_DRIFT: dict = {"depth_drift": 0.5, "depth_engagement": 0.25, "engagement_drift": 0.1, "share_drift": 0.06,
-                    "survival_scale": 3.0}
-# The demo: 20 A/B tests (as many settings as KDD'24 Fig. 1 averages over), 1 000 sessions per arm and day
-# (≈ 20 MB of logs), and a production ranker that buries fresh items deep (w_fresh = 5) so that a target
-# that surfaces them is logged at tiny P(V | R): the realised weights reach the thousands and DCG's variance
-# at m = ∞ costs it detections (KDD'24 Sec. 6.2).
+# The demo: a feed like KDD'24's 2nd-level feed, where the method's assumptions hold (data/README.md, "The
+# world", gives every value and where it comes from): K = 40 candidates that sessions work through (an
+# exponential viewing curve, p = 0.88: mean 8.3 views, S(40) = 0.007, no day-to-day depth drift, so one learnt
+# position-bias curve is right on every day), dense implicit rewards that follow the item's quality and the
+# user's taste (like ≈ 5 %, complete watch ≈ 40 % of views, not driven by short videos), a production ranker
+# with a large model error (production_error 2.0) that a better model improves on, and few fresh items (5 %)
+# that production buries (w_fresh = 6) and the positive treatments surface: the weights at m = ∞ reach ~150.
+# 20 A/B tests with mixed true effects (positive, neutral, negative, positive for registered users) for the
+# decision boxes, 650 sessions per arm and day (≈ 1.5 M rows).
 DEMO_EFFECTS: tuple[str, ...] = ("positive", "neutral", "negative", "positive", "positive-registered") * 4
-DEMO: dict = {**DEMO_DRIFT, "n_experiments": len(DEMO_EFFECTS), "effects": DEMO_EFFECTS,
-              "sessions_per_arm_day": 1000, "fresh_penalty": 5.0}
+DEMO: dict = {"n_experiments": len(DEMO_EFFECTS), "effects": DEMO_EFFECTS, "sessions_per_arm_day": 650,
+              "n_candidates": 40, "survival": "exponential", "survival_p": 0.88,
+              "engagement_drift": 0.1, "share_drift": 0.06,
+              "like_w_quality": 1.8, "like_w_affinity": 1.8, "like_base_registered": -5.0, "like_base_guest": -7.6,
+              "watch_w_quality": 1.2, "watch_w_affinity": 1.2,
+              "watch_w_short": 0.3, "production_error": 2.0, "fresh_share": 0.05, "fresh_penalty": 6.0}
+# The earlier demo, kept as the preset ``shallow``: every departure the demo had at once — scroll depth that
+# drifts by day (a PBM pooled over days is wrong on each), K = 60 candidates with 4 views per session (the
+# target ranks unviewed items between the logged ones), short-video-driven completion, and 10 % fresh items
+# buried at P(V | R) ≈ 1e-3 (weights in the thousands). Each is also an assumption switch on its own
+# (analyses.assumptions.SWITCHES, data/README.md "Assumption switches").
+SHALLOW_DRIFT: dict = {"depth_drift": 0.5, "depth_engagement": 0.25, "engagement_drift": 0.1, "share_drift": 0.06,
+                       "survival_scale": 3.0}
+SHALLOW: dict = {**SHALLOW_DRIFT, "n_experiments": len(DEMO_EFFECTS), "effects": DEMO_EFFECTS,
+                 "sessions_per_arm_day": 1000, "fresh_penalty": 5.0}
 PRESETS: dict[str, dict] = {
     "demo": dict(DEMO),
+    "shallow": dict(SHALLOW),
     "small": {"n_experiments": 3, "effects": ("positive", "neutral", "negative"), "n_days": 3,
               "sessions_per_arm_day": 200, "n_candidates": 30, "n_items": 997, "n_users": 2000},
     "large": {**DEMO, "sessions_per_arm_day": 20_000},
@@ -220,7 +239,7 @@ PRESETS: dict[str, dict] = {
 
 
 def preset_config(name: str, **overrides) -> SimulationConfig:
-    """The configuration of a named preset (``demo``, ``small``, ``large``) with keyword overrides.
+    """The configuration of a named preset (``demo``, ``shallow``, ``small``, ``large``) with keyword overrides.
 
     >>> preset_config("small").n_experiments
     3

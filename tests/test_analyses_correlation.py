@@ -76,16 +76,59 @@ def test_identity_cells_of_the_logging_policy_are_marked_not_ranked(result):
     assert "not ranked" in result.takeaway and "≡" in result.takeaway
 
 
-def test_takeaway_states_whether_table_2_holds_with_its_numbers(result):
+def test_takeaway_compares_medians_over_the_same_rows(result):
+    """Every variant's median is taken over the same rows: the target policy's Rₜ rows where every variant has an
+    r (the R₀ rows, which hold DCG (pbm, Q̂)'s identity, get their own sentence), never 12 rows for one variant and
+    6 for another."""
     t = result.table
-    rt = t[(t["policy"] == "treatment") & (t["metric"] == "dcg")]
-    pbm = rt[(rt["discount"] == "pbm") & (rt["clip"] > 1)].groupby("variant")["r"].median()
-    log2 = rt[rt["discount"] == "log2"].groupby("variant")["r"].median()
-    holds = pbm.max() > log2.max()
-    per_row = result.takeaway.split(" Pooled over")[0]
-    assert ("finding holds" in per_row) == holds
-    assert ("does not hold" in per_row) == (not holds)
-    assert f"{pbm.max():.2f}" in per_row and f"{log2.max():.2f}" in per_row
+    wide = t.assign(r=t["r"].where(~t["identity"])).pivot_table(
+        index=["experiment_id", "reward", "policy"], columns="variant", values="r", aggfunc="first", dropna=False)
+    common = wide.dropna()
+    assert len(common) == 6 and (common.index.get_level_values("policy") == "treatment").all()
+    med = common.median()
+    top = med.idxmax()
+    assert med[top] >= 0.5  # TRACK_R: the small world's Rₜ rows track their arm
+    assert result.takeaway.startswith(f"Across the 6 (experiment, reward) rows of Rₜ = treatment, {top} tracks its "
+                                      f"online reward best: median r = {med[top]:.2f}, best in ")
+    # the medians over each variant's own rows differ from those over the common rows for some variant
+    own = t[~t["identity"]].groupby("variant")["r"].median()
+    assert (own.reindex(med.index) - med).abs().max() > 0
+
+
+def test_pooled_finding_carries_the_bootstrap_uncertainty_of_each_difference(result):
+    from offeval_core.analyses.correlation_diff import pooled_difference, r_difference
+
+    d = result.daily[result.daily["policy"] == "treatment"]
+    pbm_q, log2_c, log2_q = result.labels[3], result.labels[0], result.labels[1]
+    for reward in ("like", "watch_complete"):
+        part = d[d["reward"] == reward]
+        wide = part.pivot_table(index=["experiment_id", "day"], columns="variant", values="offline")
+        online = part.groupby(["experiment_id", "day"])["online"].first()
+        diffs = []
+        for b in (log2_c, log2_q):
+            got = pooled_difference(result.daily, pbm_q, b, reward=reward)
+            ra = np.corrcoef(online, wide[pbm_q])[0, 1]
+            rb = np.corrcoef(online, wide[b])[0, 1]
+            assert (got.r_a, got.r_b, got.n_points) == (pytest.approx(ra), pytest.approx(rb), 9)
+            # the same paired bootstrap, computed here with a loop: the same interval
+            rng = np.random.default_rng(0)
+            idx = rng.integers(0, 9, size=(1000, 9))
+            x, ya, yb = online.to_numpy(), wide[pbm_q].to_numpy(), wide[b].to_numpy()
+            boot = [np.corrcoef(x[i], ya[i])[0, 1] - np.corrcoef(x[i], yb[i])[0, 1] for i in idx]
+            boot = np.array(boot)[np.isfinite(boot)]
+            assert (got.low, got.high) == pytest.approx(tuple(np.quantile(boot, [0.025, 0.975])), abs=1e-12)
+            assert got.text() in result.takeaway
+            diffs.append(got)
+        verdicts = [g.verdict for g in diffs]
+        want = "holds" if verdicts == ["A", "A"] else ("does not hold on these logs" if "B" in verdicts
+                                                       else "undecided: a difference's bootstrap CI holds 0")
+        chunk = result.takeaway.split(f"{reward}, {pbm_q} — ")[1]
+        assert f"({want})" in chunk.split(" · ")[0]
+    # a bootstrap CI that holds 0 is never called a win
+    g = np.random.default_rng(3)
+    x = g.normal(size=40)
+    same = r_difference(x, x + g.normal(size=40), x + g.normal(size=40))   # two equally noisy copies
+    assert same.low < 0 < same.high and same.verdict == "tie" and same.diff != 0
 
 
 def test_wide_and_series_layouts(result):
@@ -133,9 +176,9 @@ def test_pooled_correlation_over_experiment_days_matches_numpy_and_is_in_the_tak
         part = d[(d["reward"] == rec.reward) & (d["variant"] == rec.variant)]
         assert rec.n_points == len(part) == 9                       # 3 experiments × 3 days
         assert rec.r == pytest.approx(np.corrcoef(part["online"], part["offline"])[0, 1], abs=1e-12)
-    assert "Pooled over the target policy's experiment-days" in result.takeaway
+    assert "pooled over the target policy's experiment-days" in result.takeaway
     like = pooled[pooled["reward"] == "like"].set_index("variant")["r"]
-    assert f"{like.loc[result.labels[3]]:.2f}" in result.takeaway
+    assert f"r = {like.loc[result.labels[3]]:.2f} vs {like.loc[result.labels[0]]:.2f}" in result.takeaway
 
 
 def test_drill_down_takeaway_names_the_closest_variant_and_the_identities(result):

@@ -48,7 +48,16 @@ def test_each_pooled_r_is_numpys_on_an_independent_series(world, result):
 def test_holds_and_best_clip_follow_from_the_table(result):
     r = result.table.set_index(["discount", "clip"])["r"]
     margins = {m: r[("pbm", m)] - max(r[("log2", 1.0)], r[("log2", m)]) for m in CLIPS[1:]}
-    assert result.holds == tuple(m for m in CLIPS[1:] if margins[m] > 0)
+    d = result.differences
+    for m in CLIPS[1:]:   # one row per log2 variant at each m, r and r_vs as in the table
+        part = d[d["clip"] == m].set_index("vs")
+        assert part["r"].tolist() == pytest.approx([r[("pbm", m)]] * len(part))
+        assert part["r_vs"].to_dict() == pytest.approx({f"DCG (log2, {'C' if c == 1 else ('Q̂' if math.isinf(c) else f'Q̂ m={c:g}')})": r[("log2", c)] for c in dict.fromkeys((1.0, m))})
+        assert (part["low"] <= part["diff"]).all() and (part["diff"] <= part["high"]).all()
+    # a win needs both bootstrap CIs above 0: on 9 experiment-days every positive margin is inside the noise
+    assert result.holds == tuple(m for m in CLIPS[1:] if (d.loc[d["clip"] == m, "low"] > 0).all()) == ()
+    ahead = [m for m in CLIPS[1:] if margins[m] > 0]
+    assert ahead and "ahead by the point estimate but within the noise at m ∈ {" in result.takeaway
     assert result.best_clip == max(margins, key=margins.get)
     for m in CLIPS[1:]:
         assert result.margin(m) == pytest.approx(margins[m], abs=1e-15)

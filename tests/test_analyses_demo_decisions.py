@@ -7,35 +7,24 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from demo_worlds import grouped, logs, world
 
 from offeval_core.analyses import Variant, decision_boxes, merge_moments
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Grid, reduce
 from offeval_core.importance import reduce_importance
-from offeval_core.logs import read_logs
-from offeval_core.simulate import preset_config, simulate
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-SEEDS = (0, 1, 2, 3, 4, 5)
-# both tests of a seed run in one worker, so the cached boxes of that seed are computed once
-GROUPED_SEEDS = [pytest.param(s, marks=pytest.mark.xdist_group(f"demo_decisions_{s}")) for s in SEEDS]
+# every test of a seed runs in one worker with the findings tests of that seed, on the same cached world
+GROUPED_SEEDS = grouped()
 REWARDS = ("like", "watch_complete")
 CLIPS = (1.0, 16.0, math.inf)
 IMPORTANCE = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
 # every estimator whose expectation is the target's reward (clipped ones are biased downwards, not upwards)
 ESTIMATORS = (Variant("dcg", "pbm", "pbm", math.inf), Variant("dcg", "pbm", "pbm", 16.0),
               *(Variant(n, "pbm", "pbm", c) for n in IMPORTANCE for c in (16.0, math.inf)))
-
-
-def _world(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    if seed == 0:  # the bundled demo files (offeval simulate --preset demo --seed 0)
-        return pd.read_parquet(DATA / "logs.parquet"), pd.read_parquet(DATA / "ground_truth.parquet")
-    world = simulate(preset_config("demo", watch_time=False), seed=seed)
-    return world.logs, world.ground_truth
 
 
 def exact_effects(ground_truth: pd.DataFrame) -> pd.DataFrame:
@@ -50,10 +39,10 @@ def exact_effects(ground_truth: pd.DataFrame) -> pd.DataFrame:
 
 @functools.cache
 def _boxes(seed: int) -> pd.DataFrame:
-    raw, truth = _world(seed)
-    logs = read_logs(raw)
-    dcg = reduce(logs, Grid(rewards=REWARDS, policies=("treatment",), clips=CLIPS))
-    imp = reduce_importance(logs, rewards=REWARDS, policies=("treatment",), clips=CLIPS, weights="exposure")
+    truth = world(seed)[1]
+    lg = logs(seed)
+    dcg = reduce(lg, Grid(rewards=REWARDS, policies=("treatment",), clips=CLIPS))
+    imp = reduce_importance(lg, rewards=REWARDS, policies=("treatment",), clips=CLIPS, weights="exposure")
     res = decision_boxes(merge_moments(dcg, imp), estimators=ESTIMATORS, policy="treatment", level=LEVEL)
     return res.boxes.merge(exact_effects(truth), on=["experiment_id", "reward"], validate="many_to_one")
 

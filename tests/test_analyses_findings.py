@@ -27,7 +27,7 @@ NDCG_Q = ("ndcg", "pbm", "pbm", math.inf)        # nDCG (pbm, Q̂), default rule
 
 @functools.cache
 def _world(seed, cascade=False):
-    logs = read_logs(simulate(preset_config("demo", cascade=cascade, **WORLD), seed=seed).logs)
+    logs = read_logs(simulate(preset_config("shallow", cascade=cascade, **WORLD), seed=seed).logs)
     main = reduce(logs, Grid(rewards=REWARDS, policies=("treatment",)))
     extra = reduce(logs, Grid(rewards=REWARDS, policies=("treatment",), discounts=("log2",), exposures=("log2",),
                               clips=(1.0, math.inf)))

@@ -78,17 +78,18 @@ def test_holm_turns_a_decision_off(moments):
 
 
 def test_sensitivity_without_adjustment_is_unchanged(moments):
-    plain = sensitivity(moments, settings="all", level=0.9)
-    none = sensitivity(moments, settings="all", level=0.9, adjust="none")
+    plain = sensitivity(moments, online_alpha=1.0, level=0.9)
+    none = sensitivity(moments, online_alpha=1.0, level=0.9, adjust="none")
     assert plain.table.equals(none.table) and plain.takeaway == none.takeaway
-    assert "p_adj" not in none.per_setting and none.family_size == 18
-    assert none.family == "18 settings (experiment × day × reward) at each of 4 clip values and 2 metrics"
+    # the 12 online improvements of the 18 (experiment, day, reward) settings (p < 1: every effect > 0)
+    assert "p_adj" not in none.per_setting and none.family_size == 12
+    assert none.family == "12 settings (experiment × day × reward) at each of 4 clip values and 2 metrics"
 
 
 @pytest.mark.parametrize("method", ["holm", "bh"])
 def test_sensitivity_p_values_match_statsmodels_and_drive_detections(moments, method):
-    raw = sensitivity(moments, settings="all", level=0.9)
-    res = sensitivity(moments, settings="all", level=0.9, adjust=method)
+    raw = sensitivity(moments, online_alpha=1.0, level=0.9)
+    res = sensitivity(moments, online_alpha=1.0, level=0.9, adjust=method)
     per = res.per_setting
     for (metric, clip), part in per.groupby(["metric", "clip"]):
         p = raw.per_setting[(raw.per_setting["metric"] == metric) & (raw.per_setting["clip"] == clip)]["p_value"]
@@ -98,15 +99,16 @@ def test_sensitivity_p_values_match_statsmodels_and_drive_detections(moments, me
         row = res.table[(res.table["metric"] == metric) & (res.table["clip"] == clip)].iloc[0]
         assert row["n_detected"] == part["detected"].sum()
         assert row["n_detected_unadjusted"] == raw.table.set_index(["metric", "clip"]).loc[(metric, clip), "n_detected"]
-    assert "m = 18" in res.adjustment
+    assert "m = 12" in res.adjustment
 
 
 def test_holm_turns_detections_off(moments):
-    res = sensitivity(moments, settings="all", level=0.9, adjust="holm")
+    res = sensitivity(moments, online_alpha=1.0, level=0.9, adjust="holm")
     t = res.table.set_index(["metric", "clip"])
-    # DCG at m = 64: 6 settings detected alone, none once their p-values are multiplied by up to 18
-    assert (t.loc[("dcg", 64.0), "n_detected_unadjusted"], t.loc[("dcg", 64.0), "n_detected"]) == (6, 0)
-    assert t.loc[("dcg", 1.0), "n_detected"] == 3
-    assert "DCG keeps 3 of 6 unadjusted detections at m = 1" in res.takeaway
+    # DCG at m = 64: 5 of the 12 improvements detected alone, 1 once their p-values are multiplied by up to 12
+    assert (t.loc[("dcg", 64.0), "n_detected_unadjusted"], t.loc[("dcg", 64.0), "n_detected"]) == (5, 1)
+    assert (t.loc[("dcg", 1.0), "n_detected_unadjusted"], t.loc[("dcg", 1.0), "n_detected"]) == (1, 0)
+    assert "DCG keeps 1 of 5 unadjusted detections at m ∈ {64, ∞}" not in res.takeaway
+    assert "DCG keeps 1 of 5 unadjusted detections at m = 64" in res.takeaway
     with pytest.raises(ValueError, match="adjust"):
         sensitivity(moments, adjust="bonferroni")

@@ -27,7 +27,7 @@ VIEWPORT = {"width": 1280, "height": 1400}
 # each page with non-default controls (page controls and global ones)
 VIEWS = {
     "data": "?pbm_p=0.6&pbm_ranks=12",
-    "sensitivity": "?sens_alpha=0.01&sens_all=0&sens_sel=all&sens_metrics=dcg&level=0.9",
+    "sensitivity": "?sens_alpha=0.05&sens_all=0&sens_metrics=dcg&level=0.9",
     "correlation": "?method=kendall&reward=completed&corr_row_pick=1",
     "dcg-vs-ndcg": "?agr_boot=0&agr_policies=production,treatment,cand_01&clip=64&t1_norm=top1",
     "decisions": "?dec_rel=1&estimators=dcg:1,ndcg:inf&dec_est=nDCG+(pbm,+Q̂)&level=0.95",
@@ -142,7 +142,7 @@ def test_a_copied_link_reproduces_the_view_in_a_fresh_browser(server, chromium, 
 def test_controls_set_in_the_page_travel_and_back_forward_step_through_them(server, chromium, tab):
     """The issue's example: Sensitivity with p < 0.01 and a non-default reward choice (all rewards is the
     default now, so the toggle goes to the sidebar's reward only), set with the mouse."""
-    open_page(tab, f"{server}/sensitivity?sens_sel=all")
+    open_page(tab, f"{server}/sensitivity?sens_side=negatives")
     start = tab.url
     open_controls(tab)  # folded until opened; it stays open while its controls are used
     toggle = tab.get_by_test_id("stCheckbox").filter(has_text="All rewards").locator("input")

@@ -27,23 +27,26 @@ def test_clip_axis_places_infinity_one_gap_right():
 
 
 def test_sensitivity_figure_data_matches_table(world):
-    res = sensitivity(world[2], settings="all")
+    res = sensitivity(world[2], online_alpha=1.0)
     fig = charts.sensitivity_figure(res)
+    assert any(res.best_clips.values())
     for metric in ("dcg", "ndcg"):
         t = res.table[res.table["metric"] == metric].sort_values("clip")
         name = charts.METRIC_LABELS[metric]
         tpr, pval = [tr for tr in fig.data if tr.name == name and tr.legendgroup == metric][:2]
         assert np.allclose(tpr.y, t["tpr"]) and np.allclose(pval.y, t["mean_p"])
         assert list(fig.layout.xaxis.ticktext)[-1] == "∞"
-        stars = [tr for tr in fig.data if tr.name == f"best m for {name}"]
-        if t["tpr"].nunique() == 1:  # a flat line has no best m: no star on it
+        stars = [tr for tr in fig.data if tr.name.startswith(f"best m for {name}")]
+        best = res.best_clips[metric]
+        if not best:   # a flat line: no star
             assert not stars
             continue
-        star = stars[0]
-        assert star.y[0] == pytest.approx(t.loc[t["clip"] == res.best_clip[metric], "tpr"].iloc[0])
-        # the star sits on its line, at the best m's position on the whole grid (∞ included)
-        assert star.x[0] == tpr.x[list(t["clip"]).index(res.best_clip[metric])]
+        (star,) = stars
+        # one star per best m (all tied ones), each on its line at its position on the whole grid (∞ included)
+        assert list(star.y) == pytest.approx([t.loc[t["clip"] == b, "tpr"].iloc[0] for b in best])
+        assert list(star.x) == [tpr.x[list(t["clip"]).index(b)] for b in best]
     assert fig.layout.yaxis2.type == "log"
+    assert "online improvements" in fig.layout.title.text
 
 
 def test_sensitivity_star_only_where_the_tpr_varies():
@@ -51,11 +54,15 @@ def test_sensitivity_star_only_where_the_tpr_varies():
 
     import pandas as pd
 
+    from offeval_core.analyses.sensitivity import best_clips
+
     t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 8.0, math.inf] * 2,
                       "tpr": [0.1, 0.3, 0.2, 0.06, 0.06, 0.06], "mean_p": [0.5] * 6,
-                      "n_detected": [1, 3, 2, 1, 1, 1], "n_settings": [10] * 6})
-    res = SimpleNamespace(table=t, best_clip={"dcg": 8.0, "ndcg": 1.0}, level=0.99, policy="treatment",
-                          discount="pbm")
+                      "n_detected": [1, 3, 2, 1, 1, 1], "n_settings": [10] * 6, "sign_agreement": [0.5] * 6})
+    best = best_clips(t)
+    assert best == {"dcg": (8.0,), "ndcg": ()}  # a flat line has no best m
+    res = SimpleNamespace(table=t, best_clips=best, level=0.99, policy="treatment", discount="pbm",
+                          rate_column="tpr", rate_name="TPR")
     names = [tr.name for tr in charts.sensitivity_figure(res).data]
     assert "best m for DCG" in names and "best m for nDCG" not in names
 

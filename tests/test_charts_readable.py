@@ -72,8 +72,9 @@ def test_drilldown_puts_dcg_on_the_online_axis_and_ndcg_on_its_own():
 
 def test_log_axis_labels_every_tick_in_full():
     t = pd.DataFrame({"metric": ["dcg", "dcg"], "clip": [1.0, 2.0], "tpr": [0.1, 0.2], "mean_p": [0.08, 0.3],
-                      "n_detected": [1, 2], "n_settings": [10, 10]})
-    res = SimpleNamespace(table=t, best_clip={}, level=0.99, policy="treatment", discount="pbm")
+                      "n_detected": [1, 2], "n_settings": [10, 10], "sign_agreement": [0.5, 0.6]})
+    res = SimpleNamespace(table=t, best_clips={}, level=0.99, policy="treatment", discount="pbm",
+                          rate_column="tpr", rate_name="TPR")
     fig = charts.sensitivity_figure(res)
     assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.tickformat == ".2g"
 
@@ -85,8 +86,9 @@ def test_a_p_value_axis_within_a_decade_has_distinct_labels():
     ticks."""
     t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 8.0, float("inf")] * 2,
                       "tpr": [0.09, 0.03, 0.03, 0.09, 0.06, 0.06], "mean_p": [0.56, 0.545, 0.5405, 0.561, 0.559, 0.559],
-                      "n_detected": [24, 8, 8, 24, 17, 17], "n_settings": [280] * 6})
-    res = SimpleNamespace(table=t, best_clip={}, level=0.99, policy="ranker_v2", discount="pbm")
+                      "n_detected": [24, 8, 8, 24, 17, 17], "n_settings": [280] * 6, "sign_agreement": [0.5] * 6})
+    res = SimpleNamespace(table=t, best_clips={}, level=0.99, policy="ranker_v2", discount="pbm", rate_column="tpr",
+                          rate_name="TPR")
     axis = charts.sensitivity_figure(res).layout.yaxis2
     assert list(axis.ticktext) == ["0.54", "0.546", "0.551", "0.556", "0.561"]
     assert list(axis.tickvals) == [0.54, 0.546, 0.551, 0.556, 0.561]

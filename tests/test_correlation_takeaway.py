@@ -83,7 +83,12 @@ def test_strong_r0_rows_do_not_speak_for_the_target_policy():
     assert (f"On the R₀ rows (the logging policy, whose offline and online values read the same control sessions) "
             f"{med_0.idxmax()} has the highest median r, {med_0.max():.2f}.") in res.takeaway
     # the pooled comparison reads the target policy's days whatever it is named
-    assert "Pooled over the target policy's experiment-days — clicked: " in res.takeaway
+    from offeval_core.analyses.correlation_diff import pooled_difference
+
+    d = pooled_difference(res.daily, "DCG (pbm, Q̂)", "DCG (log2, C)", reward="clicked", policy="ranker_v2")
+    assert d.n_points == 140  # 20 experiments × 7 days of ranker_v2
+    assert (f"pooled over the target policy's experiment-days: clicked, DCG (pbm, Q̂) — vs DCG (log2, C): "
+            f"{d.text()}") in res.takeaway
 
 
 @pytest.mark.parametrize("r_top", [0.49, 0.5])

@@ -71,17 +71,15 @@ def test_data_page_summary_matches_the_files(demo_dir):
 def test_sensitivity_explains_no_settings_then_reacts_to_the_clip(logs):
     at = app("sensitivity", level="0.8")
     at.toggle(key="w_sens_all").set_value(False).run()   # the sidebar's reward only
-    # 200 sessions per arm and day: no online effect reaches p < 0.001; like the report, the page falls back
-    # to every setting and says so, and the chart and table equal those of the explicit "all" selection
-    assert any("nothing to detect" in i.value and "**all** settings" in i.value for i in at.info)
-    fallback = chart_specs(at)[0]["data"]
-    table_fallback = at.dataframe[0].value
-    at.radio(key="w_sens_sel").set_value("all").run()
-    assert not any("nothing to detect" in i.value for i in at.info)
+    # 200 sessions per arm and day: no online improvement reaches p < 0.001, so there is nothing to detect: the
+    # page says so and draws no chart (online negatives or other settings are never counted in their place)
+    assert any("nothing to detect" in w.value and "significant online improvement" in w.value for w in at.warning)
+    assert not chart_specs(at) and not at.dataframe
+    at.select_slider(key="w_sens_alpha").set_value(0.05).run()
+    assert not any("nothing to detect" in w.value for w in at.warning)
     table = at.dataframe[0].value
-    assert chart_specs(at)[0]["data"] == fallback
-    assert table.equals(table_fallback)
-    assert (table["settings"] == "9").all()  # 3 experiments × 3 days of the small preset
+    n = table["settings"].astype(int)  # the page's formatted counts
+    assert (n > 0).all() and (n < 3 * 3).all()  # some of 3 exp. × 3 days
     shapes = chart_specs(at)[0]["layout"]["shapes"]
     x_inf = [s["x0"] for s in shapes if s.get("line", {}).get("dash") == "dot"]
     at.select_slider(key="w_clip").set_value(4.0).run()

@@ -40,7 +40,7 @@ PAGES = {  # page file → (the sidebar controls it shows, its own controls as (
                     ("radio", "w_cand_clip", ("sidebar", "recommended")), ("select_slider", "w_clip", (2.0, 8.0))]),
     "sensitivity": (("policy", "discount", "exposure", "clip", "level"),  # the reward: after "All rewards" is off
                     [("toggle", "w_sens_all", (False, True)), "reward", ("multiselect", "w_sens_metrics", None),
-                     ("select_slider", "w_sens_alpha", (0.05, 0.001)), ("radio", "w_sens_sel", ("all", "significant")),
+                     ("select_slider", "w_sens_alpha", (0.05, 0.001)), ("radio", "w_sens_side", ("negatives", "improvements")),
                      ("selectbox", "w_sens_adj", ("holm", "none"))]),
     "correlation": (("reward", "policy", ("discount", ("reciprocal", "exponential:0.9")), "clip"),
                     [("selectbox", "w_method", ("kendall", "pearson")), ("toggle", "w_corr_full", (True, False)),

@@ -68,7 +68,7 @@ def test_decisions_adjustment_from_the_link():
 
 def test_sensitivity_toggle_adjusts_and_names_the_family():
     at = open_page("sensitivity", level="0.8")
-    at.radio(key="w_sens_sel").set_value("all").run()
+    at.select_slider(key="w_sens_alpha").set_value(0.05).run()
     assert any(c.startswith("Unadjusted: each of the ") and "is detected on its own 80 % CI (one-sided α = 0.1)" in c
                for c in captions(at))
     before = table_with(at, "detected")
@@ -82,7 +82,7 @@ def test_sensitivity_toggle_adjusts_and_names_the_family():
     assert (after["detected unadjusted"].to_numpy() == before["detected"].to_numpy()).all()
     assert (after["detected"].astype(int) <= after["detected unadjusted"].astype(int)).all()
     assert at.query_params["sens_adj"] == "holm"
-    at2 = open_page("sensitivity", level="0.8", sens_sel="all", sens_adj="holm")
+    at2 = open_page("sensitivity", level="0.8", sens_alpha="0.05", sens_adj="holm")
     assert at2.selectbox(key="w_sens_adj").value == "holm"
     assert table_with(at2, "detected unadjusted").equals(after)
 

@@ -153,7 +153,7 @@ def test_the_data_page_of_several_experiments_has_no_one_experiment_notice(ab):
 
 @pytest.mark.parametrize("view", ["sensitivity", "correlation", "decisions", "clip_tuning"])
 def test_every_page_opens_on_ranker_v2_and_names_it(ab, view):
-    at = open_page(view, timeout=300, sens_sel="all")
+    at = open_page(view, timeout=300, sens_alpha="0.05")
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="w_policy").value == "ranker_v2"
     assert "ranker_v2" in _takes(at)[0]

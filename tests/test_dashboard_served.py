@@ -74,7 +74,7 @@ def test_the_data_page_says_the_served_file_is_loaded_and_keeps_the_demo_second(
 
 @pytest.mark.parametrize("page", ANALYSES)
 def test_every_analysis_page_draws_its_charts_for_the_mapped_policies(served_file, page):
-    at = open_page(page, sens_sel="all", level="0.8")
+    at = open_page(page, sens_alpha="0.05", level="0.8")
     assert not at.error, [e.value for e in at.error]
     charts = specs(at)
     assert charts, f"{page}: no chart"

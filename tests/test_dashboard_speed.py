@@ -135,8 +135,8 @@ def test_background_preparation_computes_each_pages_defaults(tmp_path):
     from offeval_core.analyses import sensitivity
 
     res = data.sensitivity_result(ds.key, rewards, "pbm", "pbm", "treatment", ("dcg", "ndcg"), LEVEL,
-                                  ONLINE_ALPHA, "significant")
+                                  ONLINE_ALPHA, 0.0, "improvements")
     direct = sensitivity(data.moments_many(ds.key, [(r, "pbm", "pbm") for r in rewards]), policy="treatment",
                          metrics=("dcg", "ndcg"), discount="pbm", exposure="pbm", level=LEVEL,
-                         online_alpha=ONLINE_ALPHA, settings="significant", rewards=rewards)
+                         online_alpha=ONLINE_ALPHA, rewards=rewards)
     np.testing.assert_array_equal(res.table["tpr"].to_numpy(), direct.table["tpr"].to_numpy())

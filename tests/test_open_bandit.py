@@ -237,17 +237,33 @@ def test_clip_tuning_shows_the_cis_estimate_with_its_ci_next_to_the_online_click
     assert metric(at, "Estimate at m") == f"{res.table.set_index('clip').loc[8.0, 'estimate']:.4g}"
 
 
-def test_sensitivity_runs_over_the_cap_with_the_existing_selection(served, moments):
+def test_sensitivity_selects_the_settings_of_a_propensity_policy_by_the_rank_policies_rule(served, moments):
+    from offeval_core.analyses.sensitivity import online_settings, select_settings
+
+    # no (campaign, day) is a significant online improvement at p < 0.001: nothing to detect, said, no TPR shown
     at = open_page("sensitivity", timeout=300)
     assert not at.error, [e.value for e in at.error]
-    # no (campaign, day) has a significant online effect at p < 0.001: the page falls back to every setting
     res = sensitivity(moments, policy="bts", metrics=("cis", "ncis"), discount="propensity", exposure="propensity",
-                      level=LEVEL, settings="all")
+                      level=LEVEL)
+    assert len(res.settings) == 0
+    assert [w.value for w in at.warning] == [res.takeaway]
+    assert not at.main.get("plotly_chart")
+    # at p < 0.05 the one improvement (men, 2019-11-25: +0.0090, p = 0.0065) is chosen by the same select_settings
+    online = online_settings(moments, ("click",))
+    chosen = select_settings(online, online_alpha=0.05)
+    assert [(r.experiment_id, str(r.day)) for r in chosen.itertuples()] == [("men", "2019-11-25")]
+    at = open_page("sensitivity", timeout=300, sens_alpha="0.05")
+    assert not at.error, [e.value for e in at.error]
+    res = sensitivity(moments, policy="bts", metrics=("cis", "ncis"), discount="propensity", exposure="propensity",
+                      level=LEVEL, online_alpha=0.05)
+    assert res.settings[["experiment_id", "day"]].astype(str).values.tolist() == [["men", "2019-11-25"]]
     at_inf = res.table[res.table["clip"] == math.inf].set_index("metric")
     assert metric(at, "CIS TPR") == f"{at_inf.loc['cis', 'tpr']:.0%}"
     assert metric(at, "NCIS TPR") == f"{at_inf.loc['ncis', 'tpr']:.0%}"
+    assert metric(at, "CIS sign agreement") == f"{at_inf.loc['cis', 'sign_agreement']:.0%}"
     spec = json.loads(at.main.get("plotly_chart")[0].proto.spec)
-    assert spec["layout"]["title"]["text"].endswith("(policy bts, weights π_t / π_p)")
+    assert spec["layout"]["title"]["text"] == ("Offline sensitivity vs clipping — 1 online improvement, 99% CI "
+                                               "(policy bts, weights π_t / π_p)")
     assert spec["layout"]["xaxis"]["title"]["text"] == "cap c of the weights π_t / π_p (log₂ scale)"
 
 

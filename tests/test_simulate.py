@@ -279,12 +279,27 @@ def test_ground_truth_is_exact_per_day_under_depth_drift(deep, reward):
         assert abs(x.mean() - row["true_value"]) < 4 * se, (day, x.mean(), row["true_value"])
 
 
-def test_demo_preset_drifts_in_depth_and_small_does_not():
-    demo = day_drift(preset_config("demo"), seed=0)
-    assert demo["depth"].max() / demo["depth"].min() > 2
+def test_shallow_preset_drifts_in_depth_and_the_demo_and_small_do_not():
+    shallow = day_drift(preset_config("shallow"), seed=0)
+    assert shallow["depth"].max() / shallow["depth"].min() > 2
     # deep days are less engaged per item (depth_engagement > 0): a negative rank correlation over days
-    assert np.corrcoef(np.log(demo["depth"]), demo["engagement"])[0, 1] < -0.5
+    assert np.corrcoef(np.log(shallow["depth"]), shallow["engagement"])[0, 1] < -0.5
+    # the demo keeps one viewing curve on every day (so one learnt PBM is right on each), as does small
+    assert (day_drift(preset_config("demo"), seed=0)["depth"] == 1.0).all()
     assert (day_drift(preset_config("small"), seed=0)["depth"] == 1.0).all()
+
+
+def test_production_error_is_the_model_error_of_production_and_the_treatments_that_copy_it():
+    from offeval_core.simulate import _rankers
+
+    cfg = preset_config("small", production_error=2.7,
+                        effects=("positive", "neutral", "negative"))
+    prod, pos = _rankers(cfg, 0)[:2]
+    assert prod.shared == 2.7 and pos.shared == 0.7              # the better model keeps its own error
+    assert _rankers(cfg, 1)[1].shared == _rankers(cfg, 2)[1].shared == 2.7   # neutral, negative copy production
+    assert _rankers(preset_config("small"), 0)[0].shared == 1.6   # the default: PRODUCTION's
+    with pytest.raises(ValueError, match="production_error must be a finite number ≥ 0"):
+        preset_config("small", production_error=-1.0)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -406,7 +421,7 @@ def test_fresh_appeal_raises_the_exact_truth_of_a_policy_that_shows_fresh_items(
 def test_bad_seed_and_preset():
     with pytest.raises(ValueError, match="seed must be a non-negative integer, got -1"):
         simulate(preset_config("small"), seed=-1)
-    with pytest.raises(ValueError, match="preset must be one of 'demo', 'small', 'large'; got 'huge'"):
+    with pytest.raises(ValueError, match="preset must be one of 'demo', 'shallow', 'small', 'large'; got 'huge'"):
         preset_config("huge")
 
 
@@ -424,7 +439,10 @@ def test_demo_data_is_bundled_and_within_budget():
     logs = pd.read_parquet(logs_path, columns=["session_id", "day", "experiment_id", "arm", "like",
                                                "watch_complete"])
     assert logs["experiment_id"].nunique() >= 20 and logs["day"].nunique() >= 7
-    assert 0.01 < logs["like"].mean() < 0.08 and 0.2 < logs["watch_complete"].mean() < 0.4
+    # data/README.md, "The world": a sparse explicit like (≈ 5.5 %), a dense implicit complete watch (≈ 40 %)
+    assert 0.03 < logs["like"].mean() < 0.08 and 0.3 < logs["watch_complete"].mean() < 0.5
+    # sessions work through the K = 40 candidates: 8.3 views on average
+    assert 7 < len(logs) / logs["session_id"].nunique() < 10
     gt = pd.read_parquet(gt_path)
     # every kind of true effect is represented
     t = gt[(gt["arm"] == "control") & (gt["reward"] == "like")].pivot_table(

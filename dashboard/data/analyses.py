@@ -34,7 +34,7 @@ __all__ = [
     "correlation_chart", "correlation_clip_chart", "correlation_clip_result", "correlation_html",
     "correlation_summary_chart",
     "correlation_result", "correlation_series_chart", "decision_defaults", "decision_result", "diagnosis", "estimates_at", "estimator_family", "online_arms", "planned_moments", "policy_moments", "sensitivity_chart", "sensitivity_result",
-    "shown_sensitivity", "simulated_topics", "tuned_estimator",
+    "simulated_topics", "tuned_estimator",
 ]
 
 
@@ -94,8 +94,11 @@ def tuned_estimator(discount: str) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                       metrics: tuple[str, ...], level: float, online_alpha: float, selection: str,
-                       adjust: str = "none"):
+                       metrics: tuple[str, ...], level: float, online_alpha: float, min_effect: float = 0.0,
+                       side: str = "improvements", adjust: str = "none"):
+    """KDD'24 Fig. 1 by the paper's protocol on the cached moments: the online improvements (or, with
+    ``side="negatives"``, the separate view of online negatives) at p < ``online_alpha`` and |effect| >
+    ``min_effect``. The page and the background preparation both call this with the page's arguments."""
     from offeval_core.analyses import sensitivity
 
     if discount == PROPENSITY:
@@ -106,21 +109,7 @@ def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposu
     else:
         m = moments_many(key, [(r, discount, exposure) for r in rewards])
     return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
-                       online_alpha=online_alpha, settings=selection, rewards=rewards, adjust=adjust)
-
-
-def shown_sensitivity(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str,
-                      adjust: str = "none"):
-    """The Sensitivity page's result and the selection it rests on: the asked ``selection``, or, when that is
-    "significant" and no setting is significant online, every setting (the fallback ``offeval report`` takes
-    too). The page and the background preparation both call this, so they compute the same cached values."""
-    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection,
-                             adjust)
-    if len(res.settings) == 0 and selection == "significant":
-        return sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, "all",
-                                  adjust), "all"
-    return res, selection
+                       online_alpha=online_alpha, min_effect=min_effect, side=side, rewards=rewards, adjust=adjust)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -324,24 +313,25 @@ def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposur
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _sensitivity_base(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, adjust: str):
+                      metrics: tuple[str, ...], level: float, online_alpha: float, min_effect: float, side: str,
+                      adjust: str):
     from offeval_core.analyses import sensitivity_figure
 
-    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, selection,
-                             adjust)
+    res = sensitivity_result(key, rewards, discount, exposure, policy, metrics, level, online_alpha, min_effect,
+                             side, adjust)
     return sensitivity_figure(res), tuple(res.table["clip"].unique())
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
-                      metrics: tuple[str, ...], level: float, online_alpha: float, selection: str, clip: float,
-                      adjust: str = "none"):
+                      metrics: tuple[str, ...], level: float, online_alpha: float, min_effect: float, side: str,
+                      clip: float, adjust: str = "none"):
     """The sensitivity figure (KDD'24 Fig. 1) with the clip value ``clip`` marked; one shared, read-only
     figure per clip value. ``adjust``: the multiple-testing correction (none / holm / bh)."""
     from offeval_core.charts import mark_clip
 
     fig, clips = _sensitivity_base(key, rewards, discount, exposure, policy, metrics, level, online_alpha,
-                                   selection, adjust)
+                                   min_effect, side, adjust)
     return mark_clip(fig, clip, clips, subplots=True)
 
 

@@ -32,7 +32,7 @@ from dashboard.data.analyses import (
     correlation_result,
     decision_defaults,
     decision_result,
-    shown_sensitivity,
+    sensitivity_result,
 )
 from dashboard.data.datasets import Dataset, moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
@@ -74,7 +74,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them).
 
     Every argument is the page's own default: the global settings' (``state.DEFAULTS``), the page controls'
-    (``state.PAGE_CONTROLS``) and the shared default choices (``shown_sensitivity``, ``decision_defaults``),
+    (``state.PAGE_CONTROLS``) and the shared default choices (``decision_defaults``),
     passed in the page's order, so each call hits the cache entry the page reads
     (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew). A propensity
     target policy's steps read the importance moments of the logged propensities (``PROPENSITY_CONTROLS``)."""
@@ -104,9 +104,9 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
                   for r in dict.fromkeys((reward, *rewards))]
     if policy and arms and rewards:
         pooled = rewards if control("sens_all") else (reward,)
-        steps.append(("sensitivity", lambda: shown_sensitivity(
+        steps.append(("sensitivity", lambda: sensitivity_result(
             key, pooled, d, e, policy, tuple(control("sens_metrics")), D.level,
-            control("sens_alpha"), control("sens_sel"), control("sens_adj"))))
+            control("sens_alpha"), control("sens_eff"), control("sens_side"), control("sens_adj"))))
     if policy and arms and len(ds.days) >= 3:
         # the page's default columns (Q̂ at m = ∞; IS and SNIPS for a propensity policy)
         variants = tuple(tuple(v) for v in (propensity_estimators(D.clip) if propensity else default_variants()))

@@ -118,9 +118,10 @@ st.caption("On small simulated worlds with an exact ground truth: DCG (pbm, Q̂,
 with ui.guarded("Assumption contrast"):
     if data.is_ready("assumption_contrast") or st.button("Compute the contrast (about 30 s, once per server)",
                                                          key="w_method_contrast"):
-        from offeval_core.analyses.assumptions import contrast_figure
+        from offeval_core.analyses.assumptions import SWITCHES, contrast_figure
 
-        res = ui.with_progress("Simulating 10 small worlds with and without each switch…",
+        # per seed one world with every assumption intact and one per switch (heldout.assumption_contrast_result)
+        res = ui.with_progress(f"Simulating {2 * (1 + len(SWITCHES))} small worlds with and without each switch…",
                                data.is_ready("assumption_contrast"), data.assumption_contrast_result)
         ui.show_figure(contrast_figure(res), key="assumption_contrast", name="assumption_contrast",
                        take=res.takeaway)

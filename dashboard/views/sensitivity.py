@@ -15,10 +15,12 @@ from offeval_core.multiple import LABELS as ADJUST_LABELS
 c = ui.ctx()
 ss = st.session_state
 st.title("Sensitivity to the clip value")
-st.caption("For every (experiment, day, reward) whose online A/B effect is significant, does the offline paired "
-           "effect of the target policy over the logging policy have a confidence interval strictly on the "
-           "online side? TPR = share of such settings detected, as a function of the clip value m "
-           "(KDD'24 Sec. 6.2, Fig. 1).")
+st.caption("KDD'24 Sec. 6.2, Fig. 1, by the paper's protocol: the settings are the (experiment, day, reward) whose "
+           "online A/B effect is a significant improvement; the offline metric detects one when the confidence "
+           "interval of the target policy's paired effect over the logging policy is strictly positive. TPR = "
+           "share of the improvements detected, as a function of the clip value m, with the sign agreement "
+           "(share whose offline effect is > 0; the paper reports 100 %) and the mean p-value next to it. Online "
+           "negatives are a separate view, never part of the TPR.")
 if not ui.needs(c, policy=True, arms=True):
     st.stop()
 if c.propensity:
@@ -31,21 +33,27 @@ if c.propensity:  # importance weights π_t / π_p: the cap c of IS / CIS / NCIS
 else:
     metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
     default_metrics = None
+SIDE_LABELS = {"improvements": "online improvements (TPR)", "negatives": "online negatives (negatives detected)"}
 with ui.controls():
-    a, b, d = st.columns([3, 2, 2])
+    a, b, d = st.columns([3, 2.4, 2])
     ui.init_control("sens_metrics", default_metrics, options=metric_names)
-    ui.init_control("sens_sel")
+    ui.init_control("sens_side")
     ui.init_control("sens_alpha")
+    ui.init_control("sens_eff")
     ui.init_control("sens_all")
     ui.init_control("sens_adj")
     metrics = a.multiselect("Metrics", metric_names, key="w_sens_metrics", format_func=lambda k: ESTIMATORS[k].label)
-    selection = b.radio("Settings", ["significant", "all"], key="w_sens_sel", horizontal=True,
-                        format_func={"significant": "online significant", "all": "all"}.get,
-                        help="Which (experiment, day, reward) settings count: those whose online effect is "
-                             "significant (the paper) or all of them")
+    side = b.radio("Settings", list(SIDE_LABELS), key="w_sens_side", format_func=SIDE_LABELS.get,
+                   help="Online improvements: the paper's true positives, whose detected share is the TPR. Online "
+                        "negatives: significant online degradations, detected when the offline CI is strictly "
+                        "negative — shown on their own, never mixed into the TPR")
     alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001],
                             key="w_sens_alpha")
-    f, e, _ = st.columns([2, 1.6, 1.4], vertical_alignment="bottom")
+    f, g, e = st.columns([2, 2, 1.6], vertical_alignment="bottom")
+    min_effect = g.number_input("Online effect beyond", min_value=0.0, step=0.01, format="%g", key="w_sens_eff",
+                                help="A setting counts when its online effect (reward per session, treatment − "
+                                     "control) is above this (improvements) or below its negative (negatives); "
+                                     "the paper: 0")
     all_rewards = e.toggle("All rewards", key="w_sens_all",
                            help="Pool the settings of every reward column, as KDD'24 Fig. 1 pools its reward "
                                 "signals (computes each reward's moments once)")
@@ -62,6 +70,7 @@ d_model, e_model = c.models
 rewards = tuple(c.dataset.rewards) if all_rewards else (c.reward,)
 rates = c.dataset.reward_rates
 rewards = tuple(r for r in rewards if rates.get(r, 0) > 0)
+min_effect = float(min_effect)
 with ui.guarded("Sensitivity"):
     todo = [r for r in rewards if not (data.is_ready("propensity", c.key, r) if c.propensity
                                        else data.is_ready("moments", c.key, r, s.discount, s.exposure))]
@@ -72,46 +81,46 @@ with ui.guarded("Sensitivity"):
                                               "time only)…")
             ui.get_moments(c, reward=r)
         bar.empty()
-    asked = selection
-    res, selection = data.shown_sensitivity(c.key, rewards, d_model, e_model, c.policy, tuple(metrics),
-                                            s.level, alpha, selection, adjust)
+    res = data.sensitivity_result(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
+                                  min_effect, side, adjust)
     n_settings = len(res.settings)
-    note = ""
-    if selection != asked:
-        # the same fallback as `offeval report`: with nothing significant online, every setting counts
-        note = (f"No (experiment, day, reward) setting has a significant online effect at p < {alpha:g}, so "
-                "there is nothing to detect; showing **all** settings instead (detection = offline CI on the "
-                "side of the online effect). Choose a larger p threshold in the page controls to keep the "
-                "paper's selection.")
-        if not c.present:  # when presenting, the note goes below the chart
-            st.info(note, icon=":material/info:")
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
+        # a link to one view (say the online negatives) can reach logs that have none: offer the other view
+        other = "negatives" if side == "improvements" else "improvements"
+        alt = data.sensitivity_result(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
+                                      min_effect, other, adjust)
+        if len(alt.settings):
+            st.button(f"Show the {len(alt.settings)} {SIDE_LABELS[other]} instead", key="w_sens_other",
+                      on_click=lambda: ss.update(w_sens_side=other))
         st.stop()
     fig = data.sensitivity_chart(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
-                                 selection, s.clip, adjust)
+                                 min_effect, side, s.clip, adjust)
     ui.show_figure(fig, key="sensitivity", name="sensitivity", take=ui.policy_headline(c.policy, res.takeaway))
     st.caption(res.adjustment)
-    if note and c.present:
-        st.info(note, icon=":material/info:")
 
-    st.markdown(f"**{ui.md_escape(c.policy)} at the sidebar's clip value m = {ui.clip_label(s.clip)}** ({n_settings} settings, "
+    st.markdown(f"**{ui.md_escape(c.policy)} at the sidebar's clip value m = {ui.clip_label(s.clip)}** "
+                f"({n_settings} {SIDE_LABELS[side]}, "
                 f"{s.level:.1%} CIs)".replace(".0%", " %"))
     at = res.table[res.table["clip"] == s.clip].set_index("metric")
-    cols = st.columns(max(2, 2 * len(at)))
+    cols = st.columns(max(3, 3 * len(at)))
+    short = "TPR" if side == "improvements" else "negatives detected"
     for i, (metric, row) in enumerate(at.iterrows()):
         label = ESTIMATORS[metric].label
-        best = res.best_clip.get(metric)
-        flat = res.table.loc[res.table["metric"] == metric, "tpr"].nunique() <= 1
-        best_text = ("the same TPR at every m" if flat else
-                     f"best m = {ui.clip_label(best)}" if best is not None else "no best m")
-        cols[2 * i].metric(f"{label} TPR", f"{row['tpr']:.0%}",
-                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; {best_text}")
-        cols[2 * i + 1].metric(f"{label} mean p-value", format_p(row["mean_p"]))
+        best = res.best_clips.get(metric, ())
+        where = ", ".join(ui.clip_label(b) for b in best) + (" (tied)" if len(best) > 1 else "") if best \
+            else "none (a flat line)"
+        cols[3 * i].metric(f"{label} {short}", f"{row[res.rate_column]:.0%}",
+                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m: "
+                                f"{where}")
+        cols[3 * i + 1].metric(f"{label} sign agreement", f"{row['sign_agreement']:.0%}",
+                               help="share of the settings whose offline effect has the online effect's sign "
+                                    "(KDD'24: 100 %)")
+        cols[3 * i + 2].metric(f"{label} mean p-value", format_p(row["mean_p"]))
 
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
-                  headers={"tpr": "TPR"})
+                  headers={res.rate_column: "TPR" if side == "improvements" else "negatives detected"})
     with st.expander(f"Per setting at m = {ui.clip_label(s.clip)} ({n_settings} settings)"):
         per = res.per_setting[res.per_setting["clip"] == s.clip]
         ui.show_table(pd.DataFrame(per), key="sensitivity_settings", name="sensitivity_per_setting")

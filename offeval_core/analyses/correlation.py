@@ -351,46 +351,57 @@ def pooled_correlation(daily: pd.DataFrame, *, policy: str = "treatment", method
 
 def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = None, *, alpha: float = 0.05) -> str:
     """Which variant tracks the online reward, on the target policy's Rₜ rows when the table has them (its offline
-    estimate against its own arm: the question a user asks), else on the logging policy's R₀ rows; "tracks" only
-    when the best median r reaches :data:`TRACK_R` and it is positive and significant in one row at least."""
+    estimate against its own arm: the question a user asks), else on the logging policy's R₀ rows. Every variant's
+    median is taken over the *same* rows (a row where a variant has no r is left out of all of them; a variant that
+    is an identity in every row is not ranked); "tracks" only when the best median r reaches :data:`TRACK_R` and it
+    is positive and significant in one row at least. Then Table 2's finding pooled over the target policy's
+    experiment-days with the bootstrap uncertainty of each difference in r
+    (:mod:`~offeval_core.analyses.correlation_diff`)."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
-    table = table[~table["identity"]]
-    if table["r"].dropna().empty:
+    ranked = table.assign(r=table["r"].where(~table["identity"]))
+    if ranked["r"].dropna().empty:
         return "No correlation could be computed (too few days)."
-    target = table[(table["policy"] != LOGGING_POLICY) & table["r"].notna()]
-    basis = table[table["policy"] == target["policy"].iloc[0]] if len(target) else table
+    target = ranked[(ranked["policy"] != LOGGING_POLICY) & ranked["r"].notna()]
+    basis = ranked[ranked["policy"] == target["policy"].iloc[0]] if len(target) else ranked
     who = (f"Rₜ = {target['policy'].iloc[0]}" if len(target) else "R₀ = the logging policy")
-    med = basis.groupby("variant")["r"].median()
-    wins = basis[basis["best"]].groupby("variant").size()
-    n_rows = basis.groupby(["experiment_id", "reward"]).ngroups
+    common, left = _common_rows(basis, labels)
+    if common.empty:
+        return (f"No correlation could be computed on the rows of {who} where every variant has one (too few "
+                f"days).")
+    n_rows = len(common)
+    med = common.median()
     top = med.idxmax()
-    rows_top = basis[basis["variant"] == top]
-    n_pos = int(((rows_top["r"] > 0) & rows_top["significant"]).sum())
+    wins = int(common[top].eq(common.max(axis=1)).sum())
+    sig = basis.pivot_table(index=["experiment_id", "reward", "policy"], columns="variant", values="significant",
+                            aggfunc="first").reindex(index=common.index)
+    n_pos = int(((common[top] > 0) & sig[top].astype(bool)).sum())
+    rows_text = f"{n_rows} (experiment, reward) rows"
+    where = (f" where every variant has an {sym} ({left} row{'s' * (left != 1)} without one left out of every "
+             f"median)" if left else "")
     support = f"positive and significant (p < {alpha:g}) in {n_pos} of {n_rows} rows"
     short = ([f"below {TRACK_R:g}"] if med[top] < TRACK_R else []) + (
         ["positive and significant in no row"] if n_pos == 0 else [])
     if not short:
-        text = (f"Across the {n_rows} (experiment, reward) rows of {who}, {top} tracks its online reward best: "
-                f"median {sym} = {med[top]:.2f}, best in {int(wins.get(top, 0))} of {n_rows} rows, {support}")
+        text = (f"Across the {rows_text} of {who}{where}, {top} tracks its online reward best: median {sym} = "
+                f"{med[top]:.2f}, best in {wins} of {n_rows} rows, {support}")
     else:
         text = (f"No variant tracks the online reward of {who} across days on these logs: the highest median {sym} "
-                f"over its {n_rows} (experiment, reward) rows is {top}'s {med[top]:.2f}, {' and '.join(short)} "
-                f"({top} is {support})")
-    others = [lab for lab in labels if lab != top and lab in med and not np.isnan(med[lab])]
-    worst = min(others, key=lambda lab: med[lab]) if others else None
-    if worst is not None:
+                f"over its {rows_text}{where} is {top}'s {med[top]:.2f}, {' and '.join(short)} ({top} is {support})")
+    others = [lab for lab in med.index if lab != top]
+    if others:
+        worst = min(others, key=lambda lab: med[lab])
         text += f"; {worst} is lowest (median {sym} = {med[worst]:.2f})"
     text += "."
-    r0 = table[(table["policy"] == LOGGING_POLICY) & table["r"].notna()]
-    if len(target) and len(r0):
-        med0 = r0.groupby("variant")["r"].median()
-        text += (f" On the R₀ rows (the logging policy, whose offline and online values read the same control "
-                 f"sessions) {med0.idxmax()} has the highest median {sym}, {med0.max():.2f}.")
-    verdict = _paper_verdict(table, sym)
-    text += " " + verdict if verdict else ""
+    r0 = ranked[ranked["policy"] == LOGGING_POLICY]
+    if len(target) and r0["r"].notna().any():
+        common0, _ = _common_rows(r0, labels)
+        if not common0.empty:
+            med0 = common0.median()
+            text += (f" On the R₀ rows (the logging policy, whose offline and online values read the same control "
+                     f"sessions) {med0.idxmax()} has the highest median {sym}, {med0.max():.2f}.")
     if daily is not None:
-        text += _pooled_text(table, daily, method, sym)
+        text += _pooled_text(table, daily, method)
     if n_identity:
         text += (f" {n_identity} R₀ cell(s) marked ≡ are identities (on the logging policy, DCG with D = D0 at "
                  f"m = ∞ and every per-session importance estimator are the control arm's observed reward) and are "
@@ -398,43 +409,47 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
     return text
 
 
-def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str, sym: str) -> str:
-    """The same comparison pooled over the target policy's experiment-days, per reward."""
+def _common_rows(rows: pd.DataFrame, labels) -> tuple[pd.DataFrame, int]:
+    """The (experiment, reward, policy) × variant table of r on the rows where every ranked variant has one, and
+    how many rows were left out. A variant with no r in any row (an identity on R₀) is not a column."""
+    keys = ["experiment_id", "reward", "policy"]
+    wide = rows.pivot_table(index=keys, columns="variant", values="r", aggfunc="first", dropna=False)
+    wide = wide.reindex(columns=[lab for lab in labels if lab in wide.columns]).dropna(axis=1, how="all")
+    common = wide.dropna()
+    return common, len(wide) - len(common)
+
+
+def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str) -> str:
+    """KDD'24 Table 2's finding pooled over the target policy's experiment-days, per reward: the learnt-PBM
+    de-biased DCG against each log2 variant, on the same experiment-days, with a paired bootstrap CI of the
+    difference in r. It holds when both CIs lie above 0, does not hold when one lies below, and is undecided
+    otherwise."""
+    from offeval_core.analyses.correlation_diff import pooled_difference
+
     t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
-    pbm_q = set(t.loc[(t["discount"] == "pbm") & (t["exposure"] == "pbm") & (t["clip"] > 1), "variant"])
-    log2 = set(t.loc[t["discount"] == "log2", "variant"])
+    pbm_q = list(dict.fromkeys(t.loc[(t["discount"] != "log2") & (t["discount"] == t["exposure"])
+                                     & (t["clip"] > 1), "variant"]))
+    log2 = list(dict.fromkeys(t.loc[t["discount"] == "log2", "variant"]))
     if not pbm_q or not log2:
         return ""
-    pooled = pooled_correlation(daily, policy=str(t["policy"].iloc[0]), method=method)
+    policy = str(t["policy"].iloc[0])  # the target policy, whatever it is named
     out = []
-    for reward, part in pooled.groupby("reward", sort=False):
-        a = part[part["variant"].isin(pbm_q)].dropna(subset=["r"])
-        b = part[part["variant"].isin(log2)].dropna(subset=["r"])
-        if a.empty or b.empty:
-            continue
-        ba, bb = a.loc[a["r"].idxmax()], b.loc[b["r"].idxmax()]
-        verdict = "holds" if ba["r"] > bb["r"] else "does not hold"
-        out.append(f"{reward}: {ba['variant']} {sym} = {ba['r']:.2f} vs {bb['variant']} {bb['r']:.2f} over "
-                   f"{int(ba['n_points'])} experiment-days ({verdict})")
-    return (" Pooled over the target policy's experiment-days — " + "; ".join(out) + ".") if out else ""
-
-
-def _paper_verdict(table: pd.DataFrame, sym: str) -> str:
-    """Whether KDD'24 Table 2's finding holds on the target-policy rows: DCG with the learnt PBM on de-biased
-    labels tracks the online reward better than DCG with the log2 discount (raw or de-biased labels)."""
-    t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
-    pbm_q = t[(t["discount"] == "pbm") & (t["exposure"] == "pbm") & (t["clip"] > 1)]
-    log2 = t[t["discount"] == "log2"]
-    if pbm_q.empty or log2.empty or pbm_q["r"].dropna().empty or log2["r"].dropna().empty:
+    for reward in dict.fromkeys(t["reward"]):
+        for a in pbm_q:
+            diffs = [pooled_difference(daily, a, b, reward=reward, policy=policy, method=method) for b in log2]
+            diffs = [d for d in diffs if not math.isnan(d.low)]
+            if not diffs:
+                continue
+            verdicts = [d.verdict for d in diffs]
+            if all(v == "A" for v in verdicts):
+                verdict = "holds"
+            elif "B" in verdicts:
+                verdict = "does not hold on these logs"
+            else:
+                verdict = "undecided: a difference's bootstrap CI holds 0"
+            parts = "; ".join(f"vs {d.b}: {d.text()}" for d in diffs)
+            out.append(f"{reward}, {a} — {parts} ({verdict})")
+    if not out:
         return ""
-    a = pbm_q.groupby("variant")["r"].median()
-    b = log2.groupby("variant")["r"].median()
-    best_pbm, best_log2 = a.idxmax(), b.idxmax()
-    if a[best_pbm] > b[best_log2]:
-        return (f"KDD'24 Table 2's finding holds on the target-policy rows: {best_pbm} (median {sym} = "
-                f"{a[best_pbm]:.2f}) beats the best log2 variant, {best_log2} ({b[best_log2]:.2f}).")
-    return (f"KDD'24 Table 2's finding does not hold on the target-policy rows of these logs: the best log2 "
-            f"variant, {best_log2} (median {sym} = {b[best_log2]:.2f}), is at least as good as the learnt-PBM "
-            f"de-biased {best_pbm} ({a[best_pbm]:.2f}); check the position-bias diagnostics (a PBM pooled over "
-            f"days with different scroll depths is wrong on each day) and the noise of large weights (Table 2 "
-            f"across clip values compares the two at every clip m).")
+    return (" KDD'24 Table 2's finding (the learnt-PBM de-biased DCG tracks the online reward better than both "
+            "log2 variants), pooled over the target policy's experiment-days: " + " · ".join(out) + ".")

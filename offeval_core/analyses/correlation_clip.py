@@ -5,7 +5,9 @@ For every clip m of the moments' grid, the target policy's daily offline DCG on 
 (experiment, day) is correlated with the online mean reward of the treatment arm, pooled over all
 experiment-days (:func:`~offeval_core.analyses.correlation.pooled_correlation`), for DCG (pbm, Q̂ at m) and
 DCG (log2, Q̂ at m); raw labels (m = 1, "C") are the reference of both. The finding of Table 2 holds at m when
-DCG (pbm, Q̂ at m) correlates more than both log2 variants at that m: DCG (log2, C) and DCG (log2, Q̂ at m).
+DCG (pbm, Q̂ at m) correlates more than both log2 variants at that m, DCG (log2, C) and DCG (log2, Q̂ at m), by
+a difference whose paired bootstrap CI over the experiment-days lies above 0
+(:mod:`~offeval_core.analyses.correlation_diff`); a positive margin inside the noise is said to be one.
 Clipping trades the bias of 1/D0 for variance: where the logger buried items at tiny P(V | R), the unclipped
 estimate is the least biased and the noisiest, which can hide the finding at m = ∞ while it holds at a finite m.
 """
@@ -34,9 +36,10 @@ class CorrelationByClip:
 
     ``table``: one row per (clip, discount): ``clip``, ``discount`` (the learnt model or ``log2``),
     ``variant`` (Table-2 label), ``r`` (pooled over experiment-days), ``median_r`` (median over experiments
-    of the per-experiment correlation across days) and ``n_points``. ``holds`` lists the clips m > 1 at which
-    the learnt model's de-biased DCG beats both log2 variants (pooled); ``best_clip`` is the m > 1 with the
-    largest margin (NaN when there is none).
+    of the per-experiment correlation across days) and ``n_points``. ``differences``: per (clip m > 1, log2
+    variant) the pooled r of DCG (model, Q̂ at m) minus that variant's, with its 95 % paired-bootstrap CI over
+    the experiment-days (``diff``, ``low``, ``high``). ``holds`` lists the clips m > 1 at which both CIs lie
+    above 0; ``best_clip`` is the m > 1 with the largest margin (NaN when there is none).
     """
 
     table: pd.DataFrame
@@ -47,6 +50,7 @@ class CorrelationByClip:
     holds: tuple[float, ...]
     best_clip: float
     takeaway: str
+    differences: pd.DataFrame | None = None
 
     def margin(self, clip: float) -> float:
         """r of DCG (model, Q̂ at m) minus the larger r of DCG (log2, C) and DCG (log2, Q̂ at m)."""
@@ -63,6 +67,21 @@ def _margins(table: pd.DataFrame, model: str) -> dict[float, float]:
     return out
 
 
+def _holds_surely(differences: pd.DataFrame) -> tuple[float, ...]:
+    """The clips where the learnt model's r exceeds both log2 variants' by a difference whose bootstrap CI lies
+    above 0 (a margin inside the noise is no win).
+
+    >>> d = pd.DataFrame({"clip": [4.0, 4.0, 16.0, 16.0], "low": [0.01, 0.02, 0.03, -0.01]})
+    >>> _holds_surely(d)
+    (4.0,)
+    """
+    out = []
+    for m, part in differences.groupby("clip", sort=True):
+        if len(part) and bool((part["low"] > 0).all()):
+            out.append(float(m))
+    return tuple(out)
+
+
 def _holds(margins: dict[float, float]) -> tuple[float, ...]:
     """The clips where the learnt model wins: a strictly positive margin (a tie is not a win, NaN is none).
 
@@ -73,7 +92,7 @@ def _holds(margins: dict[float, float]) -> tuple[float, ...]:
 
 
 def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatment", model: str = "pbm",
-                        method: str = "pearson", clips=None) -> CorrelationByClip:
+                        method: str = "pearson", clips=None, n_boot: int = 1000, rng=0) -> CorrelationByClip:
     """Pooled correlation of Rₜ's offline DCG with its online reward at every clip m, for the learnt model and
     log2 (KDD'24 Table 2's columns DCG (log2, ·) and DCG (pbm, ·), Sec. 6.1), and where the finding holds.
 
@@ -113,33 +132,59 @@ def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatme
                      "n_points": int(pooled.loc[label, "n_points"]) if label in pooled.index else 0})
     table = pd.DataFrame(rows)
     margins = _margins(table, model)
-    holds = _holds(margins)
+    from offeval_core.analyses.correlation_diff import pooled_difference
+
+    diffs = []
+    for m in (c for c in clips if c > 1):
+        a = variant_label(Variant("dcg", model, model, m))
+        for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "log2", 1.0)),
+                                variant_label(Variant("dcg", "log2", "log2", m)))):
+            d = pooled_difference(res.daily, a, b, reward=reward, policy=policy, method=method, n_boot=n_boot,
+                                  rng=rng)
+            diffs.append({"clip": m, "vs": b, "r": d.r_a, "r_vs": d.r_b, "diff": d.diff, "low": d.low,
+                          "high": d.high})
+    differences = pd.DataFrame(diffs, columns=["clip", "vs", "r", "r_vs", "diff", "low", "high"])
+    holds = _holds_surely(differences)
     finite = {m: d for m, d in margins.items() if not math.isnan(d)}
     best = max(finite, key=finite.get) if finite else math.nan
-    takeaway = _takeaway(table, margins, holds, best, model=model, reward=reward, sym=CORRELATION_SYMBOLS[method])
+    takeaway = _takeaway(table, margins, holds, best, model=model, reward=reward, sym=CORRELATION_SYMBOLS[method],
+                         differences=differences)
     return CorrelationByClip(table=table, reward=reward, policy=policy, method=method, model=model, holds=holds,
-                             best_clip=best, takeaway=takeaway)
+                             best_clip=best, takeaway=takeaway, differences=differences)
 
 
 def _takeaway(table: pd.DataFrame, margins: dict[float, float], holds, best: float, *, model: str, reward: str,
-              sym: str) -> str:
+              sym: str, differences: pd.DataFrame | None = None) -> str:
     r = table.set_index(["discount", "clip"])["r"]
     n = int(table["n_points"].max()) if len(table) else 0
 
     def pair(m: float) -> str:
         log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), math.nan))
-        return f"{sym} = {r.get((model, m), math.nan):.2f} vs {log2_best:.2f}"
+        text = f"{sym} = {r.get((model, m), math.nan):.2f} vs {log2_best:.2f}"
+        if differences is not None and len(differences):
+            part = differences[differences["clip"] == m]
+            if len(part):
+                worst = part.loc[part["diff"].idxmin()]
+                text += (f", difference {worst['diff']:+.2f}, 95 % bootstrap CI {worst['low']:+.2f} to "
+                         f"{worst['high']:+.2f}")
+        return text
 
     head = (f"Pooled over {n} experiment-days of the target policy ({reward}), KDD'24 Table 2's finding — DCG "
-            f"({model}, Q̂) tracks the online reward better than DCG (log2, C) and DCG (log2, Q̂) at the same clip — ")
+            f"({model}, Q̂) tracks the online reward better than DCG (log2, C) and DCG (log2, Q̂) at the same clip, "
+            f"by more than the bootstrap noise — ")
     if not margins or math.isnan(best):
         return head + "cannot be checked: no clip m > 1 has a pooled correlation."
+    ahead = [m for m, d in margins.items() if d > 0 and m not in holds]
+    noise = (f"; ahead by the point estimate but within the noise at m ∈ {{{', '.join(clip_text(m) for m in ahead)}}}"
+             if ahead else "")
     if not holds:
-        return head + f"holds at no clip m; closest at m = {clip_text(best)} ({pair(best)}, the better log2 variant)."
+        return head + f"holds at no clip m{noise}; closest at m = {clip_text(best)} ({pair(best)}, the better log2 " \
+                      f"variant)."
     text = head + f"holds at m ∈ {{{', '.join(clip_text(m) for m in holds)}}}"
-    fails = [m for m in margins if m not in holds]
+    fails = [m for m in margins if m not in holds and m not in ahead]
     if fails:
         text += f" and not at m ∈ {{{', '.join(clip_text(m) for m in fails)}}}"
+    text += noise
     text += f"; largest margin at m = {clip_text(best)} ({pair(best)})"
     if math.inf in margins and best != math.inf:
         text += f"; unclipped (m = ∞): {pair(math.inf)}, " + ("it holds" if math.inf in holds else "it does not hold")

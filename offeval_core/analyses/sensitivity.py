@@ -1,17 +1,23 @@
-"""Offline-online sensitivity as a function of the clip value m (KDD'24 Sec. 6.2, Fig. 1).
+"""Offline-online sensitivity as a function of the clip value m, by KDD'24's own protocol (Sec. 6.2, Fig. 1).
 
-A *setting* is one (experiment, day, reward) whose online treatment effect (treatment − control arm,
-Welch's test) is significant. For every clip value m and metric, the offline paired effect of the target
-policy over the logging policy on that day's control-arm sessions gets a normal CI at ``level``; the metric
-*detects* the setting iff the CI lies strictly on the side of the online effect (strictly positive for the
-online improvements the paper studies). TPR = share of settings detected; mean p = mean one-sided p-value
-of H0 "offline effect ≤ 0" (direction-adjusted); sign agreement = share whose offline point estimate has
-the online effect's sign.
+**Settings** are the (experiment, day, reward) whose online A/B effect (treatment − control arm, Welch's
+two-sided test) is a significant *improvement*: p < ``online_alpha`` (the paper: p ≪ 0.001) and effect >
+``min_effect`` (0). For every clip value m and metric, the offline paired effect of the target policy over the
+logging policy on that day's control-arm sessions gets a normal CI at ``level`` (99 %); the metric **detects**
+the setting iff that CI is strictly > 0. TPR = share of settings detected; mean p = mean one-sided p-value of
+H0 "offline effect ≤ 0"; **sign agreement** = share of settings whose offline point estimate is > 0 (the
+paper reports 100 %).
+
+Online *negatives* (p < α and effect < −min_effect) are never mixed into the TPR: ``side="negatives"`` is a
+separate view, **negatives detected** = share whose offline CI is strictly < 0 (mean p of H0 "offline effect
+≥ 0", sign agreement = share with offline effect < 0). :func:`select_settings` is the one rule that picks the
+settings of either view from the online outcomes (:func:`online_settings`).
 
 The settings are many tests shown at once: with ``adjust="holm"`` (family-wise error) or ``"bh"`` (false
 discovery rate) a setting is detected when its one-sided p-value, adjusted over the family of the settings
 at the same (metric, clip m) (:mod:`offeval_core.multiple`), is ≤ (1 − level) / 2 — the tail of the CI rule,
-which it equals without adjustment.
+which it equals without adjustment. Takeaways and the Fig. 1 verdict are in
+:mod:`offeval_core.analyses.sensitivity_text`.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from offeval_core import stats
-from offeval_core.analyses._common import check_moments, check_policy_in, check_rewards, clip_text, pct
+from offeval_core.analyses._common import check_moments, check_policy_in, check_rewards
+from offeval_core.analyses.sensitivity_text import paper_verdict, sensitivity_takeaway
 from offeval_core.charts import sensitivity_figure
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import Moments
@@ -42,28 +49,34 @@ from offeval_core.multiple import METHODS as ADJUST_METHODS
 from offeval_core.multiple import adjust as adjust_p
 from offeval_core.validation import check_choice, check_level
 
-__all__ = ["SensitivityResult", "paper_verdict", "sensitivity", "sensitivity_figure"]
+__all__ = ["SETTING_KEYS", "SIDES", "SensitivityResult", "best_clips", "online_settings", "paper_verdict",
+           "select_settings", "sensitivity", "sensitivity_figure"]
 
 SETTING_KEYS = ("experiment_id", "day", "reward")
+# side → (name of the detected share, its table column, the sign an offline CI must have to detect)
+SIDES: dict[str, tuple[str, str, int]] = {"improvements": ("TPR", "tpr", 1),
+                                          "negatives": ("negatives detected", "negatives_detected", -1)}
+ONLINE_COLUMNS = [*SETTING_KEYS, "online_control", "online_treatment", "online_effect", "online_p"]
 
 
 @dataclass(frozen=True, eq=False)
 class SensitivityResult:
     """Result of :func:`sensitivity`.
 
-    ``table``: one row per (metric, clip) with ``tpr``, ``mean_p``, ``sign_agreement``, ``n_settings``,
-    ``n_detected``. ``per_setting``: one row per (setting, metric, clip) with the online effect and p, the
-    offline effect, its CI, one-sided p and ``detected`` / ``sign_agrees``. ``settings``: the selected
-    settings with their online outcome. ``best_clip``: per metric the m with the highest TPR (ties: lower
-    mean p, then smaller m). With ``adjust`` ≠ "none", ``per_setting`` also holds ``p_adj`` and
-    ``detected_unadjusted`` and ``table`` ``n_detected_unadjusted``; ``family`` names the family of each
-    adjustment and ``family_size`` its size.
+    ``table``: one row per (metric, clip) with the detected share (column ``tpr`` for online improvements,
+    ``negatives_detected`` for online negatives: :attr:`rate_column`), ``mean_p``, ``sign_agreement``,
+    ``n_settings``, ``n_detected``. ``per_setting``: one row per (setting, metric, clip) with the online effect
+    and p, the offline effect, its CI, one-sided p and ``detected`` / ``sign_agrees``. ``settings``: the
+    selected settings with their online outcome. ``best_clips``: per metric every m that reaches the most
+    detections (several when tied; empty on a flat line, where no m is best). With ``adjust`` ≠ "none",
+    ``per_setting`` also holds ``p_adj`` and ``detected_unadjusted`` and ``table`` ``n_detected_unadjusted``;
+    ``family`` names the family of each adjustment and ``family_size`` its size.
     """
 
     table: pd.DataFrame
     per_setting: pd.DataFrame
     settings: pd.DataFrame
-    best_clip: dict[str, float]
+    best_clips: dict[str, tuple[float, ...]]
     takeaway: str
     policy: str
     discount: str
@@ -75,6 +88,32 @@ class SensitivityResult:
     adjust: str = "none"
     family: str = ""
     family_size: int = 0
+    side: str = "improvements"
+    min_effect: float = 0.0
+
+    @property
+    def rate_name(self) -> str:
+        """``"TPR"`` (online improvements, KDD'24) or ``"negatives detected"`` (online negatives)."""
+        return SIDES[self.side][0]
+
+    @property
+    def rate_column(self) -> str:
+        """The table column of the detected share: ``tpr`` or ``negatives_detected``."""
+        return SIDES[self.side][1]
+
+    def best_clip(self, metric: str) -> float | None:
+        """The one m with the most detections of ``metric``; None when several m tie or the line is flat."""
+        best = self.best_clips.get(metric, ())
+        return best[0] if len(best) == 1 else None
+
+    @property
+    def scope(self) -> str:
+        """The settings in words: "with a significant online improvement (p < 0.001, effect > 0)"."""
+        what = "improvement" if self.side == "improvements" else "degradation"
+        bound = f"effect > {self.min_effect:g}" if self.side == "improvements" else f"effect < {-self.min_effect:g}"
+        if self.selection == "list":
+            return f"listed, with an online {what} ({bound})"
+        return f"with a significant online {what} (p < {self.online_alpha:g}, {bound})"
 
     @property
     def adjustment(self) -> str:
@@ -88,7 +127,10 @@ class SensitivityResult:
                 f"family: the {self.family} (m = {self.family_size}).")
 
 
-def _online_settings(moments: Moments, rewards: Sequence[str]) -> pd.DataFrame:
+def online_settings(moments: Moments, rewards: Sequence[str]) -> pd.DataFrame:
+    """Every (experiment, day, reward) with an online A/B outcome: the arms' means, Welch's effect (treatment −
+    control) and its two-sided p-value (columns ``online_control``, ``online_treatment``, ``online_effect``,
+    ``online_p``)."""
     rows = []
     for reward in rewards:
         for (exp, day), res in online_results(moments, reward=reward, by=("experiment_id", "day")).items():
@@ -97,22 +139,60 @@ def _online_settings(moments: Moments, rewards: Sequence[str]) -> pd.DataFrame:
             rows.append({"experiment_id": exp, "day": day, "reward": reward,
                          "online_control": res.control.value, "online_treatment": res.treatment.value,
                          "online_effect": res.effect.value, "online_p": res.p_two_sided})
-    cols = [*SETTING_KEYS, "online_control", "online_treatment", "online_effect", "online_p"]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=ONLINE_COLUMNS)
 
 
-def _select_settings(online: pd.DataFrame, settings, online_alpha: float) -> tuple[pd.DataFrame, str]:
-    if isinstance(settings, str):
-        check_choice(settings, ("significant", "all"), name="settings")
-        if settings == "all":
-            return online.copy(), "all"
-        mask = (online["online_p"] < online_alpha) & (online["online_effect"] != 0)
-        return online[mask].copy(), "significant"
+def _check_online_alpha(online_alpha: float) -> float:
+    if isinstance(online_alpha, bool) or not isinstance(online_alpha, int | float):
+        raise TypeError(f"online_alpha must be a number in (0, 1], got {type(online_alpha).__name__} "
+                        f"{online_alpha!r}")
+    if not 0 < online_alpha <= 1:
+        raise ValueError(f"online_alpha must be in (0, 1] (the paper: 0.001), got {online_alpha!r}")
+    return float(online_alpha)
+
+
+def _check_min_effect(min_effect: float) -> float:
+    if isinstance(min_effect, bool) or not isinstance(min_effect, int | float) or not math.isfinite(min_effect) \
+            or min_effect < 0:
+        raise ValueError(f"min_effect must be a finite number ≥ 0 (the online effect must exceed it), "
+                         f"got {min_effect!r}")
+    return float(min_effect)
+
+
+def select_settings(online: pd.DataFrame, *, online_alpha: float = ONLINE_ALPHA, min_effect: float = 0.0,
+                    side: str = "improvements") -> pd.DataFrame:
+    """The settings of KDD'24 Sec. 6.2 among ``online`` (:func:`online_settings`: one row per (experiment,
+    day, reward) with ``online_effect`` and its two-sided ``online_p``).
+
+    ``side="improvements"`` (the paper's true positives): online_p < online_alpha and online_effect >
+    min_effect. ``side="negatives"`` (the separate "negatives detected" view): online_p < online_alpha and
+    online_effect < −min_effect. Both thresholds are strict, as in the paper's "p ≪ 0.001" and "improvement".
+
+    >>> on = pd.DataFrame({"experiment_id": ["a", "b", "c", "d"], "day": 1, "reward": "like",
+    ...                    "online_effect": [0.3, -0.2, 0.1, 0.4], "online_p": [1e-5, 1e-6, 0.2, 0.001]})
+    >>> select_settings(on)["experiment_id"].tolist()   # d: p = 0.001 is not < 0.001; c: not significant
+    ['a']
+    >>> select_settings(on, side="negatives")["experiment_id"].tolist()
+    ['b']
+    """
+    check_choice(side, tuple(SIDES), name="side")
+    alpha, floor = _check_online_alpha(online_alpha), _check_min_effect(min_effect)
+    effect = online["online_effect"]
+    on_side = effect > floor if side == "improvements" else effect < -floor
+    return online[(online["online_p"] < alpha) & on_side].reset_index(drop=True)
+
+
+def _listed_settings(online: pd.DataFrame, wanted, *, side: str, min_effect: float) -> pd.DataFrame:
+    """The settings a user lists, each of which must have an online effect on ``side`` (its p is not checked:
+    the user chose it)."""
+    if isinstance(wanted, str):
+        raise TypeError(f"settings must be None (select by the online test) or a list of (experiment_id, day, "
+                        f"reward), got {wanted!r}")
     try:
-        wanted = [tuple(s) for s in settings]
+        wanted = [tuple(s) for s in wanted]
     except TypeError:
-        raise TypeError(f"settings must be 'significant', 'all' or a list of (experiment_id, day, reward), "
-                        f"got {settings!r}") from None
+        raise TypeError(f"settings must be None (select by the online test) or a list of (experiment_id, day, "
+                        f"reward), got {wanted!r}") from None
     keyed = online.set_index(list(SETTING_KEYS))
     out = []
     for s in wanted:
@@ -121,18 +201,27 @@ def _select_settings(online: pd.DataFrame, settings, online_alpha: float) -> tup
         hits = [k for k in keyed.index if str(k[0]) == str(s[0]) and str(k[1]) == str(s[1]) and k[2] == s[2]]
         if not hits:
             raise NeedsArms(f"setting {s!r} has no online A/B outcome in the moments (needs both arms)")
+        effect = float(keyed.loc[hits[0], "online_effect"])
+        ok = effect > min_effect if side == "improvements" else effect < -min_effect
+        if not ok:
+            other = "negatives" if side == "improvements" else "improvements"
+            raise ValueError(f"setting {s!r} has online effect {effect:.4g}, not an online "
+                             f"{'improvement' if side == 'improvements' else 'degradation'}: list it with "
+                             f"side={other!r}")
         out.append(hits[0])
-    return keyed.loc[out].reset_index(), "list"
+    return keyed.loc[out].reset_index()
 
 
 def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequence[str] = ("dcg", "ndcg"),
                 discount: str = "pbm", exposure: str = "pbm", level: float = LEVEL, online_alpha: float = ONLINE_ALPHA,
-                settings="significant", rewards: Sequence[str] | None = None, adjust: str = "none") -> SensitivityResult:
-    """TPR, mean p-value and sign agreement of offline metrics vs the clip value m (KDD'24 Sec. 6.2).
+                min_effect: float = 0.0, side: str = "improvements", settings=None,
+                rewards: Sequence[str] | None = None, adjust: str = "none") -> SensitivityResult:
+    """TPR, mean p-value and sign agreement of offline metrics vs the clip value m (KDD'24 Sec. 6.2, Fig. 1).
 
     For setting s and clip m the offline effect is the paired mean
     Δ̂_s(m) = mean_τ [DCG_τ(R_t; m) − DCG_τ(R_0; m)] over the control-arm sessions of the setting's day,
-    with CI Δ̂ ± z_{(1+level)/2}·se; TPR(m) = #{s : CI_s(m) strictly on the online side} / #settings.
+    with CI Δ̂ ± z_{(1+level)/2}·se; TPR(m) = #{s : CI_s(m) > 0 strictly} / #settings, over the settings
+    with a significant online improvement (:func:`select_settings`).
 
     Parameters
     ----------
@@ -140,9 +229,12 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     policy : the target policy whose online arm is ``treatment``.
     metrics : any of ``dcg``, ``ndcg``, ``pndcg``.
     level : confidence level of the offline CI (the paper: 99 %).
-    online_alpha : online significance threshold on Welch's two-sided p (the paper: p ≪ 0.001).
-    settings : ``"significant"`` (online p < online_alpha), ``"all"``, or a list of
-        (experiment_id, day, reward).
+    online_alpha, min_effect : a setting counts when its online two-sided p < online_alpha and its online
+        effect > min_effect (the paper: p ≪ 0.001, an improvement).
+    side : ``"improvements"`` (TPR, the paper) or ``"negatives"`` (online degradations; detected iff the
+        offline CI is strictly < 0) — two views, never mixed.
+    settings : None (select by the online test) or a list of (experiment_id, day, reward), each with an online
+        effect on ``side``.
     rewards : restrict to these rewards (default all computed).
     adjust : ``"none"``, ``"holm"`` or ``"bh"``: detect on p-values adjusted over the settings at each
         (metric, m), at one-sided α = (1 − level) / 2.
@@ -155,9 +247,10 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     """
     check_moments(moments)
     check_level(level)
-    check_level(online_alpha)
+    online_alpha, min_effect = _check_online_alpha(online_alpha), _check_min_effect(min_effect)
     check_policy_in(moments, policy)
     check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
+    check_choice(side, tuple(SIDES), name="side")
     metrics = tuple(metrics)
     if not metrics:
         raise ValueError("metrics must list at least one metric, got an empty sequence")
@@ -165,9 +258,13 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
         check_choice(m, ESTIMATORS, name="metrics")
     require(moments, discounts=(discount,), exposures=(exposure,))
     rewards = check_rewards(moments, rewards)
-    online = _online_settings(moments, rewards)
-    chosen, selection = _select_settings(online, settings, online_alpha)
-    chosen["direction"] = np.where(chosen["online_effect"] < 0, -1, 1)
+    online = online_settings(moments, rewards)
+    if settings is None:
+        chosen, selection = select_settings(online, online_alpha=online_alpha, min_effect=min_effect,
+                                            side=side), "significant"
+    else:
+        chosen, selection = _listed_settings(online, settings, side=side, min_effect=min_effect), "list"
+    d = SIDES[side][2]
 
     rows = []
     for metric in metrics:
@@ -177,14 +274,13 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
         agg = agg.merge(chosen, on=list(SETTING_KEYS), how="inner")
         for _, row in agg.iterrows():
             eff = estimate_from_row(row, metric=metric, level=level, diff=True)
-            d = int(row["direction"])
             detected = eff.ci.low > 0 if d > 0 else eff.ci.high < 0
             rows.append({"experiment_id": row["experiment_id"], "day": row["day"], "reward": row["reward"],
                          "online_effect": row["online_effect"], "online_p": row["online_p"], "direction": d,
                          "metric": metric, "clip": float(row["clip"]), "effect": eff.value,
                          "stderr": eff.stderr, "ci_low": eff.ci.low, "ci_high": eff.ci.high,
                          "p_value": stats.one_sided_p(d * eff.value, eff.stderr),
-                         "detected": bool(detected), "sign_agrees": bool(np.sign(eff.value) == d)})
+                         "detected": bool(detected), "sign_agrees": bool(d * eff.value > 0)})
     per = pd.DataFrame(rows, columns=["experiment_id", "day", "reward", "online_effect", "online_p", "direction",
                                       "metric", "clip", "effect", "stderr", "ci_low", "ci_high", "p_value",
                                       "detected", "sign_agrees"])
@@ -194,13 +290,14 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     size = int(per.groupby(["metric", "clip"]).size().max()) if len(per) else 0
     if adjust != "none":
         per = _adjust(per, adjust, level)
-    table = _summarise(per, metrics, moments.grid.clips)
-    best = _best_clips(table)
-    takeaway = _takeaway(table, best, len(chosen), selection, online_alpha, level, adjust)
-    return SensitivityResult(table=table, per_setting=per, settings=chosen.reset_index(drop=True), best_clip=best,
-                             takeaway=takeaway, policy=policy, discount=discount, exposure=exposure, level=level,
-                             online_alpha=online_alpha, selection=selection, metrics=metrics, adjust=adjust,
-                             family=family, family_size=size)
+    table = _summarise(per, metrics, moments.grid.clips, SIDES[side][1])
+    best = best_clips(table)
+    result = SensitivityResult(table=table, per_setting=per, settings=chosen.reset_index(drop=True),
+                               best_clips=best, takeaway="", policy=policy, discount=discount, exposure=exposure,
+                               level=level, online_alpha=online_alpha, selection=selection, metrics=metrics,
+                               adjust=adjust, family=family, family_size=size, side=side, min_effect=min_effect)
+    object.__setattr__(result, "takeaway", sensitivity_takeaway(result))
+    return result
 
 
 def _adjust(per: pd.DataFrame, method: str, level: float) -> pd.DataFrame:
@@ -220,111 +317,41 @@ def _tpr(detected: np.ndarray) -> float:
     return float(np.mean(detected)) if len(detected) else math.nan
 
 
-def _summarise(per: pd.DataFrame, metrics, clips) -> pd.DataFrame:
+def _summarise(per: pd.DataFrame, metrics, clips, rate_column: str = "tpr") -> pd.DataFrame:
     rows = []
     for metric in metrics:
         for m in clips:
             part = per[(per["metric"] == metric) & (per["clip"] == m)]
             n = len(part)
-            rec = {"metric": metric, "clip": float(m), "tpr": _tpr(part["detected"].to_numpy()),
+            rec = {"metric": metric, "clip": float(m), rate_column: _tpr(part["detected"].to_numpy()),
                    "mean_p": float(part["p_value"].mean()) if n else math.nan,
                    "sign_agreement": float(part["sign_agrees"].mean()) if n else math.nan,
                    "n_settings": n, "n_detected": int(part["detected"].sum())}
             if "detected_unadjusted" in part:
                 rec["n_detected_unadjusted"] = int(part["detected_unadjusted"].sum())
             rows.append(rec)
-    cols = ["metric", "clip", "tpr", "mean_p", "sign_agreement", "n_settings", "n_detected"]
+    cols = ["metric", "clip", rate_column, "mean_p", "sign_agreement", "n_settings", "n_detected"]
     if "detected_unadjusted" in per:
         cols.append("n_detected_unadjusted")
     return pd.DataFrame(rows, columns=cols)
 
 
-def _best_clips(table: pd.DataFrame) -> dict[str, float]:
+def best_clips(table: pd.DataFrame) -> dict[str, tuple[float, ...]]:
+    """Per metric, every clip m that reaches the most detections — several when they tie (a tie is reported as
+    a tie, never broken by mean p), none when the line is flat (every m detects the same number) or nothing is
+    detected.
+
+    >>> t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 8.0, 16.0] * 2,
+    ...                   "n_detected": [2, 9, 9, 3, 3, 3], "n_settings": 20})
+    >>> best_clips(t)
+    {'dcg': (8.0, 16.0), 'ndcg': ()}
+    """
     best = {}
     for metric, part in table.groupby("metric", sort=False):
         part = part[part["n_settings"] > 0]
         if part.empty:
             continue
-        ordered = part.assign(neg_tpr=-part["tpr"]).sort_values(["neg_tpr", "mean_p", "clip"], kind="stable")
-        best[metric] = float(ordered.iloc[0]["clip"])
+        top = int(part["n_detected"].max())
+        flat = top == 0 or int(part["n_detected"].min()) == top
+        best[metric] = () if flat else tuple(float(c) for c in part.loc[part["n_detected"] == top, "clip"])
     return best
-
-
-def _takeaway(table, best, n, selection, alpha, level, adjust="none") -> str:
-    if n == 0:
-        what = f"online p < {alpha:g}" if selection == "significant" else "the chosen settings"
-        return (f"No (experiment, day, reward) setting has {what}, so there is nothing to detect; "
-                "use settings='all' or a larger online threshold.")
-    label = {m: ESTIMATORS[m].label for m in best}
-    parts = []
-    for metric, m in best.items():
-        t = table[(table["metric"] == metric)].set_index("clip")
-        if t.loc[t["n_settings"] > 0, "tpr"].nunique() == 1:  # a flat curve has no best m to name
-            parts.append(f"{label[metric]} detects {pct(t.loc[m, 'tpr'])} at every m")
-            continue
-        ends = [f"{pct(t.loc[c, 'tpr'])} at m = {clip_text(c)}" for c in (t.index.min(), t.index.max())
-                if c != m]
-        extra = f" (vs {' and '.join(ends)})" if ends else ""
-        parts.append(f"{label[metric]} detects {pct(t.loc[m, 'tpr'])} at m = {clip_text(m)}{extra}")
-    scope = f"the {n} settings with a significant online effect" if selection == "significant" \
-        else f"{n} settings"
-    how = "" if adjust == "none" else f" with {ADJUST_LABELS[adjust]} adjustment over the {n} settings at each m,"
-    text = f"Of {scope}, at {level:.0%} confidence{how} " + "; ".join(parts) + "."
-    if adjust != "none":
-        lost = []
-        for metric, m in best.items():
-            row = table[(table["metric"] == metric) & (table["clip"] == m)].iloc[0]
-            lost.append(f"{label[metric]} keeps {int(row['n_detected'])} of {int(row['n_detected_unadjusted'])} "
-                        f"unadjusted detections at m = {clip_text(m)}")
-        text += " The adjustment: " + "; ".join(lost) + "."
-    verdict = paper_verdict(table)
-    return text + (" " + verdict if verdict else "")
-
-
-def paper_verdict(table: pd.DataFrame) -> str:
-    """KDD'24 Fig. 1's three findings checked on a :class:`SensitivityResult` table, each with its counts:
-    IPS weighting (m > 1) detects more than raw labels (m = 1); DCG's TPR at m = ∞ is below its best finite m;
-    DCG's TPR is at least nDCG's. Each says "holds" or "does not hold on these logs".
-
-    >>> t = pd.DataFrame({"metric": ["dcg"] * 3 + ["ndcg"] * 3, "clip": [1.0, 16.0, math.inf] * 2,
-    ...                   "n_detected": [2, 9, 7, 2, 2, 2], "n_settings": [20] * 6})
-    >>> print(paper_verdict(t))
-    Fig. 1 findings: IPS weighting raises DCG's detections from 2 to 9 of 20 (holds); nDCG's stay at 2 of 20 (does not hold on these logs); DCG at m = ∞ detects 7, below its best finite m (9): its variance costs detections (holds); DCG detects at least as many as nDCG at 3 of 3 clip values (holds).
-    """
-    if table.empty or int(table["n_settings"].max()) == 0:
-        return ""
-    n = int(table["n_settings"].max())
-    det = {m: part.set_index("clip")["n_detected"].astype(int) for m, part in table.groupby("metric")}
-    out = []
-    for metric in ("dcg", "ndcg"):
-        d = det.get(metric)
-        if d is None or 1.0 not in d.index:
-            continue
-        finite = d.drop(index=[c for c in d.index if c == 1.0 or math.isinf(c)])
-        if finite.empty:
-            continue
-        name = "DCG" if metric == "dcg" else "nDCG"
-        if finite.max() > d.loc[1.0]:
-            out.append(f"IPS weighting raises {name}'s detections from {d.loc[1.0]} to {finite.max()} of {n} (holds)"
-                       if metric == "dcg" else f"nDCG's from {d.loc[1.0]} to {finite.max()} (holds)")
-        else:
-            out.append(f"IPS weighting does not raise {name}'s detections ({d.loc[1.0]} at m = 1, at most "
-                       f"{finite.max()} at m > 1 of {n}; does not hold on these logs)" if metric == "dcg" else
-                       f"nDCG's stay at {d.loc[1.0]} of {n} (does not hold on these logs)")
-    d = det.get("dcg")
-    if d is not None and any(math.isinf(c) for c in d.index):
-        finite = d.drop(index=[c for c in d.index if math.isinf(c)])
-        inf = d.loc[math.inf]
-        if not finite.empty and inf < finite.max():
-            out.append(f"DCG at m = ∞ detects {inf}, below its best finite m ({finite.max()}): its variance costs "
-                       f"detections (holds)")
-        elif not finite.empty:
-            out.append(f"DCG at m = ∞ detects {inf}, as many as its best finite m ({finite.max()}): the weights "
-                       f"are not large enough here for their variance to cost detections (does not hold on "
-                       f"these logs)")
-    if "dcg" in det and "ndcg" in det:
-        common = det["dcg"].index.intersection(det["ndcg"].index)
-        ge = int((det["dcg"].loc[common] >= det["ndcg"].loc[common]).sum())
-        holds = "holds" if ge > len(common) / 2 else "does not hold on these logs"
-        out.append(f"DCG detects at least as many as nDCG at {ge} of {len(common)} clip values ({holds})")
-    return ("Fig. 1 findings: " + "; ".join(out) + ".") if out else ""

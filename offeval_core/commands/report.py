@@ -45,7 +45,10 @@ def register(sub) -> None:
                                                   "that is not the logging policy; said on stderr)")
     p.add_argument("--level", type=float, default=LEVEL, help=f"CI level of the sensitivity analysis ({LEVEL:g})")
     p.add_argument("--online-alpha", type=float, default=ONLINE_ALPHA,
-                   help="online significance threshold, Welch two-sided p (default 0.001)")
+                   help="online significance threshold, Welch two-sided p (default 0.001): a setting of the "
+                        "sensitivity analysis is an online improvement when p < this and effect > --online-min-effect")
+    p.add_argument("--online-min-effect", type=float, default=0.0,
+                   help="online effect (reward per session) an improvement must exceed (default 0)")
     p.add_argument("--adjust", choices=("none", "holm", "bh"), default="none",
                    help="multiple testing: take the sensitivity detections and the decision boxes on Holm "
                         "(family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p-values, "
@@ -116,6 +119,7 @@ def run(args) -> int:
     try:
         info = write_report(logs, args.out, rewards=rewards, discount=args.discount, clips=clips,
                             policy=policy, sensitivity_level=args.level, online_alpha=args.online_alpha,
+                            online_min_effect=args.online_min_effect,
                             q_clip=parse_clip(args.q_clip), adjust=args.adjust, n_boot=args.n_boot, seed=args.seed, heldout=args.heldout,
                             heldout_grid=args.heldout_grid, heldout_k=args.heldout_k,
                             heldout_cache_dir=args.heldout_cache, progress=progress, **extra)

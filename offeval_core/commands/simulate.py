@@ -34,7 +34,8 @@ def register(subparsers) -> None:
                    help="target number of logged impressions (sets the sessions per experiment-day-arm)")
     p.add_argument("--days", type=int, default=None, help="number of days")
     p.add_argument("--survival", choices=list(SURVIVALS), default=None,
-                   help="viewing curve P(V=1|R=r): heavy-tailed 'learnt' (default) or 'exponential'")
+                   help="viewing curve P(V=1|R=r): 'exponential' (the demo's), heavy-tailed 'learnt' or 'powerlaw' "
+                        "(default: the preset's)")
     p.add_argument("--cascade", action="store_true", help="break Asm. 2: stopping is likelier after a reward")
     p.add_argument("--reward-interactions", action="store_true",
                    help="break Asm. 3: diminishing returns for same-topic items ranked above")
