@@ -3,6 +3,8 @@ import math
 import numpy as np
 import pytest
 from analyses_world import per_session_totals, small_world
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from offeval_core.analyses import DEFAULT_VARIANTS, offline_online_correlation, variant_label
@@ -226,3 +228,20 @@ def test_no_experiment_day_with_both_values_is_a_clear_error(world):
     # the logging policy's rows (the control arm) are still there
     t = offline_online_correlation(no_treatment_arm, policies=("logging",), rewards=("like",)).table
     assert set(t["policy"]) == {"logging"} and t["experiment_id"].nunique() == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(2, 30), st.integers(0, 2**32 - 1), st.integers(2, 8))
+def test_vectorised_kendall_equals_scipy_row_by_row(n_rows, n, seed, levels):
+    """The bootstrap's Kendall τ-b of every resample (vectorised) is SciPy's ``kendalltau`` of that resample, ties
+    included (values drawn from a few levels), NaN where a row is constant; a row chunk of one cell too."""
+    from offeval_core.analyses.correlation_diff import _kendall_rows
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, levels, size=(n_rows, n)).astype(float)
+    y = rng.integers(0, levels, size=(n_rows, n)).astype(float) + 0.5 * x
+    want = np.array([sps.kendalltau(a, b).statistic if np.ptp(a) and np.ptp(b) else np.nan for a, b in zip(x, y, strict=True)])
+    for cells in (1, 1 << 22):
+        got = _kendall_rows(x, y, chunk_cells=cells)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        assert (np.isnan(got) == np.isnan(want)).all()
