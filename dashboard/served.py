@@ -2,22 +2,15 @@
 environment variables, never by a URL. ``OFFEVAL_DATA`` is the path (CSV, Parquet, a directory of Parquet or a
 moments file), ``OFFEVAL_MAP`` the column mapping (``session_id=visit,rank=pos,rank__*=pos_*``) and
 ``OFFEVAL_REWARDS`` the reward columns (comma-separated; default the columns that can be rewards) and
-``OFFEVAL_ARMS`` the arm labels (``control=A,treatment=B``). The file is read as the command line read it
-(``offeval dashboard FILE`` checked it first, and said its guesses on stderr)."""
+``OFFEVAL_ARMS`` the arm labels (``control=A,treatment=B``). The file is read (by
+:func:`dashboard.data.datasets.load_served`) as the command line read it (``offeval dashboard FILE`` checked it
+first, and said its guesses on stderr)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 from pathlib import Path
-
-import streamlit as st
-
-from dashboard import data
-from offeval_core.arm_values import parse_arms
-from offeval_core.logs import read_logs, summarize
-from offeval_core.mapping import parse_mapping
-from offeval_core.moments_io import is_moments_file
 
 ENV_DATA, ENV_MAP, ENV_REWARDS, ENV_ARMS = "OFFEVAL_DATA", "OFFEVAL_MAP", "OFFEVAL_REWARDS", "OFFEVAL_ARMS"
 PREFIX = "served:"
@@ -43,19 +36,3 @@ def served_key() -> str:
     if s is None:
         return ""
     return PREFIX + hashlib.sha256("\0".join(s).encode()).hexdigest()[:16]
-
-
-@st.cache_resource(show_spinner=False, max_entries=2)
-def load_served(key: str) -> data.Dataset:
-    """Read and validate the served file (its path comes from the environment, not from ``key``)."""
-    s = served()
-    if s is None or key != served_key():
-        raise LookupError("this server was not started on a file (offeval dashboard FILE)")
-    path, mapping, rewards, arms = s
-    p = Path(path)
-    if p.is_file() and is_moments_file(p):
-        return data._moments_dataset(p, key=key, label=f"moments file {p.name}")
-    logs = read_logs(p, columns=parse_mapping(mapping, what="OFFEVAL_MAP entries"), guess=True,
-                     rewards=[r.strip() for r in rewards.split(",") if r.strip()] or None, name=p.name,
-                     arms=parse_arms(arms, what="OFFEVAL_ARMS"), ask="ambiguous")
-    return data.Dataset(key=key, label=p.name, logs=logs, summary=summarize(logs))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _sps
 
+from offeval_core.defaults import LEVEL
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_level, check_rng
 
@@ -153,7 +154,7 @@ def _as_matrix(values, *, name: str) -> np.ndarray:
 
 
 def inverted_share_bootstrap(
-    per_unit_x, per_unit_y, *, n_boot: int = 1000, rng=None, level: float = 0.95
+    per_unit_x, per_unit_y, *, n_boot: int = 1000, rng=None, level: float = LEVEL
 ) -> ConfidenceInterval:
     """Percentile bootstrap CI of the inverted-pair share, resampling units with replacement.
 

@@ -38,6 +38,7 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import StratifiedTable
 
 from offeval_core.arms import offline_rows
+from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.errors import UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
@@ -90,26 +91,30 @@ class Diagnosis:
     alpha: float
     checks: tuple[AssumptionCheck, ...]
     estimators: tuple[EstimatorCheck, ...]
+    level: float = LEVEL
+    """The confidence level of every CI: the checks' and, in :meth:`table` and the verdict chart, the estimators'."""
 
     def check(self, name: str) -> AssumptionCheck:
         return next(c for c in self.checks if c.name == name)
 
     def to_dict(self) -> dict:
         return {"source": self.source, "reward": self.reward, "policy": self.policy, "alpha": self.alpha,
-                "checks": [c.to_dict() for c in self.checks], "estimators": [e.to_dict() for e in self.estimators]}
+                "level": self.level, "checks": [c.to_dict() for c in self.checks], "estimators": [e.to_dict() for e in self.estimators]}
 
-    def table(self, level: float = 0.95) -> pd.DataFrame:
+    def table(self) -> pd.DataFrame:
         """One row per assumption and per estimator (the page's table). ``estimate`` holds what the row
         estimates — an assumption test's effect (named in ``effect``) or an estimator's value of the target policy
-        (reward per session), each with its CI (an estimator's: normal, value ± z · stderr at ``level``); an
-        estimator's weight concentration is in its own column, ``ESS share`` (Kish ESS / rows).
+        (reward per session), each with its CI (an estimator's: normal, value ± z · stderr at the diagnosis's
+        ``level``); an estimator's weight concentration is in its own column, ``ESS share`` (Kish ESS / rows).
 
         >>> e = EstimatorCheck("ips", "IPS", 0.004, 0.001, 500.0, 0.25, 0.01, 0.1, (), "trust", "")
-        >>> t = Diagnosis("x", "click", "bts", 0.05, (), (e,)).table()
-        >>> t[["estimate", "CI low", "ESS share"]].round(5).values.tolist()   # 0.004 ± 1.96 · 0.001
-        [[0.004, 0.00204, 0.25]]
+        >>> t = Diagnosis("x", "click", "bts", 0.05, (), (e,)).table()  # the default level 0.99: z = 2.5758
+        >>> t[["estimate", "CI low", "ESS share"]].round(5).values.tolist()   # 0.004 − 2.5758 · 0.001
+        [[0.004, 0.00142, 0.25]]
+        >>> Diagnosis("x", "click", "bts", 0.05, (), (e,), level=0.95).table()["CI low"].round(5).tolist()
+        [0.00204]
         """
-        z = normal_quantile(level)
+        z = normal_quantile(self.level)
         rows = [{"row": f"assumption: {c.name}", "test": c.test, "effect": c.effect_label,
                  "estimate": c.effect, "CI low": c.low, "CI high": c.high, "p-value": c.p_value,
                  "ESS share": math.nan,
@@ -200,7 +205,7 @@ def _full_slates(logs: Logs) -> bool:
 # ------------------------------------------------------------------------------------------ checks
 
 
-def check_cascade(logs: Logs, reward: str, *, alpha: float = 0.05, level: float = 0.95) -> AssumptionCheck:
+def check_cascade(logs: Logs, reward: str, *, alpha: float = 0.05, level: float = LEVEL) -> AssumptionCheck:
     """Does the chance of continuing past rank r depend on a reward at r? (CMH, see the module docstring.)"""
     q = "does the chance of continuing depend on a reward at this rank?"
     p = _prepared(logs, reward)
@@ -253,7 +258,7 @@ def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, l
 
 
 def check_interaction(logs: Logs, reward: str, *, categories: Mapping | pd.Series | None = None,
-                      alpha: float = 0.05, level: float = 0.95) -> AssumptionCheck:
+                      alpha: float = 0.05, level: float = LEVEL) -> AssumptionCheck:
     """Does the reward at rank k depend on what is above it, given the item? (see the module docstring)."""
     q = "does the reward at rank k depend on the items or rewards above, given the item?"
     p = _prepared(logs, reward)
@@ -296,7 +301,7 @@ def check_interaction(logs: Logs, reward: str, *, categories: Mapping | pd.Serie
 
 
 def check_context_position_bias(logs: Logs, reward: str, *, alpha: float = 0.05,
-                                level: float = 0.95) -> AssumptionCheck:
+                                level: float = LEVEL) -> AssumptionCheck:
     """Is the learnt PBM the same in every segment? (CMH per segment vs the rest, Holm-adjusted.)"""
     q = "is the learnt position-bias curve the same in every segment?"
     p = _prepared(logs, reward)
@@ -334,7 +339,7 @@ def check_context_position_bias(logs: Logs, reward: str, *, alpha: float = 0.05,
 
 
 def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alpha: float = 0.05,
-                  level: float = 0.95) -> AssumptionCheck:
+                  level: float = LEVEL) -> AssumptionCheck:
     """Share of the target's exposure the logs can see (see the module docstring)."""
     q = "does the logging policy show what the target would show?"
     f = offline_rows(logs.frame)
@@ -383,7 +388,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
 
 
 def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "log2",
-             categories: Mapping | pd.Series | None = None, alpha: float = 0.05, level: float = 0.95) -> Diagnosis:
+             categories: Mapping | pd.Series | None = None, alpha: float = 0.05, level: float = LEVEL) -> Diagnosis:
     """Every assumption check and every applicable estimator's verdict on these logs.
 
     ``policy`` defaults to the default target policy (:func:`offeval_core.policies.choose_target_policy` over
@@ -413,4 +418,4 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
         ests = slate_estimators(logs, reward, policy, by_name)
     else:
         ests = ranking_estimators(logs, reward, policy, by_name, discount)
-    return Diagnosis(logs.source, reward, policy, alpha, checks, tuple(ests))
+    return Diagnosis(logs.source, reward, policy, alpha, checks, tuple(ests), level)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from offeval_core import stats
 from offeval_core.arms import OFFLINE_ARM, offline_mask
+from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
 from offeval_core.engine.grid import ndcg_of
@@ -221,7 +222,7 @@ class GroupResult:
         return out
 
 
-def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), level: float = 0.95) -> dict:
+def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), level: float = LEVEL) -> dict:
     """Online per-arm means and Welch's effect per group of ``by`` keys: ``{key tuple: OnlineResult}``."""
     check_level(level)
     on = moments.online[moments.online["reward"] == reward]
@@ -254,7 +255,7 @@ def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), lev
 
 
 def impression_online_results(moments: Moments, *, reward: str, metric: str, discount: str, exposure: str,
-                               clip: float, by: Sequence[str] = (), level: float = 0.95) -> dict:
+                               clip: float, by: Sequence[str] = (), level: float = LEVEL) -> dict:
     """Online per-impression reward per arm and group of ``by`` keys: Σ reward / Σ impressions of the arm's
     sessions (a ratio of session sums, delta-method SE clustered by session), and the difference
     treatment − control of the independent arms (normal CI, one-sided p of H0: effect ≤ 0, and the
@@ -289,7 +290,7 @@ def impression_online_results(moments: Moments, *, reward: str, metric: str, dis
 
 def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metric: str = "dcg",
                      discount: str = "pbm", exposure: str = "pbm", clip: float = math.inf,
-                     by: Sequence[str] = (), level: float = 0.95) -> list[GroupResult]:
+                     by: Sequence[str] = (), level: float = LEVEL) -> list[GroupResult]:
     """Per group of ``by`` keys: logging and target estimates on control logs, paired effect, online."""
     check_level(level)
     by = list(by)
@@ -330,7 +331,7 @@ def _single(logs: Logs, *, reward, policy, metric, discount, exposure, clip, lev
 
 
 def dcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "pbm", exposure: str = "pbm",
-        clip: float = math.inf, level: float = 0.95) -> Estimate:
+        clip: float = math.inf, level: float = LEVEL) -> Estimate:
     """Mean per-session DCG of ``policy`` on the logging policy's sessions (KDD'24 Eq. 9, Sec. 6.2).
 
     DCG_τ = Σ_i c_i · D(R(i)) · min(m, 1 / D0(i)). With D = D0 and m = ∞ it is unbiased for the policy's
@@ -349,7 +350,7 @@ def dcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "
 
 
 def ndcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "pbm", exposure: str = "pbm",
-         clip: float = math.inf, level: float = 0.95, ndcg_rule: str = "zero") -> Estimate:
+         clip: float = math.inf, level: float = LEVEL, ndcg_rule: str = "zero") -> Estimate:
     """Mean per-session nDCG_τ = DCG_τ / iDCG_τ (KDD'24 Sec. 5); sessions with iDCG_τ = 0 count 0 or are
     dropped (``ndcg_rule``). Inconsistent with DCG across sessions (Lemma 5.2).
 
@@ -365,7 +366,7 @@ def ndcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = 
 
 
 def pndcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "pbm", exposure: str = "pbm",
-          clip: float = math.inf, level: float = 0.95) -> Estimate:
+          clip: float = math.inf, level: float = LEVEL) -> Estimate:
     """Post-normalised DCG = mean DCG / mean iDCG (KDD'24 Sec. 5), consistent with DCG; delta-method CI.
 
     >>> import pandas as pd
@@ -380,7 +381,7 @@ def pndcg(logs: Logs, *, reward: str, policy: str | None = None, discount: str =
 
 
 def effect(logs: Logs, *, reward: str, policy: str, metric: str = "dcg", discount: str = "pbm",
-           exposure: str = "pbm", clip: float = math.inf, level: float = 0.95) -> Effect:
+           exposure: str = "pbm", clip: float = math.inf, level: float = LEVEL) -> Effect:
     """Paired offline treatment effect of ``policy`` over the logging policy on the same sessions:
     mean of (metric_target − metric_logging) per session, normal CI, one-sided p of H0: effect ≤ 0."""
     if policy is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from offeval_core.defaults import LEVEL
 from offeval_core.results import ConfidenceInterval
 from offeval_core.stats import normal_ci
 from offeval_core.validation import check_level
@@ -42,7 +43,7 @@ def _values_iv(values, level: float) -> np.ndarray:
     return x
 
 
-def normal_interval(values, *, level: float = 0.95) -> Interval:
+def normal_interval(values, *, level: float = LEVEL) -> Interval:
     """mean ± z s / √n.
 
     >>> normal_interval([0.0, 1.0, 1.0, 2.0], level=0.95).ci.high.__round__(4)  # 1 + 1.96 · √(2/3) / 2
@@ -53,7 +54,7 @@ def normal_interval(values, *, level: float = 0.95) -> Interval:
     return Interval(m, normal_ci(m, se, level=level), "normal")
 
 
-def empirical_bernstein(values, *, level: float = 0.95, bound: float | None = None) -> Interval:
+def empirical_bernstein(values, *, level: float = LEVEL, bound: float | None = None) -> Interval:
     """Maurer-Pontil empirical Bernstein interval (two-sided, δ = 1 − level split equally).
 
     >>> x = [0.0, 1.0] * 50  # n = 100, V = 100/396, B = 1, ln(4/0.05) = 4.382
@@ -74,7 +75,7 @@ def empirical_bernstein(values, *, level: float = 0.95, bound: float | None = No
     return Interval(m, ConfidenceInterval(m - half, m + half, level), how)
 
 
-def bootstrap_t(values, *, level: float = 0.95, n_boot: int = 2000, rng=None) -> Interval:
+def bootstrap_t(values, *, level: float = LEVEL, n_boot: int = 2000, rng=None) -> Interval:
     """Studentised bootstrap interval of the mean (sessions resampled with replacement)."""
     x = _values_iv(values, level)
     if n_boot < 100:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from offeval_core.engine import GROUP_KEYS, METRICS, Grid
+from offeval_core.engine.grid import GROUP_KEYS, METRICS, Grid
 from offeval_core.errors import MomentsValidationError
 from offeval_core.log_schema import LOGGING_POLICY
 from offeval_core.moment_columns import OFFLINE_ROLES, ONLINE_ROLES

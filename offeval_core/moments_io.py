@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from offeval_core.engine import Grid, Moments
+from offeval_core.engine.grid import Grid, Moments
 from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput
 from offeval_core.inputs import file_kind, open_regular
 from offeval_core.inputs_parquet import read_parquet_limited

@@ -19,9 +19,11 @@ VERDICT_COLOURS = {"trust": "#009E73", "caution": "#E69F00", "don't": "#CC79A7"}
 """Okabe-Ito: bluish green = trust, orange = caution, reddish purple = don't."""
 
 
-def verdict_figure(diagnosis, *, level: float = 0.95) -> go.Figure:
+def verdict_figure(diagnosis) -> go.Figure:
     """One row per estimator of a :class:`~offeval_core.diagnose.Diagnosis`: its value (reward per session) with
-    the normal ``level`` CI, value ± z · stderr, the marker coloured by its verdict; the reason in the hover."""
+    the normal CI at the diagnosis's level, value ± z · stderr, the marker coloured by its verdict; the reason in
+    the hover."""
+    level = diagnosis.level
     z = normal_quantile(level)
     ests = list(diagnosis.estimators)
     fig = go.Figure()

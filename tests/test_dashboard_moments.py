@@ -143,3 +143,17 @@ def test_an_upload_is_recognised_as_a_moments_file_or_as_logs(moments_path):
     assert data.load(ds.key) is ds                                # the sidebar reloads it from the cache
     logs = (moments_path.parent / "logs.parquet").read_bytes()
     assert data.upload_moments(data.content_key(logs), "logs.parquet", logs) is None
+
+
+def test_a_server_started_on_a_moments_file_loads_it(moments_path):
+    """``offeval dashboard moments.parquet``: the served file is a moments file, read by name (the served
+    loader called the moments reader without the file's name and raised TypeError)."""
+    from dashboard import data
+    from dashboard.served import served_key
+
+    with environment(OFFEVAL_DATA=str(moments_path), OFFEVAL_MAP="", OFFEVAL_REWARDS="", OFFEVAL_ARMS=""):
+        ds = data.load(served_key())
+    assert ds.is_moments and ds.label == "moments file moments.parquet"
+    direct = read_moments(moments_path)
+    assert ds.file_moments.grid == direct.grid
+    assert ds.file_moments.offline.equals(direct.offline)

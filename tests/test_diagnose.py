@@ -169,7 +169,7 @@ def test_interaction_check_is_two_sided_with_the_within_item_slope():
     click = (rng.uniform(size=(n, k)) < 0.5 + 0.15 * same_above).astype(float)   # a rise: two-sided matters
     df = pd.DataFrame({"session_id": np.repeat(np.arange(n), k), "rank": np.tile(np.arange(1, k + 1), n),
                        "item_id": items.ravel(), "click": click.ravel()})
-    c = check_interaction(read_logs(df), "click", categories=cat)
+    c = check_interaction(read_logs(df), "click", categories=cat, level=0.95)
     rows = np.tile(np.arange(1, k + 1), n) >= 2
     y, x = click.ravel()[rows], same_above.ravel()[rows]
     strata = pd.DataFrame({"i": items.ravel()[rows], "r": np.tile(np.arange(1, k + 1), n)[rows]}).groupby(
@@ -221,3 +221,22 @@ def test_a_reward_at_rank_1_counts_as_a_reward_above():
     assert res.effect == pytest.approx(-2.0, abs=1e-12)
     assert res.fires and res.p_value < 1e-10
     assert res.finding.startswith("a reward above changes the reward rate by -200.0% ")
+
+
+def test_the_table_and_the_verdict_chart_read_the_diagnosis_level():
+    """A diagnosis keeps the level its checks were computed at; its table and the verdict chart draw the estimators'
+    CIs at that level (the page passes the sidebar's), value ± z · stderr, not at a level of their own."""
+    from offeval_core.diagnose import Diagnosis, EstimatorCheck
+    from offeval_core.verdict_chart import verdict_figure
+
+    e = EstimatorCheck("ips", "IPS", 0.004, 0.001, 500.0, 0.25, 0.01, 0.1, (), "trust", "")
+    for level, z in ((0.99, 2.5758293035489004), (0.9, 1.6448536269514722)):
+        d = Diagnosis("x", "click", "bts", 0.05, (), (e,), level=level)
+        row = d.table().iloc[0]
+        assert (row["CI low"], row["CI high"]) == (pytest.approx(0.004 - z * 0.001, rel=1e-12),
+                                                   pytest.approx(0.004 + z * 0.001, rel=1e-12))
+        fig = verdict_figure(d)
+        assert fig.data[0].error_x.array == pytest.approx((z * 0.001,), rel=1e-12)
+        assert fig.layout.xaxis.title.text.endswith(f"{level:.0%} CI")
+        assert d.to_dict()["level"] == level
+    assert Diagnosis("x", "click", "bts", 0.05, (), (e,)).level == 0.99  # offeval_core.defaults.LEVEL

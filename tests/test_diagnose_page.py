@@ -41,7 +41,8 @@ def test_which_estimator_page_on_a_cascade_world():
     assert metric(at, "Verdict: don't") == str(dont) and dont == 2
     assert any("Lowest RMSE" in t for t in takes)
     assert not at.error
-    # estimator rows: the estimate is the target's value (reward per session) with its 95 % CI, the ESS share its
+    # estimator rows: the estimate is the target's value (reward per session) with its CI at the sidebar's level
+    # (99 % by default, z_0.995 = 2.5758; it was 95 % whatever the sidebar said before issue 23), the ESS share its
     # own column; assumption rows have no ESS share: those cells read "n/a — why" (the caption says it), never None
     table = next(df.value for df in at.dataframe if "CI low" in df.value.columns)
     est_rows = table[table["row"].str.startswith("estimator")].set_index("row")
@@ -49,7 +50,7 @@ def test_which_estimator_page_on_a_cascade_world():
     for e in d.estimators:
         row = est_rows.loc[f"estimator: {e.label}"]
         assert row["estimate"] == format_number(e.value)   # ≤ 4 significant digits, as every number shown
-        assert row["CI low"] == format_number(e.value - 1.959963984540054 * e.stderr)
+        assert row["CI low"] == format_number(e.value - 2.5758293035489004 * e.stderr)
         assert row["ESS share"] == format_share(e.ess_share)   # shown in its percent format
     assert all(isinstance(v, str) and v != "None" for v in table["ESS share"])
     assumption = table[table["row"].str.startswith("assumption")]

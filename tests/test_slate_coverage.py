@@ -86,7 +86,7 @@ def test_summary_counts_and_monte_carlo_error(world):
 
 def test_heavy_tailed_weights_break_the_normal_interval_not_the_others():
     # 400 replications of 100 sessions: Monte-Carlo error ≈ 1 to 2 points
-    res = interval_coverage(n_sessions=100, reps=400, rng=0)
+    res = interval_coverage(n_sessions=100, reps=400, rng=0, level=0.95)  # the thresholds below are at 95 %
     t = res.table.set_index(["estimator", "interval"])
     mc = 3 * math.sqrt(0.95 * 0.05 / 400)
     for est in ("IIPS", "RIPS", "SIPS"):
@@ -108,4 +108,5 @@ def test_chart_draws_the_table(world):
     assert list(bars[0].x) == normal["estimator"].tolist() == ["IIPS", "RIPS", "SIPS"]
     np.testing.assert_allclose(bars[0].y, normal["coverage"])
     np.testing.assert_allclose(bars[0].error_y.array, 2 * normal["mc_se"])
-    assert any(s.y0 == 0.95 for s in fig.layout.shapes)   # the nominal level
+    assert res.level == 0.99  # the shared default level (offeval_core.defaults.LEVEL)
+    assert any(s.y0 == res.level for s in fig.layout.shapes)   # the nominal level

@@ -99,6 +99,8 @@ MODULES: dict[str, Module] = {
                         DOCTEST, "offeval_core/slate/weights.py"),
     "slate-estimators": _m("offeval_core/slate/estimators.py", "test_slate_estimators.py",
                            "test_slate_dr_exact.py", "test_slate_adaptive.py"),
+    "slate-kernels": _m("offeval_core/slate/kernels.py", "test_slate_estimators.py", "test_slate_dr_exact.py",
+                        "test_slate_adaptive.py"),
     "slate-dr": _m("offeval_core/slate/dr.py", "test_slate_dr_exact.py", "test_slate_estimators.py"),
     "slate-adaptive": _m("offeval_core/slate/adaptive.py", "test_slate_adaptive.py"),
     "heldout-metrics": _m("offeval_core/heldout/metrics.py", "test_heldout_metrics.py", DOCTEST,

@@ -22,6 +22,7 @@ from dashboard.data.datasets import (
     propensity_moments,
 )
 from offeval_core.analyses.plan import estimator_family, plan_moments
+from offeval_core.defaults import LEVEL
 from offeval_core.engine import DEFAULT_CLIPS, Moments
 from offeval_core.errors import NeedsRawLogs
 from offeval_core.estimators import subset
@@ -39,12 +40,12 @@ __all__ = [
 
 # ------------------------------------------------------------------------------------------ diagnosis
 @st.cache_data(show_spinner=False, max_entries=8)
-def diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float = 0.05):
+def diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float = 0.05, level: float = LEVEL):
     """The assumption tests and estimator verdicts of ``offeval diagnose`` on a dataset (the Which-estimator
     page and the Method checklist share it)."""
     from offeval_core.diagnose import diagnose
 
-    return diagnose(load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha,
+    return diagnose(load(key).logs, reward=reward, policy=policy, discount=discount, alpha=alpha, level=level,
                     categories=simulated_topics(key))
 
 

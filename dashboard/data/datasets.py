@@ -30,10 +30,12 @@ from offeval_core.estimators import require, subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
 from offeval_core.logs import Logs, LogSummary, read_logs, read_table, summarize
+from offeval_core.mapping import parse_mapping
 from offeval_core.moments_cache import cached
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.policies import TargetPolicies, target_policies
 from dashboard.data.upload_store import store as _uploads
+from dashboard.served import served, served_key
 from offeval_core.sim_spec import SIM_LIMITS, SIM_PRESETS, SIM_SWITCHES, parse_sim_spec, sim_spec, simulated_config
 
 __all__ = [
@@ -41,7 +43,7 @@ __all__ = [
     "default_grid", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "keep_upload", "load",
     "load_demo",
-    "load_moments_path", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
+    "load_moments_path", "load_served", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
     "needs_raw_logs_text", "parse_sim_spec", "propensity_moments", "sim_spec", "simulated_config", "upload_key",
     "upload_moments", "upload_raw",
 ]
@@ -291,6 +293,23 @@ def load_moments_path(name: str) -> Dataset:
     return _moments_dataset(p, key=f"mfile:{name}", label=f"moments file {name}", name=name)
 
 
+@st.cache_resource(show_spinner=False, max_entries=2)
+def load_served(key: str) -> Dataset:
+    """Read and validate the served file of ``offeval dashboard FILE`` (its path comes from the environment,
+    :mod:`dashboard.served`, never from ``key``)."""
+    s = served()
+    if s is None or key != served_key():
+        raise LookupError("this server was not started on a file (offeval dashboard FILE)")
+    path, mapping, rewards, arms = s
+    p = Path(path)
+    if p.is_file() and is_moments_file(p):
+        return _moments_dataset(p, key=key, label=f"moments file {p.name}", name=p.name)
+    logs = read_logs(p, columns=parse_mapping(mapping, what="OFFEVAL_MAP entries"), guess=True,
+                     rewards=[r.strip() for r in rewards.split(",") if r.strip()] or None, name=p.name,
+                     arms=parse_arms(arms, what="OFFEVAL_ARMS"), ask="ambiguous")
+    return Dataset(key=key, label=p.name, logs=logs, summary=summarize(logs))
+
+
 def _write_temp(tmp: str, name: str, data: bytes) -> Path:
     path = Path(tmp) / (Path(name).name or "upload.parquet")
     with open(path, "wb") as fh:
@@ -332,8 +351,6 @@ def load(key: str) -> Dataset:
     elif key.startswith("upload:"):
         ds = load_upload(key)
     elif key.startswith("served:"):  # the file of `offeval dashboard FILE` (named by the environment)
-        from dashboard.served import load_served
-
         ds = load_served(key)
     else:
         raise ValueError(f"unknown dataset key {key!r}")

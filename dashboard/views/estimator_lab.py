@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.defaults import LEVEL
 from offeval_core.heldout.analyses import lab_bias_takeaway, lab_takeaway
 from offeval_core.heldout.charts import (
     ESTIMATOR_LABELS,
@@ -93,7 +94,7 @@ st.caption(f"A handful of seeds cannot measure an interval's coverage, so this s
            f"stochastic-slate simulator {data.COVERAGE_REPS} times ({HEAVY_TAILED.n_items} items, "
            f"{HEAVY_TAILED.n_slots} slots, position-based clicks, a target policy far from the logging one, truth by "
            "enumeration). Each replication logs a fresh sample and forms "
-           "the 95 % normal, bootstrap-t (200 resamples) and empirical-Bernstein (Maurer & Pontil, with the world's "
+           f"the {LEVEL:.0%} normal, bootstrap-t (200 resamples) and empirical-Bernstein (Maurer & Pontil, with the world's "
            "exact bound on the per-session value) intervals of IIPS, RIPS and SIPS; coverage = share of the "
            "replications whose interval holds the truth, ± its Monte-Carlo error √(c(1 − c)/R).")
 with ui.controls("Coverage study"):

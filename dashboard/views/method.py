@@ -66,13 +66,14 @@ TESTED_BY = {"2": ("cascade", "context-dependent position bias"), "3": ("reward 
 diag = None
 if logs is not None and c.reward:
     policy = c.policy if c.policy in (c.dataset.policies or ()) else None
-    ready = data.is_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05)
+    ready = data.is_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05, c.settings.level)
     if ready or st.button("Test the assumptions on these logs (a few seconds, once per dataset)",
                           key="w_method_diagnose"):
         with ui.guarded("Assumption tests"):
             diag = ui.with_progress("Testing the assumptions on the logs…", ready,
-                                    lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, 0.05))
-            data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05)
+                                    lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, 0.05,
+                                                           c.settings.level))
+            data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05, c.settings.level)
 st.caption("An assumption shows a tick only when a test on the loaded data (the Which estimator? page, α = 0.05, "
            f"reward {ui.md_escape(c.reward or '—')}) finds no evidence against it, and a cross when the test "
            "rejects it; an assumption without a test on logs reads “assumed, not checked”, with what would check "

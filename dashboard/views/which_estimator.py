@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.defaults import LEVEL
 from offeval_core.formatting import format_number as num
 from offeval_core.sanitize import escape_markdown
 from offeval_core.slate.experiment import error_chart
@@ -29,10 +30,12 @@ with ui.controls():
 
 with ui.guarded("Which estimator?"):
     policy = c.policy if c.policy in c.dataset.targets.all else None
+    level = c.settings.level
     d = ui.with_progress("Testing the assumptions on the logs…", data.is_ready("diagnosis", c.key, c.reward,
-                                                                                policy, c.settings.discount, alpha),
-                         lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha))
-    data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, alpha)
+                                                                                policy, c.settings.discount, alpha,
+                                                                                level),
+                         lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, alpha, level))
+    data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, alpha, level)
     fired = [ch for ch in d.checks if ch.fires]
     verdicts = {v: [e.label.split(" (")[0] for e in d.estimators if e.verdict == v]
                 for v in ("trust", "caution", "don't")}
@@ -71,7 +74,7 @@ with ui.guarded("Which estimator?"):
                   caption=f"Target policy {ui.md_escape(d.policy or '—')}, reward {ui.md_escape(d.reward)}. "
                           "Assumptions: each row is a statistical test (docs/diagnose.md), its estimate the effect "
                           "named in 'effect'; 'violated' when p < α. Estimators: the estimate is the value of the "
-                          "target policy (reward per session) with its 95 % CI; ESS share = Kish effective sample "
+                          f"target policy (reward per session) with its {d.level:.0%} CI; ESS share = Kish effective sample "
                           "size / rows; the reason names the rule that set the verdict.",
                   kinds={"ESS share": "share", "p-value": "p"},
                   reasons={"ESS share": "an assumption test has no weights", "p-value": "an estimator is not a test, an untestable assumption has none"},
@@ -103,4 +106,5 @@ with ui.guarded("Slate world"):
     ui.show_figure(fig, key="which_slate", name=f"slate_{behaviour}_{n}", take=take)
     ui.show_table(summary.assign(coverage=np.round(summary["coverage"], 3)).drop(columns=["estimator"]),
                   key="which_slate_table", name=f"slate_{behaviour}_{n}",
-                  caption="bias ± bias_se over replications, z = bias / bias_se, coverage of the 95 % normal CI.")
+                  caption=f"bias ± bias_se over replications, z = bias / bias_se, coverage of the {LEVEL:.0%} "
+                          "normal CI.")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from offeval_core import stats
+from offeval_core.defaults import LEVEL
 
 __all__ = ["FINDINGS", "POLICIES", "SWITCHES", "AssumptionContrast", "assumption_contrast", "contrast_figure", "contrast_takeaway",
            "summarize_contrast",
@@ -96,7 +97,7 @@ def _cells(world, *, reward: str, policies: Sequence[str], level: float) -> pd.D
 
 def assumption_contrast(switches: Sequence[str] = tuple(SWITCHES), *, seeds: Sequence[int] = (0, 1, 2),
                         preset: str = "small", reward: str = "like", policies: Sequence[str] = POLICIES,
-                        level: float = 0.95, progress=None, **overrides) -> AssumptionContrast:
+                        level: float = LEVEL, progress=None, **overrides) -> AssumptionContrast:
     """Relative bias and CI coverage of DCG (pbm, Q̂, m = ∞) against the exact truth, per switch, with the
     assumption holding and broken (same seed: same users, items, contexts; only the switch differs).
 

@@ -22,6 +22,7 @@ import pandas as pd
 from offeval_core.analyses._common import clip_text
 from offeval_core.arms import offline_mask
 from offeval_core.charts import clip_tuning_figure
+from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.estimators import aggregate, estimate_from_row, require, select
@@ -109,7 +110,7 @@ def slope_select(clips: Sequence[float], estimates: Sequence[float], halfwidths:
 
 
 def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount: str = "pbm",
-                exposure: str = "pbm", clips: Sequence[float] = DEFAULT_CLIPS, level: float = 0.95,
+                exposure: str = "pbm", clips: Sequence[float] = DEFAULT_CLIPS, level: float = LEVEL,
                 rule: str = "slope", r_max: float | None = None, moments: Moments | None = None,
                 arm: str | None = "control") -> ClipTuningResult:
     """Variance, bias bound, clipped share, ESS and max weight of the clipped DCG estimator per clip m.
@@ -285,7 +286,7 @@ def recommend_clip(table: pd.DataFrame, *, level: float, effect: float | None = 
 
 
 def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "pbm", exposure: str = "pbm",
-                     level: float = 0.95, clips: Sequence[float] = DEFAULT_CLIPS, moments: Moments | None = None,
+                     level: float = LEVEL, clips: Sequence[float] = DEFAULT_CLIPS, moments: Moments | None = None,
                      tuning: ClipTuningResult | None = None) -> ClipRecommendation:
     """The recommended clip of ``policy`` on these logs — the one rule of every dashboard page, the report and
     ``offeval estimate --clip auto``: the ``recommendation`` of :func:`clip_tuning`, i.e. :func:`recommend_clip` (the SLOPE / Lepski choice at

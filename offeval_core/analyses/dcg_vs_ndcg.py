@@ -21,6 +21,7 @@ from offeval_core.agreement import Agreement, agreement, inverted_share_bootstra
 from offeval_core.analyses._common import pct
 from offeval_core.arms import offline_rows
 from offeval_core.charts import agreement_figure
+from offeval_core.defaults import LEVEL
 from offeval_core.estimators import session_values
 from offeval_core.formatting import format_coefficient
 from offeval_core.logs import LOGGING_POLICY, Logs
@@ -82,7 +83,7 @@ def _matrices(sv: pd.DataFrame, policies: Sequence[str] | None) -> tuple[list[st
 
 def dcg_vs_ndcg(logs_or_session_values, *, reward: str | None = None, policies: Sequence[str] | None = None,
                 discount: str = "pbm", exposure: str = "pbm", clip: float = math.inf, n_boot: int = 1000,
-                rng: np.random.Generator | int = 0, level: float = 0.95,
+                rng: np.random.Generator | int = 0, level: float = LEVEL,
                 arm: str | None = "control") -> AgreementResult:
     """Agreement of DCG and nDCG over candidate policies, with a bootstrap CI of the inverted share.
 

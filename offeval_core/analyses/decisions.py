@@ -33,6 +33,7 @@ from offeval_core.analyses._common import (
     variant_label,
 )
 from offeval_core.charts import DECISION_COLOURS, decision_figure
+from offeval_core.defaults import LEVEL
 from offeval_core.display import NA_REASONS
 from offeval_core.engine import Moments
 from offeval_core.errors import NeedsArms
@@ -152,7 +153,7 @@ class DecisionResult:
 
 
 def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATORS, policy: str = "treatment",
-                   level: float = 0.95, relative: bool = False, rewards: Sequence[str] | str | None = None,
+                   level: float = LEVEL, relative: bool = False, rewards: Sequence[str] | str | None = None,
                    reference=None, adjust: str = "none") -> DecisionResult:
     """Decision boxes and Table-3 metrics of offline estimators against online A/B outcomes.
 

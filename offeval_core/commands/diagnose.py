@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from offeval_core.commands.log_options import add_log_options, announce_policy, read_command_logs
+from offeval_core.defaults import LEVEL
 from offeval_core.diagnose import diagnose
 from offeval_core.logs import read_table
 
@@ -30,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--categories", default=None, metavar="FILE.csv",
                    help="item categories (columns item_id, category) for the reward-interaction test")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of every check (default 0.05)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level of the CIs (default 0.95)")
+    p.add_argument("--level", type=float, default=LEVEL, help=f"confidence level of the CIs (default {LEVEL:g})")
     add_log_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 
+from offeval_core.defaults import LEVEL
 from offeval_core.errors import MissingInput, UnreadableInput
 from offeval_core.heldout.io import read_qrels, read_runs
 from offeval_core.heldout.metrics import (
@@ -41,7 +42,8 @@ def register(subparsers) -> None:
                         "zero (score 0, like trec_eval -c) or skip")
     p.add_argument("--missing-in-qrels", choices=MISSING_IN_QRELS, default="error",
                    help="users in a run but absent from the qrels: error (default) or skip")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level of the CI of each mean")
+    p.add_argument("--level", type=float, default=LEVEL,
+                   help=f"confidence level of the CI of each mean (default {LEVEL:g})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 

@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats as _sps
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
+from offeval_core.defaults import LEVEL
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.heldout.lab_result import EstimatorLab, lab_bias_takeaway, lab_takeaway
 from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism
@@ -115,7 +116,7 @@ def zoo_agreement(
     split_seed: int = 0,
     grid: str = "default",
     n_boot: int = 500,
-    level: float = 0.95,
+    level: float = LEVEL,
     seed: int = 0,
     cache_dir=None,
 ) -> MetricAgreement:
@@ -131,7 +132,7 @@ def zoo_agreement(
 
 
 def agreement_over_zoo(split: Split, zoo: Zoo, *, k: int, gain_kind: str = "linear", n_boot: int = 500,
-                       level: float = 0.95, seed: int = 0) -> MetricAgreement:
+                       level: float = LEVEL, seed: int = 0) -> MetricAgreement:
     """DCG@k vs nDCG@k over the zoo's models on the split's MNAR test set (see :func:`zoo_agreement`)."""
     rel = split.test.astype(float)
     users = np.flatnonzero(rel.sum(axis=1) > 0)
@@ -154,7 +155,7 @@ def runs_agreement(
     missing_in_run: str = "zero",
     missing_in_qrels: str = "skip",
     n_boot: int = 500,
-    level: float = 0.95,
+    level: float = LEVEL,
     seed: int = 0,
 ) -> MetricAgreement:
     """DCG@k vs nDCG@k over users' own runs (e.g. uploaded TREC files) on the same qrels. Only users

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from offeval_core.defaults import LEVEL
 from offeval_core.engine.grid import ndcg_of
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_level
@@ -69,7 +70,7 @@ def ideal_dcg_from(dcg_u: np.ndarray, ndcg_u: np.ndarray) -> np.ndarray:
     return out
 
 
-def agreement_mechanism(dcg_u, ndcg_u, idcg_u=None, *, n_boot: int = 300, level: float = 0.95,
+def agreement_mechanism(dcg_u, ndcg_u, idcg_u=None, *, n_boot: int = 300, level: float = LEVEL,
                         rng: np.random.Generator | int | None = None) -> AgreementMechanism:
     """Agreement of DCG and nDCG over models, with user-bootstrap CIs, inversions by DCG gap and the spread of
     per-user iDCG (see the module docstring). ``dcg_u``, ``ndcg_u``: (users × models); ``idcg_u``: per-user

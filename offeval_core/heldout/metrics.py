@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from offeval_core.defaults import LEVEL
 from offeval_core.engine.grid import ndcg_of
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.results import Estimate, json_number
@@ -286,7 +287,7 @@ def evaluate_run(
     gain_kind: str = "linear",
     missing_in_run: str = "error",
     missing_in_qrels: str = "error",
-    level: float = 0.95,
+    level: float = LEVEL,
 ) -> RunEvaluation:
     """Evaluate one run: per-user metrics, mean ± standard error over users, skipped users and why.
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from offeval_core.defaults import LEVEL
 from offeval_core.results import Estimate
 from offeval_core.stats import mean_estimate, moments_of
 from offeval_core.validation import check_choice, check_level
@@ -166,7 +167,7 @@ class MnarEstimate:
 
 
 def mnar_estimate(
-    user, lam, propensity, *, estimator: str, strata=None, n_relevant=None, level: float = 0.95
+    user, lam, propensity, *, estimator: str, strata=None, n_relevant=None, level: float = LEVEL
 ) -> MnarEstimate:
     """Estimate R = mean_u R_u from observed pairs (one row per (u, i) ∈ S*_u).
 

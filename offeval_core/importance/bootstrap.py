@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.arms import OFFLINE_ARM, offline_rows
+from offeval_core.defaults import LEVEL
 from offeval_core.importance.estimate import warn_pooled_contexts
 from offeval_core.importance.keys import check_estimator
 from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, POOLED_CONTEXT, session_table
@@ -123,7 +124,7 @@ def _bootstrap_iv(estimator, capping, scale, n_boot, level, rng):
 
 def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", clip: float = math.inf,
               capping: str | None = None, scale: str | None = None, arm: str | None = OFFLINE_ARM,
-              n_boot: int = 1000, level: float = 0.95, rng=None, **kwargs) -> BootstrapResult:
+              n_boot: int = 1000, level: float = LEVEL, rng=None, **kwargs) -> BootstrapResult:
     """Session bootstrap of an importance estimator: every resample recomputes the normalisation
     (Σ w̄ for NCIS, per stratum for PieceNCIS, per context for plug-in PointNCIS) from the resampled
     sessions — never normalise once and resample normalised values. Percentile CIs, SE = sd of replicates,

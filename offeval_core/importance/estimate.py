@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.arms import OFFLINE_ARM, offline_mask
+from offeval_core.defaults import LEVEL
 from offeval_core.errors import EstimatorWarning
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.importance.keys import CAPPINGS, check_estimator
@@ -44,7 +45,7 @@ class ImportanceResult:
 def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", clip: float = math.inf,
              capping: str | None = None, scale: str | None = None, weights: str = "auto", discount: str = "pbm",
              exposure: str = "pbm", strata="segment", context="session", arm: str | None = OFFLINE_ARM,
-             level: float = 0.95) -> ImportanceResult:
+             level: float = LEVEL) -> ImportanceResult:
     """One Gilotte estimator of ``policy`` on the ``arm`` sessions, with delta-method CIs.
 
     >>> from offeval_core.logs import read_logs

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from offeval_core.slate.estimators import LABELS, plain_kernel
+from offeval_core.slate.kernels import plain_kernel
+from offeval_core.slate.names import LABELS
 from offeval_core.slate.schema import SlateData
 from offeval_core.slate.weights import slate_weights
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from offeval_core.defaults import LEVEL
 from offeval_core.intervals import bootstrap_t, empirical_bernstein, normal_interval
 from offeval_core.slate.estimators import LABELS, PLAIN, plain_kernel, slot_discount, weights_for
 from offeval_core.slate.simulator import SlateConfig, SlateWorld, build_world, sample
@@ -71,7 +72,7 @@ def value_bound(world: SlateWorld, estimator: str, *, slot_weights=None) -> floa
 
 
 def coverage_runs(world: SlateWorld, *, n_sessions: int, reps: Sequence[int] | range,
-                  estimators: Sequence[str] = PLAIN, level: float = 0.95, n_boot: int = 200, rng=0,
+                  estimators: Sequence[str] = PLAIN, level: float = LEVEL, n_boot: int = 200, rng=0,
                   slot_weights=None, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """One row per (replication, estimator, interval): low, high, covered. Replication r draws its logs and
     bootstrap from ``default_rng([base, r])``, base drawn once from ``rng``, so any block of replications
@@ -100,7 +101,7 @@ def coverage_runs(world: SlateWorld, *, n_sessions: int, reps: Sequence[int] | r
     return pd.DataFrame(rows, columns=["rep", "estimator", "interval", "low", "high", "covered"])
 
 
-def summarize_coverage(runs: pd.DataFrame, *, world: SlateWorld, n_sessions: int, level: float = 0.95,
+def summarize_coverage(runs: pd.DataFrame, *, world: SlateWorld, n_sessions: int, level: float = LEVEL,
                        slot_weights=None) -> IntervalCoverage:
     """Coverage, its Monte-Carlo error √(ĉ(1 − ĉ)/R), mean width and one-sided misses per (estimator, interval)."""
     truth = world.value(slot_weights=slot_discount(slot_weights, world.config.n_slots))
@@ -125,7 +126,7 @@ def summarize_coverage(runs: pd.DataFrame, *, world: SlateWorld, n_sessions: int
 
 
 def interval_coverage(world: SlateWorld | None = None, *, n_sessions: int = 300, reps: int = 400,
-                      estimators: Sequence[str] = PLAIN, level: float = 0.95, n_boot: int = 200, rng=0,
+                      estimators: Sequence[str] = PLAIN, level: float = LEVEL, n_boot: int = 200, rng=0,
                       progress: Callable[[int, int], None] | None = None) -> IntervalCoverage:
     """Coverage of the normal, bootstrap-t and empirical-Bernstein intervals of IIPS / RIPS / SIPS over
     ``reps`` replications of ``n_sessions`` sessions (default world: :data:`HEAVY_TAILED`, seed 0)."""

@@ -27,8 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from offeval_core import stats
+from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.results import ConfidenceInterval, Effect, Estimate, json_number
+from offeval_core.slate.adaptive import adaptive_values
+from offeval_core.slate.dr import cascade_dr_values
+from offeval_core.slate.kernels import dense_by_slot, normalised_kernel, plain_kernel
+from offeval_core.slate.names import ASSUMPTION, LABELS, NORMALISED, PLAIN, SLATE_ESTIMATORS
 from offeval_core.slate.schema import SlateData
 from offeval_core.slate.weights import slate_weights
 from offeval_core.validation import check_level
@@ -51,20 +56,6 @@ __all__ = [
     "slot_discount",
     "weights_for",
 ]
-
-
-PLAIN = ("iips", "rips", "sips")
-NORMALISED = ("sniips", "snrips", "snsips")
-SLATE_ESTIMATORS = (*PLAIN, *NORMALISED, "cascade-dr", "aips")
-LABELS = {"iips": "IIPS", "rips": "RIPS", "sips": "SIPS", "sniips": "SNIIPS", "snrips": "SNRIPS",
-          "snsips": "SNSIPS", "cascade-dr": "Cascade-DR", "aips": "Adaptive IPS"}
-ASSUMPTION = {"iips": "independence (reward at a slot depends on its item only)",
-              "rips": "cascade (reward at slot k depends on the items at slots 1..k)",
-              "sips": "none on the reward (whole-slate weight)",
-              "cascade-dr": "cascade (reward at slot k depends on the items at slots 1..k)",
-              "aips": "the chosen interaction set per context"}
-for _k in NORMALISED:
-    ASSUMPTION[_k] = ASSUMPTION[_k[2:]]
 
 
 @dataclass(frozen=True)
@@ -124,13 +115,6 @@ def slot_discount(spec: str | np.ndarray | None, n_slots: int) -> np.ndarray:
     return lam[:n_slots]
 
 
-def _dense(data: SlateData, values: np.ndarray) -> np.ndarray:
-    """Per-row values as an (n_sessions × n_slots) matrix, 0 where a session has no row at that slot."""
-    out = np.zeros((data.n_sessions, data.n_slots))
-    out[data.session, data.slot - 1] = values
-    return out
-
-
 def estimate_from_influence(value: float, influence: np.ndarray, *, level: float) -> Estimate:
     """Normal-interval estimate from a value and its per-session influence values (SE = s(ψ) / √n)."""
     n = len(influence)
@@ -143,28 +127,10 @@ def effect_from_influence(value: float, influence: np.ndarray, *, level: float) 
     return Effect(est.value, est.stderr, est.n, est.ci, stats.one_sided_p(est.value, est.stderr))
 
 
-def plain_kernel(data: SlateData, w: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Per-session value v_i = Σ_k λ_k w_ik r_ik."""
-    return np.bincount(data.session, weights=lam[data.slot - 1] * w * data.reward, minlength=data.n_sessions)
-
-
-def normalised_kernel(data: SlateData, w: np.ndarray, lam: np.ndarray) -> tuple[float, np.ndarray]:
-    """Self-normalised value and its influence values ψ_i (delta method, one ratio per slot)."""
-    wr, ww = _dense(data, w * data.reward), _dense(data, w)
-    present = _dense(data, np.ones(data.n_rows))
-    a, b, c = wr.mean(0), ww.mean(0), present.mean(0)
-    safe_b = np.where(b > 0, b, 1.0)
-    ratio = np.where(b > 0, a / safe_b, 0.0)
-    value = float(np.sum(lam * c * ratio))
-    # ψ_i = Σ_k λ_k [c_k (wr_ik − R_k w_ik) / b_k + R_k (p_ik − c_k)]
-    infl = ((wr - ratio * ww) * (c / safe_b) + ratio * (present - c)) @ lam
-    return value, infl
-
-
 def diagnostics(data: SlateData, w: np.ndarray) -> WeightDiagnostics:
     """Per-slot ESS and largest-weight share; the worst slot is reported."""
-    ww = _dense(data, w)
-    present = _dense(data, np.ones(data.n_rows)) > 0
+    ww = dense_by_slot(data, w)
+    present = dense_by_slot(data, np.ones(data.n_rows)) > 0
     s1, ess = ww.sum(0), stats.kish_ess(ww, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(s1 > 0, ww.max(0) / s1, 0.0)
@@ -188,7 +154,7 @@ def weights_for(data: SlateData, estimator: str, *, clip: float = math.inf) -> n
     return _capped(slate_weights(data, base), clip)
 
 
-def estimate(data: SlateData, *, estimator: str = "iips", level: float = 0.95, slot_weights=None,
+def estimate(data: SlateData, *, estimator: str = "iips", level: float = LEVEL, slot_weights=None,
              clip: float = math.inf, rng=None, **options) -> SlateEstimate:
     """Estimate the target policy's expected reward per session with a slate estimator.
 
@@ -222,13 +188,9 @@ def estimate(data: SlateData, *, estimator: str = "iips", level: float = 0.95, s
     note = ""
     w = None
     if estimator == "cascade-dr":
-        from offeval_core.slate.dr import cascade_dr_values
-
         per, w, note = cascade_dr_values(data, lam=lam, clip=clip, rng=rng, **options)
         value, infl = float(per.mean()), per - per.mean()
     elif estimator == "aips":
-        from offeval_core.slate.adaptive import adaptive_values
-
         per, w, note = adaptive_values(data, lam=lam, clip=clip, rng=rng, **options)
         value, infl = float(per.mean()), per - per.mean()
     elif estimator in PLAIN:

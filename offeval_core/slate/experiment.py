@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from offeval_core.defaults import LEVEL
 from offeval_core.slate.estimators import LABELS, estimate
 from offeval_core.slate.simulator import SlateWorld, sample
 
@@ -21,9 +22,9 @@ DEFAULT = ("iips", "rips", "sips", "sniips", "snrips", "snsips", "cascade-dr", "
 
 
 def replicate(world: SlateWorld, *, n_sessions: int, reps: int, estimators: Sequence[str] = DEFAULT, rng=None,
-              progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+              level: float = LEVEL, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """Estimates of every estimator on ``reps`` independent logs of ``n_sessions`` sessions (long frame:
-    rep, estimator, estimate, covered (the 95 % normal CI holds the truth))."""
+    rep, estimator, estimate, covered (the normal CI at ``level`` holds the truth))."""
     if reps < 2 or n_sessions < 2:
         raise ValueError(f"need reps ≥ 2 and n_sessions ≥ 2, got {reps}, {n_sessions}")
     seeds = np.random.default_rng(rng).integers(0, 2**63 - 1, size=reps)
@@ -33,7 +34,7 @@ def replicate(world: SlateWorld, *, n_sessions: int, reps: int, estimators: Sequ
         s = sample(world, n_sessions, rng=int(seed))
         for name in estimators:
             kw = {"model": "item-slot", "target_distribution": s.target_distribution} if name == "cascade-dr" else {}
-            res = estimate(s.data, estimator=name, rng=int(seed), **kw)
+            res = estimate(s.data, estimator=name, rng=int(seed), level=level, **kw)
             rows.append({"rep": r, "estimator": name, "estimate": res.target.value,
                          "covered": bool(res.target.ci.low <= truth <= res.target.ci.high)})
         if progress is not None:
@@ -42,7 +43,8 @@ def replicate(world: SlateWorld, *, n_sessions: int, reps: int, estimators: Sequ
 
 
 def summarize(runs: pd.DataFrame, truth: float) -> pd.DataFrame:
-    """Per estimator: bias, its standard error, SD, RMSE, relative RMSE, |bias| / SE and 95 % CI coverage."""
+    """Per estimator: bias, its standard error, SD, RMSE, relative RMSE, |bias| / SE and the coverage of the
+    normal CI of :func:`replicate`."""
     out = []
     for name, g in runs.groupby("estimator", sort=False):
         v = g["estimate"].to_numpy()
