@@ -103,20 +103,20 @@ with ui.guarded("Sensitivity"):
                 f"({n_settings} {SIDE_LABELS[side]}, "
                 f"{s.level:.1%} CIs)".replace(".0%", " %"))
     at = res.table[res.table["clip"] == s.clip].set_index("metric")
-    cols = st.columns(max(3, 3 * len(at)))
     short = "TPR" if side == "improvements" else "negatives detected"
-    for i, (metric, row) in enumerate(at.iterrows()):
+    for metric, row in at.iterrows():   # a row of three per metric: six in one row do not fit at 1280 px
+        cols = st.columns(3)
         label = ESTIMATORS[metric].label
         best = res.best_clips.get(metric, ())
         where = ", ".join(ui.clip_label(b) for b in best) + (" (tied)" if len(best) > 1 else "") if best \
             else "none (a flat line)"
-        cols[3 * i].metric(f"{label} {short}", f"{row[res.rate_column]:.0%}",
-                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m: "
-                                f"{where}")
-        cols[3 * i + 1].metric(f"{label} sign agreement", f"{row['sign_agreement']:.0%}",
-                               help="share of the settings whose offline effect has the online effect's sign "
-                                    "(KDD'24: 100 %)")
-        cols[3 * i + 2].metric(f"{label} mean p-value", format_p(row["mean_p"]))
+        cols[0].metric(f"{label} {short}", f"{row[res.rate_column]:.0%}",
+                       help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m: "
+                            f"{where}")
+        cols[1].metric(f"{label} sign agreement", f"{row['sign_agreement']:.0%}",
+                       help="share of the settings whose offline effect has the online effect's sign "
+                            "(KDD'24: 100 %)")
+        cols[2].metric(f"{label} mean p-value", format_p(row["mean_p"]))
 
     st.subheader("The table behind the chart")
     ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
