@@ -10,17 +10,13 @@ import math
 
 import pandas as pd
 import pytest
-from demo_worlds import grouped, logs, world
+from demo_worlds import demo_world, grouped
 
-from offeval_core.analyses import Variant, decision_boxes, merge_moments
+from offeval_core.analyses import Variant, decision_boxes
 from offeval_core.defaults import LEVEL
-from offeval_core.engine import Grid, reduce
-from offeval_core.importance import reduce_importance
 
 # every test of a seed runs in one worker with the findings tests of that seed, on the same cached world
 GROUPED_SEEDS = grouped()
-REWARDS = ("like", "watch_complete")
-CLIPS = (1.0, 16.0, math.inf)
 IMPORTANCE = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
 # every estimator whose expectation is the target's reward (clipped ones are biased downwards, not upwards)
 ESTIMATORS = (Variant("dcg", "pbm", "pbm", math.inf), Variant("dcg", "pbm", "pbm", 16.0),
@@ -39,12 +35,9 @@ def exact_effects(ground_truth: pd.DataFrame) -> pd.DataFrame:
 
 @functools.cache
 def _boxes(seed: int) -> pd.DataFrame:
-    truth = world(seed)[1]
-    lg = logs(seed)
-    dcg = reduce(lg, Grid(rewards=REWARDS, policies=("treatment",), clips=CLIPS))
-    imp = reduce_importance(lg, rewards=REWARDS, policies=("treatment",), clips=CLIPS, weights="exposure")
-    res = decision_boxes(merge_moments(dcg, imp), estimators=ESTIMATORS, policy="treatment", level=LEVEL)
-    return res.boxes.merge(exact_effects(truth), on=["experiment_id", "reward"], validate="many_to_one")
+    w = demo_world(seed)
+    res = decision_boxes(w.decision_moments, estimators=ESTIMATORS, policy="treatment", level=LEVEL)
+    return res.boxes.merge(exact_effects(w.ground_truth), on=["experiment_id", "reward"], validate="many_to_one")
 
 
 def test_exact_effects_by_hand():

@@ -11,7 +11,7 @@ import functools
 import math
 
 import pytest
-from demo_worlds import REWARDS, grouped, moments, world
+from demo_worlds import REWARDS, demo_world, grouped
 
 from offeval_core.analyses import offline_online_correlation, sensitivity
 from offeval_core.analyses._common import Variant
@@ -24,7 +24,7 @@ LOG2_Q = Variant("dcg", "log2", "log2", math.inf)
 @functools.cache
 def _fig1(seed: int):
     """KDD'24 Sec. 6.2: online improvements (p < 0.001, effect > 0) of every reward, 99 % CIs."""
-    return sensitivity(moments(seed), rewards=REWARDS)
+    return sensitivity(demo_world(seed).moments, rewards=REWARDS)
 
 
 def _detected(seed: int):
@@ -37,7 +37,7 @@ def _detected(seed: int):
 @pytest.mark.parametrize("seed", grouped())
 def test_twenty_experiments_and_at_least_twenty_online_improvements(seed):
     res = _fig1(seed)
-    assert world(seed)[0]["experiment_id"].nunique() >= 20
+    assert demo_world(seed).n_experiments >= 20
     assert len(res.settings) >= 20 and (res.settings["online_p"] < 0.001).all()
     assert (res.settings["online_effect"] > 0).all()
 
@@ -76,8 +76,8 @@ def test_table_2_learnt_pbm_debiased_dcg_beats_both_log2_variants_at_the_default
     """Table 2, pooled over the target policy's experiment-days at the page's default clip (m = ∞): DCG (pbm, Q̂)
     correlates with the treatment arm's online reward better than DCG (log2, C) and DCG (log2, Q̂) for the dense
     implicit and the graded reward (for the sparse ``like`` not on every seed: module docstring)."""
-    res = offline_online_correlation(moments(seed), policies=("treatment",), variants=[PBM_Q, LOG2_C, LOG2_Q],
-                                     rewards=("watch_complete", "watch_time"))
+    res = offline_online_correlation(demo_world(seed).moments, policies=("treatment",),
+                                     variants=[PBM_Q, LOG2_C, LOG2_Q], rewards=("watch_complete", "watch_time"))
     for reward, part in res.daily.groupby("reward"):
         r = {label: part[part["variant"] == label][["online", "offline"]].corr().iloc[0, 1]
              for label in res.labels}
