@@ -110,7 +110,7 @@ def expand_mapping(columns: Iterable[str], mapping: Mapping[str, str]) -> dict[s
     """The mapping with every pattern entry replaced by one entry per matching column.
 
     Explicit entries win over a pattern for the same schema name; a column already mapped explicitly is not
-    matched again. A pattern that matches no column raises ``ValueError`` naming the columns.
+    matched again. A pattern that matches no column raises ``UnknownName`` naming the columns.
 
     >>> expand_mapping(["visit", "pos", "pos_a", "pos_b"], {"rank": "pos", "rank__*": "pos_*"})
     {'rank': 'pos', 'rank__a': 'pos_a', 'rank__b': 'pos_b'}

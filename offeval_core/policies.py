@@ -85,7 +85,7 @@ class TargetPolicies:
 
     def kind(self, policy: str | None) -> str | None:
         """``rank`` or ``propensity`` (ranks win when a policy has both), the way the pages evaluate it; None
-        without a policy; a KeyError naming the policies for an unknown one."""
+        without a policy; an UnknownName (a KeyError) naming the policies for an unknown one."""
         return _kind(policy, self.rank, self.propensity)
 
 

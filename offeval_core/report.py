@@ -67,7 +67,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     ``policy`` is the target policy taken to have served the treatment arm: any rank policy (``rank__<policy>``,
     DCG family) or propensity policy (``target_propensity__<policy>``, importance weights π_t / π_p with the cap c
     as m, Gilotte Sec. 3-5); None = the default target (:func:`offeval_core.policies.target_policies`, never the
-    logging policy while another exists). A policy the logs do not hold is a ValueError naming the ones they do.
+    logging policy while another exists). A policy the logs do not hold is an UnknownName naming the ones they do.
 
     ``progress`` is called with the name of each step as it starts (the CLI drives a progress bar with it).
 

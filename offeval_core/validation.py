@@ -1,6 +1,7 @@
 """Argument validation for the public API: one place, specific messages naming the argument.
 
-Value errors are :class:`offeval_core.errors.SpecError` (a ``ValueError``); wrong types are ``TypeError``.
+Value errors are :class:`offeval_core.errors.SpecError` (a ``ValueError``); wrong types are
+:class:`offeval_core.errors.WrongType` (a ``TypeError``).
 """
 
 from __future__ import annotations
