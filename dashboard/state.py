@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
+from offeval_core.errors import InputError
 from offeval_core.multiple import METHODS as ADJUST_METHODS
 from offeval_core.validation import format_clip, parse_clip
 
@@ -96,25 +97,25 @@ are capped and normalised capped IS over the cap c (Gilotte Sec. 4.2, Eq. 1) ins
 
 
 def _parse_control(name: str, spec: Control, raw: str):
-    """The value of one page control from its URL text; raises ValueError saying what is expected."""
+    """The value of one page control from its URL text; raises InputError saying what is expected."""
     if spec.kind == "list":
         return tuple(p for p in (x.strip() for x in raw.split(",")) if p)
     if spec.kind == "bool":
         if raw.lower() in _TRUE | _FALSE:
             return raw.lower() in _TRUE
-        raise ValueError(f"{name} must be 1 or 0")
+        raise InputError(f"{name} must be 1 or 0")
     if spec.kind == "str":
         if spec.choices and raw not in spec.choices:
-            raise ValueError(f"{name} must be one of {', '.join(spec.choices)}")
+            raise InputError(f"{name} must be one of {', '.join(spec.choices)}")
         return raw
     try:
         value = float(raw) if spec.kind == "float" else int(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a{'n integer' if spec.kind == 'int' else ' number'}") from None
+        raise InputError(f"{name} must be a{'n integer' if spec.kind == 'int' else ' number'}") from None
     if spec.choices and value not in spec.choices:
-        raise ValueError(f"{name} must be one of {', '.join(f'{c:g}' for c in spec.choices)}")
+        raise InputError(f"{name} must be one of {', '.join(f'{c:g}' for c in spec.choices)}")
     if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
-        raise ValueError(f"{name} must be between {spec.lo:g} and {spec.hi:g}")
+        raise InputError(f"{name} must be between {spec.lo:g} and {spec.hi:g}")
     return value
 
 

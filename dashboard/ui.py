@@ -87,14 +87,15 @@ def show_error(exc: BaseException, *, context: str = "") -> None:
 
 @contextlib.contextmanager
 def guarded(context: str) -> Iterator[None]:
-    """Run a section; a core error becomes a specific ``st.error`` (never a traceback), a view that a moments
-    file cannot support an ``st.info`` saying what needs the raw logs."""
+    """Run a section; an offeval error (:class:`~offeval_core.errors.OffevalError`, raised at the boundary that
+    met the bad input) becomes a specific ``st.error`` (never a traceback), a view that a moments file cannot
+    support an ``st.info`` saying what needs the raw logs. Any other exception is a bug and is not caught."""
     try:
         yield
     except data.NeedsRawLogs as exc:
         st.info(f"**{context}:** {escape_markdown(exc)}" if context else escape_markdown(exc),
                 icon=":material/info:")
-    except (OffevalError, ValueError, TypeError, KeyError, LookupError, FileNotFoundError, RuntimeError) as exc:
+    except OffevalError as exc:  # offeval's own errors only: anything else is a bug and shows as one
         show_error(exc, context=context)
 
 
@@ -301,3 +302,4 @@ def md_escape(text) -> str:
 
 
 clip_label = clip_text  # the display form of a clip value (offeval_core.formatting)
+

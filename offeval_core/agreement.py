@@ -21,6 +21,7 @@ import numpy as np
 from scipy import stats as _sps
 
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError, WrongType
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_level, check_rng
 
@@ -65,12 +66,12 @@ def _as_vector(values, *, name: str) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}") from None
+        raise WrongType(f"{name} must be a sequence of numbers, got {type(values).__name__}") from None
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional (one value per policy), got shape {arr.shape}")
+        raise InputError(f"{name} must be one-dimensional (one value per policy), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
-        raise ValueError(f"{name} must be finite; non-finite values at positions {bad}")
+        raise InputError(f"{name} must be finite; non-finite values at positions {bad}")
     return arr
 
 
@@ -111,16 +112,16 @@ def agreement(x, y, *, names=None) -> Agreement:
     xv = _as_vector(x, name="x")
     yv = _as_vector(y, name="y")
     if xv.shape != yv.shape:
-        raise ValueError(f"x and y must have the same length, got {xv.size} and {yv.size}")
+        raise InputError(f"x and y must have the same length, got {xv.size} and {yv.size}")
     n = xv.size
     if n < 2:
-        raise ValueError(f"agreement needs at least 2 policies, got {n}")
+        raise InputError(f"agreement needs at least 2 policies, got {n}")
     if names is None:
         labels = [str(i) for i in range(n)]
     else:
         labels = [str(s) for s in names]
         if len(labels) != n:
-            raise ValueError(f"names must have one entry per policy ({n}), got {len(labels)}")
+            raise InputError(f"names must have one entry per policy ({n}), got {len(labels)}")
     mask = inverted_pair_mask(xv, yv)
     ia, ib = np.nonzero(mask)
     pairs = tuple(
@@ -144,12 +145,12 @@ def _as_matrix(values, *, name: str) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a numeric matrix (units × policies), got {type(values).__name__}") from None
+        raise WrongType(f"{name} must be a numeric matrix (units × policies), got {type(values).__name__}") from None
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix (units × policies), got shape {arr.shape}")
+        raise InputError(f"{name} must be a 2-D matrix (units × policies), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         rows = np.unique(np.nonzero(~np.isfinite(arr))[0])[:5].tolist()
-        raise ValueError(f"{name} must be finite; non-finite values in units (rows) {rows}")
+        raise InputError(f"{name} must be finite; non-finite values in units (rows) {rows}")
     return arr
 
 
@@ -185,17 +186,17 @@ def inverted_share_bootstrap(
     """
     check_level(level)
     if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer):
-        raise TypeError(f"n_boot must be an integer ≥ 10, got {type(n_boot).__name__} {n_boot!r}")
+        raise WrongType(f"n_boot must be an integer ≥ 10, got {type(n_boot).__name__} {n_boot!r}")
     if n_boot < 10:
-        raise ValueError(f"n_boot must be ≥ 10, got {n_boot}")
+        raise InputError(f"n_boot must be ≥ 10, got {n_boot}")
     rng = check_rng(rng)
     xm = _as_matrix(per_unit_x, name="per_unit_x")
     ym = _as_matrix(per_unit_y, name="per_unit_y")
     if xm.shape != ym.shape:
-        raise ValueError(f"per_unit_x and per_unit_y must have the same shape, got {xm.shape} and {ym.shape}")
+        raise InputError(f"per_unit_x and per_unit_y must have the same shape, got {xm.shape} and {ym.shape}")
     n_units, n_pol = xm.shape
     if n_units < 2 or n_pol < 2:
-        raise ValueError(f"need at least 2 units and 2 policies, got shape {xm.shape}")
+        raise InputError(f"need at least 2 units and 2 policies, got shape {xm.shape}")
     shares = np.empty(n_boot)
     n_pairs = n_pol * (n_pol - 1) / 2
     chunk = max(1, min(n_boot, 2_000_000 // max(n_units, 1)))

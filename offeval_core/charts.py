@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from offeval_core.errors import InputError, UnknownName
 from offeval_core.formatting import CORRELATION_SYMBOLS, HOVER_NUMBER, format_coefficient, format_p
 from offeval_core.labels import label_annotations, place_labels
 from offeval_core.validation import format_clip
@@ -372,7 +373,7 @@ def decision_figure(result, estimator: str | None = None) -> go.Figure:
     boxes = result.boxes
     est = estimator or result.estimators[0]
     if est not in set(boxes["estimator"]):
-        raise ValueError(f"estimator {est!r} is not in the result; available: {', '.join(result.estimators)}")
+        raise UnknownName(f"estimator {est!r} is not in the result; available: {', '.join(result.estimators)}")
     b = boxes[boxes["estimator"] == est]
     fig = go.Figure()
     for cat in DECISION_COLOURS:
@@ -494,7 +495,7 @@ def pbm_curve_figure(curves: Mapping[str, np.ndarray], *, max_rank: int | None =
     (log y, since learnt curves fall by orders of magnitude).
     """
     if not curves:
-        raise ValueError("curves must contain at least one named curve, got none")
+        raise InputError("curves must contain at least one named curve, got none")
     fig = go.Figure()
     for k, (name, values) in enumerate(curves.items()):
         v = np.asarray(values, dtype=float)

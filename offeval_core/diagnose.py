@@ -40,7 +40,7 @@ from statsmodels.stats.contingency_tables import StratifiedTable
 from offeval_core.arms import offline_rows
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
-from offeval_core.errors import UnknownName
+from offeval_core.errors import InputError, UnknownName
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
 from offeval_core.policies import choose_target_policy, target_policies
@@ -273,7 +273,7 @@ def check_interaction(logs: Logs, reward: str, *, categories: Mapping | pd.Serie
     cat = pd.Series(logs.frame["item_id"].to_numpy()).map(pd.Series(categories))
     if cat.isna().any():
         missing = int(cat.isna().sum())
-        raise ValueError(f"the item category table lacks {missing} logged row(s)' items "
+        raise InputError(f"the item category table lacks {missing} logged row(s)' items "
                          f"(first item: {logs.frame['item_id'].iloc[int(np.flatnonzero(cat.isna())[0])]!r})")
     p["cat"] = pd.factorize(cat)[0]
     same_above = p.groupby(["session", "cat"]).cumcount().to_numpy()
@@ -397,7 +397,7 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
     """
     logs.check_reward(reward)
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     props = sorted({c.split("__", 1)[1] for c in logs.frame.columns
                     if c.startswith((TARGET_PROPENSITY_PREFIX, TARGET_CONDITIONAL_PREFIX))})
     known = list(logs.policies) + props

@@ -111,10 +111,10 @@ class DiscountModel:
         [1.0, 0.01, 0.01]
         """
         if not 0 < floor <= 1:
-            raise ValueError(f"floor must be in (0, 1], got {floor!r}")
+            raise SpecError(f"floor must be in (0, 1], got {floor!r}")
         values = np.maximum(np.asarray(curve, dtype=np.float64), floor)
         if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all() or (values > 1).any():
-            raise ValueError("a learnt position-bias curve must be a non-empty sequence of probabilities in [0, 1]")
+            raise InputError("a learnt position-bias curve must be a non-empty sequence of probabilities in [0, 1]")
         return cls("pbm", param=floor, cutoff=cutoff, values=tuple(values.tolist()))
 
 
@@ -157,7 +157,7 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None
         return DiscountModel("exponential", param=p, cutoff=cutoff)
     if kind == "pbm" and not arg:
         if curve is None and logs is None:
-            raise ValueError("discount 'pbm' is learnt from the logs, so logs must be given")
+            raise SpecError("discount 'pbm' is learnt from the logs, so logs must be given")
         return DiscountModel.learnt(learn_pbm(logs, floor=floor) if curve is None else curve, floor=floor,
                                     cutoff=cutoff)
     if kind == "table" and arg:
@@ -184,7 +184,7 @@ def learn_pbm(logs, *, floor: float = PBM_FLOOR, arm: str | None = "control") ->
     [1.0, 0.5]
     """
     if not 0 < floor <= 1:
-        raise ValueError(f"floor must be in (0, 1], got {floor!r}")
+        raise SpecError(f"floor must be in (0, 1], got {floor!r}")
     sessions = logs.sessions
     sessions = offline_rows(sessions, arm)
     lengths = sessions["length"].to_numpy()
@@ -195,7 +195,7 @@ def survival_curve(lengths: np.ndarray, *, floor: float = PBM_FLOOR) -> np.ndarr
     """Share of sessions with length ≥ r for r = 1..max(lengths), floored at ``floor``."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0:
-        raise ValueError("cannot learn a position-bias curve from zero sessions")
+        raise InputError("cannot learn a position-bias curve from zero sessions")
     return survival_from_counts(np.bincount(lengths, minlength=int(lengths.max()) + 1)[1:], floor=floor)
 
 
@@ -208,7 +208,7 @@ def survival_from_counts(counts: np.ndarray, *, floor: float = PBM_FLOOR) -> np.
     counts = np.asarray(counts, dtype=np.int64)
     nonzero = np.flatnonzero(counts)
     if nonzero.size == 0:
-        raise ValueError("cannot learn a position-bias curve from zero sessions")
+        raise InputError("cannot learn a position-bias curve from zero sessions")
     counts = counts[: nonzero[-1] + 1]
     reach = counts[::-1].cumsum()[::-1] / counts.sum()
     return np.maximum(reach, floor)

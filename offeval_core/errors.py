@@ -21,6 +21,7 @@ __all__ = [
     "LogValidationError",
     "LogsOverLimit",
     "MissingInput",
+    "MissingTool",
     "MomentsValidationError",
     "NeedsAnswers",
     "NeedsArms",
@@ -34,6 +35,7 @@ __all__ = [
     "UnreadableInput",
     "UnreadableLogs",
     "UnwritableOutput",
+    "WrongType",
 ]
 
 
@@ -84,6 +86,11 @@ class LimitExceeded(InputError):
 
 class SpecError(InputError):
     """A specification string is malformed: a discount spec, a clip value, an estimator key, a mapping."""
+
+
+class WrongType(InputError, TypeError):
+    """An argument of the wrong type (a string where a number is expected, a DataFrame where logs are expected);
+    a ``TypeError`` too, so callers that catch the built-in type keep working."""
 
 
 class UnknownName(InputError, KeyError):
@@ -152,6 +159,11 @@ class HeldoutValidationError(InputError):
 class NonFiniteMoments(InputError):
     """A sum, mean or variance of the data is beyond double precision (values or weights near 10³⁰⁸, squares
     of values beyond 10¹⁵⁴): offeval stops rather than show an infinite, undefined or 0 standard error."""
+
+
+class MissingTool(OffevalError, RuntimeError):
+    """A program offeval needs on this machine is not installed (Chromium for static export); the message says
+    how to install it. Nothing is downloaded."""
 
 
 class NeedsRawLogs(OffevalError, LookupError):

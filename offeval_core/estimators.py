@@ -21,7 +21,7 @@ from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
 from offeval_core.engine.grid import ndcg_of
-from offeval_core.errors import UnknownName
+from offeval_core.errors import InputError, UnknownName
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.moment_columns import ONLINE_ROLES, Layout, merge, pool
 from offeval_core.registry import ESTIMATORS, SUM_COLUMNS, EstimatorSpec
@@ -296,7 +296,7 @@ def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metri
     by = list(by)
     for k in by:
         if k not in moments.keys or k == "arm":
-            raise ValueError(f"by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
+            raise UnknownName(f"by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
     base = dict(reward=reward, metric=metric, discount=discount, exposure=exposure, clip=clip)
     log_rows = aggregate(select(moments, policy=None, **base), by)
     tgt_rows = aggregate(select(moments, policy=policy, **base), by) if policy else None
@@ -385,7 +385,7 @@ def effect(logs: Logs, *, reward: str, policy: str, metric: str = "dcg", discoun
     """Paired offline treatment effect of ``policy`` over the logging policy on the same sessions:
     mean of (metric_target − metric_logging) per session, normal CI, one-sided p of H0: effect ≤ 0."""
     if policy is None:
-        raise ValueError("policy must name a target policy for an effect, got None")
+        raise InputError("policy must name a target policy for an effect, got None")
     return _single(logs, reward=reward, policy=policy, metric=metric, discount=discount, exposure=exposure,
                    clip=clip, level=level, diff=True)
 

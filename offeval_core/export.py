@@ -15,6 +15,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from offeval_core.errors import InputError, MissingTool, WrongType
 from offeval_core.safe_io import atomic_write_bytes
 
 __all__ = ["FORMATS", "SYSTEM_CHROMIUM", "ExportServer", "export_figures", "figure_to_bytes", "find_browser"]
@@ -32,7 +33,7 @@ def find_browser() -> str:
     for cand in (SYSTEM_CHROMIUM, shutil.which("chromium"), shutil.which("chromium-browser")):
         if cand and Path(cand).exists():
             return cand
-    raise RuntimeError("static export needs Chromium: install Debian's package (`make browser` or "
+    raise MissingTool("static export needs Chromium: install Debian's package (`make browser` or "
                        "`apt-get install chromium`) or set BROWSER_PATH; no browser is downloaded")
 
 
@@ -42,7 +43,7 @@ def _prepare() -> None:
 
 def _opts(fmt: str, width: int | None, height: int | None, scale: float) -> dict:
     if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+        raise InputError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}")
     opts: dict = {"format": fmt, "scale": scale}
     if width is not None:
         opts["width"] = int(width)
@@ -53,7 +54,7 @@ def _opts(fmt: str, width: int | None, height: int | None, scale: float) -> dict
 
 def _check_fig(fig) -> go.Figure:
     if not isinstance(fig, go.Figure):
-        raise TypeError(f"fig must be a plotly.graph_objects.Figure, got {type(fig).__name__}")
+        raise WrongType(f"fig must be a plotly.graph_objects.Figure, got {type(fig).__name__}")
     return fig
 
 
@@ -112,7 +113,7 @@ def export_figures(figures: Mapping[str, go.Figure], out_dir: str | os.PathLike,
         _opts(fmt, None, None, scale)
     for name in figures:
         if not name or Path(name).name != name or name in (".", ".."):
-            raise ValueError(f"figure names must be plain file names, got {name[:60]!r}")
+            raise InputError(f"figure names must be plain file names, got {name[:60]!r}")
     paths = []
     with ExportServer() as ex:
         for name, fig in figures.items():

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError
 from offeval_core.results import ConfidenceInterval
 from offeval_core.stats import normal_ci
 from offeval_core.validation import check_level
@@ -37,9 +38,9 @@ def _values_iv(values, level: float) -> np.ndarray:
     check_level(level)
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or len(x) < 2:
-        raise ValueError(f"need a 1-d array of at least 2 per-session values, got shape {x.shape}")
+        raise InputError(f"need a 1-d array of at least 2 per-session values, got shape {x.shape}")
     if not np.isfinite(x).all():
-        raise ValueError("per-session values must be finite")
+        raise InputError("per-session values must be finite")
     return x
 
 
@@ -65,9 +66,9 @@ def empirical_bernstein(values, *, level: float = LEVEL, bound: float | None = N
     n = len(x)
     b = float(np.ptp(x)) if bound is None else float(bound)
     if not b >= 0:
-        raise ValueError(f"bound must be ≥ 0, got {bound!r}")
+        raise InputError(f"bound must be ≥ 0, got {bound!r}")
     if bound is not None and np.ptp(x) > b * (1 + 1e-12):
-        raise ValueError(f"the values span {np.ptp(x):.6g}, more than bound = {b:g}")
+        raise InputError(f"the values span {np.ptp(x):.6g}, more than bound = {b:g}")
     log_term = math.log(4 / (1 - level))
     half = math.sqrt(2 * x.var(ddof=1) * log_term / n) + 7 * b * log_term / (3 * (n - 1))
     m = float(x.mean())
@@ -79,7 +80,7 @@ def bootstrap_t(values, *, level: float = LEVEL, n_boot: int = 2000, rng=None) -
     """Studentised bootstrap interval of the mean (sessions resampled with replacement)."""
     x = _values_iv(values, level)
     if n_boot < 100:
-        raise ValueError(f"n_boot must be ≥ 100, got {n_boot}")
+        raise InputError(f"n_boot must be ≥ 100, got {n_boot}")
     rng = np.random.default_rng(rng)
     n = len(x)
     m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))

@@ -16,7 +16,7 @@ import pandas as pd
 
 from offeval_core import mapping as column_mapping
 from offeval_core.arm_values import NO_ARMS, ArmValues, arm_label_problem, parse_arms
-from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
+from offeval_core.errors import InputError, LogValidationError, NeedsAnswers, Problem
 from offeval_core.formatting import name_list
 from offeval_core.limits import Limits
 from offeval_core.log_rules import (
@@ -95,7 +95,7 @@ def validate(raw: pd.DataFrame, *, columns: dict[str, str], rewards, label: str,
     :class:`~offeval_core.errors.NeedsAnswers` before any value is checked when the reading has questions at
     that level."""
     if ask not in ASK_LEVELS:
-        raise ValueError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
+        raise InputError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
     chk = Check(label=label, limits=limits or Limits.from_env())
     _check_shape(raw, chk)
     arms = parse_arms(arms) if isinstance(arms, str | dict) else arms

@@ -29,6 +29,7 @@ from offeval_core.errors import (
     MissingInput,
     UnreadableInput,
     UnreadableLogs,
+    WrongType,
 )
 from offeval_core.fingerprint import file_digest, file_signature, remember_origin
 from offeval_core.inputs import file_kind, open_regular, read_csv_limited
@@ -160,7 +161,7 @@ def read_logs(
         if digest is not None and file_signature(source) != before:
             digest = None  # the file changed while it was read: no file fingerprint (the columns' one instead)
     else:
-        raise TypeError(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
+        raise WrongType(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
     logs = validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
                     arms=arms, ask=ask)
     if not isinstance(source, pd.DataFrame):  # the moments cache's key (offeval_core.moments_cache)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.arm_values import guess_arm_values
-from offeval_core.errors import SpecError
+from offeval_core.errors import SpecError, UnknownName
 from offeval_core.formatting import name_list
 
 __all__ = [
@@ -110,7 +110,7 @@ def expand_mapping(columns: Iterable[str], mapping: Mapping[str, str]) -> dict[s
     """The mapping with every pattern entry replaced by one entry per matching column.
 
     Explicit entries win over a pattern for the same schema name; a column already mapped explicitly is not
-    matched again. A pattern that matches no column raises ``ValueError`` naming the columns.
+    matched again. A pattern that matches no column raises ``UnknownName`` naming the columns.
 
     >>> expand_mapping(["visit", "pos", "pos_a", "pos_b"], {"rank": "pos", "rank__*": "pos_*"})
     {'rank': 'pos', 'rank__a': 'pos_a', 'rank__b': 'pos_b'}
@@ -125,7 +125,7 @@ def expand_mapping(columns: Iterable[str], mapping: Mapping[str, str]) -> dict[s
         rx = _pattern_regex(value)
         hits = [(c, m.group(1)) for c in columns if c not in used and (m := rx.match(c))]
         if not hits:
-            raise ValueError(f"mapping {key}={value}: no column matches {value!r} "
+            raise UnknownName(f"mapping {key}={value}: no column matches {value!r} "
                              f"(columns found: {name_list(columns)})")
         prefix = key[:-1]
         for col, name in hits:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from offeval_core.engine.grid import Grid, Moments
-from offeval_core.errors import InputError
+from offeval_core.errors import InputError, WrongType
 from offeval_core.moment_columns import MOMENTS_VERSION
 
 __all__ = ["DEFAULT_MAX_BYTES", "ENV_DIR", "ENV_MAX_BYTES", "ENV_SWITCH", "MomentsCache", "cache_directory",
@@ -201,7 +201,7 @@ def resolve(cache="env") -> MomentsCache | None:
         return MomentsCache.from_env()
     if cache is None or isinstance(cache, MomentsCache):
         return cache
-    raise TypeError(f"cache must be 'env', None or a MomentsCache, got {type(cache).__name__}")
+    raise WrongType(f"cache must be 'env', None or a MomentsCache, got {type(cache).__name__}")
 
 
 def logs_key(logs, grid: Grid, *, pbm_floor: float | None = None) -> str:

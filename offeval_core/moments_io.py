@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offeval_core.engine.grid import Grid, Moments
-from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput
+from offeval_core.errors import InputError, LimitExceeded, MomentsValidationError, UnreadableInput, WrongType
 from offeval_core.inputs import file_kind, open_regular
 from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
@@ -67,7 +67,7 @@ def write_moments(moments: Moments, path: str | Path, *, settings: dict | None =
     0.5
     """
     if not isinstance(moments, Moments):
-        raise TypeError(f"moments must be offeval_core.engine.Moments, got {type(moments).__name__}")
+        raise WrongType(f"moments must be offeval_core.engine.Moments, got {type(moments).__name__}")
     path = check_output(path, inputs=inputs, force=force)
     off = moments.offline.assign(kind="offline")
     on = moments.online.assign(kind="online")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
+from offeval_core.errors import InputError, SpecError
+
 METHODS = {"none": None, "holm": "holm", "bh": "fdr_bh"}
 LABELS = {"none": "unadjusted", "holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery rate)"}
 
@@ -39,15 +41,15 @@ class Adjusted:
 
 def _adjust_iv(p_values, method: str, alpha: float) -> np.ndarray:
     if method not in METHODS:
-        raise ValueError(f"unknown adjustment {method!r}; expected one of {', '.join(METHODS)}")
+        raise SpecError(f"unknown adjustment {method!r}; expected one of {', '.join(METHODS)}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     p = np.asarray(p_values, dtype=np.float64)
     if p.ndim != 1:
-        raise ValueError("p_values must be one-dimensional")
+        raise InputError("p_values must be one-dimensional")
     finite = p[~np.isnan(p)]
     if ((finite < 0) | (finite > 1)).any():
-        raise ValueError("p-values must lie in [0, 1]")
+        raise InputError("p-values must lie in [0, 1]")
     return p
 
 

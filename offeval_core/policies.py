@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from offeval_core.arms import offline_mask, offline_rows
+from offeval_core.errors import UnknownName
 from offeval_core.log_schema import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 
 __all__ = ["KINDS", "LOGGING_NAMES", "PREFERRED_TARGET", "TargetPolicies", "choose_target_policy",
@@ -63,7 +64,7 @@ def _kind(policy: str | None, rank: Collection[str], propensity: Collection[str]
     if policy in propensity:
         return "propensity"
     known = ", ".join(dict.fromkeys((*rank, *propensity))) or "none"
-    raise KeyError(f"unknown target policy {policy!r}; the data have {known}")
+    raise UnknownName(f"unknown target policy {policy!r}; the data have {known}")
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class TargetPolicies:
 
     def kind(self, policy: str | None) -> str | None:
         """``rank`` or ``propensity`` (ranks win when a policy has both), the way the pages evaluate it; None
-        without a policy; a KeyError naming the policies for an unknown one."""
+        without a policy; an UnknownName (a KeyError) naming the policies for an unknown one."""
         return _kind(policy, self.rank, self.propensity)
 
 

@@ -26,6 +26,7 @@ from offeval_core.analyses.plan import PlannedReduce, plan_moments, report_varia
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
+from offeval_core.errors import InputError, UnknownName, WrongType
 from offeval_core.estimators import require, subset
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import Logs, summarize
@@ -66,7 +67,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     ``policy`` is the target policy taken to have served the treatment arm: any rank policy (``rank__<policy>``,
     DCG family) or propensity policy (``target_propensity__<policy>``, importance weights π_t / π_p with the cap c
     as m, Gilotte Sec. 3-5); None = the default target (:func:`offeval_core.policies.target_policies`, never the
-    logging policy while another exists). A policy the logs do not hold is a ValueError naming the ones they do.
+    logging policy while another exists). A policy the logs do not hold is an UnknownName naming the ones they do.
 
     ``progress`` is called with the name of each step as it starts (the CLI drives a progress bar with it).
 
@@ -83,7 +84,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
                                    heldout_cache_dir=heldout_cache_dir, progress=progress,
                                    meta=moments_meta or {})
     if not isinstance(logs, Logs):
-        raise TypeError(f"logs must be offeval_core.logs.Logs (from read_logs) or Moments (from read_moments), got {type(logs).__name__}")
+        raise WrongType(f"logs must be offeval_core.logs.Logs (from read_logs) or Moments (from read_moments), got {type(logs).__name__}")
     rewards = tuple(rewards) if rewards else logs.rewards
     for r in rewards:
         logs.check_reward(r)
@@ -151,7 +152,7 @@ def _target(targets, policy: str | None) -> tuple[str | None, str | None]:
             return None, None
     if policy not in targets.all:
         held = ", ".join(targets.all) or "none"
-        raise ValueError(f"target policy {policy!r} is not in the logs (a rank__{policy} or target_propensity__"
+        raise UnknownName(f"target policy {policy!r} is not in the logs (a rank__{policy} or target_propensity__"
                          f"{policy} column); their target policies: {held}")
     return policy, targets.kind(policy)
 
@@ -174,11 +175,11 @@ def _reduce_planned(logs: Logs, planned: PlannedReduce, *, rewards, policy: str,
 
 def _check_heldout(heldout, heldout_grid, heldout_k) -> None:
     if not isinstance(heldout, bool):
-        raise TypeError(f"heldout must be True or False, got {heldout!r}")
+        raise WrongType(f"heldout must be True or False, got {heldout!r}")
     if heldout:
         check_choice(heldout_grid, ("small", "default"), name="heldout_grid")
         if isinstance(heldout_k, bool) or not isinstance(heldout_k, int) or not 1 <= heldout_k <= 100:
-            raise ValueError(f"heldout_k must be an integer cut-off from 1 to 100, got {heldout_k!r}")
+            raise InputError(f"heldout_k must be an integer cut-off from 1 to 100, got {heldout_k!r}")
 
 
 def _build_from_moments(m: Moments, *, rewards, discount, clips, policy, sensitivity_level, online_alpha,

@@ -47,7 +47,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from offeval_core.errors import OutputExists, UnwritableOutput
+from offeval_core.errors import InputError, MissingInput, OutputExists, UnwritableOutput
 from offeval_core.safe_io import check_output, output_mode
 from offeval_core.simulate_config import (
     ARMS,
@@ -363,7 +363,7 @@ def iter_blocks(config: SimulationConfig, *, seed: int) -> Iterator[tuple[int, p
 
 def _check_seed(seed: int) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
 
 
@@ -516,5 +516,5 @@ def read_world_logs(out: str | os.PathLike) -> pd.DataFrame:
         return pd.read_parquet(out / "logs.parquet")
     files = sorted((out / "logs").glob("day-*.parquet"))
     if not files:
-        raise FileNotFoundError(f"no logs.parquet or logs/day-*.parquet under {str(out)!r}")
+        raise MissingInput(f"no logs.parquet or logs/day-*.parquet under {str(out)!r}")
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from offeval_core.errors import InputError
+
 __all__ = [
     "ARMS", "CANDIDATES", "EFFECTS", "PRESETS", "PRODUCTION", "SEGMENTS", "START_DAY", "SURVIVALS", "TREATMENTS",
     "RankerSpec", "SimulationConfig", "preset_config", "true_survival", "with_overrides",
@@ -143,7 +145,7 @@ class SimulationConfig:
         def _pos_int(name: str, minimum: int = 1) -> None:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
-                raise ValueError(f"{name} must be an integer ≥ {minimum}, got {v!r}")
+                raise InputError(f"{name} must be an integer ≥ {minimum}, got {v!r}")
 
         for name in ("n_experiments", "n_days", "sessions_per_arm_day", "chunk_sessions", "n_users", "dim",
                      "n_topics"):
@@ -151,43 +153,43 @@ class SimulationConfig:
         _pos_int("n_candidates", 2)
         _pos_int("n_cand_policies", 1)
         if self.n_cand_policies > len(CANDIDATES):
-            raise ValueError(f"n_cand_policies must be ≤ {len(CANDIDATES)}, got {self.n_cand_policies!r}")
+            raise InputError(f"n_cand_policies must be ≤ {len(CANDIDATES)}, got {self.n_cand_policies!r}")
         if not isinstance(self.n_items, int) or self.n_items <= self.n_candidates:
-            raise ValueError(f"n_items must be an integer > n_candidates ({self.n_candidates}), "
+            raise InputError(f"n_items must be an integer > n_candidates ({self.n_candidates}), "
                              f"got {self.n_items!r}")
         if len(self.effects) != self.n_experiments:
-            raise ValueError(f"effects must have one entry per experiment ({self.n_experiments}), "
+            raise InputError(f"effects must have one entry per experiment ({self.n_experiments}), "
                              f"got {len(self.effects)}: {self.effects!r}")
         for e in self.effects:
             if e not in EFFECTS:
-                raise ValueError(f"effects entries must be one of {EFFECTS}, got {e!r}")
+                raise InputError(f"effects entries must be one of {EFFECTS}, got {e!r}")
         if self.survival not in SURVIVALS:
-            raise ValueError(f"survival must be one of {SURVIVALS}, got {self.survival!r}")
+            raise InputError(f"survival must be one of {SURVIVALS}, got {self.survival!r}")
         if not self.survival_tail > 0:
-            raise ValueError(f"survival_tail must be > 0, got {self.survival_tail!r}")
+            raise InputError(f"survival_tail must be > 0, got {self.survival_tail!r}")
         if not self.fresh_drift >= 0:
-            raise ValueError(f"fresh_drift must be ≥ 0, got {self.fresh_drift!r}")
+            raise InputError(f"fresh_drift must be ≥ 0, got {self.fresh_drift!r}")
         if not 0 < self.survival_p < 1:
-            raise ValueError(f"survival_p must be in (0, 1), got {self.survival_p!r}")
+            raise InputError(f"survival_p must be in (0, 1), got {self.survival_p!r}")
         if self.survival_scale <= 0 or self.survival_shape <= 0:
-            raise ValueError(f"survival_scale and survival_shape must be > 0, got "
+            raise InputError(f"survival_scale and survival_shape must be > 0, got "
                              f"{self.survival_scale!r}, {self.survival_shape!r}")
         if not (isinstance(self.fresh_penalty, int | float) and math.isfinite(self.fresh_penalty)):
-            raise ValueError(f"fresh_penalty must be a finite number, got {self.fresh_penalty!r}")
+            raise InputError(f"fresh_penalty must be a finite number, got {self.fresh_penalty!r}")
         if not (isinstance(self.production_error, int | float) and math.isfinite(self.production_error)
                 and self.production_error >= 0):
-            raise ValueError(f"production_error must be a finite number ≥ 0, got {self.production_error!r}")
+            raise InputError(f"production_error must be a finite number ≥ 0, got {self.production_error!r}")
         if not self.depth_drift >= 0:
-            raise ValueError(f"depth_drift must be ≥ 0, got {self.depth_drift!r}")
+            raise InputError(f"depth_drift must be ≥ 0, got {self.depth_drift!r}")
         if not 0 <= self.registered_share <= 1:
-            raise ValueError(f"registered_share must be in [0, 1], got {self.registered_share!r}")
+            raise InputError(f"registered_share must be in [0, 1], got {self.registered_share!r}")
         if not 0 <= self.cascade_strength <= 1:
-            raise ValueError(f"cascade_strength must be in [0, 1], got {self.cascade_strength!r}")
+            raise InputError(f"cascade_strength must be in [0, 1], got {self.cascade_strength!r}")
         if not 0 < self.interaction_decay <= 1:
-            raise ValueError(f"interaction_decay must be in (0, 1], got {self.interaction_decay!r}")
+            raise InputError(f"interaction_decay must be in (0, 1], got {self.interaction_decay!r}")
         if self.support_depth is not None and (not isinstance(self.support_depth, int)
                                                or not 1 <= self.support_depth <= self.n_candidates):
-            raise ValueError(f"support_depth must be None or an integer in [1, n_candidates], "
+            raise InputError(f"support_depth must be None or an integer in [1, n_candidates], "
                              f"got {self.support_depth!r}")
 
     @property
@@ -245,7 +247,7 @@ def preset_config(name: str, **overrides) -> SimulationConfig:
     3
     """
     if name not in PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(map(repr, PRESETS))}; got {name!r}")
+        raise InputError(f"preset must be one of {', '.join(map(repr, PRESETS))}; got {name!r}")
     return SimulationConfig(**{**PRESETS[name], **overrides})
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special as _sc
 from scipy import stats as _sps
 
-from offeval_core.errors import EstimatorWarning, NonFiniteMoments
+from offeval_core.errors import EstimatorWarning, InputError, NonFiniteMoments
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
 from offeval_core.validation import check_level
 
@@ -362,7 +362,7 @@ def ratio_difference(first: RatioMoments, second: RatioMoments, cross: CrossMome
     (1.0, 1.0)
     """
     if first.n != second.n:
-        raise ValueError(f"ratio_difference needs both ratios on the same units; got n = {first.n} and {second.n}")
+        raise InputError(f"ratio_difference needs both ratios on the same units; got n = {first.n} and {second.n}")
     n, sum_a, m2_a, sum_b, m2_b, co_ab = first
     _, sum_c, m2_c, sum_e, m2_e, co_ce = second
     co_ac, co_ae, co_bc, co_be = cross

@@ -1,6 +1,7 @@
 """Argument validation for the public API: one place, specific messages naming the argument.
 
-Value errors are :class:`offeval_core.errors.SpecError` (a ``ValueError``); wrong types are ``TypeError``.
+Value errors are :class:`offeval_core.errors.SpecError` (a ``ValueError``); wrong types are
+:class:`offeval_core.errors.WrongType` (a ``TypeError``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from offeval_core.errors import SpecError
+from offeval_core.errors import SpecError, WrongType
 
 __all__ = ["check_choice", "check_clip", "check_clips", "check_level", "check_rng", "clip_value", "format_clip",
            "parse_clip"]
@@ -19,7 +20,7 @@ __all__ = ["check_choice", "check_clip", "check_clips", "check_level", "check_rn
 def check_level(level: float) -> float:
     """Check a confidence level is a number strictly between 0 and 1."""
     if isinstance(level, bool) or not isinstance(level, int | float):
-        raise TypeError(f"level must be a number between 0 and 1, got {type(level).__name__} {level!r}")
+        raise WrongType(f"level must be a number between 0 and 1, got {type(level).__name__} {level!r}")
     if not 0 < level < 1:
         raise SpecError(f"level must be strictly between 0 and 1 (e.g. 0.99), got {level!r}")
     return float(level)
@@ -28,7 +29,7 @@ def check_level(level: float) -> float:
 def check_clip(clip: float, *, name: str = "clip") -> float:
     """Check a clip value m ≥ 1 (``math.inf`` allowed; m = 1 means raw labels)."""
     if isinstance(clip, bool) or not isinstance(clip, int | float):
-        raise TypeError(f"{name} must be a number ≥ 1 or inf, got {type(clip).__name__} {clip!r}")
+        raise WrongType(f"{name} must be a number ≥ 1 or inf, got {type(clip).__name__} {clip!r}")
     if math.isnan(clip) or clip < 1:
         raise SpecError(f"{name} must be ≥ 1 (1 = raw labels, inf = unclipped), got {clip!r}")
     return float(clip)
@@ -91,7 +92,7 @@ def check_rng(rng=None) -> np.random.Generator:
         return rng
     if rng is None or (isinstance(rng, int | np.integer) and not isinstance(rng, bool)):
         return np.random.default_rng(rng)
-    raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}")
+    raise WrongType(f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}")
 
 
 def check_choice(value: str, choices: Iterable[str], *, name: str) -> str:

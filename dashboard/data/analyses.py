@@ -24,7 +24,7 @@ from dashboard.data.datasets import (
 from offeval_core.analyses.plan import estimator_family, plan_moments
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import DEFAULT_CLIPS, Moments
-from offeval_core.errors import NeedsRawLogs
+from offeval_core.errors import InputError, NeedsRawLogs
 from offeval_core.estimators import subset
 from offeval_core.importance.weights import PROPENSITY
 
@@ -262,7 +262,7 @@ def candidates_result(key: str, reward: str, discount: str, exposure: str, level
     ds = load(key)
     cands = candidate_policies(key)
     if not cands:
-        raise ValueError(f"{ds.label} has no candidate policy besides the logging policy "
+        raise InputError(f"{ds.label} has no candidate policy besides the logging policy "
                          f"({', '.join(ds.targets.all) or 'no target policy'}): add one rank__<policy> or "
                          "target_propensity__<policy> column per candidate")
     models = {p: (PROPENSITY, PROPENSITY) if ds.targets.kind(p) == "propensity" else (discount, exposure)

@@ -25,7 +25,14 @@ import streamlit as st
 
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, prepare, reduce
 from offeval_core.arm_values import parse_arms
-from offeval_core.errors import LimitExceeded, NeedsAnswers, NeedsRawLogs, UnknownName
+from offeval_core.errors import (
+    InputError,
+    LimitExceeded,
+    MissingInput,
+    NeedsAnswers,
+    NeedsRawLogs,
+    UnknownName,
+)
 from offeval_core.estimators import require, subset
 from offeval_core.formatting import needs_raw_logs
 from offeval_core.inputs import PARQUET_SUFFIXES, data_file
@@ -39,7 +46,7 @@ from dashboard.served import served, served_key
 from offeval_core.sim_spec import SIM_LIMITS, SIM_PRESETS, SIM_SWITCHES, parse_sim_spec, sim_spec, simulated_config
 
 __all__ = [
-    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "content_key",
+    "DEMO_SEED", "REPO", "SIM_LIMITS", "SIM_PRESETS", "SIM_SWITCHES", "Dataset", "NeedsRawLogs", "UploadGone", "content_key",
     "default_grid", "demo_dir",
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "keep_upload", "load",
     "load_demo",
@@ -51,6 +58,11 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SEED = 0  # the seed of `make data`
 _READY: set[tuple] = set()  # keys whose heavy work is already cached in this process (for progress UI)
+
+
+class UploadGone(MissingInput, LookupError):
+    """The session's upload (or the served file) is no longer on this server: a missing input the user fixes by
+    uploading again; a ``LookupError`` too, as the page that shows it catches it."""
 
 
 def demo_dir() -> Path:
@@ -203,7 +215,7 @@ def _upload_bytes(sha: str, data: bytes | None) -> bytes:
         return data
     kept = _uploads.get(sha)
     if kept is None:
-        raise LookupError("the uploaded file is no longer in memory; upload it again on the Data page")
+        raise UploadGone("the uploaded file is no longer in memory; upload it again on the Data page")
     return kept
 
 
@@ -299,7 +311,7 @@ def load_served(key: str) -> Dataset:
     :mod:`dashboard.served`, never from ``key``)."""
     s = served()
     if s is None or key != served_key():
-        raise LookupError("this server was not started on a file (offeval dashboard FILE)")
+        raise UploadGone("this server was not started on a file (offeval dashboard FILE)")
     path, mapping, rewards, arms = s
     p = Path(path)
     if p.is_file() and is_moments_file(p):
@@ -340,7 +352,7 @@ def load(key: str) -> Dataset:
         sha, name = key[8:].split("|", 1)
         ds = upload_moments(sha, name)
         if ds is None:
-            raise ValueError(f"{name} is not an offeval moments file")
+            raise InputError(f"{name} is not an offeval moments file", source=name)
         return ds
     if key == "demo" or key.startswith("demo:"):
         # the dataset's own key names its directory, so caches never mix two demos
@@ -353,7 +365,7 @@ def load(key: str) -> Dataset:
     elif key.startswith("served:"):  # the file of `offeval dashboard FILE` (named by the environment)
         ds = load_served(key)
     else:
-        raise ValueError(f"unknown dataset key {key!r}")
+        raise UnknownName(f"unknown dataset key {key!r}")
     return ds
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard.data.datasets import mark_ready
+from dashboard.data.datasets import UploadGone, mark_ready
 from offeval_core.errors import InputError, LimitExceeded, UnreadableInput
 
 __all__ = [
@@ -63,7 +63,7 @@ def estimator_lab_result(preset: str, lam: str, propensity: str):
     from offeval_core.heldout.analyses import estimator_lab
 
     if preset not in LAB_PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(map(repr, LAB_PRESETS))}; got {preset!r}")
+        raise InputError(f"preset must be one of {', '.join(map(repr, LAB_PRESETS))}; got {preset!r}")
     out = estimator_lab(lam=lam, propensity=propensity, **LAB_PRESETS[preset])
     mark_ready("lab", preset, lam, propensity)
     return out
@@ -129,7 +129,7 @@ def interval_coverage_result(n_sessions: int):
 def heldout_bytes(sha: str, name: str, _data: bytes | None = None) -> bytes:
     """Keep an uploaded qrels / run file in the server's memory (keyed by its content hash)."""
     if _data is None:
-        raise LookupError(f"the uploaded file {name} is no longer in memory; upload it again")
+        raise UploadGone(f"the uploaded file {name} is no longer in memory; upload it again")
     return bytes(_data)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.engine import Grid, Moments
+from offeval_core.errors import InputError, WrongType
 from offeval_core.estimators import ESTIMATORS, require
 from offeval_core.formatting import clip_text
 from offeval_core.importance.weights import PROPENSITY
@@ -43,7 +44,7 @@ def as_variant(v, *, name: str = "variant") -> Variant:
     elif isinstance(v, Sequence) and not isinstance(v, str) and len(v) == 4:
         out = Variant(*v)
     else:
-        raise TypeError(f"{name} must be a (metric, discount, exposure, clip) tuple, got {v!r}")
+        raise WrongType(f"{name} must be a (metric, discount, exposure, clip) tuple, got {v!r}")
     check_choice(out.metric, ESTIMATORS, name=f"{name} metric")
     return Variant(out.metric, str(out.discount), str(out.exposure), check_clip(out.clip, name=f"{name} clip"))
 
@@ -83,7 +84,7 @@ def check_in_grid(moments: Moments, v: Variant) -> None:
 
 def check_moments(moments, *, name: str = "moments") -> Moments:
     if not isinstance(moments, Moments):
-        raise TypeError(f"{name} must be offeval_core.engine.Moments (from engine.reduce), "
+        raise WrongType(f"{name} must be offeval_core.engine.Moments (from engine.reduce), "
                         f"got {type(moments).__name__}")
     return moments
 
@@ -101,7 +102,7 @@ def check_rewards(moments: Moments, rewards) -> tuple[str, ...]:
     rewards = tuple(rewards)
     require(moments, rewards=rewards)
     if not rewards:
-        raise ValueError("rewards must name at least one reward, got an empty sequence")
+        raise InputError("rewards must name at least one reward, got an empty sequence")
     return rewards
 
 
@@ -112,13 +113,13 @@ def merge_moments(*parts: Moments) -> Moments:
     with pbm) instead of their full cross product. Rows of identical variants are kept once.
     """
     if not parts:
-        raise ValueError("merge_moments needs at least one Moments, got none")
+        raise InputError("merge_moments needs at least one Moments, got none")
     for p in parts:
         check_moments(p, name="parts")
     first = parts[0]
     for p in parts[1:]:
         if p.grid.ndcg_rule != first.grid.ndcg_rule:
-            raise ValueError("cannot merge moments computed with different ndcg_rule values")
+            raise InputError("cannot merge moments computed with different ndcg_rule values")
 
     def union(attr):
         out: list = []

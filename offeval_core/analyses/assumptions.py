@@ -33,6 +33,7 @@ import pandas as pd
 
 from offeval_core import stats
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError
 
 __all__ = ["FINDINGS", "POLICIES", "SWITCHES", "AssumptionContrast", "assumption_contrast", "contrast_figure", "contrast_takeaway",
            "summarize_contrast",
@@ -112,9 +113,9 @@ def assumption_contrast(switches: Sequence[str] = tuple(SWITCHES), *, seeds: Seq
 
     unknown = [s for s in switches if s not in SWITCHES]
     if unknown:
-        raise ValueError(f"switches must be among {', '.join(SWITCHES)}; got {', '.join(map(repr, unknown))}")
+        raise InputError(f"switches must be among {', '.join(SWITCHES)}; got {', '.join(map(repr, unknown))}")
     if not seeds:
-        raise ValueError("seeds must list at least one seed, got none")
+        raise InputError("seeds must list at least one seed, got none")
     worlds: list[tuple[str, str, dict]] = []
     for sw in switches:
         worlds.append((sw, "holds", {}))

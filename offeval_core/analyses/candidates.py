@@ -36,6 +36,7 @@ from offeval_core.analyses._common import (
 )
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Moments
+from offeval_core.errors import InputError
 from offeval_core.estimators import require, summarize_groups
 from offeval_core.forest import candidates_figure
 from offeval_core.formatting import format_p
@@ -100,7 +101,7 @@ def common_clip(recommendations: Mapping[str, float]) -> tuple[float, str]:
     'm = ∞'
     """
     if not recommendations:
-        raise ValueError("recommendations must name at least one candidate's recommended clip, got none")
+        raise InputError("recommendations must name at least one candidate's recommended clip, got none")
     clip = max(float(m) for m in recommendations.values())
     each = ", ".join(f"{p} {clip_text(m)}" for p, m in recommendations.items())
     if len(recommendations) == 1:
@@ -136,10 +137,10 @@ def compare_candidates(moments: Moments, *, candidates: Sequence[tuple[str, obje
     require(moments, rewards=(reward,))
     pairs = [(str(p), as_variant(v, name=f"estimator of {p!r}")) for p, v in candidates]
     if not pairs:
-        raise ValueError("candidates must name at least one (policy, estimator) pair, got none")
+        raise InputError("candidates must name at least one (policy, estimator) pair, got none")
     names = [p for p, _ in pairs]
     if len(set(names)) != len(names):
-        raise ValueError(f"candidates lists a policy twice: {', '.join(names)}")
+        raise InputError(f"candidates lists a policy twice: {', '.join(names)}")
     rows = []
     for policy, v in pairs:
         require(moments, policies=(policy,), of=" (a candidate)")

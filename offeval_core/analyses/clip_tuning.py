@@ -25,6 +25,7 @@ from offeval_core.charts import clip_tuning_figure
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
+from offeval_core.errors import InputError, WrongType
 from offeval_core.estimators import aggregate, estimate_from_row, require, select
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
@@ -155,12 +156,12 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     np.float64(1.0)
     """
     if not isinstance(logs, Logs):
-        raise TypeError(f"logs must be offeval_core.logs.Logs (from read_logs), got {type(logs).__name__}")
+        raise WrongType(f"logs must be offeval_core.logs.Logs (from read_logs), got {type(logs).__name__}")
     check_level(level)
     check_choice(rule, RULES, name="rule")
     logs.check_reward(reward)
     if policy in (None, "logging"):
-        raise ValueError("policy must name a target policy (a rank__<policy> or target_propensity__<policy> "
+        raise InputError("policy must name a target policy (a rank__<policy> or target_propensity__<policy> "
                          "column), got the logging policy")
     try:
         kind = policy_kind(logs, policy)

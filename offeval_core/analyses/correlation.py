@@ -30,6 +30,7 @@ from offeval_core.analyses._common import (
 )
 from offeval_core.charts import correlation_figure, correlation_series_figure
 from offeval_core.engine import Moments
+from offeval_core.errors import InputError, UnknownName
 from offeval_core.estimators import ESTIMATORS, aggregate, estimate_from_row, select
 from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.logs import LOGGING_POLICY
@@ -150,7 +151,7 @@ class CorrelationResult:
         d = self.daily[(self.daily["experiment_id"].astype(str) == str(experiment_id))
                        & (self.daily["reward"] == reward) & (self.daily["policy"] == pol)]
         if d.empty:
-            raise ValueError(f"no row for experiment {experiment_id!r}, reward {reward!r}, policy {policy!r}")
+            raise UnknownName(f"no row for experiment {experiment_id!r}, reward {reward!r}, policy {policy!r}")
         wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", sort=True)
         wide = wide.reindex(columns=[v for v in self.labels if v in wide.columns])
         online = d.groupby("day")["online"].first()
@@ -234,15 +235,15 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     check_choice(method, METHODS, name="method")
     variants = tuple(as_variant(v, name="variants entry") for v in variants)
     if not variants:
-        raise ValueError("variants must list at least one (metric, discount, exposure, clip), got none")
+        raise InputError("variants must list at least one (metric, discount, exposure, clip), got none")
     labels = tuple(dict.fromkeys(variant_label(v) for v in variants))
     if len(labels) != len(variants):
-        raise ValueError("variants contains duplicates: " + ", ".join(variant_label(v) for v in variants))
+        raise InputError("variants contains duplicates: " + ", ".join(variant_label(v) for v in variants))
     for v in variants:
         check_in_grid(moments, v)
     targets = [p for p in policies if _policy_name(p) != LOGGING_POLICY and p not in ("Rt", "Rₜ")]
     if len(set(targets)) > 1:
-        raise ValueError(f"policies must be 'logging' (R0, control arm) and at most one target policy (Rt, the "
+        raise InputError(f"policies must be 'logging' (R0, control arm) and at most one target policy (Rt, the "
                          f"policy that served the treatment arm): only they have an online arm; got "
                          f"{', '.join(map(repr, dict.fromkeys(targets)))}")
     target = targets[0] if targets else "treatment"
@@ -273,7 +274,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                 daily_parts.append(part)
     daily = pd.concat(daily_parts, ignore_index=True)
     if daily.empty:
-        raise ValueError(f"no (experiment, day) has both an offline estimate of {', '.join(map(repr, pols))} and "
+        raise InputError(f"no (experiment, day) has both an offline estimate of {', '.join(map(repr, pols))} and "
                          f"an online reward of its arm for {', '.join(map(repr, rewards))}")
 
     rows, warnings = [], []

@@ -23,6 +23,7 @@ from offeval_core.analyses._common import Variant, check_moments, check_rewards,
 from offeval_core.analyses.correlation import METHODS, offline_online_correlation, pooled_correlation
 from offeval_core.charts import correlation_clip_figure
 from offeval_core.engine import Moments
+from offeval_core.errors import UnknownName
 from offeval_core.estimators import require
 from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.validation import check_choice
@@ -116,7 +117,7 @@ def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatme
     require(moments, clips=clips)
     for d in (model, "log2"):
         if d not in g.discounts or d not in g.exposures:
-            raise ValueError(f"the moments hold no DCG with D = D0 = {d!r} (D ∈ {{{', '.join(g.discounts)}}}, "
+            raise UnknownName(f"the moments hold no DCG with D = D0 = {d!r} (D ∈ {{{', '.join(g.discounts)}}}, "
                              f"D0 ∈ {{{', '.join(g.exposures)}}}); reduce them with that model")
     variants = [Variant("dcg", d, d, c) for c in clips for d in (model, "log2")]
     res = offline_online_correlation(moments, variants=variants, policies=(policy,), method=method,

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from offeval_core.errors import InputError
 from offeval_core.formatting import CORRELATION_SYMBOLS
 
 __all__ = ["RDifference", "pooled_difference", "r_difference"]
@@ -112,7 +113,7 @@ def r_difference(online, offline_a, offline_b, *, a: str = "A", b: str = "B", me
     x = np.asarray(online, dtype=float)
     ya, yb = np.asarray(offline_a, dtype=float), np.asarray(offline_b, dtype=float)
     if not x.shape == ya.shape == yb.shape or x.ndim != 1:
-        raise ValueError(f"online and both offline series must be 1-d and of one length, got shapes {x.shape}, "
+        raise InputError(f"online and both offline series must be 1-d and of one length, got shapes {x.shape}, "
                          f"{ya.shape}, {yb.shape}")
     keep = np.isfinite(x) & np.isfinite(ya) & np.isfinite(yb)
     x, ya, yb = x[keep], ya[keep], yb[keep]

@@ -22,6 +22,7 @@ from offeval_core.analyses._common import pct
 from offeval_core.arms import offline_rows
 from offeval_core.charts import agreement_figure
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError, UnknownName, WrongType
 from offeval_core.estimators import session_values
 from offeval_core.formatting import format_coefficient
 from offeval_core.logs import LOGGING_POLICY, Logs
@@ -73,9 +74,9 @@ def _matrices(sv: pd.DataFrame, policies: Sequence[str] | None) -> tuple[list[st
         names = list(policies)
         missing = [p for p in names if p not in found or f"ndcg__{p}" not in sv.columns]
         if missing:
-            raise ValueError(f"policies {missing} have no dcg__/ndcg__ columns; available: {', '.join(found)}")
+            raise UnknownName(f"policies {missing} have no dcg__/ndcg__ columns; available: {', '.join(found)}")
     if len(names) < 2:
-        raise ValueError(f"DCG vs nDCG needs at least 2 policies, got {names}")
+        raise InputError(f"DCG vs nDCG needs at least 2 policies, got {names}")
     x = sv[[f"dcg__{p}" for p in names]].to_numpy(dtype=float)
     y = sv[[f"ndcg__{p}" for p in names]].to_numpy(dtype=float)
     return names, x, y
@@ -113,7 +114,7 @@ def dcg_vs_ndcg(logs_or_session_values, *, reward: str | None = None, policies: 
     if isinstance(logs_or_session_values, Logs):
         logs = logs_or_session_values
         if reward is None:
-            raise ValueError("reward must name a reward column when logs are given, got None")
+            raise InputError("reward must name a reward column when logs are given, got None")
         clip = check_clip(clip)
         pols = tuple(policies) if policies is not None else logs.policies
         sv = session_values(logs, reward=reward, policies=[p for p in pols if p != LOGGING_POLICY],
@@ -122,7 +123,7 @@ def dcg_vs_ndcg(logs_or_session_values, *, reward: str | None = None, policies: 
     elif isinstance(logs_or_session_values, pd.DataFrame):
         sv = logs_or_session_values
     else:
-        raise TypeError("logs_or_session_values must be Logs or a DataFrame of per-session values, got "
+        raise WrongType("logs_or_session_values must be Logs or a DataFrame of per-session values, got "
                         f"{type(logs_or_session_values).__name__}")
     sv = offline_rows(sv, arm)
     names, x, y = _matrices(sv, policies)
@@ -185,7 +186,7 @@ def table1_example(*, normaliser: str = "paper") -> Table1Example:
     (np.float64(0.29), np.float64(1.25), np.float64(0.64))
     """
     if normaliser not in ("paper", "top1"):
-        raise ValueError(f"normaliser must be 'paper' or 'top1', got {normaliser!r}")
+        raise InputError(f"normaliser must be 'paper' or 'top1', got {normaliser!r}")
     rho = pd.DataFrame({"a1": [1.0, 1.0], "a2": [0.0, 2.5]}, index=pd.Index(["x1", "x2"], name="context"))
     choices = pd.DataFrame({"R": ["a1", "a1"], "R'": ["a2", "a2"]}, index=rho.index)
     ideal = rho.sum(axis=1) if normaliser == "paper" else rho.max(axis=1)

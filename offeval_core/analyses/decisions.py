@@ -36,7 +36,7 @@ from offeval_core.charts import DECISION_COLOURS, decision_figure
 from offeval_core.defaults import LEVEL
 from offeval_core.display import NA_REASONS
 from offeval_core.engine import Moments
-from offeval_core.errors import NeedsArms
+from offeval_core.errors import InputError, NeedsArms, UnknownName
 from offeval_core.estimators import online_results, summarize_groups
 from offeval_core.formatting import not_available
 from offeval_core.multiple import LABELS as ADJUST_LABELS
@@ -178,15 +178,15 @@ def decision_boxes(moments: Moments, *, estimators: Sequence = DEFAULT_ESTIMATOR
     check_policy_in(moments, policy)
     ests = tuple(as_variant(e, name="estimators entry") for e in estimators)
     if not ests:
-        raise ValueError("estimators must list at least one (metric, discount, exposure, clip), got none")
+        raise InputError("estimators must list at least one (metric, discount, exposure, clip), got none")
     for e in ests:
         check_in_grid(moments, e)
     labels = tuple(variant_label(e) for e in ests)
     if len(set(labels)) != len(labels):
-        raise ValueError("estimators contains duplicates: " + ", ".join(labels))
+        raise InputError("estimators contains duplicates: " + ", ".join(labels))
     ref = labels[0] if reference is None else variant_label(as_variant(reference, name="reference"))
     if ref not in labels:
-        raise ValueError(f"reference {ref!r} is not among the estimators ({', '.join(labels)})")
+        raise UnknownName(f"reference {ref!r} is not among the estimators ({', '.join(labels)})")
     rewards = check_rewards(moments, rewards)
     check_choice(adjust, tuple(ADJUST_METHODS), name="adjust")
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from offeval_core.analyses._common import Variant, as_variant
+from offeval_core.errors import UnknownName
 from offeval_core.registry import ESTIMATORS
 
 __all__ = ["PROPENSITY_CURVES", "PROPENSITY_METRICS", "PlannedReduce", "decision_estimators", "estimator_family", "plan_moments",
@@ -36,7 +37,7 @@ def estimator_family(name: str) -> str:
     import offeval_core.importance  # noqa: F401 - registers the importance-sampling family in ESTIMATORS
 
     if name not in ESTIMATORS:
-        raise KeyError(f"unknown estimator {name!r}; known: {', '.join(ESTIMATORS)}")
+        raise UnknownName(f"unknown estimator {name!r}; known: {', '.join(ESTIMATORS)}")
     return ESTIMATORS[name].family or "dcg"
 
 

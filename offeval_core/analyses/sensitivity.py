@@ -35,7 +35,7 @@ from offeval_core.analyses.sensitivity_text import paper_verdict, sensitivity_ta
 from offeval_core.charts import sensitivity_figure
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import Moments
-from offeval_core.errors import NeedsArms
+from offeval_core.errors import InputError, NeedsArms, WrongType
 from offeval_core.estimators import (
     ESTIMATORS,
     aggregate,
@@ -144,17 +144,17 @@ def online_settings(moments: Moments, rewards: Sequence[str]) -> pd.DataFrame:
 
 def _check_online_alpha(online_alpha: float) -> float:
     if isinstance(online_alpha, bool) or not isinstance(online_alpha, int | float):
-        raise TypeError(f"online_alpha must be a number in (0, 1], got {type(online_alpha).__name__} "
+        raise WrongType(f"online_alpha must be a number in (0, 1], got {type(online_alpha).__name__} "
                         f"{online_alpha!r}")
     if not 0 < online_alpha <= 1:
-        raise ValueError(f"online_alpha must be in (0, 1] (the paper: 0.001), got {online_alpha!r}")
+        raise InputError(f"online_alpha must be in (0, 1] (the paper: 0.001), got {online_alpha!r}")
     return float(online_alpha)
 
 
 def _check_min_effect(min_effect: float) -> float:
     if isinstance(min_effect, bool) or not isinstance(min_effect, int | float) or not math.isfinite(min_effect) \
             or min_effect < 0:
-        raise ValueError(f"min_effect must be a finite number ≥ 0 (the online effect must exceed it), "
+        raise InputError(f"min_effect must be a finite number ≥ 0 (the online effect must exceed it), "
                          f"got {min_effect!r}")
     return float(min_effect)
 
@@ -186,18 +186,18 @@ def _listed_settings(online: pd.DataFrame, wanted, *, side: str, min_effect: flo
     """The settings a user lists, each of which must have an online effect on ``side`` (its p is not checked:
     the user chose it)."""
     if isinstance(wanted, str):
-        raise TypeError(f"settings must be None (select by the online test) or a list of (experiment_id, day, "
+        raise WrongType(f"settings must be None (select by the online test) or a list of (experiment_id, day, "
                         f"reward), got {wanted!r}")
     try:
         wanted = [tuple(s) for s in wanted]
     except TypeError:
-        raise TypeError(f"settings must be None (select by the online test) or a list of (experiment_id, day, "
+        raise WrongType(f"settings must be None (select by the online test) or a list of (experiment_id, day, "
                         f"reward), got {wanted!r}") from None
     keyed = online.set_index(list(SETTING_KEYS))
     out = []
     for s in wanted:
         if len(s) != 3:
-            raise ValueError(f"each setting must be (experiment_id, day, reward), got {s!r}")
+            raise InputError(f"each setting must be (experiment_id, day, reward), got {s!r}")
         hits = [k for k in keyed.index if str(k[0]) == str(s[0]) and str(k[1]) == str(s[1]) and k[2] == s[2]]
         if not hits:
             raise NeedsArms(f"setting {s!r} has no online A/B outcome in the moments (needs both arms)")
@@ -205,7 +205,7 @@ def _listed_settings(online: pd.DataFrame, wanted, *, side: str, min_effect: flo
         ok = effect > min_effect if side == "improvements" else effect < -min_effect
         if not ok:
             other = "negatives" if side == "improvements" else "improvements"
-            raise ValueError(f"setting {s!r} has online effect {effect:.4g}, not an online "
+            raise InputError(f"setting {s!r} has online effect {effect:.4g}, not an online "
                              f"{'improvement' if side == 'improvements' else 'degradation'}: list it with "
                              f"side={other!r}")
         out.append(hits[0])
@@ -253,7 +253,7 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     check_choice(side, tuple(SIDES), name="side")
     metrics = tuple(metrics)
     if not metrics:
-        raise ValueError("metrics must list at least one metric, got an empty sequence")
+        raise InputError("metrics must list at least one metric, got an empty sequence")
     for m in metrics:
         check_choice(m, ESTIMATORS, name="metrics")
     require(moments, discounts=(discount,), exposures=(exposure,))

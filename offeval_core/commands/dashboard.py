@@ -15,7 +15,7 @@ from pathlib import Path
 
 from offeval_core.commands.argtypes import host
 from offeval_core.commands.log_options import ARMS_HELP, MAP_HELP
-from offeval_core.errors import InputError, LogValidationError, NeedsAnswers
+from offeval_core.errors import InputError, LogValidationError, MissingInput, NeedsAnswers, SpecError
 
 __all__ = [
     "app_path", "check", "register", "run",
@@ -74,7 +74,7 @@ def check(path: str, mapping: str | None, rewards: list[str] | None, arms: str |
 
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
+        raise MissingInput(f"{path}: no such file or directory")
     if p.is_file() and is_moments_file(p):
         m = read_moments(p)
         return f"moments file {p.name}: {len(m.offline):,} moment rows"
@@ -99,13 +99,13 @@ def run(args) -> int:
         env["OFFEVAL_REWARDS"] = ",".join(args.reward or [])
         env["OFFEVAL_ARMS"] = args.arms or ""
     elif args.map or args.reward or args.arms:
-        raise ValueError("--map, --arms and --reward apply to a file: give LOGS")
+        raise SpecError("--map, --arms and --reward apply to a file: give LOGS")
     if args.check:
         return 0
     if not 0 < args.port < 65536:
-        raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+        raise InputError(f"--port must be between 1 and 65535, got {args.port}")
     if not _port_free(args.host, args.port):
-        raise ValueError(f"port {args.port} on {args.host} is in use; pick another with --port")
+        raise InputError(f"port {args.port} on {args.host} is in use; pick another with --port")
     # dashboard.serve is `streamlit run` that ends the process at once when the server stops (Ctrl-C, SIGTERM):
     # no Ibis finalizer then meets a connection still busy with a background query (a traceback and an abort)
     cmd = [sys.executable, "-m", "dashboard.serve", "run", str(app_path()), "--server.port", str(args.port),

@@ -11,6 +11,7 @@ import pandas as pd
 from offeval_core.commands.log_options import add_log_options, announce_policy, read_command_logs
 from offeval_core.defaults import LEVEL
 from offeval_core.diagnose import diagnose
+from offeval_core.errors import InputError
 from offeval_core.logs import read_table
 
 __all__ = [
@@ -43,10 +44,10 @@ def _categories(path: str | None) -> pd.Series | None:
     table = read_table(path)
     missing = [c for c in ("item_id", "category") if c not in table.columns]
     if missing:
-        raise ValueError(f"{path}: the category table needs columns item_id and category; missing "
+        raise InputError(f"{path}: the category table needs columns item_id and category; missing "
                          f"{', '.join(missing)}")
     if table["item_id"].duplicated().any():
-        raise ValueError(f"{path}: item_id {table['item_id'][table['item_id'].duplicated()].iloc[0]!r} appears twice")
+        raise InputError(f"{path}: item_id {table['item_id'][table['item_id'].duplicated()].iloc[0]!r} appears twice")
     return pd.Series(table["category"].to_numpy(), index=table["item_id"].to_numpy())
 
 

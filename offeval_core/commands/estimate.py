@@ -15,7 +15,7 @@ from offeval_core.commands.argtypes import non_negative_int
 from offeval_core.commands.log_options import add_log_options, announce_policy, read_command_logs
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import Grid, reduce
-from offeval_core.errors import SpecError
+from offeval_core.errors import SpecError, UnknownName
 from offeval_core.estimators import ESTIMATORS, impression_online_results, select, summarize_groups
 from offeval_core.logs import LOGGING_POLICY, read_table
 from offeval_core.mapping import parse_mapping
@@ -79,7 +79,7 @@ def register(sub) -> None:
 
 def _estimator(args) -> str:
     if args.estimator and args.metric and args.estimator != args.metric:
-        raise ValueError(f"--metric {args.metric} and --estimator {args.estimator} disagree; give one of them")
+        raise SpecError(f"--metric {args.metric} and --estimator {args.estimator} disagree; give one of them")
     return args.estimator or args.metric or "dcg"
 
 
@@ -113,7 +113,7 @@ def _auto_clip(args, logs) -> float:
     if policy is not None and policy_kind(logs, policy) != "propensity":  # a propensity policy is tuned as CIS
         policy = logs.check_policy(policy)
     if policy is None:
-        raise ValueError("--clip auto needs --policy: the recommendation weighs the bias bound against the "
+        raise SpecError("--clip auto needs --policy: the recommendation weighs the bias bound against the "
                          "target policy's effect")
     rec = recommended_clip(logs, reward=args.reward, policy=policy, discount=args.discount,
                            exposure=args.exposure, level=args.level)
@@ -151,7 +151,7 @@ def _strata_arg(spec: str, args, logs, mapping, *, name: str):
     if logs.reading is not None and logs.reading.sessions_from_rows:  # one session per row, numbered from 1
         raw = raw.assign(session_id=np.arange(1, len(raw) + 1))
     if spec not in raw.columns:
-        raise ValueError(f"--{name} {spec!r} is not a column of {args.logs} (columns: {', '.join(map(str, raw.columns))})")
+        raise UnknownName(f"--{name} {spec!r} is not a column of {args.logs} (columns: {', '.join(map(str, raw.columns))})")
     per = imp.per_session(raw["session_id"], raw[spec], name=f"--{name} column {spec!r}")
     ids = logs.sessions["session_id"].to_numpy()
     return pd.Series(per.reindex(ids).to_numpy(), index=ids)
@@ -159,7 +159,7 @@ def _strata_arg(spec: str, args, logs, mapping, *, name: str):
 
 def _run_importance(args, logs, clip, by, base, mapping) -> int:
     if args.policy in (None, LOGGING_POLICY):
-        raise ValueError(f"--estimator {base} needs --policy: a target policy with a 'target_propensity__<policy>' "
+        raise SpecError(f"--estimator {base} needs --policy: a target policy with a 'target_propensity__<policy>' "
                          "(propensity logs) or 'rank__<policy>' (ranking logs) column")
     key = imp.check_estimator(base, capping=args.capping, scale=args.scale).key
     strata = _strata_arg(args.strata, args, logs, mapping, name="strata")
@@ -170,7 +170,7 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
     d, e = moments.grid.discounts[0], moments.grid.exposures[0]
     for k in by:
         if k not in moments.keys or k == "arm":
-            raise ValueError(f"--by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
+            raise UnknownName(f"--by keys must be among {', '.join(k for k in moments.keys if k != 'arm')}; got {k!r}")
     results = summarize_groups(moments, reward=args.reward, policy=args.policy, metric=key, discount=d,
                                exposure=e, clip=clip, by=by, level=args.level)
     trows = select(moments, reward=args.reward, policy=args.policy, metric=key, discount=d, exposure=e, clip=clip)
@@ -202,7 +202,7 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
     out = {"settings": settings, "groups": groups, "notes": list(logs.notes)}
     if args.bootstrap:
         if by:
-            raise ValueError("--bootstrap is computed on all data; drop --by")
+            raise SpecError("--bootstrap is computed on all data; drop --by")
         b = imp.bootstrap(logs, reward=args.reward, policy=args.policy, estimator=key, clip=clip,
                           capping=args.capping, scale=args.scale, n_boot=args.bootstrap, level=args.level,
                           rng=np.random.default_rng(args.seed), weights=args.weights, discount=args.discount,

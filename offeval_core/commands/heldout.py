@@ -7,7 +7,7 @@ import json
 import os
 
 from offeval_core.defaults import LEVEL
-from offeval_core.errors import MissingInput, UnreadableInput
+from offeval_core.errors import InputError, MissingInput, UnreadableInput
 from offeval_core.heldout.io import read_qrels, read_runs
 from offeval_core.heldout.metrics import (
     GAINS,
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     names = [r.name for r in runs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ValueError(f"run names must be unique across --run files; repeated: {', '.join(dup)}")
+        raise InputError(f"run names must be unique across --run files; repeated: {', '.join(dup)}")
     evals = [
         evaluate_run(qrels, r, metrics, gain_kind=args.gain, missing_in_run=args.missing_in_run,
                      missing_in_qrels=args.missing_in_qrels, level=args.level)

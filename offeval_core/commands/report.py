@@ -9,7 +9,7 @@ from offeval_core.commands.argtypes import non_negative_int, positive_int
 from offeval_core.commands.log_options import add_log_options, read_command_logs
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.engine import DEFAULT_CLIPS
-from offeval_core.errors import UnwritableOutput
+from offeval_core.errors import SpecError, UnwritableOutput
 from offeval_core.moments_io import is_moments_file, read_metadata, read_moments
 from offeval_core.policies import target_policies
 from offeval_core.report import STEPS, write_report
@@ -71,7 +71,7 @@ def register(sub) -> None:
 def _clips(text: str) -> tuple[float, ...]:
     parts = [t for t in (s.strip() for s in text.split(",")) if t]
     if not parts:
-        raise ValueError(f"--clip-grid must list clip values like 1,2,4,inf, got {text!r}")
+        raise SpecError(f"--clip-grid must list clip values like 1,2,4,inf, got {text!r}")
     return tuple(parse_clip(t) for t in parts)
 
 

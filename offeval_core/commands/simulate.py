@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from offeval_core.errors import InputError
 from offeval_core.safe_io import atomic_write, check_output
 from offeval_core.sim_spec import check_sim_option
 from offeval_core.simulate import PRESETS, SURVIVALS, preset_config, true_survival, write_world
@@ -59,7 +60,7 @@ def _run_ncis(args: argparse.Namespace) -> int:
 
     n = 10_000 if args.impressions is None else args.impressions
     if isinstance(n, bool) or n < 1:
-        raise ValueError(f"--impressions must be a positive integer, got {n!r}")
+        raise InputError(f"--impressions must be a positive integer, got {n!r}")
     logs = ncis_counterexample(n)
     path = check_output(Path(args.out) / "logs.parquet", force=args.force)
     atomic_write(path, lambda tmp: logs.to_parquet(tmp, index=False))
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     config = preset_config(args.preset, **overrides)
     if args.impressions is not None:
         if args.impressions < 1:
-            raise ValueError(f"--impressions must be a positive integer, got {args.impressions!r}")
+            raise InputError(f"--impressions must be a positive integer, got {args.impressions!r}")
         mean_len = float(true_survival(config).sum())
         groups = config.n_experiments * config.n_days * 2
         per_group = max(1, round(args.impressions / mean_len / groups))

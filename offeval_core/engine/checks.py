@@ -26,7 +26,7 @@ from offeval_core.engine.check_rows import KEYS as _KEYS
 from offeval_core.engine.check_rows import RowLookup
 from offeval_core.engine.dialects import columns_for, has_bitsets
 from offeval_core.engine.ibis_columns import IbisColumns, present_or_null
-from offeval_core.errors import LogValidationError, NeedsAnswers, Problem
+from offeval_core.errors import InputError, LogValidationError, NeedsAnswers, Problem
 from offeval_core.limits import Limits
 from offeval_core.log_checks import (
     ASK_LEVELS,
@@ -90,7 +90,7 @@ def check_table(table: ir.Table, backend, *, name: str, columns: dict[str, str] 
     checks across rows are returned (``CheckedLogs.sessions``) for the source's own pass over the sessions
     (:func:`~offeval_core.engine.sources.source_from_files`), or run by :meth:`SessionChecks.run`."""
     if ask not in ASK_LEVELS:
-        raise ValueError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
+        raise InputError(f"ask must be one of {', '.join(ASK_LEVELS)}, got {ask!r}")
     chk = Check(label=name, limits=limits or Limits.from_env())
     xp = columns_for(backend)  # the rules' column namespace on this engine
     n_rows = files.n_rows if files is not None else int(backend.execute(table.count()))

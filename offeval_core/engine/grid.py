@@ -9,6 +9,7 @@ import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 
+from offeval_core.errors import InputError
 from offeval_core.validation import check_choice, check_clips
 
 __all__ = ["DEFAULT_CLIPS", "GROUP_KEYS", "METRICS", "NDCG_RULES", "Grid", "Moments", "ndcg_of"]
@@ -57,9 +58,9 @@ class Grid:
         object.__setattr__(self, "clips", check_clips(self.clips))
         check_choice(self.ndcg_rule, NDCG_RULES, name="ndcg_rule")
         if not self.rewards:
-            raise ValueError("rewards must name at least one reward column, got none")
+            raise InputError("rewards must name at least one reward column, got none")
         if not self.discounts or not self.exposures:
-            raise ValueError("discounts and exposures must each list at least one discount model")
+            raise InputError("discounts and exposures must each list at least one discount model")
 
 
 @dataclass(frozen=True, eq=False)

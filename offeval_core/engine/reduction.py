@@ -22,7 +22,7 @@ from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, INF_CLIP, METRIC
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
 from offeval_core.engine.sources import Source, _fetch_table, logs_source, source_from_logs
-from offeval_core.errors import NonFiniteMoments, UnknownName
+from offeval_core.errors import NonFiniteMoments, SpecError, UnknownName
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, Logs
 from offeval_core.moment_columns import (
     OFFLINE_ROLES,
@@ -190,7 +190,7 @@ def _check_source_names(source: Source, grid: Grid) -> None:
     for r in grid.rewards:
         if r not in cols:
             known = ", ".join(source.rewards) or ", ".join(c for c in source.rows.columns)
-            raise ValueError(f"unknown reward {r!r}; the logs {source.name} have reward columns: {known}")
+            raise UnknownName(f"unknown reward {r!r}; the logs {source.name} have reward columns: {known}")
     for p in grid.policies:
         if POLICY_PREFIX + p not in cols:
             known = ", ".join(source.policies) or "none"
@@ -210,13 +210,13 @@ def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid, max_rank: i
                 f"unclipped (m = ∞) weight 1 / D0 there is beyond double precision; use a finite clip grid or an "
                 "exposure model that stays above 1e-300 at every logged rank")
         if e.kind == "table" and (e.cutoff is not None or min(e.values) <= 0) and math.inf in grid.clips:
-            raise ValueError(
+            raise SpecError(
                 f"exposure model {e.spec!r} gives probability 0 to some ranks, so 1 / D0 is infinite there; "
                 "logged items were viewed, so an exposure model must be > 0 at every logged rank "
                 "(drop the cut-off or use a finite clip grid)"
             )
         if e.kind != "table" and e.cutoff is not None:
-            raise ValueError(
+            raise SpecError(
                 f"exposure model {e.spec!r} has a cut-off; a cut-off belongs to the target discount D, "
                 "not to the exposure model D0 of logged (viewed) ranks"
             )

@@ -16,6 +16,7 @@ from scipy import stats as _sps
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.heldout.lab_result import EstimatorLab, lab_bias_takeaway, lab_takeaway
 from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism
@@ -161,10 +162,10 @@ def runs_agreement(
     """DCG@k vs nDCG@k over users' own runs (e.g. uploaded TREC files) on the same qrels. Only users
     evaluated in every run enter (so the per-user matrices line up for the bootstrap)."""
     if len(runs) < 2:
-        raise ValueError(f"runs_agreement needs at least 2 runs, got {len(runs)}")
+        raise InputError(f"runs_agreement needs at least 2 runs, got {len(runs)}")
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
-        raise ValueError(f"run names must be unique, got {names}")
+        raise InputError(f"run names must be unique, got {names}")
     specs = [MetricSpec("dcg", k), MetricSpec("ndcg", k)]
     evs = [evaluate_run(qrels, r, specs, gain_kind=gain_kind, missing_in_run=missing_in_run,
                         missing_in_qrels=missing_in_qrels) for r in runs]
@@ -172,7 +173,7 @@ def runs_agreement(
     for ev in evs[1:]:
         common = common.intersection(ev.per_user.index)
     if common.size < 2:
-        raise ValueError(f"fewer than 2 users are evaluated in every run ({common.size})")
+        raise InputError(f"fewer than 2 users are evaluated in every run ({common.size})")
     dcg_u = np.column_stack([ev.per_user.loc[common, f"dcg@{k}"].to_numpy() for ev in evs])
     ndcg_u = np.column_stack([ev.per_user.loc[common, f"ndcg@{k}"].to_numpy() for ev in evs])
     return _agreement_from_matrices("uploaded runs", k, gain_kind, names, ["run"] * len(runs), dcg_u, ndcg_u,
@@ -219,7 +220,7 @@ def estimator_lab(
     check_choice(propensity, ("popularity", "true"), name="propensity")
     ks = tuple(int(k) for k in ks)
     if not ks or min(ks) < 1 or max(ks) > 100:
-        raise ValueError(f"ks must be cut-offs between 1 and 100 (the zoo keeps the top 100), got {ks}")
+        raise InputError(f"ks must be cut-offs between 1 and 100 (the zoo keeps the top 100), got {ks}")
     world = simulate_world(n_users=n_users, n_items=n_items, seed=world_seed)
     pop = world.popularity
     est_names = ["naive", "snips", "gs"] + (["ips"] if propensity == "true" else [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from offeval_core.errors import InputError
 from offeval_core.heldout.analyses import EstimatorLab, MetricAgreement
 from offeval_core.heldout.metrics import RunEvaluation
 from offeval_core.stats import normal_quantile
@@ -151,7 +152,7 @@ def lab_estimates_chart(lab: EstimatorLab, *, k: int) -> go.Figure:
     perfect estimation."""
     df = lab.estimates[lab.estimates["k"] == k]
     if df.empty:
-        raise ValueError(f"k must be one of the lab's cut-offs {lab.params['ks']}, got {k}")
+        raise InputError(f"k must be one of the lab's cut-offs {lab.params['ks']}, got {k}")
     g = df.groupby(["estimator", "model"])[["estimate", "truth_mcar"]].mean().reset_index()
     fig = go.Figure()
     for e in _ordered(g["estimator"]):

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from offeval_core.errors import HeldoutValidationError, MissingInput, SpecError
+from offeval_core.errors import HeldoutValidationError, MissingInput, SpecError, WrongType
 from offeval_core.inputs import read_csv_limited, text_lines
 from offeval_core.inputs_parquet import read_parquet_limited
 from offeval_core.limits import Limits
@@ -162,7 +162,7 @@ def _check_duplicates(df: pd.DataFrame, *, source: str, what: str, row_labels) -
 def qrels_from_frame(df: pd.DataFrame, *, source: str = "<table>", row_labels=None, from_file: bool = False) -> Qrels:
     """Validate a (user, item, relevance) table (column aliases accepted) and build :class:`Qrels`."""
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"qrels must be a pandas DataFrame or a path, got {type(df).__name__}")
+        raise WrongType(f"qrels must be a pandas DataFrame or a path, got {type(df).__name__}")
     if df.shape[0] == 0:
         raise _bad(source, "the qrels table is empty")
     if row_labels is None:
@@ -193,7 +193,7 @@ def run_from_frame(df: pd.DataFrame, *, name: str, source: str = "<table>", row_
     ['c', 'a', 'b']
     """
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"run must be a pandas DataFrame or a path, got {type(df).__name__}")
+        raise WrongType(f"run must be a pandas DataFrame or a path, got {type(df).__name__}")
     if df.shape[0] == 0:
         raise _bad(source, f"run {name!r} is empty")
     if row_labels is None:

@@ -20,6 +20,7 @@ from scipy import stats as _sps
 
 from offeval_core.defaults import LEVEL
 from offeval_core.engine.grid import ndcg_of
+from offeval_core.errors import InputError
 from offeval_core.results import ConfidenceInterval
 from offeval_core.validation import check_level
 
@@ -78,13 +79,13 @@ def agreement_mechanism(dcg_u, ndcg_u, idcg_u=None, *, n_boot: int = 300, level:
     check_level(level)
     dcg_u, ndcg_u = np.asarray(dcg_u, float), np.asarray(ndcg_u, float)
     if dcg_u.ndim != 2 or dcg_u.shape != ndcg_u.shape:
-        raise ValueError(f"dcg_u and ndcg_u must be (users × models) of one shape, got {dcg_u.shape} and "
+        raise InputError(f"dcg_u and ndcg_u must be (users × models) of one shape, got {dcg_u.shape} and "
                          f"{ndcg_u.shape}")
     n_users, n_models = dcg_u.shape
     if n_models < 3 or n_users < 2:
-        raise ValueError(f"need at least 3 models and 2 users, got {n_models} models and {n_users} users")
+        raise InputError(f"need at least 3 models and 2 users, got {n_models} models and {n_users} users")
     if not isinstance(n_boot, int) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer ≥ 10, got {n_boot!r}")
+        raise InputError(f"n_boot must be an integer ≥ 10, got {n_boot!r}")
     rng = np.random.default_rng(rng)
     idcg_u = ideal_dcg_from(dcg_u, ndcg_u) if idcg_u is None else np.asarray(idcg_u, float)
     dcg, ndcg = dcg_u.mean(axis=0), ndcg_u.mean(axis=0)
@@ -159,7 +160,7 @@ def toy_zoo(kind: str, *, n_users: int = 400, n_models: int = 12, k: int = 100,
     p = 0.49 … 0.51, the same for both groups (a hyper-parameter grid of one model).
     """
     if kind not in ("tradeoff", "near-identical"):
-        raise ValueError(f"kind must be 'tradeoff' or 'near-identical', got {kind!r}")
+        raise InputError(f"kind must be 'tradeoff' or 'near-identical', got {kind!r}")
     rng = np.random.default_rng(rng)
     heavy = rng.random(n_users) < 0.3
     n_rel = np.where(heavy, rng.integers(20, 61, n_users), rng.integers(1, 4, n_users))

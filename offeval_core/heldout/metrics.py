@@ -32,6 +32,7 @@ import pandas as pd
 
 from offeval_core.defaults import LEVEL
 from offeval_core.engine.grid import ndcg_of
+from offeval_core.errors import InputError, SpecError, WrongType
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.results import Estimate, json_number
 from offeval_core.stats import mean_estimate, moments_of
@@ -108,9 +109,9 @@ def ndcg_at_k(ranked_relevance, relevances, *, k: int | None = None, gain_kind: 
 
 def _check_k(k) -> int:
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise TypeError(f"k must be a positive integer, got {type(k).__name__} {k!r}")
+        raise WrongType(f"k must be a positive integer, got {type(k).__name__} {k!r}")
     if k < 1:
-        raise ValueError(f"k must be a positive integer (cut-off rank), got {k}")
+        raise InputError(f"k must be a positive integer (cut-off rank), got {k}")
     return int(k)
 
 
@@ -143,12 +144,12 @@ def parse_metric(text: str) -> MetricSpec:
         return text
     m = _METRIC_RE.match(str(text))
     if not m:
-        raise ValueError(
+        raise SpecError(
             f"metric must be one of ndcg@K, dcg@K, recall@K, adg or adg@K (K a positive integer); got {text!r}"
         )
     k = int(m.group(2)) if m.group(2) is not None else None
     if k is not None and k < 1:
-        raise ValueError(f"metric cut-off must be ≥ 1, got {text!r}")
+        raise SpecError(f"metric cut-off must be ≥ 1, got {text!r}")
     return MetricSpec(m.group(1).lower(), k)
 
 
@@ -216,7 +217,7 @@ def resolve_users(
     run_only = sorted(run_users - q_users)
     if run_only:
         if missing_in_qrels == "error":
-            raise ValueError(
+            raise InputError(
                 f"run {run.name!r}: {len(run_only)} user(s) are in the run but not in the qrels "
                 f"({_first(run_only)}); policy missing_in_qrels='error' — use 'skip' to evaluate only judged users"
             )
@@ -225,7 +226,7 @@ def resolve_users(
     zero_filled: list[str] = []
     if qrels_only:
         if missing_in_run == "error":
-            raise ValueError(
+            raise InputError(
                 f"run {run.name!r}: {len(qrels_only)} user(s) with relevant items in the qrels are not in the run "
                 f"({_first(qrels_only)}); policy missing_in_run='error' — use 'zero' to score them 0 "
                 "(as trec_eval -c) or 'skip' to leave them out"
@@ -321,12 +322,12 @@ def evaluate_run(
     check_level(level)
     specs = [parse_metric(m) for m in metrics]
     if not specs:
-        raise ValueError("metrics must name at least one metric (e.g. 'ndcg@10'), got an empty list")
+        raise InputError("metrics must name at least one metric (e.g. 'ndcg@10'), got an empty list")
     users, skipped, zero_filled = resolve_users(
         qrels, run, missing_in_run=missing_in_run, missing_in_qrels=missing_in_qrels
     )
     if not users:
-        raise ValueError(f"run {run.name!r}: no user left to evaluate (skipped: {', '.join(skipped) or 'none'})")
+        raise InputError(f"run {run.name!r}: no user left to evaluate (skipped: {', '.join(skipped) or 'none'})")
     per_user = per_user_metrics(qrels, run, users, specs, gain_kind=gain_kind)
     estimates = {}
     for col in per_user.columns:

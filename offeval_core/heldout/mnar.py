@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError
 from offeval_core.results import Estimate
 from offeval_core.stats import mean_estimate, moments_of
 from offeval_core.validation import check_choice, check_level
@@ -50,14 +51,14 @@ def popularity_propensities(popularity, *, gamma: float = 2.0) -> np.ndarray:
     """
     pop = np.asarray(popularity, dtype=float)
     if pop.ndim != 1 or pop.size == 0:
-        raise ValueError(f"popularity must be a non-empty 1-D array of counts, got shape {pop.shape}")
+        raise InputError(f"popularity must be a non-empty 1-D array of counts, got shape {pop.shape}")
     if not np.all(np.isfinite(pop)) or np.any(pop < 0):
-        raise ValueError("popularity must hold finite counts ≥ 0")
+        raise InputError("popularity must hold finite counts ≥ 0")
     if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma) or gamma <= -1:
-        raise ValueError(f"gamma must be a number > -1 (the paper uses 2), got {gamma!r}")
+        raise InputError(f"gamma must be a number > -1 (the paper uses 2), got {gamma!r}")
     top = pop.max()
     if top <= 0:
-        raise ValueError("popularity must have at least one positive count")
+        raise InputError("popularity must have at least one positive count")
     return (pop / top) ** ((gamma + 1.0) / 2.0)
 
 
@@ -70,9 +71,9 @@ def popularity_strata(popularity, *, n_strata: int) -> np.ndarray:
     """
     pop = np.asarray(popularity, dtype=float)
     if isinstance(n_strata, bool) or not isinstance(n_strata, int | np.integer) or n_strata < 1:
-        raise ValueError(f"n_strata must be a positive integer, got {n_strata!r}")
+        raise InputError(f"n_strata must be a positive integer, got {n_strata!r}")
     if n_strata > pop.size:
-        raise ValueError(f"n_strata must be ≤ the number of items ({pop.size}), got {n_strata}")
+        raise InputError(f"n_strata must be ≤ the number of items ({pop.size}), got {n_strata}")
     order = np.argsort(pop, kind="stable")
     strata = np.empty(pop.size, dtype=np.int64)
     strata[order] = (np.arange(pop.size) * n_strata) // pop.size
@@ -82,9 +83,9 @@ def popularity_strata(popularity, *, n_strata: int) -> np.ndarray:
 def _codes(user) -> tuple[np.ndarray, int]:
     u = np.asarray(user)
     if u.ndim != 1:
-        raise ValueError(f"user must be 1-D (one entry per observed pair), got shape {u.shape}")
+        raise InputError(f"user must be 1-D (one entry per observed pair), got shape {u.shape}")
     if u.size and (not np.issubdtype(u.dtype, np.integer) or u.min() < 0):
-        raise ValueError("user must hold non-negative integer user codes (0 … n_users − 1)")
+        raise InputError("user must hold non-negative integer user codes (0 … n_users − 1)")
     return u.astype(np.int64), int(u.max()) + 1 if u.size else 0
 
 
@@ -102,18 +103,18 @@ def _check_rows(user, lam, propensity, strata):
     lam = np.asarray(lam, dtype=float)
     p = np.asarray(propensity, dtype=float)
     if lam.shape != u.shape or p.shape != u.shape:
-        raise ValueError(
+        raise InputError(
             f"user, lam and propensity must have the same length, got {u.size}, {lam.size} and {p.size}"
         )
     if np.any(~np.isfinite(p)) or np.any(p <= 0) or np.any(p > 1):
-        raise ValueError("propensity must lie in (0, 1] for every observed pair")
+        raise InputError("propensity must lie in (0, 1] for every observed pair")
     if np.any(~np.isfinite(lam)):
-        raise ValueError("lam must be finite")
+        raise InputError("lam must be finite")
     s = None
     if strata is not None:
         s = np.asarray(strata)
         if s.shape != u.shape or not np.issubdtype(s.dtype, np.integer) or (s.size and s.min() < 0):
-            raise ValueError("strata must hold one non-negative integer stratum per observed pair")
+            raise InputError("strata must hold one non-negative integer stratum per observed pair")
         s = s.astype(np.int64)
     return u, n_users, lam, p, s
 
@@ -133,24 +134,24 @@ def estimator_weights(user, propensity, *, estimator: str, strata=None, n_releva
     if n_relevant is not None:
         n_true = np.asarray(n_relevant, dtype=float)
         if n_true.ndim != 1 or n_true.size < n_users:
-            raise ValueError(f"n_relevant must have one entry per user code (≥ {n_users}), got shape {n_true.shape}")
+            raise InputError(f"n_relevant must have one entry per user code (≥ {n_users}), got shape {n_true.shape}")
         n_true = n_true[:n_users]
         short = np.flatnonzero(n_true < n_obs)
         if short.size:
-            raise ValueError(
+            raise InputError(
                 f"n_relevant must be ≥ the number of observed relevant items; too small for users {short[:5].tolist()}"
             )
     if estimator in ("naive", "stratified"):
         w, d = np.ones_like(p), n_obs
     elif estimator == "ips":
         if n_true is None:
-            raise ValueError("estimator 'ips' needs n_relevant (the true n_u); use 'snips' to self-normalise")
+            raise InputError("estimator 'ips' needs n_relevant (the true n_u); use 'snips' to self-normalise")
         w, d = inv_p, n_true
     elif estimator == "snips":
         w, d = inv_p, n_hat
     else:
         if strata is None:
-            raise ValueError("estimator 'gs' needs strata (one stratum index per observed pair)")
+            raise InputError("estimator 'gs' needs strata (one stratum index per observed pair)")
         w = _stratum_means(u, np.asarray(strata, dtype=np.int64), inv_p)
         d = n_true if n_true is not None else n_hat
     d = np.where(n_obs > 0, d, np.nan)
@@ -199,10 +200,10 @@ def mnar_estimate(
     check_choice(estimator, MNAR_ESTIMATORS, name="estimator")
     u, n_users, lam_v, p, s = _check_rows(user, lam, propensity, strata)
     if u.size == 0:
-        raise ValueError("no observed pairs: user, lam and propensity are empty")
+        raise InputError("no observed pairs: user, lam and propensity are empty")
     if estimator == "stratified":
         if s is None:
-            raise ValueError("estimator 'stratified' needs strata (one stratum index per observed pair)")
+            raise InputError("estimator 'stratified' needs strata (one stratum index per observed pair)")
         # Eq. 3 literally: Σ_v P(v) · mean_{S*_{u,v}} λ with P(v) = n*_{u,v} / n*_u.
         n_obs = np.bincount(u, minlength=n_users).astype(float)
         key = u * (int(s.max()) + 1) + s
@@ -266,15 +267,15 @@ def theorem41_terms(
     """
     check_choice(estimator, ("naive", "ips", "snips", "gs"), name="estimator")
     if not 0 < delta < 0.5:
-        raise ValueError(f"delta must lie in (0, 1/2) (Theorem 4.1), got {delta!r}")
+        raise InputError(f"delta must lie in (0, 1/2) (Theorem 4.1), got {delta!r}")
     u, n_users = _codes(rel_user)
     p_true = np.asarray(rel_true_propensity, dtype=float)
     p_est = np.asarray(rel_est_propensity, dtype=float)
     obs = np.asarray(rel_observed, dtype=bool)
     if not (p_true.shape == p_est.shape == obs.shape == u.shape):
-        raise ValueError("rel_user, rel_true_propensity, rel_est_propensity and rel_observed must have equal length")
+        raise InputError("rel_user, rel_true_propensity, rel_est_propensity and rel_observed must have equal length")
     if np.any(p_est <= 0) or np.any(p_true <= 0):
-        raise ValueError("propensities must be > 0 for every relevant pair")
+        raise InputError("propensities must be > 0 for every relevant pair")
     n_u = np.bincount(u, minlength=n_users).astype(float)
     n_obs = np.bincount(u, weights=obs.astype(float), minlength=n_users)
     inv = 1.0 / p_est
@@ -289,7 +290,7 @@ def theorem41_terms(
             w = n_u[u] / n_obs[u]
     else:
         if rel_strata is None:
-            raise ValueError("estimator 'gs' needs rel_strata")
+            raise InputError("estimator 'gs' needs rel_strata")
         s = np.asarray(rel_strata, dtype=np.int64)
         key = u * (int(s.max()) + 1) + s
         _, g = np.unique(key, return_inverse=True)

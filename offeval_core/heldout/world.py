@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from offeval_core.errors import InputError
+
 __all__ = [
     "Split", "World", "simulate_world", "split_world",
 ]
@@ -139,20 +141,20 @@ def simulate_world(
     """
     for name, v in (("n_users", n_users), ("n_items", n_items), ("dim", dim)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 2:
-            raise ValueError(f"{name} must be an integer ≥ 2, got {v!r}")
+            raise InputError(f"{name} must be an integer ≥ 2, got {v!r}")
     if isinstance(min_interactions, bool) or not isinstance(min_interactions, int) or min_interactions < 1:
-        raise ValueError(f"min_interactions must be a positive integer, got {min_interactions!r}")
+        raise InputError(f"min_interactions must be a positive integer, got {min_interactions!r}")
     if not median_interactions > min_interactions:
-        raise ValueError(f"median_interactions must exceed min_interactions ({min_interactions}), "
+        raise InputError(f"median_interactions must exceed min_interactions ({min_interactions}), "
                          f"got {median_interactions!r}")
     if not 0 < relevance_rate < 1:
-        raise ValueError(f"relevance_rate must lie in (0, 1), got {relevance_rate!r}")
+        raise InputError(f"relevance_rate must lie in (0, 1), got {relevance_rate!r}")
     if not 0 < exposure_mean <= 1:
-        raise ValueError(f"exposure_mean must lie in (0, 1], got {exposure_mean!r}")
+        raise InputError(f"exposure_mean must lie in (0, 1], got {exposure_mean!r}")
     if not -1 <= exposure_quality_corr <= 1:
-        raise ValueError(f"exposure_quality_corr must lie in [-1, 1], got {exposure_quality_corr!r}")
+        raise InputError(f"exposure_quality_corr must lie in [-1, 1], got {exposure_quality_corr!r}")
     if activity_spread < 0:
-        raise ValueError(f"activity_spread must be ≥ 0, got {activity_spread!r}")
+        raise InputError(f"activity_spread must be ≥ 0, got {activity_spread!r}")
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n_users, dim))
     z = rng.normal(size=(n_items, dim))
@@ -186,9 +188,9 @@ def split_world(world: World, *, train_frac: float = 0.5, n_mcar: int = 20, seed
     (False, True)
     """
     if not 0 < train_frac < 1:
-        raise ValueError(f"train_frac must lie in (0, 1), got {train_frac!r}")
+        raise InputError(f"train_frac must lie in (0, 1), got {train_frac!r}")
     if isinstance(n_mcar, bool) or not isinstance(n_mcar, int) or n_mcar < 1:
-        raise ValueError(f"n_mcar must be a positive integer, got {n_mcar!r}")
+        raise InputError(f"n_mcar must be a positive integer, got {n_mcar!r}")
     rng = np.random.default_rng([world.seed, seed])
     to_train = rng.random(world.observed.shape) < train_frac
     train = world.observed & to_train
@@ -198,6 +200,6 @@ def split_world(world: World, *, train_frac: float = 0.5, n_mcar: int = 20, seed
     keys = rng.random((n_users, n_items)) + train * 2.0
     n_free = (~train).sum(axis=1).min()
     if n_mcar > n_free:
-        raise ValueError(f"n_mcar must be ≤ the smallest number of non-train items of a user ({n_free}), got {n_mcar}")
+        raise InputError(f"n_mcar must be ≤ the smallest number of non-train items of a user ({n_free}), got {n_mcar}")
     mcar = np.argsort(keys, axis=1)[:, :n_mcar]
     return Split(world, train, test, float(train_frac), mcar, int(seed))

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from offeval_core.errors import InputError
 from offeval_core.heldout.world import Split, simulate_world, split_world
 from offeval_core.safe_io import atomic_write
 
@@ -106,7 +107,7 @@ def model_grid(n_items: int, *, grid: str = "default", n_users: int | None = Non
     item-kNN k = 70 … 110, user-kNN k = 71 … 110: 192 models). ``n_users`` bounds the user-kNN k grid (default:
     ``n_items``)."""
     if grid not in GRIDS:
-        raise ValueError(f"grid must be one of {', '.join(map(repr, GRIDS))}; got {grid!r}")
+        raise InputError(f"grid must be one of {', '.join(map(repr, GRIDS))}; got {grid!r}")
     n_users = n_items if n_users is None else n_users
     if grid == "paper":
         # the grids of the App. A notebook: EASE l2 ∈ linspace(500, 1600, 111) and neighbourhood sizes
@@ -168,7 +169,7 @@ def _train_zoo(split: Split, *, grid: str, depth: int) -> Zoo:
     the penalty only rescales its columns. The kNN models sort each similarity matrix once.
     """
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        raise InputError(f"depth must be a positive integer, got {depth!r}")
     x = split.train.astype(np.float64)
     xs = sparse.csr_matrix(split.train.astype(np.float32))
     n_users, n_items = x.shape

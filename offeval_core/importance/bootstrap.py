@@ -11,6 +11,7 @@ import pandas as pd
 
 from offeval_core.arms import OFFLINE_ARM, offline_rows
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError
 from offeval_core.importance.estimate import warn_pooled_contexts
 from offeval_core.importance.keys import check_estimator
 from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, POOLED_CONTEXT, session_table
@@ -118,7 +119,7 @@ def _bootstrap_iv(estimator, capping, scale, n_boot, level, rng):
     check_level(level)
     rng = check_rng(rng)
     if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 2:
-        raise ValueError(f"n_boot must be an integer ≥ 2, got {n_boot!r}")
+        raise InputError(f"n_boot must be an integer ≥ 2, got {n_boot!r}")
     return check_estimator(estimator, capping=capping, scale=scale), rng
 
 

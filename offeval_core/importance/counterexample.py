@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from offeval_core.errors import InputError
 from offeval_core.logs import TARGET_PROPENSITY_PREFIX
 from offeval_core.validation import check_rng
 
@@ -46,9 +47,9 @@ def ncis_counterexample(n: int = 10_000, *, rng=None, arms: bool = True,
     (1.9, 1.7938)
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+        raise InputError(f"n must be a positive integer, got {n!r}")
     if rng is None and n % 1000:
-        raise ValueError(f"n must be a multiple of 1000 for exact population frequencies (rng=None), got {n}")
+        raise InputError(f"n must be a multiple of 1000 for exact population frequencies (rng=None), got {n}")
     if rng is not None:
         rng = check_rng(rng)
     acts = COUNTEREXAMPLE_ACTIONS

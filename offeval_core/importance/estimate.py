@@ -12,7 +12,7 @@ import pandas as pd
 
 from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.defaults import LEVEL
-from offeval_core.errors import EstimatorWarning
+from offeval_core.errors import EstimatorWarning, InputError
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.importance.keys import CAPPINGS, check_estimator
 from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, reduce_importance, weight_diagnostics
@@ -121,7 +121,7 @@ def midzuno_sen_inverse(draw: Callable[[int, np.random.Generator], np.ndarray], 
         if rng.uniform() < r1:
             break
     else:
-        raise ValueError("Midzuno-Sen: no draw accepted in 10^6 tries; the capped share E[W̄/W | x] is ~0")
+        raise InputError("Midzuno-Sen: no draw accepted in 10^6 tries; the capped share E[W̄/W | x] is ~0")
     rest = ratio(draw(n - 1, rng)) if n > 1 else np.empty(0)
     return n / (r1 + float(rest.sum()))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from offeval_core.errors import SpecError
+from offeval_core.errors import SpecError, WrongType
 from offeval_core.validation import check_choice
 
 __all__ = ["BASES", "CAPPINGS", "SCALES", "EstimatorKey", "check_estimator", "estimator_key", "parse_key"]
@@ -59,7 +59,7 @@ def check_estimator(estimator: str, *, capping: str | None = None, scale: str | 
     'ncis-zero'
     """
     if not isinstance(estimator, str):
-        raise TypeError(f"estimator must be a string such as 'ncis' or 'ncis-zero@impression', "
+        raise WrongType(f"estimator must be a string such as 'ncis' or 'ncis-zero@impression', "
                         f"got {type(estimator).__name__}")
     base, key_capping, key_scale = _split(estimator.strip())
     if base not in BASES or key_scale not in (None, *SCALES) or (key_capping and base in _UNCAPPED):

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from offeval_core.errors import InputError
 from offeval_core.importance.weights import session_labels
 from offeval_core.logs import Logs
 from offeval_core.validation import check_rng
@@ -26,9 +27,9 @@ def value_strata(logs: Logs, *, reward: str, features: Sequence[str], fit_share:
     stratum). Estimate PieceNCIS on the returned logs only, so the partition is independent of them.
     """
     if not 0 < fit_share < 1:
-        raise ValueError(f"fit_share must be strictly between 0 and 1, got {fit_share!r}")
+        raise InputError(f"fit_share must be strictly between 0 and 1, got {fit_share!r}")
     if not base > 1:
-        raise ValueError(f"base must be > 1, got {base!r}")
+        raise InputError(f"base must be > 1, got {base!r}")
     logs.check_reward(reward)
     rng = check_rng(rng)
     sess = logs.sessions[["session", "session_id"]].copy()
@@ -38,7 +39,7 @@ def value_strata(logs: Logs, *, reward: str, features: Sequence[str], fit_share:
     sess["value"] = total.reindex(sess["session"]).to_numpy()
     fit = rng.uniform(size=len(sess)) < fit_share
     if fit.all() or not fit.any():
-        raise ValueError("value_strata: the random split left one side empty; use more sessions")
+        raise InputError("value_strata: the random split left one side empty; use more sessions")
     feats = list(features)
     model = sess[fit].groupby(feats, observed=True)["value"].mean() if feats else None
     ev = sess[~fit].copy()

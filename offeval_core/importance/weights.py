@@ -17,7 +17,7 @@ import pandas as pd
 
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import GROUP_KEYS, Source, _lookup, connect
-from offeval_core.errors import InputError
+from offeval_core.errors import InputError, SpecError, UnknownName, WrongType
 from offeval_core.importance.keys import CAPPINGS
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.validation import check_choice, check_clips
@@ -66,16 +66,16 @@ def resolve_weights(logs: Logs, policies: Sequence[str], *, weights: str = "auto
     mode = ("propensity" if has_lp else "exposure") if weights == "auto" else weights
     policies = tuple(dict.fromkeys(p for p in policies if p not in (None, LOGGING_POLICY)))
     if not policies:
-        raise ValueError("policies must name at least one target policy, got none")
+        raise InputError("policies must name at least one target policy, got none")
     if mode == "propensity":
         if not has_lp:
-            raise ValueError(
+            raise InputError(
                 f"weights='propensity' needs a 'logging_propensity' column; the logs {logs.source} have none "
                 f"(use weights='exposure' for exposure ratios D(R(i)) / D0(i) from 'rank__<policy>' columns)")
         for p in policies:
             if TARGET_PROPENSITY_PREFIX + p not in cols:
                 known = ", ".join(logs.propensity_policies) or "none"
-                raise ValueError(
+                raise UnknownName(
                     f"policy {p!r}: the logs {logs.source} have no column '{TARGET_PROPENSITY_PREFIX}{p}' "
                     f"(target propensities found: {known}); importance weights π_t / π_p need the target "
                     f"policy's propensity on every logged row")
@@ -85,7 +85,7 @@ def resolve_weights(logs: Logs, policies: Sequence[str], *, weights: str = "auto
             known = ", ".join(logs.policies) or "none"
             hint = (f"; it has '{TARGET_PROPENSITY_PREFIX}{p}' but no 'logging_propensity'"
                     if TARGET_PROPENSITY_PREFIX + p in cols else "")
-            raise ValueError(
+            raise UnknownName(
                 f"policy {p!r}: exposure weights D(R(i)) / D0(i) need the column '{POLICY_PREFIX}{p}', which "
                 f"the logs {logs.source} do not have (policies found: {known}){hint}")
     return WeightSetup("exposure", policies, discount, exposure)
@@ -125,10 +125,10 @@ def session_labels(logs: Logs, spec, *, name: str) -> np.ndarray:
         missing = np.flatnonzero(mapped.isna().to_numpy())
         if len(missing):
             ids = ", ".join(repr(v) for v in sess["session_id"].iloc[missing[:5]])
-            raise ValueError(f"{name}: no value for {len(missing)} session(s), e.g. session_id {ids}")
+            raise InputError(f"{name}: no value for {len(missing)} session(s), e.g. session_id {ids}")
         return mapped.astype(str).to_numpy(dtype=object)
     if not isinstance(spec, str):
-        raise TypeError(f"{name} must be a column name, a pandas Series or None, got {type(spec).__name__}")
+        raise WrongType(f"{name} must be a column name, a pandas Series or None, got {type(spec).__name__}")
     if spec in sess.columns and spec not in ("session", "length", "n_rows"):
         return sess[spec].astype(str).to_numpy(dtype=object)
     if spec in logs.frame.columns:
@@ -136,7 +136,7 @@ def session_labels(logs: Logs, spec, *, name: str) -> np.ndarray:
         return per.reindex(sess["session_id"].to_numpy()).astype(str).to_numpy(dtype=object)
     usable = ["segment", "experiment_id", "day", "arm", *(c for c in logs.frame.columns
                                                           if c not in ("session", "session_id", "rank"))]
-    raise ValueError(f"{name} {spec!r} is not a column of the logs {logs.source} (usable: "
+    raise UnknownName(f"{name} {spec!r} is not a column of the logs {logs.source} (usable: "
                      f"{', '.join(dict.fromkeys(usable))}, 'session', or None)")
 
 
@@ -193,7 +193,7 @@ def weight_expr(source: Source, setup: WeightSetup, policy: str, *, logs: Logs |
     d = parse_discount(setup.discount, logs=logs, **kw)
     d0 = parse_discount(setup.exposure, logs=logs, **kw)
     if d0.cutoff is not None or min(d0.table(source.max_rank)) <= 0:
-        raise ValueError(f"exposure model {setup.exposure!r} gives probability 0 to some logged ranks, so the "
+        raise SpecError(f"exposure model {setup.exposure!r} gives probability 0 to some logged ranks, so the "
                          "weight D(R(i)) / D0(i) is infinite there; use an exposure model > 0 at every rank")
     return _lookup([d], 0, t[POLICY_PREFIX + policy], source.max_rank) / _lookup([d0], 0, t["rank"], source.max_rank)
 

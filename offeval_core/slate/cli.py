@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from offeval_core.errors import SpecError, UnknownName
 from offeval_core.slate.estimators import ASSUMPTION, LABELS, SLATE_ESTIMATORS, estimate
 from offeval_core.slate.schema import from_logs
 
@@ -26,12 +27,12 @@ def add_arguments(p) -> None:
 
 def run(args, logs, *, clip: float, by: list[str], estimator: str) -> int:
     if not args.policy:
-        raise ValueError(f"--estimator {estimator} needs --policy: a target policy with "
+        raise SpecError(f"--estimator {estimator} needs --policy: a target policy with "
                          "'target_propensity__<policy>' / 'target_conditional_propensity__<policy>' columns")
     data = from_logs(logs, reward=args.reward, policy=args.policy)
     if by:
         if data.contexts is None or any(k not in data.contexts.columns for k in by):
-            raise ValueError(f"--by keys for slate estimators must be among experiment_id, day, segment; got {by}")
+            raise UnknownName(f"--by keys for slate estimators must be among experiment_id, day, segment; got {by}")
         groups = data.contexts.groupby(by, observed=True, sort=True).indices
     else:
         groups = {(): np.arange(data.n_sessions)}

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError, SpecError
 from offeval_core.intervals import bootstrap_t, empirical_bernstein, normal_interval
 from offeval_core.slate.estimators import LABELS, PLAIN, plain_kernel, slot_discount, weights_for
 from offeval_core.slate.simulator import SlateConfig, SlateWorld, build_world, sample
@@ -56,7 +57,7 @@ def value_bound(world: SlateWorld, estimator: str, *, slot_weights=None) -> floa
     whole-slate ratio π(s | x) / π0(s | x) at every slot; maximised over contexts x and slates s.
     """
     if estimator not in PLAIN:
-        raise ValueError(f"estimator must be one of {', '.join(PLAIN)} (a mean of per-session values), "
+        raise SpecError(f"estimator must be one of {', '.join(PLAIN)} (a mean of per-session values), "
                          f"got {estimator!r}")
     k = world.config.n_slots
     lam = slot_discount(slot_weights, k)
@@ -79,7 +80,7 @@ def coverage_runs(world: SlateWorld, *, n_sessions: int, reps: Sequence[int] | r
     equals the same rows of a full run."""
     check_level(level)
     if n_sessions < 10:
-        raise ValueError(f"n_sessions must be ≥ 10, got {n_sessions}")
+        raise InputError(f"n_sessions must be ≥ 10, got {n_sessions}")
     bounds = {e: value_bound(world, e, slot_weights=slot_weights) for e in estimators}
     truth = world.value(slot_weights=slot_discount(slot_weights, world.config.n_slots))
     base = int(np.random.default_rng(rng).integers(0, 2**63 - 1))
@@ -131,7 +132,7 @@ def interval_coverage(world: SlateWorld | None = None, *, n_sessions: int = 300,
     """Coverage of the normal, bootstrap-t and empirical-Bernstein intervals of IIPS / RIPS / SIPS over
     ``reps`` replications of ``n_sessions`` sessions (default world: :data:`HEAVY_TAILED`, seed 0)."""
     if reps < 2:
-        raise ValueError(f"reps must be ≥ 2, got {reps}")
+        raise InputError(f"reps must be ≥ 2, got {reps}")
     world = build_world(HEAVY_TAILED, rng=0) if world is None else world
     runs = coverage_runs(world, n_sessions=n_sessions, reps=range(reps), estimators=estimators, level=level,
                          n_boot=n_boot, rng=rng, progress=progress)

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from offeval_core.errors import InputError, SpecError
 from offeval_core.slate.schema import SlateData, require
 from offeval_core.slate.weights import conditional_ratio, previous_weight, segment_cumprod
 
@@ -56,11 +57,11 @@ def cross_fitted_model(data: SlateData, *, model: str = "slot", prior: float = 1
                        rng=None, target_distribution: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Cross-fitted q̂(a_k, k) and q̄_k per row (see the module docstring)."""
     if model not in MODELS:
-        raise ValueError(f"unknown reward model {model!r}; expected one of {', '.join(MODELS)}")
+        raise SpecError(f"unknown reward model {model!r}; expected one of {', '.join(MODELS)}")
     if not prior >= 0:
-        raise ValueError(f"prior must be ≥ 0, got {prior!r}")
+        raise InputError(f"prior must be ≥ 0, got {prior!r}")
     if model == "item-slot" and (target_distribution is None or data.item is None):
-        raise ValueError("the item-slot reward model needs item ids and the target's distribution over items at "
+        raise InputError("the item-slot reward model needs item ids and the target's distribution over items at "
                          "each row (target_distribution); use model='slot' on logs without them")
     rng = np.random.default_rng(rng)
     fold = rng.integers(0, folds, size=data.n_sessions)[data.session] if folds > 1 else np.zeros(data.n_rows, int)

@@ -29,6 +29,7 @@ import numpy as np
 from offeval_core import stats
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
+from offeval_core.errors import InputError, SpecError
 from offeval_core.results import ConfidenceInterval, Effect, Estimate, json_number
 from offeval_core.slate.adaptive import adaptive_values
 from offeval_core.slate.dr import cascade_dr_values
@@ -111,7 +112,7 @@ def slot_discount(spec: str | np.ndarray | None, n_slots: int) -> np.ndarray:
         return parse_discount(spec)(np.arange(1, n_slots + 1))
     lam = np.asarray(spec, dtype=np.float64)
     if lam.ndim != 1 or len(lam) < n_slots or not np.isfinite(lam).all():
-        raise ValueError(f"slot weights must be a finite 1-d array of length ≥ {n_slots}")
+        raise InputError(f"slot weights must be a finite 1-d array of length ≥ {n_slots}")
     return lam[:n_slots]
 
 
@@ -142,7 +143,7 @@ def diagnostics(data: SlateData, w: np.ndarray) -> WeightDiagnostics:
 
 def _capped(w: np.ndarray, clip: float) -> np.ndarray:
     if not clip >= 1:
-        raise ValueError(f"clip must be ≥ 1 (or inf), got {clip!r}")
+        raise SpecError(f"clip must be ≥ 1 (or inf), got {clip!r}")
     return w if math.isinf(clip) else np.minimum(w, clip)
 
 
@@ -150,7 +151,7 @@ def weights_for(data: SlateData, estimator: str, *, clip: float = math.inf) -> n
     """The per-row weights an IPS-type estimator uses (capped at ``clip``)."""
     base = estimator[2:] if estimator in NORMALISED else estimator
     if base not in PLAIN:
-        raise ValueError(f"{estimator!r} has no single weight per row; expected one of {', '.join(PLAIN + NORMALISED)}")
+        raise SpecError(f"{estimator!r} has no single weight per row; expected one of {', '.join(PLAIN + NORMALISED)}")
     return _capped(slate_weights(data, base), clip)
 
 
@@ -180,7 +181,7 @@ def estimate(data: SlateData, *, estimator: str = "iips", level: float = LEVEL, 
     """
     check_level(level)
     if estimator not in SLATE_ESTIMATORS:
-        raise ValueError(f"unknown slate estimator {estimator!r}; expected one of {', '.join(SLATE_ESTIMATORS)}")
+        raise SpecError(f"unknown slate estimator {estimator!r}; expected one of {', '.join(SLATE_ESTIMATORS)}")
     lam = slot_discount(slot_weights, data.n_slots)
     logged = plain_kernel(data, np.ones(data.n_rows), lam)
     log_value = float(logged.mean())

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.defaults import LEVEL
+from offeval_core.errors import InputError
 from offeval_core.slate.estimators import LABELS, estimate
 from offeval_core.slate.simulator import SlateWorld, sample
 
@@ -26,7 +27,7 @@ def replicate(world: SlateWorld, *, n_sessions: int, reps: int, estimators: Sequ
     """Estimates of every estimator on ``reps`` independent logs of ``n_sessions`` sessions (long frame:
     rep, estimator, estimate, covered (the normal CI at ``level`` holds the truth))."""
     if reps < 2 or n_sessions < 2:
-        raise ValueError(f"need reps ≥ 2 and n_sessions ≥ 2, got {reps}, {n_sessions}")
+        raise InputError(f"need reps ≥ 2 and n_sessions ≥ 2, got {reps}, {n_sessions}")
     seeds = np.random.default_rng(rng).integers(0, 2**63 - 1, size=reps)
     truth = world.value()
     rows = []

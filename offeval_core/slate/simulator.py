@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from offeval_core.errors import InputError
 from offeval_core.slate.schema import SlateData, from_arrays
 
 __all__ = [
@@ -52,14 +53,14 @@ class SlateConfig:
 
     def __post_init__(self):
         if not 2 <= self.n_items <= 9 or not 1 <= self.n_slots <= self.n_items:
-            raise ValueError(f"need 2 ≤ n_items ≤ 9 and 1 ≤ n_slots ≤ n_items (enumeration), "
+            raise InputError(f"need 2 ≤ n_items ≤ 9 and 1 ≤ n_slots ≤ n_items (enumeration), "
                              f"got {self.n_items}, {self.n_slots}")
         for b in self.behaviours:
             if b not in BEHAVIOURS:
-                raise ValueError(f"behaviour must be one of {', '.join(BEHAVIOURS)}, got {b!r}")
+                raise InputError(f"behaviour must be one of {', '.join(BEHAVIOURS)}, got {b!r}")
         if self.shares is not None and (len(self.shares) != len(self.behaviours)
                                         or not math.isclose(sum(self.shares), 1.0) or min(self.shares) < 0):
-            raise ValueError("shares must be one non-negative share per behaviour, summing to 1")
+            raise InputError("shares must be one non-negative share per behaviour, summing to 1")
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from offeval_core.errors import SpecError
 from offeval_core.slate.schema import SlateData, require
 
 __all__ = [
@@ -65,7 +66,7 @@ def slate_weights(data: SlateData, kind: str) -> np.ndarray:
         require(data, marginal=True, estimator=kind)
         return data.target_marginal / data.logging_marginal
     if kind not in KINDS:
-        raise ValueError(f"unknown slate weight {kind!r}; expected one of {', '.join(KINDS)}")
+        raise SpecError(f"unknown slate weight {kind!r}; expected one of {', '.join(KINDS)}")
     require(data, conditional=True, contiguous=True, estimator=kind)
     cum = segment_cumprod(conditional_ratio(data), data.position)
     return cum if kind == "rips" else session_last(cum, data)
