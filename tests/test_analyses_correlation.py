@@ -118,7 +118,7 @@ def test_pooled_finding_carries_the_bootstrap_uncertainty_of_each_difference(res
             x, ya, yb = online.to_numpy(), wide[pbm_q].to_numpy(), wide[b].to_numpy()
             boot = [np.corrcoef(x[i], ya[i])[0, 1] - np.corrcoef(x[i], yb[i])[0, 1] for i in idx]
             boot = np.array(boot)[np.isfinite(boot)]
-            assert (got.low, got.high) == pytest.approx(tuple(np.quantile(boot, [0.025, 0.975])), abs=1e-12)
+            assert (got.low, got.high) == pytest.approx(tuple(np.quantile(boot, [0.005, 0.995])), abs=1e-12)  # 99 %
             assert got.text() in result.takeaway
             diffs.append(got)
         verdicts = [g.verdict for g in diffs]

@@ -76,7 +76,7 @@ def test_a_link_to_a_huge_simulated_world_shows_the_demo_with_the_reason(demo):
     assert (_status("VmHWM") - before) < 200 * 2**20 and threading.active_count() <= threads + 1
     big = open_page("data", dataset="sim", sim="demo;seed=1;sessions=20000;days=30")
     shown = "\n".join(str(w.value) for w in big.warning) + _errors(big)
-    assert "would have up to 113,698,451 impressions" in shown and "OFFEVAL_MAX_MEMORY" in shown
+    assert "would have up to 238,556,163 impressions" in shown and "OFFEVAL_MAX_MEMORY" in shown
     ok = open_page("data", dataset="sim", sim="small;seed=3")
     assert not _errors(ok) and metric(ok, "Experiments") == "3"
 

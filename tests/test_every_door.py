@@ -352,7 +352,7 @@ def test_the_table_has_every_door():
     ("large;seed=1", errors.SpecError, "simulation spec must start with a preset (small, demo)"),
     ("demo;depth=3", errors.SpecError, "unknown simulation option 'depth'"),
     ("demo;seed=1;sessions=20000;days=30", errors.LimitExceeded,
-     "would have up to 113,698,451 impressions (20 experiments × 30 days × 2 arms × 20,000 sessions"),
+     "would have up to 238,556,163 impressions (20 experiments × 30 days × 2 arms × 20,000 sessions"),
     ("small;seed=1;sessions=20000;days=30", errors.LimitExceeded, "OFFEVAL_MAX_MEMORY"),
 ])
 def test_a_simulated_world_named_by_a_link_is_checked(spec, error, fragment, clean_env):

@@ -126,7 +126,7 @@ print("\\n".join(str(w.value) for w in at.warning))
 @pytest.mark.slow
 @pytest.mark.parametrize(("spec", "fragment"), [
     ("demo;sessions=1000000;days=365", "simulation option 'sessions' must be between 1 and 20,000"),
-    ("demo;seed=1;sessions=20000;days=30", "would have up to 113,698,451 impressions"),
+    ("demo;seed=1;sessions=20000;days=30", "would have up to 238,556,163 impressions"),
 ])
 def test_a_link_to_a_huge_simulated_world_ends_with_the_notice_under_2gb(spec, fragment, small_demo):
     """The dashboard's own script (AppTest) opens the link in a subprocess capped at 2 GB: the page shows the

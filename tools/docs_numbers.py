@@ -96,7 +96,7 @@ def _moments(logs):
 
 def _t2_text(d) -> str:
     verdict = {"A": "above 0", "B": "below 0", "tie": "holding 0"}
-    return (f"{d.r_a:.2f} vs {d.r_b:.2f} (difference {d.diff:+.2f}, 95 % bootstrap CI {d.low:+.2f} to "
+    return (f"{d.r_a:.2f} vs {d.r_b:.2f} (difference {d.diff:+.2f}, {round(100 * d.level)} % bootstrap CI {d.low:+.2f} to "
             f"{d.high:+.2f}, {verdict[d.verdict]})")
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError
 from offeval_core.formatting import CORRELATION_SYMBOLS
 
@@ -50,7 +51,7 @@ class RDifference:
         return "tie"
 
     def text(self) -> str:
-        """``r = 0.81 vs 0.74, difference +0.07 (95 % bootstrap CI +0.02 to +0.12) over 140 experiment-days``."""
+        """``r = 0.81 vs 0.74, difference +0.07 (99 % bootstrap CI +0.02 to +0.12) over 140 experiment-days``."""
         sym = CORRELATION_SYMBOLS[self.method]
         return (f"{sym} = {self.r_a:.2f} vs {self.r_b:.2f}, difference {self.diff:+.2f} ({round(100 * self.level)} % "
                 f"bootstrap CI {self.low:+.2f} to {self.high:+.2f}) over {self.n_points} experiment-days")
@@ -100,7 +101,7 @@ def _corr_rows(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:
 
 
 def r_difference(online, offline_a, offline_b, *, a: str = "A", b: str = "B", method: str = "pearson",
-                 n_boot: int = 1000, level: float = 0.95, rng=0) -> RDifference:
+                 n_boot: int = 1000, level: float = LEVEL, rng=0) -> RDifference:
     """corr(online, offline_a) − corr(online, offline_b) on the same points, with a paired bootstrap CI.
 
     ``rng`` is a seed or a :class:`numpy.random.Generator`.
@@ -132,7 +133,7 @@ def r_difference(online, offline_a, offline_b, *, a: str = "A", b: str = "B", me
 
 
 def pooled_difference(daily: pd.DataFrame, a: str, b: str, *, reward: str, policy: str = "treatment",
-                      method: str = "pearson", n_boot: int = 1000, level: float = 0.95, rng=0) -> RDifference:
+                      method: str = "pearson", n_boot: int = 1000, level: float = LEVEL, rng=0) -> RDifference:
     """:func:`r_difference` of two variants of a correlation result's ``daily`` frame, pooled over the
     experiment-days of one (reward, policy) where both have a value."""
     d = daily[(daily["reward"] == reward) & (daily["policy"] == policy) & daily["variant"].isin([a, b])]
