@@ -26,6 +26,7 @@ from offeval_core.analyses._common import Variant, merge_moments
 from offeval_core.analyses.correlation import offline_online_correlation
 from offeval_core.analyses.sensitivity import SensitivityResult, sensitivity
 from offeval_core.analyses.sensitivity_text import SIGN_AGREEMENT_FLOOR
+from offeval_core.defaults import LEVEL
 
 __all__ = ["COVERAGE_FLOOR", "TABLE2_VARIANTS", "WorldFindings", "exact_paired_effects", "world_findings",
            "world_moments"]
@@ -99,7 +100,7 @@ def _ips_raises(s: pd.Series) -> bool:
 
 
 def world_findings(moments, ground_truth: pd.DataFrame, *, rewards: Sequence[str], policy: str = "treatment",
-                   level: float = 0.99) -> WorldFindings:
+                   level: float = LEVEL) -> WorldFindings:
     """Fig. 1, Table 2 and the coverage of the exact effect on ``moments`` (:func:`world_moments`) of a simulated
     world with its ``ground_truth``; ``checks`` says which acceptance line holds (module docstring)."""
     rewards = tuple(rewards)
