@@ -104,9 +104,18 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
                   for r in dict.fromkeys((reward, *rewards))]
     if policy and arms and rewards:
         pooled = rewards if control("sens_all") else (reward,)
-        steps.append(("sensitivity", lambda: sensitivity_result(
-            key, pooled, d, e, policy, tuple(control("sens_metrics")), D.level,
-            control("sens_alpha"), control("sens_eff"), control("sens_side"), control("sens_adj"))))
+        def sensitivity_views():
+            """The page's default view and, when that has no setting, the other side (the page offers it)."""
+            side = control("sens_side")
+            args = (key, pooled, d, e, policy, tuple(control("sens_metrics")), D.level, control("sens_alpha"),
+                    control("sens_eff"))
+            res = sensitivity_result(*args, side, control("sens_adj"))
+            if not len(res.settings):
+                other = "negatives" if side == "improvements" else "improvements"
+                sensitivity_result(*args, other, control("sens_adj"))
+            return res
+
+        steps.append(("sensitivity", sensitivity_views))
     if policy and arms and len(ds.days) >= 3:
         # the page's default columns (Q̂ at m = ∞; IS and SNIPS for a propensity policy)
         variants = tuple(tuple(v) for v in (propensity_estimators(D.clip) if propensity else default_variants()))
