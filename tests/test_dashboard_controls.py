@@ -199,3 +199,15 @@ def test_the_recommended_clip_is_one_click_away_and_the_link_keeps_it(demo_dir):
         c.value for c in agr.sidebar.get("caption"))
     agr.button(key="w_use_recommended").click().run()
     assert url(agr)["clip"] == f"{core.clip:g}"
+
+
+def test_a_control_moved_on_a_view_with_nothing_to_show_still_reaches_the_link():
+    """Sensitivity's online negatives at p < 0.001 on the small world: there are none (the page warns and draws
+    nothing). Turning "All rewards" off must still write sens_all=0 to the URL: the page used to end such a run
+    with st.stop(), which never reached share.finish, so the link kept the earlier view."""
+    at = open_page("sensitivity", timeout=300, sens_side="negatives")
+    assert url(at) == {"sens_side": "negatives"}
+    at.toggle(key="w_sens_all").set_value(False).run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("significant online degradation" in w.value for w in at.main.get("warning"))
+    assert url(at) == {"sens_side": "negatives", "sens_all": "0"}

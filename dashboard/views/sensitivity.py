@@ -93,34 +93,34 @@ with ui.guarded("Sensitivity"):
         if len(alt.settings):
             st.button(f"Show the {len(alt.settings)} {SIDE_LABELS[other]} instead", key="w_sens_other",
                       on_click=lambda: ss.update(w_sens_side=other))
-        st.stop()
-    fig = data.sensitivity_chart(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
-                                 min_effect, side, s.clip, adjust)
-    ui.show_figure(fig, key="sensitivity", name="sensitivity", take=ui.policy_headline(c.policy, res.takeaway))
-    st.caption(res.adjustment)
+    else:  # no st.stop() above: a stopped run does not reach share.finish, so the URL would keep the old view
+        fig = data.sensitivity_chart(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
+                                     min_effect, side, s.clip, adjust)
+        ui.show_figure(fig, key="sensitivity", name="sensitivity", take=ui.policy_headline(c.policy, res.takeaway))
+        st.caption(res.adjustment)
 
-    st.markdown(f"**{ui.md_escape(c.policy)} at the sidebar's clip value m = {ui.clip_label(s.clip)}** "
-                f"({n_settings} {SIDE_LABELS[side]}, "
-                f"{s.level:.1%} CIs)".replace(".0%", " %"))
-    at = res.table[res.table["clip"] == s.clip].set_index("metric")
-    short = "TPR" if side == "improvements" else "negatives detected"
-    for metric, row in at.iterrows():   # a row of three per metric: six in one row do not fit at 1280 px
-        cols = st.columns(3)
-        label = ESTIMATORS[metric].label
-        best = res.best_clips.get(metric, ())
-        where = ", ".join(ui.clip_label(b) for b in best) + (" (tied)" if len(best) > 1 else "") if best \
-            else "none (a flat line)"
-        cols[0].metric(f"{label} {short}", f"{row[res.rate_column]:.0%}",
-                       help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m: "
-                            f"{where}")
-        cols[1].metric(f"{label} sign agreement", f"{row['sign_agreement']:.0%}",
-                       help="share of the settings whose offline effect has the online effect's sign "
-                            "(KDD'24: 100 %)")
-        cols[2].metric(f"{label} mean p-value", format_p(row["mean_p"]))
+        st.markdown(f"**{ui.md_escape(c.policy)} at the sidebar's clip value m = {ui.clip_label(s.clip)}** "
+                    f"({n_settings} {SIDE_LABELS[side]}, "
+                    f"{s.level:.1%} CIs)".replace(".0%", " %"))
+        at = res.table[res.table["clip"] == s.clip].set_index("metric")
+        short = "TPR" if side == "improvements" else "negatives detected"
+        for metric, row in at.iterrows():   # a row of three per metric: six in one row do not fit at 1280 px
+            cols = st.columns(3)
+            label = ESTIMATORS[metric].label
+            best = res.best_clips.get(metric, ())
+            where = ", ".join(ui.clip_label(b) for b in best) + (" (tied)" if len(best) > 1 else "") if best \
+                else "none (a flat line)"
+            cols[0].metric(f"{label} {short}", f"{row[res.rate_column]:.0%}",
+                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m: "
+                                f"{where}")
+            cols[1].metric(f"{label} sign agreement", f"{row['sign_agreement']:.0%}",
+                           help="share of the settings whose offline effect has the online effect's sign "
+                                "(KDD'24: 100 %)")
+            cols[2].metric(f"{label} mean p-value", format_p(row["mean_p"]))
 
-    st.subheader("The table behind the chart")
-    ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
-                  headers={res.rate_column: "TPR" if side == "improvements" else "negatives detected"})
-    with st.expander(f"Per setting at m = {ui.clip_label(s.clip)} ({n_settings} settings)"):
-        per = res.per_setting[res.per_setting["clip"] == s.clip]
-        ui.show_table(pd.DataFrame(per), key="sensitivity_settings", name="sensitivity_per_setting")
+        st.subheader("The table behind the chart")
+        ui.show_table(res.table, key="sensitivity_table", name="sensitivity_by_clip",
+                      headers={res.rate_column: "TPR" if side == "improvements" else "negatives detected"})
+        with st.expander(f"Per setting at m = {ui.clip_label(s.clip)} ({n_settings} settings)"):
+            per = res.per_setting[res.per_setting["clip"] == s.clip]
+            ui.show_table(pd.DataFrame(per), key="sensitivity_settings", name="sensitivity_per_setting")
