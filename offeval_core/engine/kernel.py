@@ -269,7 +269,8 @@ def _rewarded(source: Source, *, reward: str, policies: Sequence[str], keys: Seq
 
 
 def _clip_frame(clips: Sequence[float]) -> pd.DataFrame:
-    """The clip table of :func:`_moments`: number ``k``, position ``o`` in ascending order, value ``m``."""
+    """Number ``k``, position ``o`` in ascending order and value ``m`` of each clip value (the positions order
+    :func:`_accumulate`; :func:`_binding_frame` makes the query's clip table from them)."""
     m = np.array([_clip_value(c) for c in clips], dtype=np.float64)
     order = np.empty(len(m), dtype=np.int64)
     order[np.argsort(m, kind="stable")] = np.arange(len(m))
