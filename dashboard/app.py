@@ -50,7 +50,9 @@ for note in context.notes:  # on every page: a link's ignored parameter (e.g. cl
     st.warning(escape_markdown(note), icon=":material/warning:")
 try:
     page.run()
+except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
+    pass
 except LookupError as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
     ui.show_error(exc, context=page.title)
-finally:  # also after st.stop(): the URL always holds the view that is shown
+finally:  # the URL holds the view that is shown, also when the page ended early
     share.finish(page.url_path)

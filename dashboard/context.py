@@ -72,5 +72,5 @@ def ctx() -> Context:
     if c is None:
         st.error("The page was opened without the app: start it with `make run` "
                  "(`streamlit run dashboard/app.py`).")
-        st.stop()
+        st.stop()  # not ui.end_page: without the app nothing catches it, and there is no view to write
     return c

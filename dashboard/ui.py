@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 import streamlit as st
 
@@ -23,7 +24,7 @@ from offeval_core.logs import LogValidationError
 from offeval_core.sanitize import escape_markdown
 
 __all__ = [
-    "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "chosen_or_default", "clip_label", "controls", "ctx", "explain",
+    "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "PageEnd", "chosen_or_default", "clip_label", "controls", "ctx", "end_page", "explain",
     "get_moments",
     "guarded", "init_control", "inject_css", "links", "md_escape", "needs", "page_default", "policy_headline", "raw_logs_notice", "show_error",
     "show_figure", "show_table",
@@ -97,6 +98,23 @@ def guarded(context: str) -> Iterator[None]:
                 icon=":material/info:")
     except OffevalError as exc:  # offeval's own errors only: anything else is a bug and shows as one
         show_error(exc, context=context)
+
+
+# ------------------------------------------------------------------------------------ ending a page
+
+
+class PageEnd(BaseException):
+    """Raised by :func:`end_page`; ``app.py`` catches it. A ``BaseException``, like Streamlit's own stop, so no
+    ``except Exception`` on the way swallows it."""
+
+
+def end_page() -> NoReturn:
+    """End the page here: nothing below it is drawn, and the app still writes the view to the URL.
+
+    Pages end with this, never with ``st.stop()``: a run stopped by ``st.stop()`` drops what the app writes after
+    the page (Streamlit raises its stop again at the next message), so a control moved on a page that then
+    ended early would leave the link at the earlier view."""
+    raise PageEnd
 
 
 # ------------------------------------------------------------------------------------ long work

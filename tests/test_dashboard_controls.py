@@ -211,3 +211,28 @@ def test_a_control_moved_on_a_view_with_nothing_to_show_still_reaches_the_link()
     assert not at.exception, [e.value for e in at.exception]
     assert any("significant online degradation" in w.value for w in at.main.get("warning"))
     assert url(at) == {"sens_side": "negatives", "sens_all": "0"}
+
+
+def test_a_page_that_ends_early_after_a_control_moved_still_writes_the_link():
+    """DCG vs nDCG with one policy picked: the page asks for two and draws nothing else. The link must carry
+    the pick: ended with st.stop(), the run never wrote the URL (it stayed {})."""
+    at = open_page("dcg_vs_ndcg", timeout=300)
+    picks = at.multiselect(key="w_agr_policies")
+    first = picks.value[0]
+    assert url(at) == {} and len(picks.value) >= 2
+    picks.set_value([first]).run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    assert [w.value for w in at.main.get("warning")] == ["Choose at least two policies in the page controls."]
+    assert url(at) == {"agr_policies": first}
+
+
+def test_pages_end_early_through_the_app_never_with_st_stop():
+    """Every early end of a page goes through ui.end_page, which app.py catches before writing the URL; the
+    one st.stop() left is context.ctx's, for a page run without the app (nothing to write)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "dashboard"
+    calls = {str(p.relative_to(root)): len(re.findall(r"^\s*st\.stop\(\)", p.read_text(), re.M))
+             for p in root.rglob("*.py")}
+    assert {k: n for k, n in calls.items() if n} == {"context.py": 1}

@@ -17,7 +17,7 @@ st.caption("Every candidate policy is estimated offline on the logging policy's 
            "confidence interval. The candidates are tested at once, so the p-values are adjusted over them; all "
            "candidates are compared at one clip value, chosen by the rule under the chart.")
 if not ui.needs(c, policy=True):
-    st.stop()
+    ui.end_page()
 
 s = c.settings
 ds = c.dataset
@@ -27,7 +27,7 @@ if not candidates:
     st.error(f"These logs have no candidate besides the logging policy ({ui.md_escape(', '.join(copies))} "
              f"{'is' if len(copies) == 1 else 'are'} the logging policy): add one `rank__<policy>` or "
              "`target_propensity__<policy>` column per candidate.", icon=":material/error:")
-    st.stop()
+    ui.end_page()
 kinds = {ds.targets.kind(p) for p in candidates}
 
 with ui.controls():

@@ -21,7 +21,7 @@ st.caption("Clipping the de-biased labels at m trades bias for variance: small m
            "towards the logging policy, m = ∞ = unbiased but noisy. Move **Clip value m** in the sidebar: the "
            "chart's marker and every number on this page follow.")
 if not ui.needs(c, policy=True):
-    st.stop()
+    ui.end_page()
 
 s = c.settings
 d_model, e_model = c.models
@@ -58,7 +58,7 @@ if c.dataset.is_moments:  # the weight diagnostics read rows; the estimates at m
                        "from the per-row importance weights)")
     with ui.guarded("Estimates"):
         _estimates(s.clip)
-    st.stop()
+    ui.end_page()
 
 with ui.guarded("Clip tuning"):
     ui.get_moments(c)

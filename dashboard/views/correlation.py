@@ -23,13 +23,13 @@ st.caption("Each cell correlates, across the days of one experiment, the online 
            "policy's arm (R₀: control, Rₜ: treatment) with the offline estimate of that policy on the same day's "
            "control logs (KDD'24 Table 2). † p < 0.05; bold: best variant of the row.")
 if not ui.needs(c, policy=True, arms=True):
-    st.stop()
+    ui.end_page()
 days = c.dataset.days
 if len(days) < 3:
     st.error(f"These logs cover {len(days)} day(s); a correlation across days needs at least 3 (4 or more to be "
              "informative). Load logs that span several days per experiment, or simulate a world with more "
              "days on the Data page.", icon=":material/error:")
-    st.stop()
+    ui.end_page()
 s = c.settings
 st.caption(f"Rₜ = **{ui.md_escape(c.policy)}** (the sidebar's target policy), taken to be the policy that served the "
            "treatment arm; pick another in the sidebar.")
@@ -55,7 +55,7 @@ if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = m
     if not models:
         ui.raw_logs_notice(f"The moments file holds no variant with D = D0 (D ∈ {', '.join(g.discounts)}, D0 ∈ "
                            f"{', '.join(g.exposures)}); the correlation table compares such variants, so it")
-        st.stop()
+        ui.end_page()
 if c.propensity:
     metric_names = list(PROPENSITY_CURVES)
     defaults = [_to_text(v) for v in propensity_estimators(s.clip)]
@@ -83,7 +83,7 @@ with ui.controls():
                           "readable at any size. On: the heatmap of every experiment and policy.")
 if not picked:
     st.warning("Choose at least one metric variant in the page controls.", icon=":material/warning:")
-    st.stop()
+    ui.end_page()
 
 variants = tuple(tuple(_from_text(t)) for t in picked)
 pol = c.policy

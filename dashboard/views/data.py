@@ -336,10 +336,10 @@ if not PRESENTING:  # presenting loaded data: the chart first, the loader folded
 if c.dataset is None and isinstance(ss.get("_load_error"), NeedsAnswers):
     st.info("Nothing is computed until the question(s) above are answered in the column mapping.",
             icon=":material/hourglass_empty:")
-    st.stop()
+    ui.end_page()
 if c.dataset is None:
     st.error(f"No valid data is loaded. {escape_markdown(c.problem)} Use one of the tabs above.", icon=":material/error:")
-    st.stop()
+    ui.end_page()
 
 ds = c.dataset
 if ds.is_moments:
@@ -368,7 +368,7 @@ if ds.is_moments:
         ui.show_table(pd.DataFrame({"setting": list(settings), "value": list(settings.values())}),
                       key="moments_settings", name="moments_settings")
     ui.raw_logs_notice("The learnt position-bias curve (session survival per rank)")
-    st.stop()
+    ui.end_page()
 s = ds.summary
 if not c.present:
     st.subheader(f"Validation report — {escape_markdown(ds.label)}")

@@ -31,7 +31,7 @@ def _logged() -> None:
                "sessions. A pair of policies is inverted when nDCG orders it opposite to DCG — DCG estimates the "
                "online reward, so nDCG would pick the worse policy for that pair (KDD'24 Sec. 5, App. A).")
     if not ui.needs(c, policy=True):
-        st.stop()
+        ui.end_page()
     if c.dataset.is_moments:
         ui.raw_logs_notice("Comparing DCG and nDCG over the logged policies (per-session values and a bootstrap "
                            "over sessions)")
@@ -47,11 +47,11 @@ def _logged() -> None:
                 "logged propensities (IS, SNIPS, CIS, NCIS; Gilotte et al.) evaluates them on these pages:",
                 icon=":material/info:")
         ui.links(("candidates", "decisions", "clip-tuning", "sensitivity", "correlation"))
-        st.stop()
+        ui.end_page()
     if len(policies) < 2:
         st.error(f"Comparing rankings needs at least two target policies; these logs have {len(policies)} "
                  "(rank__<policy> columns). Add one column per candidate policy.", icon=":material/error:")
-        st.stop()
+        ui.end_page()
 
     s = c.settings
     with ui.controls():
@@ -63,7 +63,7 @@ def _logged() -> None:
                                  help="For the CI of the inverted share (resamples sessions); 0 skips it")
     if len(picked) < 2:
         st.warning("Choose at least two policies in the page controls.", icon=":material/warning:")
-        st.stop()
+        ui.end_page()
 
     with ui.guarded("DCG vs nDCG"):
         args = (c.key, c.reward, tuple(picked), s.discount, s.exposure, s.clip, s.level, int(n_boot))

@@ -26,7 +26,7 @@ st.caption("Each A/B test is a box: its width is the offline uplift CI of the ta
            "policy (on control logs), its height the online uplift CI (treatment − control), its label the "
            "A/B test. " + DECISION_CAPTION)
 if not ui.needs(c, policy=True, arms=True):
-    st.stop()
+    ui.end_page()
 experiments = list(c.dataset.experiments)
 if len(experiments) < 2:
     st.warning(f"These logs hold a single experiment ({experiments[0]}): one A/B test makes one box, and "
@@ -87,7 +87,7 @@ if c.dataset.is_moments:
                        "are left out of the choices; each")
 if not picked:
     st.warning("Choose at least one estimator in the page controls.", icon=":material/warning:")
-    st.stop()
+    ui.end_page()
 
 ests = tuple((n, d_model, e_model, m) for n, m in map(_from_text, picked))
 with ui.guarded("Decision boxes"):

@@ -22,7 +22,7 @@ st.caption("KDD'24 Sec. 6.2, Fig. 1, by the paper's protocol: the settings are t
            "(share whose offline effect is > 0; the paper reports 100 %) and the mean p-value next to it. Online "
            "negatives are a separate view, never part of the TPR.")
 if not ui.needs(c, policy=True, arms=True):
-    st.stop()
+    ui.end_page()
 if c.propensity:
     st.caption(f"**{ui.md_escape(c.policy)}** is given by propensities: its estimators weight the logged rows by "
                "π_t / π_p, and the cap c of the weights plays the role of the clip m (Gilotte Sec. 4.2).")
@@ -63,7 +63,7 @@ with ui.controls():
                               "ones among the detections")
 if not metrics:
     st.warning("Choose at least one metric in the page controls to draw the chart.", icon=":material/warning:")
-    st.stop()
+    ui.end_page()
 
 s = c.settings
 d_model, e_model = c.models
@@ -93,7 +93,7 @@ with ui.guarded("Sensitivity"):
         if len(alt.settings):
             st.button(f"Show the {len(alt.settings)} {SIDE_LABELS[other]} instead", key="w_sens_other",
                       on_click=lambda: ss.update(w_sens_side=other))
-    else:  # no st.stop() above: a stopped run does not reach share.finish, so the URL would keep the old view
+    else:
         fig = data.sensitivity_chart(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
                                      min_effect, side, s.clip, adjust)
         ui.show_figure(fig, key="sensitivity", name="sensitivity", take=ui.policy_headline(c.policy, res.takeaway))

@@ -22,7 +22,7 @@ st.caption("Each offline estimator is unbiased only under some assumptions about
            "tests those assumptions on the loaded logs — each test with an effect size, a confidence interval "
            "and a p-value — and gives every estimator a verdict with its reason.")
 if not ui.needs(c):
-    st.stop()
+    ui.end_page()
 
 with ui.controls():
     ui.init_control("which_alpha")
