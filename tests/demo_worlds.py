@@ -18,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from offeval_core.engine import Moments
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 SEEDS = (0, 1, 2, 3, 4, 5)
 REWARDS = ("like", "watch_complete", "watch_time")   # the Sensitivity page pools every reward, as Fig. 1 does
@@ -33,8 +35,8 @@ class DemoWorld:
 
     n_experiments: int
     ground_truth: pd.DataFrame
-    moments: object
-    decision_moments: object
+    moments: Moments
+    decision_moments: Moments
 
 
 def grouped(seeds=SEEDS):
