@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from dashboard import share, sidebar, ui  # noqa: E402
+from dashboard.data.datasets import UploadGone  # noqa: E402
 from offeval_core.sanitize import escape_markdown  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -52,7 +53,7 @@ try:
     page.run()
 except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
     pass
-except LookupError as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
+except UploadGone as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
     ui.show_error(exc, context=page.title)
 finally:  # the URL holds the view that is shown, also when the page ended early
     share.finish(page.url_path)

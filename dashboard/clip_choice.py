@@ -36,7 +36,7 @@ def recommendation(dataset, reward: str | None, policy: str | None, discount: st
         rec = ui.with_progress(f"Tuning the clip of {policy} (first time only)…",
                                data.is_ready("clip recommendation", *args),
                                lambda: data.clip_recommendation(*args))
-    except (OffevalError, ValueError, LookupError) as exc:
+    except OffevalError as exc:
         return f"the recommendation cannot be computed here ({ui.explain(exc)[0]})"
     data.mark_ready("clip recommendation", *args)
     return rec

@@ -223,7 +223,7 @@ def render(page_url_path: str = "") -> ui.Context:
     if key:
         try:
             dataset = _load(key)
-        except (OffevalError, ValueError, TypeError, LookupError, FileNotFoundError) as exc:
+        except OffevalError as exc:  # offeval's own errors only: anything else is a bug
             ss["_load_error"] = exc
             what, _ = ui.explain(exc)
             problem = f"{what}."

@@ -95,7 +95,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         os.environ.update(_limits_env(args))
         return int(args.func(args) or 0)
-    except (OffevalError, ValueError, TypeError, FileNotFoundError) as exc:
+    except OffevalError as exc:  # offeval's own errors only: anything else is a bug and shows its traceback
         print(f"offeval {args.command}: error: {exc}", file=sys.stderr)
         if hint := map_hint(exc):
             print(f"offeval {args.command}: hint: {hint}", file=sys.stderr)

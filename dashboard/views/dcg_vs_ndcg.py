@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, ui
+from offeval_core.errors import OffevalError
 from offeval_core.formatting import format_coefficient, not_available
 from offeval_core.heldout.charts import agreement_scatter
 
@@ -202,14 +203,14 @@ def _upload() -> None:
     try:
         qrels = data.heldout_qrels(*qrels_ref)
         st.caption(f"Qrels **{qrels_ref[1]}**: {len(qrels.frame):,} judgments, {len(qrels.users):,} users.")
-    except (ValueError, TypeError, KeyError, LookupError) as exc:
+    except OffevalError as exc:
         _upload_error(f"Qrels file {qrels_ref[1]}", exc, QRELS_LAYOUT)
         ok = False
     for ref in run_refs:
         try:
             runs = data.heldout_runs(*ref)
             st.caption(f"Run file **{ref[1]}**: " + ", ".join(f"{r.name} ({len(r.users):,} users)" for r in runs))
-        except (ValueError, TypeError, KeyError, LookupError) as exc:
+        except OffevalError as exc:
             _upload_error(f"Run file {ref[1]}", exc, RUN_LAYOUT)
             ok = False
     if not ok:
