@@ -7,6 +7,7 @@ from analyses_world import per_session_totals, small_world
 from scipy import stats as sps
 
 from offeval_core.analyses import sensitivity
+from offeval_core.analyses.sensitivity import online_settings
 from offeval_core.estimators import session_values
 
 
@@ -162,7 +163,22 @@ def test_no_significant_settings_gives_empty_table_and_plain_takeaway(world):
     _, _, m = world
     res = sensitivity(m, online_alpha=1e-300)
     assert res.settings.empty and (res.table["n_settings"] == 0).all()
-    assert "nothing to detect" in res.takeaway and "significant online improvement" in res.takeaway
+    # it says how many settings were tested and how close the nearest came: the smallest p of an online
+    # improvement is that of the settings selected at p < 1 (every improvement), counted here through the selection
+    every = sensitivity(m, online_alpha=1.0)
+    n_tested = len(online_settings(m, tuple(m.grid.rewards)))
+    assert res.n_tested == n_tested > len(every.settings) > 0
+    assert res.closest_p == every.settings["online_p"].min()
+    assert res.takeaway == (
+        f"None of the {n_tested} (experiment, day, reward) settings has a significant online improvement (p < 1e-300, "
+        f"effect > 0): the smallest p of an online improvement is {res.closest_p:.2g}, so there is nothing to "
+        "detect; raise the online p threshold (the paper: 0.001) or choose other rewards.")
+    # a bound no online effect passes: none is on the side, and the takeaway says that instead of a p
+    far = sensitivity(m, online_alpha=1e-300, min_effect=1e9, side="negatives")
+    assert math.isnan(far.closest_p)
+    assert far.takeaway.startswith(f"None of the {n_tested} (experiment, day, reward) settings has a significant "
+                                   "online degradation (p < 1e-300, effect < -1e+09): none has an online effect < "
+                                   "-1e+09, so there is nothing to detect; ")
 
 
 def test_bad_arguments(world):

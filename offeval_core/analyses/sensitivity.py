@@ -70,7 +70,9 @@ class SensitivityResult:
     selected settings with their online outcome. ``best_clips``: per metric every m that reaches the most
     detections (several when tied; empty on a flat line, where no m is best). With ``adjust`` ≠ "none",
     ``per_setting`` also holds ``p_adj`` and ``detected_unadjusted`` and ``table`` ``n_detected_unadjusted``;
-    ``family`` names the family of each adjustment and ``family_size`` its size.
+    ``family`` names the family of each adjustment and ``family_size`` its size. ``n_tested``: the settings
+    with an online outcome; ``closest_p``: the smallest online p among those whose effect is on ``side`` (NaN
+    when none is), which the takeaway states when no setting is selected.
     """
 
     table: pd.DataFrame
@@ -90,6 +92,8 @@ class SensitivityResult:
     family_size: int = 0
     side: str = "improvements"
     min_effect: float = 0.0
+    n_tested: int = 0
+    closest_p: float = math.nan
 
     @property
     def rate_name(self) -> str:
@@ -265,6 +269,8 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     else:
         chosen, selection = _listed_settings(online, settings, side=side, min_effect=min_effect), "list"
     d = SIDES[side][2]
+    on_side = online.loc[d * online["online_effect"] > min_effect, "online_p"]
+    closest_p = float(on_side.min()) if len(on_side) else math.nan
 
     rows = []
     for metric in metrics:
@@ -295,7 +301,8 @@ def sensitivity(moments: Moments, *, policy: str = "treatment", metrics: Sequenc
     result = SensitivityResult(table=table, per_setting=per, settings=chosen.reset_index(drop=True),
                                best_clips=best, takeaway="", policy=policy, discount=discount, exposure=exposure,
                                level=level, online_alpha=online_alpha, selection=selection, metrics=metrics,
-                               adjust=adjust, family=family, family_size=size, side=side, min_effect=min_effect)
+                               adjust=adjust, family=family, family_size=size, side=side, min_effect=min_effect,
+                               n_tested=len(online), closest_p=closest_p)
     object.__setattr__(result, "takeaway", sensitivity_takeaway(result))
     return result
 

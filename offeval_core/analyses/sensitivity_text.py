@@ -47,9 +47,14 @@ def sensitivity_takeaway(result) -> str:
             f"effect < {-result.min_effect if result.min_effect else 0:g}"   # never "< -0"
         hint = "(the paper: 0.001) or choose other rewards" if result.side == "improvements" else \
             "or choose other rewards, or look at the online improvements (the TPR view)"
-        return (f"No (experiment, day, reward) setting has a significant online {what} (p < "
-                f"{result.online_alpha:g}, {bound}), so there is nothing to detect; raise the online p threshold "
-                f"{hint}.")
+        if result.n_tested == 0:
+            return (f"No (experiment, day, reward) setting has an online A/B outcome, so there is nothing to "
+                    f"detect; {hint[hint.index('choose'):]}.")
+        of = f"None of the {result.n_tested} (experiment, day, reward) settings"
+        why = (f"the smallest p of an online {what} is {result.closest_p:.2g}" if not math.isnan(result.closest_p)
+               else f"none has an online {bound}")
+        return (f"{of} has a significant online {what} (p < {result.online_alpha:g}, {bound}): {why}, so there "
+                f"is nothing to detect; raise the online p threshold {hint}.")
     t, rate = result.table, result.rate_column
     parts = []
     for metric in result.metrics:
