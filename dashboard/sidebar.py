@@ -35,7 +35,8 @@ LIST_FIELDS = ("variants", "estimators")
 GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
 PAGE_TITLES = {"data": "Data", "sensitivity": "Sensitivity", "correlation": "Correlation",
                "dcg-vs-ndcg": "DCG vs nDCG", "estimator-lab": "Estimator lab", "decisions": "Decisions",
-               "clip-tuning": "Clip tuning", "candidates": "Candidates", "method": "Method"}
+               "clip-tuning": "Clip tuning", "candidates": "Candidates", "which-estimator": "Which estimator?",
+               "method": "Method"}
 DECK = ("sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning")
 """The pages presentation mode steps through by default."""
 USES: dict[str, tuple[str, ...]] = {
@@ -47,6 +48,7 @@ USES: dict[str, tuple[str, ...]] = {
     "decisions": GLOBAL,
     "clip-tuning": GLOBAL,
     "candidates": ("dataset", "reward", "discount", "exposure", "clip", "level"),
+    "which-estimator": ("dataset", "reward", "policy", "discount", "level"),  # D0 is the learnt PBM; no clip
     "method": ("dataset",),
 }
 """The sidebar controls each page reads (by URL path); the others are hidden on that page."""

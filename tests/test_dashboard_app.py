@@ -295,3 +295,21 @@ def test_method_page_ticks_an_assumption_only_after_testing_it_on_the_logs(logs)
         assert ("checked: no evidence against it" in block) == (not rejected), block
         if not rejected:
             assert all(f"{n} p = {d.check(n).p_value:.2g}" in block for n in names), block
+
+
+def test_every_page_lists_the_sidebar_controls_it_reads():
+    """Every page of the navigation has a title (the presentation deck's choices) and its list of sidebar controls;
+    "Which estimator?" had neither, so it showed every control, the clip and D0 too, which it does not read (its
+    verdicts weight by the learnt PBM and cap at the weights' 99th percentile)."""
+    import re
+    from pathlib import Path
+
+    from dashboard.sidebar import PAGE_TITLES, USES
+
+    source = (Path(__file__).resolve().parents[1] / "dashboard" / "app.py").read_text()
+    pages = re.findall(r'url_path="([^"]*)"', source)
+    assert set(pages) == set(USES) == set(PAGE_TITLES) and len(pages) == 10
+    at = app("which_estimator", timeout=300)
+    keys = {w.key for kind in ("selectbox", "select_slider") for w in at.sidebar.get(kind)}
+    assert {"w_reward", "w_policy", "w_discount", "w_level"} <= keys
+    assert not keys & {"w_clip", "w_exposure"}, keys
