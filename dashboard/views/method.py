@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, ui
+from dashboard.state import PAGE_CONTROLS
 from offeval_core.estimators import ESTIMATORS
 
 c = ui.ctx()
@@ -62,19 +63,20 @@ HOW_TO_CHECK = {
          "support)",
 }
 # the tests of `offeval diagnose` (docs/diagnose.md) that bear on each assumption; 1 and 4 have none on logs
+ALPHA = PAGE_CONTROLS["which_alpha"].default  # the Which estimator? page's default: the same cached diagnosis
 TESTED_BY = {"2": ("cascade", "context-dependent position bias"), "3": ("reward interaction",), "5": ("support",)}
 diag = None
 if logs is not None and c.reward:
     policy = c.policy if c.policy in (c.dataset.policies or ()) else None
-    ready = data.is_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05, c.settings.level)
+    ready = data.is_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, ALPHA, c.settings.level)
     if ready or st.button("Test the assumptions on these logs (a few seconds, once per dataset)",
                           key="w_method_diagnose"):
         with ui.guarded("Assumption tests"):
             diag = ui.with_progress("Testing the assumptions on the logs…", ready,
-                                    lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, 0.05,
+                                    lambda: data.diagnosis(c.key, c.reward, policy, c.settings.discount, ALPHA,
                                                            c.settings.level))
-            data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, 0.05, c.settings.level)
-st.caption("An assumption shows a tick only when a test on the loaded data (the Which estimator? page, α = 0.05, "
+            data.mark_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, ALPHA, c.settings.level)
+st.caption(f"An assumption shows a tick only when a test on the loaded data (the Which estimator? page, α = {ALPHA:g}, "
            f"reward {ui.md_escape(c.reward or '—')}) finds no evidence against it, and a cross when the test "
            "rejects it; an assumption without a test on logs reads “assumed, not checked”, with what would check "
            "it. A simulated world built with a switch that breaks one says so.")
