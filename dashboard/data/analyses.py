@@ -33,7 +33,7 @@ __all__ = [
     "candidates_result", "clip_recommendation", "clip_tuning_chart", "clip_tuning_result",
     "correlation_chart", "correlation_clip_chart", "correlation_clip_result", "correlation_html",
     "correlation_summary_chart",
-    "correlation_result", "correlation_series_chart", "decision_defaults", "decision_result", "diagnosis", "estimates_at", "estimator_family", "online_arms", "planned_moments", "policy_moments", "sensitivity_chart", "sensitivity_result",
+    "correlation_result", "correlation_series_chart", "decision_result", "diagnosis", "estimates_at", "estimator_family", "online_arms", "planned_moments", "policy_moments", "sensitivity_chart", "sensitivity_result",
     "simulated_topics", "tuned_estimator",
 ]
 
@@ -145,29 +145,6 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
         raise NeedsRawLogs(needs_raw_logs_text("The DCG vs nDCG bootstrap over sessions"))
     return dcg_vs_ndcg(load(key).logs, reward=reward, policies=policies, discount=discount, exposure=exposure,
                        clip=clip, n_boot=n_boot, rng=0, level=level)
-
-
-def decision_defaults(discount: str, exposure: str, clip: float) -> tuple[tuple, ...]:
-    """The Decisions page's default estimators as (name, D, D0, m): DCG on raw labels, DCG de-biased at the
-    sidebar's clip ``clip`` (what KDD'24 recommends), then the rest of ``analyses.DEFAULT_ESTIMATORS``
-    (de-biased DCG and nDCG at m = ∞), without repeats; for a propensity policy (D = D0 = ``propensity``) the
-    importance estimators of ``plan.propensity_estimators``.
-
-    >>> [(n, m) for n, _, _, m in decision_defaults("pbm", "pbm", 16.0)]
-    [('dcg', 1.0), ('dcg', 16.0), ('dcg', inf), ('ndcg', inf)]
-    >>> [(n, m) for n, _, _, m in decision_defaults("propensity", "propensity", 16.0)]
-    [('is', inf), ('snips', inf), ('cis', 16.0), ('ncis', 16.0)]
-    """
-    from offeval_core.analyses import DEFAULT_ESTIMATORS
-
-    if discount == PROPENSITY:
-        from offeval_core.analyses.plan import propensity_estimators
-
-        return tuple(tuple(v) for v in propensity_estimators(clip))
-
-    first, *rest = [(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
-    picks = dict.fromkeys([first, ("dcg", float(clip)), *rest])
-    return tuple((name, discount, exposure, m) for name, m in picks)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

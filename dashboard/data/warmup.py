@@ -30,12 +30,17 @@ from dashboard.data.analyses import (
     clip_tuning_result,
     correlation_clip_result,
     correlation_result,
-    decision_defaults,
     decision_result,
     sensitivity_result,
 )
 from dashboard.data.datasets import Dataset, moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
+from dashboard.data.page_defaults import (
+    agreement_policies,
+    correlation_defaults,
+    decision_defaults,
+    sensitivity_rewards,
+)
 
 __all__ = ["Warmup", "default_choices", "default_reward", "page_first", "progress", "steps", "warm_up"]
 
@@ -74,14 +79,12 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     DCG vs nDCG, Decisions, Clip tuning), the first reward's moments first (most pages share them).
 
     Every argument is the page's own default: the global settings' (``state.DEFAULTS``), the page controls'
-    (``state.PAGE_CONTROLS``) and the shared default choices (``decision_defaults``),
+    (``state.PAGE_CONTROLS``) and the choices the pages derive from them (:mod:`.page_defaults`),
     passed in the page's order, so each call hits the cache entry the page reads
     (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew). A propensity
     target policy's steps read the importance moments of the logged propensities (``PROPENSITY_CONTROLS``)."""
     from dashboard.state import DEFAULTS as D
     from dashboard.state import PROPENSITY_CONTROLS
-    from offeval_core.analyses import default_variants
-    from offeval_core.analyses.plan import propensity_estimators
     from offeval_core.importance.weights import PROPENSITY
 
     key = ds.key
@@ -103,7 +106,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
         steps += [(f"propensity moments of {r}", lambda r=r: propensity_moments(key, r))
                   for r in dict.fromkeys((reward, *rewards))]
     if policy and arms and rewards:
-        pooled = rewards if control("sens_all") else (reward,)
+        pooled = sensitivity_rewards(ds, reward, control("sens_all"))
         def sensitivity_views():
             """The page's default view and, when that has no setting, the other side (the page offers it)."""
             side = control("sens_side")
@@ -117,8 +120,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
 
         steps.append(("sensitivity", sensitivity_views))
     if policy and arms and len(ds.days) >= 3:
-        # the page's default columns (Q̂ at m = ∞; IS and SNIPS for a propensity policy)
-        variants = tuple(tuple(v) for v in (propensity_estimators(D.clip) if propensity else default_variants()))
+        variants = tuple(tuple(v) for v in correlation_defaults(d, D.clip))
         if not propensity:
             steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
         steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method, policy)))
@@ -126,7 +128,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
             steps.append(("Table 2 across clips", lambda: correlation_clip_result(key, reward, "pbm", D.method,
                                                                                   policy)))
     if len(ds.policies) >= 2:
-        steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, tuple(ds.policies), D.discount,
+        steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, agreement_policies(ds), D.discount,
                                                               D.exposure, D.clip, D.level, control("agr_boot"))))
     if policy and arms:
         ests = decision_defaults(d, e, D.clip)

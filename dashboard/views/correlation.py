@@ -8,9 +8,9 @@ import math
 import streamlit as st
 
 from dashboard import data, ui
-from offeval_core.analyses import Variant, default_variants
+from offeval_core.analyses import Variant
 from offeval_core.analyses import variant_label as vlabel
-from offeval_core.analyses.plan import PROPENSITY_CURVES, propensity_estimators
+from offeval_core.analyses.plan import PROPENSITY_CURVES
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.sanitize import escape_markdown
@@ -56,14 +56,9 @@ if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = m
         ui.raw_logs_notice(f"The moments file holds no variant with D = D0 (D ∈ {', '.join(g.discounts)}, D0 ∈ "
                            f"{', '.join(g.exposures)}); the correlation table compares such variants, so it")
         ui.end_page()
-if c.propensity:
-    metric_names = list(PROPENSITY_CURVES)
-    defaults = [_to_text(v) for v in propensity_estimators(s.clip)]
-else:
-    metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
-    defaults = [_to_text(v) for v in default_variants()]
-    if s.discount not in ("log2", "pbm"):  # the sidebar's D is a column too: DCG (D, Q̂ at the sidebar's m)
-        defaults.append(_to_text(Variant("dcg", s.discount, s.discount, float(s.clip))))
+metric_names = list(PROPENSITY_CURVES) if c.propensity else \
+    [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
+defaults = [_to_text(v) for v in data.correlation_defaults(c.models[0], s.clip)]
 candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts
               if not (me in ("is", "snips") and cl != math.inf)]  # IS and SNIPS are uncapped: offered once
 options = list(dict.fromkeys(_to_text(v) for v in candidates))

@@ -37,7 +37,7 @@ def _logged() -> None:
         ui.raw_logs_notice("Comparing DCG and nDCG over the logged policies (per-session values and a bootstrap "
                            "over sessions)")
         return
-    policies = list(c.logs.policies)
+    policies = list(data.agreement_policies(c.dataset))
     targets = c.dataset.targets
     if len(policies) < 2 and len(targets.all) > len(policies):
         given = [p for p in targets.all if targets.kind(p) == "propensity"]

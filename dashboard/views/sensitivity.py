@@ -67,9 +67,7 @@ if not metrics:
 
 s = c.settings
 d_model, e_model = c.models
-rewards = tuple(c.dataset.rewards) if all_rewards else (c.reward,)
-rates = c.dataset.reward_rates
-rewards = tuple(r for r in rewards if rates.get(r, 0) > 0)
+rewards = data.sensitivity_rewards(c.dataset, c.reward, all_rewards)
 min_effect = float(min_effect)
 with ui.guarded("Sensitivity"):
     todo = [r for r in rewards if not (data.is_ready("propensity", c.key, r) if c.propensity
