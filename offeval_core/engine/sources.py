@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from offeval_core.arms import OFFLINE_ARM
 from offeval_core.engine.checks import check_table
 from offeval_core.engine.dialects import flag, hashes_structs
 from offeval_core.engine.grid import GROUP_KEYS
@@ -168,7 +169,7 @@ def _prepared(logs: Logs) -> dict:
     for p in logs.policies:
         cols[POLICY_PREFIX + p] = frame[POLICY_PREFIX + p].to_numpy()[positive]
     length = sess["length"].to_numpy().astype(np.int64)
-    control = (sess["arm"] == "control").to_numpy()
+    control = (sess["arm"] == OFFLINE_ARM).to_numpy()  # the offline arm; pbm_from_histogram falls back to all (arms.offline_mask)
     n_len = np.bincount(length)
     n_ctl = np.bincount(length[control], minlength=len(n_len))
     seen = np.flatnonzero(n_len)
@@ -217,7 +218,7 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     table, rewards = checked.table, checked.rewards
     policies = tuple(c[len(POLICY_PREFIX):] for c in checked.policies)
     schema = table.schema()
-    defaults = {"experiment_id": "all", "day": "1", "arm": "control", "segment": "all"}
+    defaults = {"experiment_id": "all", "day": "1", "arm": OFFLINE_ARM, "segment": "all"}
     keys = {k: (table[k].cast("string") if k != "day" else table[k]) if k in table.columns else ibis.literal(v)
             for k, v in defaults.items()}
     if "arm" in table.columns:  # the user's labels mapped to control / treatment, as read_logs maps them
@@ -261,7 +262,7 @@ def source_from_files(path, backend=None, *, columns: dict[str, str] | None = No
     sessions = per.join(code, on).select("session", "length", "g")
     counts = (hist.groupby("g")["n"].sum().reindex(groups_all["g"], fill_value=0).rename("n").reset_index())
     groups = groups_all[["g", *gk]]
-    lengths = (hist.assign(n_control=np.where(hist["arm"] == "control", hist["n"], 0))
+    lengths = (hist.assign(n_control=np.where(hist["arm"] == OFFLINE_ARM, hist["n"], 0))
                .groupby("length", sort=True)[["n", "n_control"]].sum().reset_index())
     positives = pos.select("session", "g", *[c for c in rows.columns if c not in ("session", *gk)]).cache()
     max_rank = max(checked.sessions.tops.values())  # the checks' pass over the values found the largest ranks
