@@ -16,6 +16,8 @@ is only checked for being finite).
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 import pandas as pd
 
@@ -122,8 +124,22 @@ def _labelled(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     for c in LABELS:
         if c in out.columns:
-            out[c] = pd.to_numeric(out[c], errors="coerce").astype(float) if c == "clip" else out[c].astype(str)
+            out[c] = pd.to_numeric(out[c], errors="coerce").astype(float) if c == "clip" else _as_text(out[c])
     return out
+
+
+def _as_text(col: pd.Series) -> pd.Series:
+    """``col.astype(str)``; a column of dates (the ``day`` of logs read from Parquet) converts each distinct date
+    once, as a million rows hold a few days (1.96 s → 0.34 s on the demo's 1.2 M moment rows).
+
+    >>> import datetime
+    >>> _as_text(pd.Series([datetime.date(2026, 3, 2), datetime.date(2026, 3, 3)] * 2, dtype=object)).tolist()
+    ['2026-03-02', '2026-03-03', '2026-03-02', '2026-03-03']
+    """
+    if col.dtype == object and pd.api.types.infer_dtype(col, skipna=False) == "date":
+        codes, uniques = pd.factorize(col)
+        return pd.Series(np.asarray([str(u) for u in uniques], dtype=object)[codes], index=col.index).astype(str)
+    return col.astype(str)
 
 
 def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> None:
@@ -150,20 +166,11 @@ def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> 
          [LOGGING_POLICY, *grid.policies], list(METRICS)],
         names=["reward", "discount", "exposure", "clip", "policy", "metric"]).to_frame(index=False)
     groups = pd.concat([off[keys], on[keys]]).drop_duplicates().reset_index(drop=True)
-    expected = groups.merge(variants, how="cross") if keys else variants
-    found = off[expected.columns.tolist()].assign(_row=np.arange(len(off)))
-    both = found.merge(expected, how="outer", indicator=True)
-    extra = both[both["_merge"] == "left_only"]
-    if len(extra):
-        rows = np.sort(extra["_row"].to_numpy(dtype=np.int64))
-        raise moments_error(source, f"offline rows {_rows(rows)} are for a group or variant the grid does not list "
-                                    f"({_describe(shown.iloc[rows[0]][expected.columns.tolist()])})",
-                            rows=rows[:_SHOWN] + 1)
-    missing = both[both["_merge"] == "right_only"]
-    if len(missing):
-        raise moments_error(source, f"the grid is incomplete: {len(missing):,} offline row(s) missing, the first for "
-                                    f"({_describe(missing.iloc[0][expected.columns.tolist()])}); every group needs a "
-                                    "row for each reward, discount, exposure, clip, policy and metric of the grid")
+    # every offline group is among ``groups`` and no row repeats, so the rows are the grid exactly when every label
+    # is one the grid lists and there are as many rows as the grid has: the merge finds the first offending row only
+    listed = np.logical_and.reduce([off[c].isin(variants[c].unique()).to_numpy() for c in variants.columns])
+    if not listed.all() or len(off) != (len(groups) if keys else 1) * len(variants):
+        _grid_mismatch(off, shown, groups, variants, keys, source)
     online_expected = (groups.merge(pd.DataFrame({"reward": list(grid.rewards)}), how="cross") if keys
                        else pd.DataFrame({"reward": list(grid.rewards)}))
     lacking = online_expected.merge(on[[*keys, "reward"]], how="left", indicator=True)
@@ -184,3 +191,23 @@ def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> 
                                     f"their group (n = {int(first['n']):,} where the online rows count "
                                     f"{int(first['n_online']):,}); a group's offline n is its number of sessions",
                             column="n", rows=rows[:_SHOWN] + 1)
+
+
+def _grid_mismatch(off: pd.DataFrame, shown: pd.DataFrame, groups: pd.DataFrame, variants: pd.DataFrame,
+                   keys: list[str], source: str) -> NoReturn:
+    """Raise for the first offline row that is not in the grid, or the first grid row that has none."""
+    expected = groups.merge(variants, how="cross") if keys else variants
+    found = off[expected.columns.tolist()].assign(_row=np.arange(len(off)))
+    both = found.merge(expected, how="outer", indicator=True)
+    extra = both[both["_merge"] == "left_only"]
+    if len(extra):
+        rows = np.sort(extra["_row"].to_numpy(dtype=np.int64))
+        raise moments_error(source, f"offline rows {_rows(rows)} are for a group or variant the grid does not list "
+                                    f"({_describe(shown.iloc[rows[0]][expected.columns.tolist()])})",
+                            rows=rows[:_SHOWN] + 1)
+    missing = both[both["_merge"] == "right_only"]
+    if len(missing):
+        raise moments_error(source, f"the grid is incomplete: {len(missing):,} offline row(s) missing, the first for "
+                                    f"({_describe(missing.iloc[0][expected.columns.tolist()])}); every group needs a "
+                                    "row for each reward, discount, exposure, clip, policy and metric of the grid")
+    raise moments_error(source, "the offline rows do not match the grid")  # not reached: a row or a count differed
