@@ -9,12 +9,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from offeval_core.arms import offline_rows
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.estimators import aggregate, estimate_from_row, select
-from offeval_core.importance import reduce_importance
-from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.importance import exposure_weights, reduce_importance
+from offeval_core.logs import Logs
 from offeval_core.results import json_number
 from offeval_core.stats import kish_ess
 
@@ -118,8 +117,8 @@ def verdict_clip(weights) -> float:
     """The cap c of the clip sensitivity: the 99th percentile of the weights (numpy's linear interpolation), at
     least 1, the smallest cap the estimators take (c ∈ [1, ∞], Gilotte Sec. 4.2).
 
-    >>> verdict_clip([1.0] * 99 + [101.0])   # the 99th percentile lies between the 99th and 100th weight
-    2.0
+    >>> verdict_clip(range(101))               # weights 0, 1, …, 100: the 99th percentile is 99
+    99.0
     >>> verdict_clip([0.5, 0.25])             # a percentile below 1 caps nothing: c = 1
     1.0
     """
@@ -136,9 +135,8 @@ def ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, disco
     (on ranking logs SNIPS equals IS: docs/importance.md). ESS (Kish) and the largest share are of the
     offline rows' weights.
     """
-    f = offline_rows(logs.frame)
     d = parse_discount(discount, logs=logs)
-    w = d(f[POLICY_PREFIX + policy].to_numpy()) / parse_discount("pbm", logs=logs)(f["rank"].to_numpy())
+    _, w = exposure_weights(logs, policy, discount=discount, exposure="pbm")
     cap = verdict_clip(w)
     m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(cap,), cappings=("max",),
                           scales=("session",), weights="exposure", discount=discount, exposure="pbm", strata=None,

@@ -175,7 +175,8 @@ def test_ranking_estimators_equal_the_cores_public_estimators(make, discount):
     d, s = ranking_estimators(logs, "click", "new", {}, discount)
     kw = dict(reward="click", policy="new", weights="exposure", discount=discount, exposure="pbm")
     engine = oe.dcg(logs, reward="click", policy="new", discount=discount, exposure="pbm")
-    ips, snips = (oe.estimate_importance(logs, estimator=e, **kw).target for e in ("is", "snips"))
+    ips_result = oe.estimate_importance(logs, estimator="is", **kw)
+    ips, snips = ips_result.target, oe.estimate_importance(logs, estimator="snips", **kw).target
     assert d.value == pytest.approx(engine.value, abs=1e-12) and d.stderr == pytest.approx(engine.stderr, abs=1e-12)
     assert d.value == pytest.approx(ips.value, abs=1e-12) and d.stderr == pytest.approx(ips.stderr, abs=1e-12)
     assert s.value == pytest.approx(snips.value, abs=1e-12) and s.stderr == pytest.approx(snips.stderr, abs=1e-12)
@@ -183,6 +184,9 @@ def test_ranking_estimators_equal_the_cores_public_estimators(make, discount):
     w = (oe.parse_discount(discount, logs=logs)(f["rank__new"].to_numpy())
          / oe.parse_discount("pbm", logs=logs)(f["rank"].to_numpy()))
     c = verdict_clip(w)
+    # the row weights of the diagnostics are the reduce's: Kish's ESS and the largest weight agree
+    assert d.ess == pytest.approx(ips_result.diagnostics["ess_uncapped"], rel=1e-12)
+    assert d.max_share * w.sum() == pytest.approx(ips_result.diagnostics["max_weight"], rel=1e-12)
     cis, ncis = (oe.estimate_importance(logs, estimator=e, clip=c, **kw).target.value for e in ("cis", "ncis"))
     assert d.clip_sensitivity == pytest.approx(abs(cis - ips.value) / ips.stderr, abs=1e-12)
     assert s.clip_sensitivity == pytest.approx(abs(ncis - snips.value) / snips.stderr, abs=1e-12)
