@@ -41,6 +41,7 @@ from offeval_core.arms import offline_rows
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.errors import InputError, UnknownName
+from offeval_core.importance import exposure_weights
 from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.multiple import holm
 from offeval_core.policies import choose_target_policy, target_policies
@@ -369,12 +370,11 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
                                "not testable: name a target policy with rank__<policy> or propensity columns.",
                                identified=False)
     d = parse_discount(discount, logs=logs)
-    d0 = parse_discount("pbm", logs=logs)
-    tr = f[POLICY_PREFIX + policy].to_numpy()
-    k = int(tr.max())
+    k = int(f[POLICY_PREFIX + policy].max())
     total = float(d(np.arange(1, k + 1)).sum())
-    per = np.bincount(f["session"].to_numpy(), weights=d(tr) / d0(f["rank"].to_numpy()))
-    per = per[np.unique(f["session"].to_numpy())] / total
+    sess, w = exposure_weights(logs, policy, discount=discount, exposure="pbm")
+    per = np.bincount(sess, weights=w)                # the target's exposure each session sees: Σ_i w_i
+    per = per[np.unique(sess)] / total
     m, se = float(per.mean()), float(per.std(ddof=1) / math.sqrt(len(per)))
     deepest = int(f["rank"].max())
     beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k > deepest else 0.0

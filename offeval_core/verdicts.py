@@ -8,17 +8,18 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import pandas as pd
 
-from offeval_core.arms import offline_rows
+from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
-from offeval_core.logs import POLICY_PREFIX, Logs
+from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.importance import exposure_weights, reduce_importance
+from offeval_core.logs import Logs
 from offeval_core.results import json_number
 from offeval_core.stats import kish_ess
 
 __all__ = [
     "RANKING_NEEDS", "SLATE_NEEDS", "SUPPORT_MATERIAL", "EstimatorCheck", "ranking_estimators",
-    "slate_estimators", "verdict", "verdict_summary",
+    "slate_estimators", "verdict", "verdict_clip", "verdict_summary",
 ]
 
 
@@ -112,30 +113,48 @@ def verdict(label: str, needs, checks: dict, ess_share: float, max_share: float,
                      f"1 % of weights moves it by {clip_sens:.2f} SE.")
 
 
+def verdict_clip(weights) -> float:
+    """The cap c of the clip sensitivity: the 99th percentile of the weights (numpy's linear interpolation), at
+    least 1, the smallest cap the estimators take (c ∈ [1, ∞], Gilotte Sec. 4.2).
+
+    >>> verdict_clip(range(101))               # weights 0, 1, …, 100: the 99th percentile is 99
+    99.0
+    >>> verdict_clip([0.5, 0.25])             # a percentile below 1 caps nothing: c = 1
+    1.0
+    """
+    return max(float(np.quantile(np.asarray(weights, dtype=float), 0.99)), 1.0)
+
+
 def ranking_estimators(logs: Logs, reward: str, policy: str, checks: dict, discount: str) -> list[EstimatorCheck]:
-    f = offline_rows(logs.frame)
+    """DCG / IPS and SNIPS of ``policy`` with the exposure weights w = D(R(i)) / D0(r_i) (D = ``discount``,
+    D0 = the learnt PBM) on the offline rows, with their verdicts.
+
+    Values, standard errors and capped values are the importance family's
+    (:func:`offeval_core.importance.reduce_importance`, one reduce): DCG / IPS is IS (= DCG at m = ∞), its
+    capped value CIS at c = :func:`verdict_clip` of the weights; SNIPS and its capped value NCIS at the same c
+    (on ranking logs SNIPS equals IS: docs/importance.md). ESS (Kish) and the largest share are of the
+    offline rows' weights.
+    """
     d = parse_discount(discount, logs=logs)
-    d0 = parse_discount("pbm", logs=logs)
-    w = d(f[POLICY_PREFIX + policy].to_numpy()) / d0(f["rank"].to_numpy())
-    r = f[reward].to_numpy()
-    codes = pd.factorize(f["session"].to_numpy())[0]
-    n = int(codes.max()) + 1
-    cap = float(np.quantile(w, 0.99))
+    _, w = exposure_weights(logs, policy, discount=discount, exposure="pbm")
+    cap = verdict_clip(w)
+    m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(cap,), cappings=("max",),
+                          scales=("session",), weights="exposure", discount=discount, exposure="pbm", strata=None,
+                          context=None)
+
+    def target(metric: str, clip: float):
+        rows = aggregate(select(m, reward=reward, policy=policy, metric=metric, discount=m.grid.discounts[0],
+                                exposure=m.grid.exposures[0], clip=clip))
+        return estimate_from_row(rows.iloc[0], metric=metric, level=LEVEL)
+
+    ess = kish_ess(w)
+    share, mx = ess / len(w), float(w.max() / w.sum())
     out = []
-    for key, label in (("dcg", f"DCG / IPS (D = {d.spec}, D0 = learnt PBM)"), ("snips", "SNIPS (same weights)")):
-        def value(weights, key=key):
-            per = np.bincount(codes, weights=weights * r, minlength=n)
-            if key == "dcg":
-                return float(per.mean()), per - per.mean()
-            den = np.bincount(codes, weights=weights, minlength=n)
-            ratio = per.sum() / den.sum() * (len(w) / n)
-            infl = (per - ratio * den * n / len(w))
-            return float(ratio), infl
-        v, infl = value(w)
-        vc, _ = value(np.minimum(w, cap))
-        se = float(np.std(infl, ddof=1) / math.sqrt(n))
-        ess = kish_ess(w)
-        share, mx = ess / len(w), float(w.max() / w.sum())
+    for key, (full, capped), label in (("dcg", ("is", "cis"), f"DCG / IPS (D = {d.spec}, D0 = learnt PBM)"),
+                                       ("snips", ("snips", "ncis"), "SNIPS (same weights)")):
+        est = target(full, math.inf)
+        v, se = est.value, est.stderr
+        vc = target(capped, cap).value
         sens = abs(vc - v) / se if se > 0 else 0.0
         verdict_, reason = verdict(label.split(" (")[0], RANKING_NEEDS, checks, share, mx, sens, ess)
         out.append(EstimatorCheck(key, label, v, se, ess, share, mx, sens, RANKING_NEEDS, verdict_, reason))
@@ -158,7 +177,7 @@ def slate_estimators(logs: Logs, reward: str, policy: str, checks: dict) -> list
             cum = weights_for(data, "rips")
         else:
             cum = weights_for(data, key)
-        capped = estimate(data, estimator=key, clip=max(float(np.quantile(cum, 0.99)), 1.0))
+        capped = estimate(data, estimator=key, clip=verdict_clip(cum))
         sens = abs(capped.target.value - res.target.value) / res.target.stderr if res.target.stderr > 0 else 0.0
         verdict_, reason = verdict(LABELS[key], needs, checks, w.ess_share, w.max_share, sens, w.ess)
         out.append(EstimatorCheck(key, LABELS[key], res.target.value, res.target.stderr, w.ess, w.ess_share,

@@ -38,13 +38,23 @@ def test_hand_computed_table():
     assert t.loc[1.0, "mse_bound"] == pytest.approx(t.loc[1.0, "variance"] + 2.25 ** 2)
 
 
-def test_bias_estimate_equals_gap_to_unclipped_estimate():
+def test_bias_estimate_equals_the_clipped_rewards_summed_row_by_row():
+    """The bias estimate V̂(∞) − V̂(m) (read from the moments) equals its row form (1/N) Σ_i c_i D(R(i)) (w_i − m)₊
+    over the control rows, computed here independently in numpy."""
+    from offeval_core.discounts import parse_discount
+
     _, logs, m = small_world()
     res = clip_tuning(logs, reward="watch_complete", policy="treatment", clips=CLIPS, moments=m)
     t = res.table.set_index("clip")
-    for c in CLIPS:
-        assert t.loc[c, "bias_estimate"] == pytest.approx(t.loc[math.inf, "estimate"] - t.loc[c, "estimate"],
-                                                          rel=1e-9, abs=1e-12)
+    f = logs.frame[logs.frame["arm"] == "control"]
+    c = f["watch_complete"].to_numpy(dtype=float)
+    w = 1 / parse_discount("pbm", logs=logs)(f["rank"].to_numpy())
+    dt = parse_discount("pbm", logs=logs)(f["rank__treatment"].to_numpy())
+    n = f["session"].nunique()
+    for clip in CLIPS:
+        excess = np.maximum(w - clip, 0.0) if math.isfinite(clip) else np.zeros_like(w)
+        assert t.loc[clip, "bias_estimate"] == pytest.approx(float(np.sum(c * dt * excess)) / n, rel=1e-9, abs=1e-12)
+    assert t.loc[math.inf, "bias_estimate"] == 0.0
     assert (np.diff(res.table["bias_bound"]) <= 0).all()       # bound shrinks as m grows
     assert (np.diff(res.table["clipped_rows"]) <= 0).all()
     assert res.rule_clip in CLIPS

@@ -148,3 +148,23 @@ def test_missing_columns_are_typed_and_each_interface_says_how_to_map(tmp_path, 
             in capsys.readouterr().err)
     _, fix = explain(err.value)
     assert fix.startswith("Pick your file's column for 'session_id' and 'rank' in the column-mapping form below.")
+
+
+def test_the_verdicts_compute_no_session_value_of_their_own():
+    """One implementation of the importance-weighted session value: verdicts.py reads DCG / IPS, SNIPS and their
+    capped values from the importance reduce and groups no rows by session itself (no bincount, groupby, factorize,
+    np.add.at / reduceat, np.unique, pivot, and no ``["session"]`` column read). The exact values are pinned by
+    tests/test_verdicts.py::test_ranking_estimators_equal_the_cores_public_estimators."""
+    import ast
+    from pathlib import Path
+
+    rel = "offeval_core/verdicts.py"
+    tree = ast.parse((Path(__file__).resolve().parents[1] / rel).read_text(encoding="utf-8"))
+    calls = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+             for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)}
+    grouping = {"bincount", "groupby", "factorize", "at", "reduceat", "unique", "pivot", "pivot_table", "crosstab"}
+    assert not calls & grouping, sorted(calls & grouping)
+    keys = {n.slice.value for n in ast.walk(tree)
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)}
+    assert not keys & {"session", "session_id"}, keys
+    assert {"reduce_importance", "estimate_from_row", "kish_ess"} <= calls

@@ -77,4 +77,9 @@ def test_verdicts_and_the_support_check_use_every_session_without_a_control_arm(
     assert check_support(logs, policy="new", discount="reciprocal").n == 3
     for rel in ("offeval_core/diagnose.py", "offeval_core/verdicts.py"):
         text = (ROOT / rel).read_text(encoding="utf-8")
-        assert '== "control"' not in text and "offline_rows" in _calls(rel), rel
+        assert '== "control"' not in text, rel
+    # the rows: offline_rows, directly or through the one exposure-weight helper; the estimates: select's arm rule
+    assert "offline_rows" in _calls("offeval_core/diagnose.py")
+    assert "offline_rows" in _calls("offeval_core/importance/weights.py")
+    assert {"exposure_weights", "select"} <= _calls("offeval_core/verdicts.py")
+    assert "exposure_weights" in _calls("offeval_core/diagnose.py")

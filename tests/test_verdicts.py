@@ -1,6 +1,7 @@
 """Verdicts of "Which estimator?" (offeval_core.verdicts): every rule at its threshold, and the ranking and
 slate estimators' weight diagnostics computed by hand on small logs (which rows, how ESS is counted, the
-SNIPS value and its influence SE, the clip sensitivity at the 99th percentile of the weights)."""
+clip sensitivity at the 99th percentile of the weights), and the ranking values, SEs and capped values equal
+to the core's public estimators (one implementation)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from offeval_core.verdicts import (
     ranking_estimators,
     slate_estimators,
     verdict,
+    verdict_clip,
     verdict_summary,
 )
 
@@ -104,23 +106,90 @@ def test_ranking_estimators_by_hand():
     assert d.ess == pytest.approx(361 / 71, abs=1e-12)
     assert d.ess_share == pytest.approx(361 / 71 / 6, abs=1e-12)
     assert d.max_share == pytest.approx(6 / 19, abs=1e-12)
-    # the 99th percentile of the sorted weights (1/3, 1/3, 1/2, 1/2, 1/2, 1) is 1/2 + 0.95 · 1/2 = 0.975: the
-    # capped DCG is (1/2 + 1/2 + 0.975 + 1/2) / 3 = 0.825, |0.825 − 5/6| / (1/3) = 0.025
-    assert d.clip_sensitivity == pytest.approx(0.025, abs=1e-12)
+    # the 99th percentile of the sorted weights (1/3, 1/3, 1/2, 1/2, 1/2, 1) is 1/2 + 0.95 · 1/2 = 0.975 < 1, so
+    # the cap is c = 1 (the smallest the estimators take), which no weight exceeds: no clip sensitivity
+    assert verdict_clip(w) == 1.0
+    assert d.clip_sensitivity == 0.0
     assert d.verdict == "caution" and d.reason == "a single weight carries 31.6% of the total weight."
     assert d.needs == RANKING_NEEDS
     assert d.label == "DCG / IPS (D = reciprocal, D0 = learnt PBM)"
-    # SNIPS: Σ w r / Σ w · (rows / sessions) = (5/2) / (19/6) · 2 = 30/19; influence per session
-    # ψ = Σ_s w r − V · Σ_s w · sessions / rows = (1/2 − 30/19 · 5/6 / 2, …) = (−3/19, −3/19, 6/19):
-    # SE = sd(ψ) / √3 = (3/19 · √3) / √3 = 3/19
+    # SNIPS on ranking logs normalises by the capped share of the weight mass Σ w̄ / Σ w, 1 at c = ∞: it is IS,
+    # value 5/6 and SE 1/3 (docs/importance.md); the former Σ w r / Σ w · rows / sessions gave 30/19 here
     s = est["snips"]
-    assert s.value == pytest.approx(30 / 19, abs=1e-12)
-    assert s.stderr == pytest.approx(3 / 19, abs=1e-12)
-    capped = (0.5 + 0.5 + 0.975 + 0.5) / (5 / 6 + 5 / 6 + 0.975 + 0.5) * 2
-    assert s.clip_sensitivity == pytest.approx(abs(capped - 30 / 19) / (3 / 19), abs=1e-12)
+    assert s.value == pytest.approx(5 / 6, abs=1e-12)
+    assert s.stderr == pytest.approx(1 / 3, abs=1e-12)
+    assert s.clip_sensitivity == 0.0
     assert s.ess == d.ess and s.max_share == d.max_share
     assert s.label == "SNIPS (same weights)"
     assert np.isclose(w.sum(), 19 / 6)
+
+
+def clipped_logs():
+    """Four control sessions of lengths (2, 2, 1, 1), so the learnt PBM is D0(1) = 1, D0(2) = 2/4 = 1/2, and one
+    treatment session that must not count. D = reciprocal; target ranks, rewards and weights w = D(R(i)) / D0(r_i):
+
+    session 0: target (2, 1), rewards (0, 1): w = (1/2 / 1, 1 / (1/2)) = (1/2, 2)       a = 2
+    session 1: target (1, 3), rewards (1, 1): w = (1, (1/3) / (1/2)) = (1, 2/3)          a = 5/3
+    session 2: target (2,),   reward 1:       w = 1/2                                    a = 1/2
+    session 3: target (1,),   reward 0:       w = 1                                      a = 0
+    """
+    spec = [((2, 1), (0, 1), "control"), ((1, 3), (1, 1), "control"), ((2,), (1,), "control"),
+            ((1,), (0,), "control"), ((1, 2, 3), (1, 1, 1), "treatment")]
+    rows = [{"session_id": s, "rank": k, "click": rewards[k - 1], "rank__new": target[k - 1], "arm": arm}
+            for s, (target, rewards, arm) in enumerate(spec) for k in range(1, len(target) + 1)]
+    return read_logs(pd.DataFrame(rows))
+
+
+def test_ranking_estimators_are_the_importance_familys_by_hand():
+    """The verdict's values are the core's (importance family) on :func:`clipped_logs`, by hand:
+
+    - DCG / IPS = mean a = (2 + 5/3 + 1/2 + 0) / 4 = 25/24; deviations from it (23, 15, −13, −25) / 24, so the
+      sample variance is (529 + 225 + 169 + 625) / 576 / 3 = 43/48 and SE = √(43/48 / 4) = √(43/192).
+    - SNIPS = IS at c = ∞ (capped share Σ w̄ / Σ w = 1): 25/24, SE √(43/192).
+    - c = 99th percentile of the sorted weights (1/2, 1/2, 2/3, 1, 1, 2) = 1 + 0.95 · (2 − 1) = 1.95; only
+      session 0's 2 is capped. CIS = (1.95 + 5/3 + 1/2) / 4 = 247/240, |CIS − IS| = 0.05 / 4 = 1/80.
+      NCIS = (A / U) / (S / W) with A = 247/60, U = 4, S = Σ w̄ = 17/3 − 1/20 = 337/60, W = Σ w = 340/60:
+      (247/240) · (340/337) = 4199/4044, |NCIS − IS| = |4199 · 24 − 25 · 4044| / (4044 · 24) = 324/97056.
+    - ESS = (17/3)² / (1/4 + 4 + 1 + 4/9 + 1/4 + 1) = (289/9) / (250/36) = 578/125; largest share 2 / (17/3) = 6/17.
+    """
+    d, s = ranking_estimators(clipped_logs(), "click", "new", {}, "reciprocal")
+    se = math.sqrt(43 / 192)
+    assert (d.value, d.stderr) == (pytest.approx(25 / 24, abs=1e-12), pytest.approx(se, abs=1e-12))
+    assert d.clip_sensitivity == pytest.approx((1 / 80) / se, abs=1e-12)
+    assert (s.value, s.stderr) == (pytest.approx(25 / 24, abs=1e-12), pytest.approx(se, abs=1e-12))
+    assert s.clip_sensitivity == pytest.approx((324 / 97056) / se, abs=1e-12)
+    assert d.ess == pytest.approx(578 / 125, abs=1e-12) and d.ess_share == pytest.approx(578 / 125 / 6, abs=1e-12)
+    assert d.max_share == pytest.approx(6 / 17, abs=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::offeval_core.errors.EstimatorWarning")  # the paired effect's SE, not read here
+@pytest.mark.parametrize("discount", ["reciprocal", "log2", "pbm"])
+@pytest.mark.parametrize("make", [clipped_logs, ranking_logs])
+def test_ranking_estimators_equal_the_cores_public_estimators(make, discount):
+    """One implementation: the verdict's DCG / IPS value and SE equal ``oe.dcg`` (the engine's DCG at m = ∞) and
+    ``oe.estimate_importance`` IS; its SNIPS value and SE equal ``estimate_importance`` SNIPS; its clip sensitivity
+    is |CIS(c) − IS| / SE and |NCIS(c) − SNIPS| / SE from ``estimate_importance`` at c = verdict_clip(weights)."""
+    import offeval_core as oe
+
+    logs = make()
+    d, s = ranking_estimators(logs, "click", "new", {}, discount)
+    kw = dict(reward="click", policy="new", weights="exposure", discount=discount, exposure="pbm")
+    engine = oe.dcg(logs, reward="click", policy="new", discount=discount, exposure="pbm")
+    ips_result = oe.estimate_importance(logs, estimator="is", **kw)
+    ips, snips = ips_result.target, oe.estimate_importance(logs, estimator="snips", **kw).target
+    assert d.value == pytest.approx(engine.value, abs=1e-12) and d.stderr == pytest.approx(engine.stderr, abs=1e-12)
+    assert d.value == pytest.approx(ips.value, abs=1e-12) and d.stderr == pytest.approx(ips.stderr, abs=1e-12)
+    assert s.value == pytest.approx(snips.value, abs=1e-12) and s.stderr == pytest.approx(snips.stderr, abs=1e-12)
+    f = logs.frame[logs.frame["arm"] == "control"]
+    w = (oe.parse_discount(discount, logs=logs)(f["rank__new"].to_numpy())
+         / oe.parse_discount("pbm", logs=logs)(f["rank"].to_numpy()))
+    c = verdict_clip(w)
+    # the row weights of the diagnostics are the reduce's: Kish's ESS and the largest weight agree
+    assert d.ess == pytest.approx(ips_result.diagnostics["ess_uncapped"], rel=1e-12)
+    assert d.max_share * w.sum() == pytest.approx(ips_result.diagnostics["max_weight"], rel=1e-12)
+    cis, ncis = (oe.estimate_importance(logs, estimator=e, clip=c, **kw).target.value for e in ("cis", "ncis"))
+    assert d.clip_sensitivity == pytest.approx(abs(cis - ips.value) / ips.stderr, abs=1e-12)
+    assert s.clip_sensitivity == pytest.approx(abs(ncis - snips.value) / snips.stderr, abs=1e-12)
 
 
 def test_ranking_verdict_reads_the_checks_it_needs():
@@ -223,7 +292,7 @@ def test_estimator_check_to_dict():
     e = ranking_estimators(ranking_logs(), "click", "new", {}, "reciprocal")[0]
     d = e.to_dict()
     assert d["needs"] == list(RANKING_NEEDS) and d["estimator"] == "dcg"
-    assert d["value"] == pytest.approx(5 / 6) and d["clip_sensitivity"] == pytest.approx(0.025)
+    assert d["value"] == pytest.approx(5 / 6) and d["clip_sensitivity"] == 0.0
     nan = EstimatorCheck("x", "X", math.nan, math.nan, 1.0, 0.5, 0.1, 0.0, ("support",), "trust", "")
     assert nan.to_dict()["value"] is None and nan.to_dict()["stderr"] is None and nan.to_dict()["ess"] == 1.0
 

@@ -298,14 +298,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         '_mse returns one value per candidate (three)',
     ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=False)}})'):
         '_mse returns one value per candidate (three)',
-    ("verdicts", "ranking_estimators", 'd0 = parse_discount("PBM", logs=logs)'):
-        "parse_discount reads the kind case-insensitively",
-    ("verdicts", "ranking_estimators", "per = np.bincount(codes, weights=weights * r, )"):
-        "the session codes are dense (pd.factorize), so the bincount already has n entries",
-    ("verdicts", "ranking_estimators", "den = np.bincount(codes, weights=weights, )"):
-        "the session codes are dense (pd.factorize), so the bincount already has n entries",
-    ("verdicts", "ranking_estimators", "return float(per.mean()), per + per.mean()"):
-        "only the SD of the influence values is used, and adding a constant does not change it",
 }
 
 

@@ -125,8 +125,9 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
       r_max · P(W > c): the clipped part of the target exposure, estimated by IPS over the logged rows
       (E[Σ_logged f(i) w_i] = E[Σ_all f(i)] under the PBM), times the largest per-item reward. Every clipped
       item earning r_max is the worst case; the true bias is between 0 and this bound.
-    - ``bias_estimate`` = (1/N) Σ_i c_i · D(R(i)) · (w_i − m)₊ = V̂(∞) − V̂(m): an unbiased estimate of the
-      clipping bias under KDD'24 Asm. 1-5 (noisy where few rewards are clipped).
+    - ``bias_estimate`` = V̂(∞) − V̂(m) = (1/N) Σ_i c_i · D(R(i)) · (w_i − m)₊, the two estimates read from the
+      moments (one implementation of the value): an unbiased estimate of the clipping bias under KDD'24
+      Asm. 1-5 (noisy where few rewards are clipped).
     - ``clipped_rows``: share of logged rows with w_i > m; ``clipped_mass`` = Σ D(R(i))(w_i − m)₊ /
       Σ D(R(i)) w_i, the share of the target's (IPS-estimated) exposure that the clip removes.
     - ``ess`` = (Σ v_i)² / Σ v_i² (Kish, :func:`~offeval_core.stats.kish_ess`) and ``ess_share`` = ess / rows; ``max_weight`` = max min(m, w_i).
@@ -178,12 +179,23 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     else:
         require(moments, clips=clips)
 
+    if math.inf not in moments.grid.clips:  # the unclipped estimate: the bias estimate's and the effect's reference
+        unclipped = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
+                                    exposure=exposure, clips=(math.inf,))
+    else:
+        unclipped = moments
+
+    def estimate(mom: Moments, m: float):
+        sel = aggregate(select(mom, reward=reward, policy=policy, metric=estimator, discount=discount,
+                               exposure=exposure, clip=m, arm=arm))
+        return estimate_from_row(sel.iloc[0], metric=estimator, level=level)
+
+    v_inf = estimate(unclipped, math.inf).value
     f = logs.frame
     sess = logs.sessions.sort_values("session")
     keep_sessions = offline_mask(sess["arm"].astype(str), arm)
     rows = keep_sessions[f["session"].to_numpy()]
     n_sessions = int(keep_sessions.sum())
-    c = f[reward].to_numpy(dtype=float)[rows]
     if kind == "propensity":  # w = π_t / π_p; the target factor D(R(i)) of DCG is 1
         w = (f[TARGET_PROPENSITY_PREFIX + policy].to_numpy(dtype=float)[rows]
              / f["logging_propensity"].to_numpy(dtype=float)[rows])
@@ -200,15 +212,13 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     for m in clips:
         wm = np.minimum(m, w)
         excess = np.maximum(w - m, 0.0) if math.isfinite(m) else np.zeros_like(w)
-        sel = aggregate(select(moments, reward=reward, policy=policy, metric=estimator, discount=discount,
-                               exposure=exposure, clip=m, arm=arm))
-        est = estimate_from_row(sel.iloc[0], metric=estimator, level=level)
+        est = estimate(moments, m)
         ess = kish_ess(dt * wm)
         bias_bound = r_max * float(np.sum(dt * excess)) / max(n_sessions, 1)
         out.append({"clip": float(m), "estimate": est.value, "stderr": est.stderr,
                     "ci_low": est.ci.low, "ci_high": est.ci.high, "variance": est.stderr ** 2,
                     "bias_bound": bias_bound,
-                    "bias_estimate": float(np.sum(c * dt * excess)) / max(n_sessions, 1),
+                    "bias_estimate": v_inf - est.value,
                     "clipped_rows": float(np.mean(w > m)) if w.size else math.nan,
                     "clipped_mass": float(np.sum(dt * excess)) / total_mass if total_mass > 0 else math.nan,
                     "ess": ess, "ess_share": ess / w.size if w.size else math.nan,
@@ -225,10 +235,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     if math.isnan(rec):
         rec = float(max(clips))
     text = RULE_TEXT[rule].format(m=clip_text(rec), lvl=f"{level:.0%}")
-    if math.inf not in moments.grid.clips:  # the effect the recommendation weighs is the unclipped one
-        moments = _tuning_moments(logs, reward=reward, policy=policy, kind=kind, discount=discount,
-                                  exposure=exposure, clips=(math.inf,))
-    effect = mean_offline_effect(moments, reward=reward, policy=policy, discount=discount, exposure=exposure,
+    effect = mean_offline_effect(unclipped, reward=reward, policy=policy, discount=discount, exposure=exposure,
                                  level=level, metric=estimator)
     return ClipTuningResult(table=table, rule_clip=rec, rule=rule, rule_text=text, reward=reward,
                             policy=policy, discount=discount, exposure=exposure, level=level, r_max=float(r_max),

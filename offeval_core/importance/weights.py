@@ -15,6 +15,7 @@ import ibis.expr.types as ir
 import numpy as np
 import pandas as pd
 
+from offeval_core.arms import offline_rows
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import GROUP_KEYS, Source, _lookup, connect
 from offeval_core.errors import InputError, SpecError, UnknownName, WrongType
@@ -22,8 +23,8 @@ from offeval_core.importance.keys import CAPPINGS
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.validation import check_choice, check_clips
 
-__all__ = ["INF_CLIP", "PROPENSITY", "WEIGHT_MODES", "WeightSetup", "cap", "capping_variants", "importance_source",
-           "per_session", "resolve_weights", "session_labels", "weight_expr"]
+__all__ = ["INF_CLIP", "PROPENSITY", "WEIGHT_MODES", "WeightSetup", "cap", "capping_variants", "exposure_weights",
+           "importance_source", "per_session", "resolve_weights", "session_labels", "weight_expr"]
 
 WEIGHT_MODES = ("auto", "propensity", "exposure")
 PROPENSITY = "propensity"
@@ -181,6 +182,21 @@ def capping_variants(clips: Sequence[float], cappings: Sequence[str]) -> pd.Data
             rows.append({"v": len(rows), "clip": INF_CLIP if math.isinf(c) else float(c), "zero": capping == "zero",
                          "clip_value": float(c), "capping": capping})
     return pd.DataFrame(rows)
+
+
+def exposure_weights(logs: Logs, policy: str, *, discount: str, exposure: str = "pbm") -> tuple[np.ndarray, np.ndarray]:
+    """(session, w) of the offline rows (:func:`offeval_core.arms.offline_rows`, in their order): the exposure
+    weights w_i = D(R(i)) / D0(r_i) of :func:`weight_expr` in numpy, for the weight diagnostics that need every
+    row (a quantile, Kish's ESS, the largest share, the support check).
+
+    >>> from offeval_core.logs import read_logs
+    >>> logs = read_logs(pd.DataFrame({"session_id": [1, 1], "rank": [1, 2], "click": [0, 1], "rank__new": [2, 1]}))
+    >>> exposure_weights(logs, "new", discount="reciprocal", exposure="reciprocal")[1].tolist()  # (1/2)/1, 1/(1/2)
+    [0.5, 2.0]
+    """
+    f = offline_rows(logs.frame)
+    d, d0 = parse_discount(discount, logs=logs), parse_discount(exposure, logs=logs)
+    return f["session"].to_numpy(), d(f[POLICY_PREFIX + policy].to_numpy()) / d0(f["rank"].to_numpy())
 
 
 def weight_expr(source: Source, setup: WeightSetup, policy: str, *, logs: Logs | None = None,
