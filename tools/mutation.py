@@ -306,6 +306,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the session codes are dense (pd.factorize), so the bincount already has n entries",
     ("verdicts", "ranking_estimators", "return float(per.mean()), per + per.mean()"):
         "only the SD of the influence values is used, and adding a constant does not change it",
+    ("intervals", "bootstrap_t", "idx = rng.integers(n, size=(n_boot, n))"):
+        "Generator.integers(n) is integers(0, n): the same range and the same draws",
 }
 
 
