@@ -308,6 +308,34 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "only the SD of the influence values is used, and adding a constant does not change it",
     ("intervals", "bootstrap_t", "idx = rng.integers(n, size=(n_boot, n))"):
         "Generator.integers(n) is integers(0, n): the same range and the same draws",
+    ("agreement", "inverted_pair_mask", "return np.triu(dx * dy < 0, )"):
+        "the diagonal has dx = 0, never < 0, so k = 0 and k = 1 give the same mask",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] >= xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=True)"):
+        "an inverted pair has x_a ≠ x_b, so > and >= pick the same order",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=None)"):
+        "ia and ib come from one np.nonzero, so they always have the same length",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, )"):
+        "ia and ib come from one np.nonzero, so they always have the same length",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=False)"):
+        "ia and ib come from one np.nonzero, so they always have the same length",
+    ("agreement", "agreement", "if np.ptp(xv) > 0 and np.ptp(yv) >= 0:"):
+        "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
+    ("agreement", "agreement", "if np.ptp(xv) >= 0 and np.ptp(yv) > 0:"):
+        "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
+    ("agreement", "agreement", "if np.ptp(xv) > 0 or np.ptp(yv) > 0:"):
+        "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
+    ("agreement", "inverted_share_bootstrap", "chunk = max(2, 2_000_000 // n_units)  # resamples drawn at once: about 2 M unit counts in memory"):
+        "the chunk only batches the draws: multinomial draws in batches of any size are the same stream",
+    ("agreement", "inverted_share_bootstrap", "chunk = max(1, 2000001 // n_units)  # resamples drawn at once: about 2 M unit counts in memory"):
+        "the chunk only batches the draws: multinomial draws in batches of any size are the same stream",
+    ("agreement", "inverted_share_bootstrap", "mx = counts @ xm * n_units"):
+        "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
+    ("agreement", "inverted_share_bootstrap", "my = counts @ ym * n_units"):
+        "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
 }
 
 
