@@ -197,17 +197,13 @@ def inverted_share_bootstrap(
     n_units, n_pol = xm.shape
     if n_units < 2 or n_pol < 2:
         raise InputError(f"need at least 2 units and 2 policies, got shape {xm.shape}")
-    shares = np.empty(n_boot)
     n_pairs = n_pol * (n_pol - 1) / 2
-    chunk = max(1, min(n_boot, 2_000_000 // max(n_units, 1)))
-    done = 0
-    while done < n_boot:
-        m = min(chunk, n_boot - done)
-        counts = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=m).astype(float)
+    chunk = max(1, 2_000_000 // n_units)  # resamples drawn at once: about 2 M unit counts in memory
+    shares: list[float] = []
+    for start in range(0, n_boot, chunk):
+        counts = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=min(chunk, n_boot - start))
         mx = counts @ xm / n_units
         my = counts @ ym / n_units
-        for j in range(m):
-            shares[done + j] = inverted_pair_mask(mx[j], my[j]).sum() / n_pairs
-        done += m
+        shares.extend(inverted_pair_mask(mx[j], my[j]).sum() / n_pairs for j in range(len(counts)))
     lo, hi = np.quantile(shares, [0.5 - level / 2, 0.5 + level / 2])
     return ConfidenceInterval(float(lo), float(hi), level)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import json
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,3 +118,105 @@ def test_agreement_by_hand_on_four_policies():
     flat = agreement([1, 2, 3], [5, 5, 5])
     assert np.isnan(flat.pearson_r) and np.isnan(flat.kendall_tau) and flat.n_inverted == 0
     assert flat.to_dict()["pearson_r"] is None and flat.to_dict()["n_pairs"] == 3
+
+
+def test_three_policies_by_hand_and_the_dict():
+    # x = (1, 2, 3), y = (1, 3, 2): centred (−1, 0, 1) and (−1, 1, 0), so r = 1 / √(2 · 2) = 0.5 and, on 1 df,
+    # t = 0.5 / √0.75 = tan(π/6): p = 2 · (1/2 − 1/6) = 2/3. Pairs (1,2), (1,3) concordant, (2,3) discordant:
+    # τ = (2 − 1) / 3; exactly, 3 of the 6 orders of three have ≤ 1 discordant pair, so p = min(1, 2 · 3/6) = 1
+    a = agreement([1, 2, 3], [1, 3, 2], names=["p", "q", "s"])
+    assert a.to_dict() == {
+        "n": 3, "pearson_r": pytest.approx(0.5, abs=1e-12), "pearson_p": pytest.approx(2 / 3, abs=1e-12),
+        "kendall_tau": pytest.approx(1 / 3, abs=1e-12), "kendall_p": pytest.approx(1.0, abs=1e-12),
+        "n_pairs": 3, "n_inverted": 1, "inverted_share": pytest.approx(1 / 3, abs=1e-15),
+    }
+    assert a.inverted_pairs == (("s", "q"),)
+    # the same correlations on a metric whose range is below 1: y = (0.1, 0.3, 0.2)
+    small = agreement([1, 2, 3], [0.1, 0.3, 0.2])
+    assert (small.pearson_r, small.pearson_p) == (pytest.approx(0.5, abs=1e-12), pytest.approx(2 / 3, abs=1e-12))
+
+
+def test_nullable_integer_columns_are_numbers():
+    # per-unit clicks in pandas' nullable Int64 columns (numpy reads them as objects): the same CI as plain floats
+    x = pd.DataFrame({"a": [0, 1, 2, 1], "b": [1, 3, 2, 2], "c": [2, 2, 5, 1]}, dtype="Int64")
+    y = pd.DataFrame({"a": [1, 0, 2, 1], "b": [0, 3, 1, 2], "c": [2, 4, 1, 1]}, dtype="Int64")
+    got = inverted_share_bootstrap(x, y, n_boot=50, rng=3, level=0.8)
+    assert got == inverted_share_bootstrap(x.to_numpy(float), y.to_numpy(float), n_boot=50, rng=3, level=0.8)
+    assert agreement(x["a"], y["b"]).n_inverted == agreement([0, 1, 2, 1], [0, 3, 1, 2]).n_inverted == 2
+
+
+def test_bootstrap_default_resamples_chunks_and_two_units():
+    # the default is 1000 resamples: the percentiles of the explicit loop over 1000 multinomial draws
+    x = np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0], [1.0, 1.5, 1.0], [0.5, 0.0, 2.5]])
+    y = x[:, [1, 0, 2]] + np.array([[0.0, 0.2, -0.3], [0.1, 0.0, 0.4], [-0.2, 0.3, 0.0], [0.0, 0.0, 0.1]])
+
+    def loop(xm, ym, n_boot, seed, level):
+        n = len(xm)
+        counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot)
+        shares = []
+        for c in counts:
+            mx, my = c @ xm / n, c @ ym / n
+            k = xm.shape[1]
+            inv = sum((mx[a] - mx[b]) * (my[a] - my[b]) < 0 for a, b in itertools.combinations(range(k), 2))
+            shares.append(inv / (k * (k - 1) / 2))
+        return np.quantile(shares, [0.5 - level / 2, 0.5 + level / 2])
+
+    # (274 of the 1000 shares are 0, so at level 0.452 the 27.4 % point falls between a 0 and a 1/3)
+    lo, hi = loop(x, y, 1000, 7, 0.452)
+    ci = inverted_share_bootstrap(x, y, rng=7, level=0.452)
+    assert (ci.low, ci.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert 0 < lo < 1 / 3 and loop(x, y, 999, 7, 0.452)[0] != lo and loop(x, y, 1001, 7, 0.452)[0] != lo
+    # 2001 units: the draws come in chunks of 2,000,000 // 2001 = 999 resamples (999 + 1 here), the same
+    # draws as one chunk of 1000 (341 of its shares are 0: at level 0.318 the 34.1 % point falls between 0 and 1/3)
+    big = np.random.default_rng(8).normal(size=(2001, 3))
+    big_y = big + np.random.default_rng(9).normal(size=(2001, 3))
+    lo, hi = loop(big, big_y, 1000, 1, 0.318)
+    ci = inverted_share_bootstrap(big, big_y, n_boot=1000, rng=1, level=0.318)
+    assert (ci.low, ci.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert 0 < lo < 1 / 3 and loop(big, big_y, 1998, 1, 0.318)[0] != lo   # 999 + 999 draws would move it
+    # two units and two policies are enough; one of either is not
+    same = [[0.0, 1.0], [1.0, 3.0]]
+    assert inverted_share_bootstrap(same, same, n_boot=10, rng=0).as_list() == [0.0, 0.0]
+    for shape in ((1, 3), (3, 1)):
+        with pytest.raises(ValueError, match=rf"^need at least 2 units and 2 policies, got shape \({shape[0]}, {shape[1]}\)$"):
+            inverted_share_bootstrap(np.ones(shape), np.ones(shape), n_boot=10, rng=0)
+
+
+def test_bootstrap_argument_errors_name_the_argument_and_the_rows():
+    m = np.ones((3, 2))
+    for bad, shown in ((10.0, "float 10.0"), (True, "bool True")):
+        with pytest.raises(TypeError, match=rf"^n_boot must be an integer ≥ 10, got {shown}$"):
+            inverted_share_bootstrap(m, m, n_boot=bad, rng=0)
+    # rows 1-6 hold a NaN in the second column (row 0 is finite): the first five rows are named
+    bad = np.zeros((7, 2))
+    bad[1:, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^per_unit_x must be finite; non-finite values in units \(rows\) \[1, 2, 3, 4, 5\]$"):
+        inverted_share_bootstrap(bad, np.zeros((7, 2)), n_boot=10, rng=0)
+    with pytest.raises(ValueError, match=r"^per_unit_y must be finite; non-finite values in units \(rows\) \[1, 2, 3, 4, 5\]$"):
+        inverted_share_bootstrap(np.zeros((7, 2)), bad, n_boot=10, rng=0)
+    with pytest.raises(ValueError, match=r"^per_unit_y must be a 2-D matrix \(units × policies\), got shape \(3,\)$"):
+        inverted_share_bootstrap(m, [1.0, 2.0, 3.0], n_boot=10, rng=0)
+    with pytest.raises(TypeError, match=r"^per_unit_x must be a numeric matrix \(units × policies\), got list$"):
+        inverted_share_bootstrap([["a", "b"], ["c", "d"]], m, n_boot=10, rng=0)
+
+
+def test_pair_order_counts_and_vector_errors():
+    # the first name of an inverted pair is the one x prefers, whichever comes first in the input
+    assert agreement([2, 1], [1, 2]).inverted_pairs == (("0", "1"),)
+    assert agreement([1, 2], [2, 1]).inverted_pairs == (("1", "0"),)
+    # counts stay integers in the exported dict (JSON "3", not "3.0")
+    assert json.dumps(agreement([1, 2, 3], [3, 2, 1]).to_dict()["n_pairs"]) == "3"
+    # a constant metric is not handed to scipy (whose constant-input warning would reach the page): NaN, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x, y in (([1, 1, 1], [1, 2, 3]), ([1, 2, 3], [4, 4, 4])):
+            a = agreement(x, y)
+            assert np.isnan(a.pearson_r) and np.isnan(a.pearson_p) and np.isnan(a.kendall_tau) and a.n_inverted == 0
+    # the first five non-finite positions, in the metric that has them
+    y = [np.nan] * 7 + [1.0]
+    with pytest.raises(ValueError, match=r"^y must be finite; non-finite values at positions \[0, 1, 2, 3, 4\]$"):
+        agreement(list(range(8)), y)
+    with pytest.raises(ValueError, match=r"^y must be one-dimensional \(one value per policy\), got shape \(1, 2\)$"):
+        agreement([1, 2], [[1, 2]])
+    with pytest.raises(TypeError, match=r"^y must be a sequence of numbers, got list$"):
+        agreement([1, 2], ["a", "b"])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -67,3 +68,26 @@ def test_one_rng_convention():
     assert a == b
     assert imp.ncis_counterexample(200, rng=5).equals(imp.ncis_counterexample(200, rng=np.random.default_rng(5)))
     assert math.isfinite(imp.midzuno_sen_inverse(lambda k, g: g.uniform(0.5, 3, size=k), n=5, clip=2, rng=1))
+
+
+def test_key_parts_by_hand_and_errors_name_the_part():
+    # defaults: max capping at session scale spell the bare base; a key may carry spaces around it
+    assert imp.estimator_key("ncis") == "ncis"
+    assert imp.estimator_key("ncis", capping="zero") == "ncis-zero"
+    assert imp.estimator_key("ncis", scale="impression") == "ncis@impression"
+    assert imp.estimator_key("is", capping="zero", scale="impression") == "is@impression"   # no capping at c = ∞
+    assert imp.check_estimator("  ncis@impression ") == imp.EstimatorKey("ncis", "max", "impression", "ncis@impression")
+    assert imp.check_estimator("piece-ncis") == imp.EstimatorKey("piece-ncis", "max", "session", "piece-ncis")
+    assert imp.parse_key("snips@impression") == ("snips", "max", "impression")
+    for call, message in (
+        (lambda: imp.estimator_key("x"),
+         "estimator must be one of 'is', 'snips', 'cis', 'ncis', 'piece-ncis', 'point-ncis'; got 'x'"),
+        (lambda: imp.estimator_key("ncis", capping="none"), "capping must be one of 'max', 'zero'; got 'none'"),
+        (lambda: imp.estimator_key("ncis", scale="day"), "scale must be one of 'session', 'impression'; got 'day'"),
+        (lambda: imp.check_estimator("ncis", capping="none"), "capping must be one of 'max', 'zero'; got 'none'"),
+        (lambda: imp.check_estimator("ncis", scale="day"), "scale must be one of 'session', 'impression'; got 'day'"),
+        (lambda: imp.check_estimator("ncis@impression", scale="session"),
+         "estimator 'ncis@impression' says scale 'impression' but scale='session' was given"),
+    ):
+        with pytest.raises(SpecError, match=f"^{re.escape(message)}$"):
+            call()

@@ -97,3 +97,54 @@ def test_bernstein_range_from_the_data_and_the_bound_check():
         normal_interval([1.0])
     with pytest.raises(ValueError, match="must be finite"):
         normal_interval([1.0, np.inf])
+
+
+def test_bootstrap_t_needs_spread_in_at_least_half_of_the_resamples():
+    # x = (0, 2): mean 1, s = √2, se = √2 / √2 = 1. A resample of two sessions has spread (se* = 1 > 0, t* = 0)
+    # exactly when it holds both values; with fewer than ⌊n_boot / 2⌋ such resamples the interval is the
+    # degenerate one at the mean, otherwise every t* is 0 and the interval is [1 − 0 · 1, 1 − 0 · 1]
+    x = [0.0, 2.0]
+
+    def with_spread(seed, n_boot):
+        idx = np.random.default_rng(seed).integers(0, 2, size=(n_boot, 2))   # the function's draws
+        return int((idx[:, 0] != idx[:, 1]).sum())
+
+    assert with_spread(4, 100) == 50 and with_spread(3, 101) == 50 and with_spread(31, 100) == 40
+    at_half = bootstrap_t(x, level=0.9, n_boot=100, rng=4)                  # 50 of 100: not fewer than 50
+    assert (at_half.value, at_half.ci.low, at_half.ci.high, at_half.ci.level) == (1.0, 1.0, 1.0, 0.9)
+    assert at_half.method == "bootstrap-t (100 resamples)"
+    odd = bootstrap_t(x, level=0.9, n_boot=101, rng=3)                      # 50 of 101: ⌊101 / 2⌋ = 50
+    assert odd.method == "bootstrap-t (101 resamples)" and (odd.ci.low, odd.ci.high) == (1.0, 1.0)
+    few = bootstrap_t(x, level=0.9, n_boot=100, rng=31)                     # 40 of 100: fewer than half
+    assert (few.value, few.ci.low, few.ci.high, few.ci.level) == (1.0, 1.0, 1.0, 0.9)
+    assert few.method == "bootstrap-t (degenerate: no spread)"
+    # the default number of resamples
+    assert bootstrap_t([0.0, 1.0, 3.0], rng=0).method == "bootstrap-t (2000 resamples)"
+
+
+def test_interval_value_level_and_method_and_input_shapes():
+    # 0/1 booleans are read as numbers: (1, 0, 1, 0) has mean 0.5, V = 1/3, range 1; at level 0.9, ln(4/0.1) = ln 40
+    x = [True, False, True, False]
+    lt = math.log(40.0)
+    half = math.sqrt(2 * (1 / 3) * lt / 4) + 7 * 1 * lt / (3 * 3)
+    eb = empirical_bernstein(x, level=0.9)
+    assert (eb.value, eb.ci.level) == (0.5, 0.9)
+    assert (eb.ci.low, eb.ci.high) == (pytest.approx(0.5 - half, abs=1e-12), pytest.approx(0.5 + half, abs=1e-12))
+    n = normal_interval(x, level=0.9)
+    assert (n.value, n.ci.level, n.method) == (0.5, 0.9, "normal")
+    assert n.ci.high == pytest.approx(0.5 + 1.6448536269514722 * math.sqrt(1 / 3) / 2, abs=1e-12)
+    with pytest.raises(ValueError, match=r"need a 1-d array of at least 2 per-session values, got shape \(2, 2\)"):
+        normal_interval([[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_bernstein_on_constant_values_and_a_bound_below_one():
+    # constant values: range 0 and V = 0, so the half-width is 0 whether the range is the data's or a bound of 0
+    for bound, how in ((None, "range from the data"), (0.0, "values in a range of 0")):
+        res = empirical_bernstein([3.0, 3.0, 3.0], level=0.9, bound=bound)
+        assert (res.value, res.ci.low, res.ci.high, res.method) == (3.0, 3.0, 3.0, f"empirical Bernstein ({how})")
+    # a bound of 0.5 on values (0, 0.5): V = 0.125, n = 2, half = √(2 · 0.125 · ln 40 / 2) + 7 · 0.5 · ln 40 / 3
+    lt = math.log(40.0)
+    res = empirical_bernstein([0.0, 0.5], level=0.9, bound=0.5)
+    half = math.sqrt(2 * 0.125 * lt / 2) + 7 * 0.5 * lt / 3
+    assert (res.ci.low, res.ci.high) == (pytest.approx(0.25 - half, abs=1e-12), pytest.approx(0.25 + half, abs=1e-12))
+    assert res.method == "empirical Bernstein (values in a range of 0.5)"

@@ -164,3 +164,225 @@ def test_small_and_degenerate_moments():
     r, p = pearson([1, 2, 3], [1, 3, 2])           # r = 0.5, p = 2 · t-tail at t = 0.5·√1/√0.75 on 1 df
     assert r == pytest.approx(0.5, abs=1e-12)
     assert p == pytest.approx(2 * (0.5 - math.atan(0.5 / math.sqrt(0.75)) / math.pi), abs=1e-12)
+
+
+# ---------------------------------------------------------------- exact values of every field (mutation run of stats)
+
+
+def test_moments_of_by_hand_and_beyond_double_precision():
+    import warnings
+
+    from offeval_core.errors import NonFiniteMoments
+
+    # (n, Σx, Σ(x − x̄)²): an offset of 1e8 costs no digit; a matrix is read as its values; no values at all
+    assert stats.moments_of([1e8, 1e8 + 1, 1e8, 1e8 + 1]) == (4, 400000002.0, 1.0)
+    assert stats.moments_of([[1, 2], [3, 4]]) == (4, 10.0, 5.0)        # x̄ = 2.5: 2.25 + 0.25 + 0.25 + 2.25
+    assert stats.moments_of([]) == (0, 0.0, 0.0)
+    assert stats.moments_of([5.0]) == (1, 5.0, 0.0)
+    # the default wording of the finiteness check
+    with pytest.raises(NonFiniteMoments, match=r"^moments are not finite: "):
+        stats.check_finite(1.0, math.nan)
+    # a sum or a squared deviation past double precision is an error, not a numpy overflow warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for values in ([1e308, 1e308], [-1e200, 1e200], [math.inf, 1.0]):   # the last: inf − inf in x − x̄
+            with pytest.raises(NonFiniteMoments, match=r"^the sum and second moment of the values are not finite: "):
+                stats.moments_of(values)
+
+
+def test_kish_ess_by_hand():
+    # (Σw)² / Σw²: (1, 1, 4) → 36 / 18 = 2; by column of [[1, 1], [1, 3]]: 4/2 = 2 and 16/10 = 1.6; all: 36/12 = 3
+    assert stats.kish_ess([1.0, 1.0, 4.0]) == 2.0
+    w = [[1, 1], [1, 3]]
+    assert stats.kish_ess(w) == 3.0
+    assert stats.kish_ess(w, axis=0).tolist() == [2.0, 1.6]
+    assert stats.kish_ess(w, axis=1).tolist() == [2.0, 1.6]
+    # integer weights are read as floats: 2³² squared does not wrap around in int64
+    assert stats.kish_ess([2 ** 32, 2 ** 32]) == 2.0
+    assert stats.kish_ess([0.0, 0.0]) == 0.0
+
+
+def test_mean_paired_and_welch_fields_by_hand():
+    # two values (1, 2): mean 1.5, s² = 0.5, se = √(0.5 / 2) = 0.5
+    two = stats.mean_estimate(2, 3.0, 0.5, level=0.95)
+    assert (two.value, two.stderr, two.n, two.ci.level) == (1.5, 0.5, 2, 0.95)
+    none = stats.mean_estimate(0, 0.0, 0.0, level=0.9)
+    assert math.isnan(none.stderr) and math.isnan(none.ci.low) and math.isnan(none.ci.high) and none.ci.level == 0.9
+    # d = (0, 1, 1, 0): mean 0.5, s² = 1/3, se = √(1/12); one-sided p = Φ(−0.5 / se) = Φ(−√3)
+    eff = stats.paired_effect(4, 2.0, 1.0, level=0.95)
+    se = math.sqrt(1 / 12)
+    assert (eff.value, eff.n) == (0.5, 4) and eff.stderr == pytest.approx(se, abs=1e-15)
+    assert eff.p_value == pytest.approx(0.5 * math.erfc(math.sqrt(3) / math.sqrt(2)), abs=1e-15)
+    assert eff.ci.high == pytest.approx(0.5 + 1.959963984540054 * se, abs=1e-12) and eff.ci.level == 0.95
+    # Welch, (1, 2, 3) vs (0, 1, 2): diff 1, a = b = 1/3, se = √(2/3) < 1, df = (2/3)² / (2 · (1/9) / 2) = 4.
+    # On 4 df, with x = t / √(4 + t²): F(t) = 1/2 + (x/2)(1 + (1 − x²)/2); the 97.5 % point is 2√(q − 1),
+    # q = cos(arccos(√α) / 3) / √α, α = 4 · 0.975 · 0.025
+    w = stats.welch_effect(3, 6.0, 2.0, 3, 3.0, 2.0, level=0.95)
+    se = math.sqrt(2 / 3)
+    t = 1 / se
+    x = t / math.sqrt(4 + t * t)
+    alpha = 4 * 0.975 * 0.025
+    t_crit = 2 * math.sqrt(math.cos(math.acos(math.sqrt(alpha)) / 3) / math.sqrt(alpha) - 1)
+    assert (w.value, w.n) == (1.0, 6) and w.stderr == pytest.approx(se, abs=1e-15)
+    assert w.p_value == pytest.approx(1 - (0.5 + x / 2 * (1 + (1 - x * x) / 2)), abs=1e-12)
+    assert (w.ci.low, w.ci.high, w.ci.level) == (pytest.approx(1 - t_crit * se, abs=1e-12),
+                                                 pytest.approx(1 + t_crit * se, abs=1e-12), 0.95)
+    # fewer than two units in an arm: every field undefined, at the given level
+    short = stats.welch_effect(1, 1.0, 0.0, 3, 3.0, 2.0, level=0.9)
+    assert math.isnan(short.stderr) and math.isnan(short.ci.low) and math.isnan(short.ci.high)
+    assert short.ci.level == 0.9
+
+
+def test_p_values_and_welch_with_an_undefined_count():
+    from offeval_core.errors import NonFiniteMoments
+
+    # an undefined standard error makes both p-values undefined, whatever the value
+    assert math.isnan(stats.two_sided_p(1.0, math.nan)) and math.isnan(stats.two_sided_p(math.nan, 1.0))
+    assert math.isnan(stats.one_sided_p(1.0, math.nan)) and math.isnan(stats.one_sided_p(math.nan, 1.0))
+    # a count that is not a number (a moments file with an empty cell) is an error naming what it spoils
+    with pytest.raises(NonFiniteMoments, match=r"^the difference of the arms' means are not finite: "):
+        stats.welch_effect(math.nan, 6.0, 2.0, 3, 3.0, 2.0, level=0.95)
+    with pytest.raises(NonFiniteMoments, match=r"^the arms' means and variances are not finite: "):
+        stats.welch_two_sided_p(math.nan, 6.0, 2.0, 3, 3.0, 2.0)
+
+
+def test_pearson_on_booleans_a_range_of_one_and_a_constant_without_warnings():
+    import warnings
+
+    # booleans are 0/1: x = (1, 0, 1), y = (1, 2, 3) centre to (1/3, −2/3, 1/3) and (−1, 0, 1): r = 0, p = 1
+    for x, y in (([True, False, True], [1, 2, 3]), ([1, 2, 3], [True, False, True])):
+        r, p = stats.pearson(x, y)
+        assert (r, p) == (pytest.approx(0.0, abs=1e-12), pytest.approx(1.0, abs=1e-12))
+    # values whose range is exactly 1: (0, 0.5, 1) vs (0, 1, 0.5) is (1, 2, 3) vs (1, 3, 2) scaled: r = 0.5, p = 2/3
+    for x, y in (([0, 0.5, 1], [0, 1, 0.5]), ([1, 2, 3], [0, 1, 0.5]), ([0, 0.5, 1], [1, 3, 2])):
+        r, p = stats.pearson(x, y)
+        assert (r, p) == (pytest.approx(0.5, abs=1e-12), pytest.approx(2 / 3, abs=1e-12))
+    # a constant series is not handed to scipy (whose constant-input warning would reach the page)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all(math.isnan(v) for v in stats.pearson([1, 1, 1], [1, 2, 3]))
+        assert all(math.isnan(v) for v in stats.pearson([1, 2, 3], [5, 5, 5]))
+
+
+def test_kish_ess_from_sums_by_hand():
+    import warnings
+
+    # weights 1 and 2: 3² / 5; one weight of 1: 1; no weight at all: 0 ("no effective sample"); elementwise,
+    # a NaN sum stays NaN; a scalar gives a float
+    got = stats.kish_ess_from_sums(3.0, 5.0)
+    assert got == 1.8 and type(got) is float
+    assert stats.kish_ess_from_sums(1.0, 1.0) == 1.0
+    out = stats.kish_ess_from_sums([3.0, 0.0, math.nan, 1.0], [5.0, 0.0, 1.0, 1.0])
+    assert out[:2].tolist() == [1.8, 0.0] and math.isnan(out[2]) and out[3] == 1.0
+    # integer sums are read as floats (2³² squared does not wrap around in int64), and sums past double
+    # precision give inf or NaN without a numpy warning
+    assert stats.kish_ess_from_sums(2 ** 32, 2 ** 64) == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stats.kish_ess_from_sums(1e200, 1e300) == math.inf
+        assert math.isnan(stats.kish_ess_from_sums(math.inf, math.inf))
+
+
+def test_ratio_difference_edges_by_hand():
+    from offeval_core.errors import NonFiniteMoments
+    from offeval_core.stats import CrossMoments, RatioMoments, ratio_difference
+
+    zero = CrossMoments(0.0, 0.0, 0.0, 0.0)
+    # a = (1, 3), b = (1, 1) → 2; c = e = (1, 1) → 1: φ = (−1, 1), sd √2, se = √2 / √2 = 1; p = Φ(−1)
+    d = ratio_difference(RatioMoments(2, 4.0, 2.0, 2.0, 0.0, 0.0), RatioMoments(2, 2.0, 0.0, 2.0, 0.0, 0.0), zero,
+                         level=0.9)
+    assert (d.value, d.stderr, d.n) == (1.0, 1.0, 2)
+    assert d.p_value == pytest.approx(0.5 * math.erfc(1 / math.sqrt(2)), abs=1e-15)
+    assert (d.ci.low, d.ci.high, d.ci.level) == (pytest.approx(1 - 1.6448536269514722, abs=1e-12),
+                                                 pytest.approx(1 + 1.6448536269514722, abs=1e-12), 0.9)
+    # no units: nothing is defined (n = 0 even with sums given)
+    none = ratio_difference(RatioMoments(0, 1.0, 0.0, 1.0, 0.0, 0.0), RatioMoments(0, 1.0, 0.0, 1.0, 0.0, 0.0), zero,
+                            level=0.9)
+    assert math.isnan(none.value) and math.isnan(none.stderr) and math.isnan(none.p_value) and none.n == 0
+    assert math.isnan(none.ci.low) and math.isnan(none.ci.high) and none.ci.level == 0.9
+    # each sum past double precision is named; a ratio that overflows is named as such
+    for i in range(4):
+        sums = [4.0, 2.0, 2.0, 2.0]
+        sums[i] = math.inf
+        first = RatioMoments(2, sums[0], 2.0, sums[1], 0.0, 0.0)
+        second = RatioMoments(2, sums[2], 0.0, sums[3], 0.0, 0.0)
+        with pytest.raises(NonFiniteMoments, match=r"^the sums are not finite: "):
+            ratio_difference(first, second, zero, level=0.9)
+    with pytest.raises(NonFiniteMoments, match=r"^the ratios of the sums are not finite: "):
+        ratio_difference(RatioMoments(2, 1e308, 0.0, 1e-10, 0.0, 0.0), RatioMoments(2, 2.0, 0.0, 2.0, 0.0, 0.0), zero,
+                         level=0.9)
+    # one unit: the value, nothing else
+    one = ratio_difference(RatioMoments(1, 2.0, 0.0, 1.0, 0.0, 0.0), RatioMoments(1, 1.0, 0.0, 1.0, 0.0, 0.0), zero,
+                           level=0.9)
+    assert (one.value, one.n, one.ci.level) == (1.0, 1, 0.9) and math.isnan(one.p_value)
+    assert math.isnan(one.stderr) and math.isnan(one.ci.low) and math.isnan(one.ci.high)
+    # each of the ten second moments and co-moments past double precision is named
+    for i in range(10):
+        m = [2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        m[i] = math.inf
+        first = RatioMoments(2, 4.0, m[0], 2.0, m[1], m[2])
+        second = RatioMoments(2, 2.0, m[3], 2.0, m[4], m[5])
+        with pytest.raises(NonFiniteMoments, match=r"^the second moments are not finite: "):
+            ratio_difference(first, second, CrossMoments(*m[6:]), level=0.9)
+    # a = b = (1, 3): a/b is 1 on every unit and c = e, so every term of the variance cancels: undefined, warned
+    from offeval_core.errors import EstimatorWarning
+
+    with pytest.warns(EstimatorWarning, match="below the precision of its moments"):
+        flat = ratio_difference(RatioMoments(2, 4.0, 2.0, 4.0, 2.0, 2.0), RatioMoments(2, 2.0, 0.0, 2.0, 0.0, 0.0),
+                                zero, level=0.9)
+    assert flat.value == 0.0 and math.isnan(flat.stderr) and math.isnan(flat.p_value)
+
+
+def test_ratio_estimate_and_mean_edges_by_hand():
+    from offeval_core.errors import NonFiniteMoments
+
+    # x = (1, 2), y = (2, 2): R = 3/4, Var(x − R y) = s_x² = 0.5, se = √(0.5 / (2 · 2²)) = 0.25
+    e = stats.ratio_estimate(2, 3.0, 0.5, 4.0, 0.0, 0.0, level=0.9)
+    assert (e.value, e.stderr, e.n, e.ci.level) == (0.75, 0.25, 2, 0.9)
+    assert e.ci.high == pytest.approx(0.75 + 1.6448536269514722 * 0.25, abs=1e-12)
+    # no units (even with sums given), and one unit: the value only
+    none = stats.ratio_estimate(0, 3.0, 0.0, 2.0, 0.0, 0.0, level=0.9)
+    assert math.isnan(none.value) and math.isnan(none.stderr) and none.n == 0
+    assert math.isnan(none.ci.low) and math.isnan(none.ci.high) and none.ci.level == 0.9
+    one = stats.ratio_estimate(1, 3.0, 0.0, 2.0, 0.0, 0.0, level=0.9)
+    assert (one.value, one.n, one.ci.level) == (1.5, 1, 0.9) and math.isnan(one.ci.low) and math.isnan(one.ci.high)
+    # what is past double precision is named: a sum, the ratio, a co-moment, the variance's terms
+    for sums in ((math.inf, 2.0), (3.0, math.inf)):
+        with pytest.raises(NonFiniteMoments, match=r"^the sums are not finite: "):
+            stats.ratio_estimate(2, *sums[:1], 0.5, *sums[1:], 0.0, 0.0, level=0.9)
+    with pytest.raises(NonFiniteMoments, match=r"^the ratio of the sums are not finite: "):
+        stats.ratio_estimate(2, 1e308, 0.5, 1e-10, 0.0, 0.0, level=0.9)
+    with pytest.raises(NonFiniteMoments, match=r"^the co-moments are not finite: "):
+        stats.ratio_estimate(2, 3.0, 0.5, 4.0, 0.0, math.inf, level=0.9)
+    with pytest.raises(NonFiniteMoments, match=r"^the second moments are not finite: "):
+        stats.ratio_estimate(2, 3.0, math.inf, 4.0, 0.0, 0.0, level=0.9)
+    with pytest.raises(NonFiniteMoments, match=r"^the ratio's variance terms are not finite: "):
+        stats.ratio_estimate(2, 1.0, 1e300, 1e-150, 0.0, 0.0, level=0.9)   # 1e300 / (2 · (5e-151)²) overflows
+    # a mean's sum past double precision
+    with pytest.raises(NonFiniteMoments, match=r"^the sums are not finite: "):
+        stats.mean_estimate(2, math.inf, 0.0, level=0.9)
+
+
+def test_delta_variance_precision_rule():
+    import warnings
+
+    from offeval_core.errors import EstimatorWarning, NonFiniteMoments
+
+    # a second moment past double precision is named
+    with pytest.raises(NonFiniteMoments, match=r"^the second moments are not finite: "):
+        stats.sample_variance(3, math.inf)
+    # no spread at all (x = (1, 1), y = (2, 2)): every term is 0, so the SE is 0, not undefined, and no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stats.ratio_estimate(2, 2.0, 0.0, 4.0, 0.0, 0.0, level=0.9).stderr == 0.0
+    # x = (0.1, 0.2), y = (0.2, 0.4): x/y = 1/2 on both units; the terms (0.005, −0.01, 0.005) are all below 1 and
+    # cancel: undefined, with a warning
+    with pytest.warns(EstimatorWarning, match=r"^the delta-method standard error of a ratio is below the precision "
+                                              r"of its moments"):
+        small = stats.ratio_estimate(2, 0.30000000000000004, 0.005, 0.6000000000000001, 0.02, 0.01, level=0.9)
+    assert math.isnan(small.stderr)
+    # the rule is relative to the terms' size: a sum of 1e-8 against terms of size 200 (5e-11 of it) is noise,
+    # the same sum against terms of size 2 (5e-9 of it) is kept
+    with pytest.warns(EstimatorWarning):
+        assert math.isnan(stats._delta_variance(100.0, -200.0, 100.0 + 1e-8))
+    assert stats._delta_variance(1.0, -1.0, 1e-8) == pytest.approx(1e-8, rel=1e-12)

@@ -298,6 +298,86 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         '_mse returns one value per candidate (three)',
     ('slate-adaptive', 'choose', '**{f"mse_{c}": float(v) for c, v in zip(CANDIDATES, mse, strict=False)}})'):
         '_mse returns one value per candidate (three)',
+    ("intervals", "bootstrap_t", "idx = rng.integers(n, size=(n_boot, n))"):
+        "Generator.integers(n) is integers(0, n): the same range and the same draws",
+    ("agreement", "inverted_pair_mask", "return np.triu(dx * dy < 0, )"):
+        "the diagonal has dx = 0, never < 0, so k = 0 and k = 1 give the same mask",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] >= xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=True)"):
+        "an inverted pair has x_a ≠ x_b, so > and >= pick the same order",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=None)"):
+        "ia and ib come from one np.nonzero, so they always have the same length",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, )"):
+        "ia and ib come from one np.nonzero, so they always have the same length",
+    ("agreement", "agreement",
+     "(labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=False)"):
+        "ia and ib come from one np.nonzero, so they always have the same length",
+    ("agreement", "agreement", "if np.ptp(xv) > 0 and np.ptp(yv) >= 0:"):
+        "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
+    ("agreement", "agreement", "if np.ptp(xv) >= 0 and np.ptp(yv) > 0:"):
+        "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
+    ("agreement", "agreement", "if np.ptp(xv) > 0 or np.ptp(yv) > 0:"):
+        "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
+    ("agreement", "inverted_share_bootstrap", "chunk = max(2, 2_000_000 // n_units)  # resamples drawn at once: about 2 M unit counts in memory"):
+        "the chunk only batches the draws: multinomial draws in batches of any size are the same stream",
+    ("agreement", "inverted_share_bootstrap", "chunk = max(1, 2000001 // n_units)  # resamples drawn at once: about 2 M unit counts in memory"):
+        "the chunk only batches the draws: multinomial draws in batches of any size are the same stream",
+    ("agreement", "inverted_share_bootstrap", "mx = counts @ xm * n_units"):
+        "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
+    ("agreement", "inverted_share_bootstrap", "my = counts @ ym * n_units"):
+        "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
+    ("stats", 'welch_effect', 'check_finite(se, what=None)'):
+        "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
+    ("stats", 'welch_effect', 'check_finite(what="the arms\' variances")'):
+        "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
+    ("stats", 'welch_effect', 'check_finite(se, )'):
+        "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
+    ("stats", 'welch_effect', 'check_finite(se, what="XXthe arms\' variancesXX")'):
+        "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
+    ("stats", 'welch_effect', 'check_finite(se, what="THE ARMS\' VARIANCES")'):
+        "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
+    ("stats", 'welch_effect', 't_crit, p = 1.0, (0.0 if diff > 0 else (1.0 if diff < 0 else 0.5))'):
+        'with se = 0 the interval is diff ± t_crit · 0 whatever t_crit',
+    ("stats", 'welch_two_sided_p', 'check_finite(se, what="the arms\' means and variances")'):
+        'diff and se are non-finite only together (a NaN count makes both NaN; finite moments over n ≥ 2 keep both finite)',
+    ("stats", 'welch_two_sided_p', 'check_finite(diff, what="the arms\' means and variances")'):
+        'diff and se are non-finite only together (a NaN count makes both NaN; finite moments over n ≥ 2 keep both finite)',
+    ("stats", 'mean_estimate', 'se = math.sqrt(sample_variance(n, m2) / n) if (n >= 2) or True else math.nan'):
+        "sample_variance is NaN for n < 2, so the square root is the else's NaN",
+    ("stats", 'ratio_difference', 'check_finite(se, what=None)'):
+        '_delta_variance returns NaN when its terms overflow (their size is then inf), and the division by n ≥ 2 cannot overflow: se is never infinite',
+    ("stats", 'ratio_difference', 'check_finite(what="the difference\'s variance terms")'):
+        '_delta_variance returns NaN when its terms overflow (their size is then inf), and the division by n ≥ 2 cannot overflow: se is never infinite',
+    ("stats", 'ratio_difference', 'check_finite(se, )'):
+        '_delta_variance returns NaN when its terms overflow (their size is then inf), and the division by n ≥ 2 cannot overflow: se is never infinite',
+    ("stats", 'ratio_difference', 'check_finite(se, what="XXthe difference\'s variance termsXX")'):
+        '_delta_variance returns NaN when its terms overflow (their size is then inf), and the division by n ≥ 2 cannot overflow: se is never infinite',
+    ("stats", 'ratio_difference', 'check_finite(se, what="THE DIFFERENCE\'S VARIANCE TERMS")'):
+        '_delta_variance returns NaN when its terms overflow (their size is then inf), and the division by n ≥ 2 cannot overflow: se is never infinite',
+    ("stats", 'kish_ess_from_sums', 't, t2 = np.asarray(total, dtype=np.float64), np.asarray(total_sq, dtype=None)'):
+        "np.where(t2 == 0, 1.0, t2) is float64 whatever t2's dtype",
+    ("stats", 'kish_ess_from_sums', 't, t2 = np.asarray(total, dtype=np.float64), np.asarray(total_sq, )'):
+        "np.where(t2 == 0, 1.0, t2) is float64 whatever t2's dtype",
+    ("stats", 'kish_ess_from_sums', 'with np.errstate(divide=None, invalid="ignore", over="ignore"):'):
+        'the divisor is np.where(t2 == 0, 1.0, t2), never 0',
+    ("stats", 'kish_ess_from_sums', 'with np.errstate(invalid="ignore", over="ignore"):'):
+        'the divisor is np.where(t2 == 0, 1.0, t2), never 0',
+    ("stats", 'kish_ess_from_sums', 'out = np.where(None, 0.0, t * t / np.where(t2 == 0, 1.0, t2))  # NaN sums stay NaN'):
+        'Σw² = 0 only when every weight is 0, and then Σw = 0 gives (Σw)² / 1 = 0 as well',
+    ("stats", 'kish_ess_from_sums', 'out = np.where(t2 == 0, 0.0, t * t / np.where(None, 1.0, t2))  # NaN sums stay NaN'):
+        'where t2 == 0 the outer np.where returns 0.0, so the inner divisor there is never used',
+    ("stats", 'kish_ess_from_sums', 'out = np.where(t2 == 0, 0.0, t * t / np.where(t2 == 1, 1.0, t2))  # NaN sums stay NaN'):
+        'where t2 == 0 the outer np.where returns 0.0, so the inner divisor there is never used',
+    ("stats", 'kish_ess_from_sums', 'out = np.where(t2 == 0, 0.0, t * t / np.where(t2 == 0, 2.0, t2))  # NaN sums stay NaN'):
+        'where t2 == 0 the outer np.where returns 0.0, so the inner divisor there is never used',
+    ("stats", 'moments_of', 'x = np.asarray(values, dtype=None).ravel()'):
+        'numbers (bools, ints, floats) give the same float sum, mean and squared deviations without the cast',
+    ("stats", 'moments_of', 'x = np.asarray(values, ).ravel()'):
+        'numbers (bools, ints, floats) give the same float sum, mean and squared deviations without the cast',
+    ("stats", 'moments_of', 'check_finite(m2, what="the sum and second moment of the values")'):
+        "a sum past double precision makes numpy's mean inf too, so M2 is inf or NaN and the check fires on it",
 }
 
 
