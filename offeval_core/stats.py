@@ -282,6 +282,7 @@ def ratio_estimate(
     if n < 2:
         return Estimate(r, math.nan, int(n), ConfidenceInterval(math.nan, math.nan, level))
     mean_y = sum_y / n
+    _check_square(mean_y)
     var_x = sample_variance(n, m2_x)
     var_y = sample_variance(n, m2_y)
     check_finite(co_xy, what="the co-moments")
@@ -291,6 +292,21 @@ def ratio_estimate(
     if not math.isnan(se):
         check_finite(se, what="the ratio's variance terms")
     return Estimate(r, se, int(n), normal_ci(r, se, level=level))
+
+
+def _check_square(*means: float) -> None:
+    """Raise :class:`NonFiniteMoments` when the square of a ratio's denominator mean ȳ is below the smallest
+    double (|ȳ| < about 1e-154): the delta-method variance divides by ȳ².
+
+    >>> _check_square(0.5, 2e-200)
+    Traceback (most recent call last):
+    ...
+    offeval_core.errors.NonFiniteMoments: the mean of a ratio's denominator (2e-200) is too small to square in double precision (below about 1e-154); rescale the weights or the denominators' values
+    """
+    for m in means:
+        if m * m == 0:
+            raise NonFiniteMoments(f"the mean of a ratio's denominator ({m:.3g}) is too small to square in double "
+                                   "precision (below about 1e-154); rescale the weights or the denominators' values")
 
 
 DELTA_PRECISION = 1e-9
@@ -378,6 +394,7 @@ def ratio_difference(first: RatioMoments, second: RatioMoments, cross: CrossMome
     check_finite(m2_a, m2_b, co_ab, m2_c, m2_e, co_ce, co_ac, co_ae, co_bc, co_be, what="the second moments")
     k = n - 1
     mb, me = sum_b / n, sum_e / n
+    _check_square(mb, me)
     b2, e2, be = k * mb * mb, k * me * me, k * mb * me
     var = _delta_variance(m2_a / b2, -2 * r1 * co_ab / b2, r1 * r1 * m2_b / b2,  # the first ratio
                           m2_c / e2, -2 * r0 * co_ce / e2, r0 * r0 * m2_e / e2,  # the second

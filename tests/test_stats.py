@@ -386,3 +386,22 @@ def test_delta_variance_precision_rule():
     with pytest.warns(EstimatorWarning):
         assert math.isnan(stats._delta_variance(100.0, -200.0, 100.0 + 1e-8))
     assert stats._delta_variance(1.0, -1.0, 1e-8) == pytest.approx(1e-8, rel=1e-12)
+
+
+def test_a_denominator_mean_too_small_to_square_is_a_typed_error():
+    """ȳ = 1e-200 is a finite mean, but ȳ² underflows to 0 and the delta-method variance divides by it: a
+    NonFiniteMoments naming the mean, not a ZeroDivisionError (a bug's traceback on the dashboard)."""
+    from offeval_core.errors import NonFiniteMoments
+    from offeval_core.stats import CrossMoments, RatioMoments, ratio_difference, ratio_estimate
+
+    msg = r"the mean of a ratio's denominator \(1e-200\) is too small to square"
+    with pytest.raises(NonFiniteMoments, match=msg):
+        ratio_estimate(2, 1.0, 1.0, 2e-200, 0.0, 0.0, level=0.9)
+    small = RatioMoments(2, 1.0, 0.5, 2e-200, 0.0, 0.0)
+    with pytest.raises(NonFiniteMoments, match=msg):
+        ratio_difference(small, RatioMoments(2, 1.0, 0.5, 1.0, 0.5, 0.5), CrossMoments(0.0, 0.0, 0.0, 0.0), level=0.9)
+    with pytest.raises(NonFiniteMoments, match=msg):
+        ratio_difference(RatioMoments(2, 1.0, 0.5, 1.0, 0.5, 0.5), small, CrossMoments(0.0, 0.0, 0.0, 0.0), level=0.9)
+    # 1e-150 squares to 1e-300, still a double: the ratio 1 / 2e-150 = 5e149 is computed, with se 0 (no spread)
+    e = ratio_estimate(2, 1.0, 0.0, 2e-150, 0.0, 0.0, level=0.9)
+    assert e.value == 5e149
