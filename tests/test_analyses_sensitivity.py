@@ -174,6 +174,10 @@ def test_no_significant_settings_gives_empty_table_and_plain_takeaway(world):
         f"effect > 0): the smallest p of an online improvement is {res.closest_p:.2g}, so there is nothing to "
         "detect; raise the online p threshold (the paper: 0.001) or choose other rewards.")
     # a bound no online effect passes: none is on the side, and the takeaway says that instead of a p
+    # the online negatives' nearest is the smallest p among the negatives, not among all settings
+    negatives = sensitivity(m, online_alpha=1.0, side="negatives").settings
+    none_neg = sensitivity(m, online_alpha=1e-300, side="negatives")
+    assert len(negatives) and none_neg.closest_p == negatives["online_p"].min() != res.closest_p
     far = sensitivity(m, online_alpha=1e-300, min_effect=1e9, side="negatives")
     assert math.isnan(far.closest_p)
     assert far.takeaway.startswith(f"None of the {n_tested} (experiment, day, reward) settings has a significant "

@@ -88,8 +88,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     from offeval_core.importance.weights import PROPENSITY
 
     key = ds.key
-    rates = ds.reward_rates
-    rewards = tuple(r for r in ds.rewards if rates.get(r, 0) > 0)
+    rewards = sensitivity_rewards(ds, reward, True)  # every reward that is ever positive
     arms = ds.has_arms
     propensity = ds.targets.kind(policy) == "propensity"
     # the target policy's models: a propensity policy's estimators read the logged propensities (D = D0 = propensity)
