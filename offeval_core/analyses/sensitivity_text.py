@@ -47,9 +47,6 @@ def sensitivity_takeaway(result) -> str:
             f"effect < {-result.min_effect if result.min_effect else 0:g}"   # never "< -0"
         hint = "(the paper: 0.001) or choose other rewards" if result.side == "improvements" else \
             "or choose other rewards, or look at the online improvements (the TPR view)"
-        if result.n_tested == 0:
-            return (f"No (experiment, day, reward) setting has an online A/B outcome, so there is nothing to "
-                    f"detect; {hint[hint.index('choose'):]}.")
         of = f"None of the {result.n_tested} (experiment, day, reward) settings"
         why = (f"the smallest p of an online {what} is {result.closest_p:.2g}" if not math.isnan(result.closest_p)
                else f"none has an online {bound}")
