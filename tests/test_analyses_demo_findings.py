@@ -3,16 +3,15 @@ assumptions hold: checked seed by seed on the bundled demo (seed 0) and on five 
 (data/README.md, "What holds in the demo").
 
 What does not hold on every seed is not asserted here and is stated, per seed, in data/README.md and
-docs/analyses.md ("Open"): nDCG's rise with m (flat on seeds 3, 4 and 5), Table 2 for ``like`` (log2 (Q̂) ahead
-on seeds 1, 2, 4 and 5) and the ≥ 90 % coverage of the exact effect by DCG at m = ∞ (89 %, 89 %, 87 % on seeds
-0, 2, 4)."""
+docs/analyses.md ("Open"): Table 2 for ``like`` (log2 (Q̂) ahead on seed 1) and DCG's drop at m = ∞ (on seed 4
+DCG at m = ∞ detects as many as at its best finite m, 83 = 83)."""
 
 import functools
 import math
 
 import pandas as pd
 import pytest
-from demo_worlds import REWARDS, demo_world, grouped
+from demo_worlds import REWARDS, SEEDS, demo_world, grouped
 
 from offeval_core.analyses import offline_online_correlation, sensitivity
 from offeval_core.analyses._common import Variant
@@ -55,7 +54,18 @@ def test_ips_weighting_raises_the_tpr_of_dcg(seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", grouped())
+def test_ips_weighting_raises_the_tpr_of_ndcg(seed):
+    """Fig. 1: nDCG too detects more online improvements at some finite m > 1 than with the raw labels. It needs
+    sessions with several rewards (with one reward the weight cancels in nDCG's ratio, docs/analyses.md)."""
+    _, ndcg = _detected(seed)
+    assert ndcg.drop(index=[1.0, math.inf]).max() > ndcg.loc[1.0], ndcg.tolist()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", grouped(tuple(s for s in SEEDS if s != 4)))
 def test_dcg_at_infinity_detects_fewer_than_at_its_best_finite_m(seed):
+    """Fig. 1: the unclipped weights' variance costs detections (not on seed 4, where m = ∞ ties its best finite
+    m: OPEN below)."""
     dcg, _ = _detected(seed)
     assert dcg.loc[math.inf] < dcg.drop(index=[math.inf]).max(), dcg.tolist()
 
@@ -87,12 +97,12 @@ def test_table_2_learnt_pbm_debiased_dcg_beats_both_log2_variants_at_the_default
         assert pbm > log2c and pbm > log2q, (reward, r)
 
 
-OPEN = {0: {"coverage ≥ 90 %"},
+OPEN = {0: set(),
         1: {"Table 2: pbm Q̂ above both log2 variants"},
-        2: {"Table 2: pbm Q̂ above both log2 variants", "coverage ≥ 90 %"},
-        3: {"nDCG TPR rises from m = 1"},
-        4: {"nDCG TPR rises from m = 1", "Table 2: pbm Q̂ above both log2 variants", "coverage ≥ 90 %"},
-        5: {"nDCG TPR rises from m = 1", "Table 2: pbm Q̂ above both log2 variants"}}
+        2: set(),
+        3: set(),
+        4: {"DCG at m = ∞ below its best finite m"},
+        5: set()}
 """Per seed, the acceptance lines that do not hold (module docstring): a change that breaks another line, or
 mends one, fails here until this list and the docs say so."""
 

@@ -330,3 +330,35 @@ def test_takeaway_names_no_best_m_on_a_flat_curve():
         "Of the 47 settings with a significant online improvement (p < 0.001, effect > 0), at 99% confidence DCG "
         "detects 9 (19 %) at m ∈ {8, 256} (tied) (vs 6 % at m = 1 and 15 % at m = ∞), sign agreement 90 %, mean p "
         "0.44; nDCG detects 3 (6 %) at every m (a flat line: no best m; sign agreement 90 %). Fig. 1 findings: ")
+
+
+@pytest.mark.parametrize(("clips", "text"), [
+    ((4.0, 8.0, math.inf), "every m ≥ 4 (tied)"),                    # the whole tail of the grid, ∞ included
+    ((1.0, 2.0, 4.0, 8.0, math.inf), "every m ≥ 1 (tied)"),
+    ((8.0, math.inf), "m ∈ {8, ∞} (tied)"),                         # two: listed
+    ((2.0, 4.0, 8.0), "m ∈ {2, 4, 8} (tied)"),                      # not up to ∞
+    ((2.0, 8.0, math.inf), "m ∈ {2, 8, ∞} (tied)"),                 # 4 is not tied: not a tail
+    ((math.inf, 4.0, 8.0), "every m ≥ 4 (tied)"),                    # order does not matter
+])
+def test_tied_clips_that_are_the_grids_tail_read_as_every_m_from_the_first(clips, text):
+    from offeval_core.analyses.sensitivity_text import clips_text
+
+    assert clips_text(clips, grid=(1.0, 2.0, 4.0, 8.0, math.inf)) == text
+    assert clips_text(clips).startswith("m ∈ {")          # without the grid nothing is compressed
+
+
+def test_the_takeaway_reads_a_tie_over_the_grids_tail_as_every_m():
+    """DCG tied at m = 4, 64 and ∞ on the grid 1, 4, 64, ∞ (the whole tail): the takeaway says "every m ≥ 4"."""
+    from offeval_core.analyses.sensitivity import SensitivityResult, best_clips
+    from offeval_core.analyses.sensitivity_text import sensitivity_takeaway
+
+    t = _verdict_table([1, 6, 6, 6], [2, 3, 2, 2])
+    t["tpr"], t["mean_p"] = t["n_detected"] / 10, [0.5, 0.02, 0.02, 0.02] * 2
+    best = best_clips(t)
+    assert best["dcg"] == (4.0, 64.0, math.inf)
+    res = SensitivityResult(table=t, per_setting=pd.DataFrame(), settings=pd.DataFrame({"experiment_id": range(10)}),
+                            best_clips=best, takeaway="", policy="treatment", discount="pbm", exposure="pbm",
+                            level=0.99, online_alpha=0.001, selection="significant", metrics=("dcg", "ndcg"))
+    text = sensitivity_takeaway(res)
+    assert "DCG detects 6 (60 %) at every m ≥ 4 (tied) (vs 10 % at m = 1)" in text, text
+    assert "nDCG detects 3 (30 %) at m = 4 (vs 20 % at m = 1 and 20 % at m = ∞)" in text, text

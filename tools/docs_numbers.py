@@ -34,9 +34,9 @@ def _cli(*args: str) -> tuple[str, str]:
     return proc.stdout, proc.stderr
 
 
-def _clips(clips) -> str:
+def _clips(clips, grid) -> str:
     from offeval_core.analyses.sensitivity_text import clips_text
-    return clips_text(tuple(clips))
+    return clips_text(tuple(clips), grid=tuple(grid))
 
 
 def fig1_row(moments, *, label: str) -> tuple[str, dict]:
@@ -52,10 +52,10 @@ def fig1_row(moments, *, label: str) -> tuple[str, dict]:
     per = res.per_setting
     out = {"n": len(res.settings), "dcg1": int(d.loc[1.0]), "dcg_best": int(d.max()), "dcg_best_m": best,
            "dcg_inf": int(d.loc[math.inf]), "ndcg1": int(n.loc[1.0]), "ndcg_best": int(n.max()),
-           "ndcg_best_m": nbest, "sign": float(sa), "per": per}
-    row = (f"| {label} | {out['n']} | {out['dcg1']} → {out['dcg_best']} ({_clips(best) if best else 'flat'}) → "
+           "ndcg_best_m": nbest, "sign": float(sa), "per": per, "grid": tuple(d.index)}
+    row = (f"| {label} | {out['n']} | {out['dcg1']} → {out['dcg_best']} ({_clips(best, d.index) if best else 'flat'}) → "
            f"{out['dcg_inf']} | {round(100 * out['sign'])} % | {out['ndcg1']} → {out['ndcg_best']} "
-           f"({_clips(nbest) if nbest else 'flat'}) |")
+           f"({_clips(nbest, n.index) if nbest else 'flat'}) |")
     return row, out
 
 
@@ -124,8 +124,8 @@ def blocks(seeds: tuple[int, ...] = ()) -> dict[str, str]:
                         f"{(DATA / 'ground_truth.parquet').stat().st_size / 1e6:.1f} MB; reward rates per view: like "
                         f"{100 * rates['like']:.1f} %, watch_complete {100 * rates['watch_complete']:.1f} %.\n")
 
-    best = _clips(f0["dcg_best_m"])
-    nb = _clips(f0["ndcg_best_m"]) if f0["ndcg_best_m"] else "every m"
+    best = _clips(f0["dcg_best_m"], f0["grid"])
+    nb = _clips(f0["ndcg_best_m"], f0["grid"]) if f0["ndcg_best_m"] else "every m"
     t2_lines = "; ".join(f"`{r}` {_t2_text(t2[r][0])} against DCG (log2, C) and {_t2_text(t2[r][1])} against DCG "
                          f"(log2, Q̂)" for r in REWARDS)
     out["readme-findings"] = (

@@ -20,15 +20,21 @@ __all__ = ["SIGN_AGREEMENT_FLOOR", "clips_text", "paper_verdict", "sensitivity_t
 SIGN_AGREEMENT_FLOOR = 0.95
 
 
-def clips_text(clips) -> str:
-    """``m = 8`` for one clip, ``m ∈ {8, 16} (tied)`` for several.
+def clips_text(clips, *, grid=None) -> str:
+    """``m = 8`` for one clip, ``m ∈ {8, 16} (tied)`` for several, and ``every m ≥ 4 (tied)`` for three or more
+    that are the whole tail of ``grid`` (the clips the curve was computed at), ∞ included.
 
     >>> clips_text((8.0,)), clips_text((8.0, math.inf))
     ('m = 8', 'm ∈ {8, ∞} (tied)')
+    >>> clips_text((4.0, 8.0, math.inf), grid=(1.0, 2.0, 4.0, 8.0, math.inf))   # 4, 8 and ∞: every m from 4 on
+    'every m ≥ 4 (tied)'
     """
-    clips = tuple(clips)
+    clips = tuple(sorted(clips))
     if len(clips) == 1:
         return f"m = {clip_text(clips[0])}"
+    tail = tuple(sorted(() if grid is None else grid))[-len(clips):]
+    if len(clips) >= 3 and clips == tail and math.isinf(clips[-1]):
+        return f"every m ≥ {clip_text(clips[0])} (tied)"
     return "m ∈ {" + ", ".join(clip_text(c) for c in clips) + "} (tied)"
 
 
@@ -70,7 +76,7 @@ def sensitivity_takeaway(result) -> str:
         ends = [f"{pct(part.loc[c, rate])} at m = {clip_text(c)}" for c in (part.index.min(), part.index.max())
                 if c not in best]
         extra = f" (vs {' and '.join(ends)})" if ends else ""
-        parts.append(f"{label} detects {k} ({pct(top[rate].iloc[0])}) at {clips_text(best)}{extra}, sign "
+        parts.append(f"{label} detects {k} ({pct(top[rate].iloc[0])}) at {clips_text(best, grid=part.index)}{extra}, sign "
                      f"agreement {_span(top['sign_agreement'])}, mean p {format_p(float(top['mean_p'].min()))}")
     how = "" if result.adjust == "none" else \
         f" with {ADJUST_LABELS[result.adjust]} adjustment over the {n} settings at each m,"
