@@ -333,14 +333,15 @@ def test_takeaway_names_no_best_m_on_a_flat_curve():
 
 
 @pytest.mark.parametrize(("clips", "text"), [
-    ((4.0, 8.0, math.inf), "every m ≥ 4 (tied)"),                    # the whole tail of the grid, ∞ included
+    ((4.0, 8.0, math.inf), "every m ≥ 4 (tied)"),                    # a run to the grid's end, ∞ included
     ((1.0, 2.0, 4.0, 8.0, math.inf), "every m ≥ 1 (tied)"),
     ((8.0, math.inf), "m ∈ {8, ∞} (tied)"),                         # two: listed
-    ((2.0, 4.0, 8.0), "m ∈ {2, 4, 8} (tied)"),                      # not up to ∞
-    ((2.0, 8.0, math.inf), "m ∈ {2, 8, ∞} (tied)"),                 # 4 is not tied: not a tail
+    ((2.0, 4.0, 8.0), "every m from 2 to 8 (tied)"),                # a run that stops before ∞
+    ((2.0, 8.0, math.inf), "m ∈ {2, 8, ∞} (tied)"),                 # 4 is not tied: not a run
     ((math.inf, 4.0, 8.0), "every m ≥ 4 (tied)"),                    # order does not matter
+    ((3.0, 4.0, 8.0), "m ∈ {3, 4, 8} (tied)"),                      # 3 is not on the grid
 ])
-def test_tied_clips_that_are_the_grids_tail_read_as_every_m_from_the_first(clips, text):
+def test_tied_clips_that_are_a_run_of_the_grid_read_as_every_m_of_the_run(clips, text):
     from offeval_core.analyses.sensitivity_text import clips_text
 
     assert clips_text(clips, grid=(1.0, 2.0, 4.0, 8.0, math.inf)) == text

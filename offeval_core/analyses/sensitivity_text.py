@@ -21,20 +21,26 @@ SIGN_AGREEMENT_FLOOR = 0.95
 
 
 def clips_text(clips, *, grid=None) -> str:
-    """``m = 8`` for one clip, ``m ∈ {8, 16} (tied)`` for several, and ``every m ≥ 4 (tied)`` for three or more
-    that are the whole tail of ``grid`` (the clips the curve was computed at), ∞ included.
+    """``m = 8`` for one clip, ``m ∈ {8, 16} (tied)`` for several; three or more that are a run of consecutive
+    values of ``grid`` (the clips the curve was computed at) read ``every m ≥ 4 (tied)`` when the run ends at
+    the grid's last value, ∞, and ``every m from 8 to 64 (tied)`` otherwise.
 
     >>> clips_text((8.0,)), clips_text((8.0, math.inf))
     ('m = 8', 'm ∈ {8, ∞} (tied)')
-    >>> clips_text((4.0, 8.0, math.inf), grid=(1.0, 2.0, 4.0, 8.0, math.inf))   # 4, 8 and ∞: every m from 4 on
-    'every m ≥ 4 (tied)'
+    >>> grid = (1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
+    >>> clips_text((4.0, 8.0, 16.0, math.inf), grid=grid), clips_text((2.0, 4.0, 8.0), grid=grid)
+    ('every m ≥ 4 (tied)', 'every m from 2 to 8 (tied)')
     """
     clips = tuple(sorted(clips))
     if len(clips) == 1:
         return f"m = {clip_text(clips[0])}"
-    tail = tuple(sorted(() if grid is None else grid))[-len(clips):]
-    if len(clips) >= 3 and clips == tail and math.isinf(clips[-1]):
-        return f"every m ≥ {clip_text(clips[0])} (tied)"
+    values = tuple(sorted(() if grid is None else grid))
+    if len(clips) >= 3 and clips[0] in values:
+        start = values.index(clips[0])
+        if values[start:start + len(clips)] == clips:
+            if start + len(clips) == len(values) and math.isinf(clips[-1]):
+                return f"every m ≥ {clip_text(clips[0])} (tied)"
+            return f"every m from {clip_text(clips[0])} to {clip_text(clips[-1])} (tied)"
     return "m ∈ {" + ", ".join(clip_text(c) for c in clips) + "} (tied)"
 
 
@@ -100,7 +106,7 @@ def sensitivity_takeaway(result) -> str:
 def _ips(name: str, d: pd.Series, n: int) -> str:
     finite = d.drop(index=[c for c in d.index if c == 1.0 or math.isinf(c)])
     one, top = int(d.loc[1.0]), int(finite.max())
-    at = clips_text(tuple(finite.index[finite == top]))
+    at = clips_text(tuple(finite.index[finite == top]), grid=finite.index)
     if top > one:
         return f"IPS weighting raises {name}'s detections from {one} at m = 1 to {top} of {n} at {at} (holds)"
     if top == one:
