@@ -1,12 +1,13 @@
 """KDD'24 Table 2 at projector size: one row per metric variant, one dot per (experiment, policy) cell with its
-correlation across days, the median and the middle half of the cells drawn over them — readable with 40 rows of
-Table 2 where the full heatmap is not. Identity cells (the offline value is the online reward itself, r = 1 by
+correlation across days, the median and the middle half over the rows the headline ranks on (Rₜ's) drawn over
+them — readable with 40 rows of Table 2 where the full heatmap is not. Identity cells (the offline value is the online reward itself, r = 1 by
 construction) are left out, as they are from every ranking.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from offeval_core.charts import FONT, OKABE_ITO
@@ -20,8 +21,9 @@ POLICY_COLOURS = (OKABE_ITO[0], "#777777")
 
 def correlation_summary_figure(result) -> go.Figure:
     """A dot plot of a :class:`~offeval_core.analyses.correlation.CorrelationResult`: y = metric variant (in the
-    table's column order), x = the correlation of one (experiment, reward, policy) row; a black bar spans the
-    middle half of the variant's cells and a diamond marks their median. Dots are spread vertically by policy
+    table's column order), x = the correlation of one (experiment, reward, policy) row; a diamond marks the
+    variant's median and a black bar the middle half over the rows the headline ranks on
+    (``result.headline_rows()``: Rₜ's, every variant on the same rows). Dots are spread vertically by policy
     (Rₜ above R₀) so the two sets stay apart."""
     t = result.table
     t = t[~t["identity"].astype(bool) & t["r"].notna()]
@@ -39,23 +41,25 @@ def correlation_summary_figure(result) -> go.Figure:
         fig.add_trace(go.Scatter(x=part["r"], y=ys, mode="markers", name=f"{pol} ({len(part)} cells)",
                                  marker={"color": POLICY_COLOURS[k % 2], "size": 8, "opacity": 0.65},
                                  text=hover, hovertemplate="%{text}<extra></extra>"))
-    med, lo, hi = [], [], []
-    for v in labels:
-        r = t.loc[t["variant"] == v, "r"].to_numpy(float)
-        med.append(float(np.median(r)))
-        lo.append(float(np.quantile(r, 0.25)))
-        hi.append(float(np.quantile(r, 0.75)))
-    ys = np.arange(len(labels), dtype=float)
-    fig.add_trace(go.Scatter(x=med, y=ys, mode="markers", name="median (bar: middle half)",
+    # the medians are the headline's: over the same rows (Rₜ's when there are, every variant on the same rows)
+    rows = result.headline_rows()
+    common = rows.r if rows is not None else pd.DataFrame()
+    ranked = [v for v in labels if v in common.columns]
+    med = [float(np.median(common[v])) for v in ranked]
+    lo = [float(np.quantile(common[v], 0.25)) for v in ranked]
+    hi = [float(np.quantile(common[v], 0.75)) for v in ranked]
+    ys = np.array([order[v] for v in ranked], dtype=float)
+    who = f"the {len(common)} rows of {rows.who}" if rows is not None else "no row"
+    fig.add_trace(go.Scatter(x=med, y=ys, mode="markers", name=f"median of {who} (bar: middle half)",
                              marker={"symbol": "diamond", "size": 13, "color": "black"},
                              error_x={"type": "data", "symmetric": False, "array": np.subtract(hi, med),
                                       "arrayminus": np.subtract(med, lo), "color": "black", "thickness": 2.5,
                                       "width": 0},
-                             customdata=np.column_stack([lo, hi]) if labels else None,
+                             customdata=np.column_stack([lo, hi]) if ranked else None,
                              hovertemplate="median %{x:.2f}, middle half %{customdata[0]:.2f} – %{customdata[1]:.2f}"
                                            "<extra></extra>"))
     fig.add_vline(x=0, line={"color": "#999999", "width": 1})
-    fig.update_yaxes(tickvals=list(ys), ticktext=labels, autorange="reversed", automargin=True)
+    fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed", automargin=True)
     fig.update_xaxes(range=[-1.05, 1.05], title_text=f"{sym} across days: offline estimate vs online reward")
     target = getattr(result, "target", "")
     n_rows = t[["experiment_id", "reward", "policy_label"]].drop_duplicates().shape[0]

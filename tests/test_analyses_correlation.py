@@ -97,6 +97,30 @@ def test_takeaway_compares_medians_over_the_same_rows(result):
     assert (own.reindex(med.index) - med).abs().max() > 0
 
 
+def test_the_charts_medians_are_the_headlines_over_the_same_rows(result):
+    """The projector-size chart's diamonds and bars are each variant's median and middle half over the rows the
+    headline ranks on (6 Rₜ rows here), not over every cell (the R₀ rows would pull DCG's median towards 1): the
+    chart and the sentence above it state the same number."""
+    from offeval_core.correlation_summary import correlation_summary_figure
+
+    t = result.table
+    common = t.assign(r=t["r"].where(~t["identity"])).pivot_table(
+        index=["experiment_id", "reward", "policy"], columns="variant", values="r", aggfunc="first",
+        dropna=False).dropna()
+    fig = correlation_summary_figure(result)
+    (diamonds,) = [tr for tr in fig.data if tr.name.startswith("median")]
+    assert diamonds.name == "median of the 6 rows of Rₜ = treatment (bar: middle half)"
+    labels = [result.labels[int(y)] for y in diamonds.y]
+    assert set(labels) == set(common.columns)
+    np.testing.assert_allclose(diamonds.x, [common[v].median() for v in labels], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.add(diamonds.x, diamonds.error_x.array),
+                               [common[v].quantile(0.75) for v in labels], rtol=0, atol=1e-12)
+    top = common.median().idxmax()
+    assert f"{top} tracks its online reward best: median r = {common[top].median():.2f}" in result.takeaway
+    every_cell = t[~t["identity"]].groupby("variant")["r"].median()
+    assert (every_cell.reindex(labels) - np.asarray(diamonds.x)).abs().max() > 0.01   # the old, other rows
+
+
 def test_pooled_finding_carries_the_bootstrap_uncertainty_of_each_difference(result):
     from offeval_core.analyses.correlation_diff import pooled_difference, r_difference
 

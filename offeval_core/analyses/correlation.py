@@ -36,8 +36,8 @@ from offeval_core.formatting import CORRELATION_SYMBOLS
 from offeval_core.logs import LOGGING_POLICY
 from offeval_core.validation import check_choice
 
-__all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "correlation_figure", "correlation_series_figure",
-           "default_variants", "is_identity", "offline_online_correlation", "pooled_correlation"]
+__all__ = ["DEFAULT_VARIANTS", "CorrelationResult", "HeadlineRows", "correlation_figure", "correlation_series_figure",
+           "default_variants", "headline_rows", "is_identity", "offline_online_correlation", "pooled_correlation"]
 
 MIN_DAYS = 4
 TRACK_R = 0.5
@@ -90,6 +90,10 @@ class CorrelationResult:
     labels: tuple[str, ...] = field(default=())
     target: str = "treatment"
     """The target policy Rₜ of the rows (the policy that served the treatment arm)."""
+
+    def headline_rows(self) -> HeadlineRows | None:
+        """The rows the takeaway ranks the variants on (:func:`headline_rows`); the chart's medians use them."""
+        return headline_rows(self.table, self.labels)
 
     def wide(self) -> pd.DataFrame:
         """Table-2 layout: one row per (experiment, reward, policy), columns (variant, r | p)."""
@@ -360,13 +364,11 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
     (:mod:`~offeval_core.analyses.correlation_diff`)."""
     sym = CORRELATION_SYMBOLS[method]
     n_identity = int((table["identity"] & table["r"].notna()).sum())
-    ranked = table.assign(r=table["r"].where(~table["identity"]))
-    if ranked["r"].dropna().empty:
+    rows = headline_rows(table, labels)
+    if rows is None:
         return "No correlation could be computed (too few days)."
-    target = ranked[(ranked["policy"] != LOGGING_POLICY) & ranked["r"].notna()]
-    basis = ranked[ranked["policy"] == target["policy"].iloc[0]] if len(target) else ranked
-    who = (f"Rₜ = {target['policy'].iloc[0]}" if len(target) else "R₀ = the logging policy")
-    common, left = _common_rows(basis, labels)
+    ranked, target, basis, who = rows.ranked, rows.target, rows.basis, rows.who
+    common, left = rows.r, rows.left
     if common.empty:
         return (f"No correlation could be computed on the rows of {who} where every variant has one (too few "
                 f"days).")
@@ -408,6 +410,35 @@ def _takeaway(table: pd.DataFrame, labels, method, daily: pd.DataFrame | None = 
                  f"m = ∞ and every per-session importance estimator are the control arm's observed reward) and are "
                  f"not ranked.")
     return text
+
+
+@dataclass(frozen=True, eq=False)
+class HeadlineRows:
+    """The rows the headline ranks the variants on (:func:`headline_rows`). ``who``: "Rₜ = <policy>" or "R₀ = the
+    logging policy"; ``r``: (experiment, reward, policy) × variant table of r on those rows where every ranked
+    variant has one; ``left``: rows left out for a missing r; ``basis``: those rows in tidy form; ``ranked``:
+    the whole table with identity cells' r blanked; ``target``: its target-policy rows with an r."""
+
+    who: str
+    r: pd.DataFrame
+    left: int
+    basis: pd.DataFrame
+    ranked: pd.DataFrame
+    target: pd.DataFrame
+
+
+def headline_rows(table: pd.DataFrame, labels) -> HeadlineRows | None:
+    """The rows the Correlation headline and the chart's medians are taken over: the target policy's Rₜ rows
+    when the table has them, else the logging policy's; every variant on the same rows; identity cells never
+    ranked. None when no cell has an r."""
+    ranked = table.assign(r=table["r"].where(~table["identity"].astype(bool)))
+    if ranked["r"].dropna().empty:
+        return None
+    target = ranked[(ranked["policy"] != LOGGING_POLICY) & ranked["r"].notna()]
+    basis = ranked[ranked["policy"] == target["policy"].iloc[0]] if len(target) else ranked
+    who = (f"Rₜ = {target['policy'].iloc[0]}" if len(target) else "R₀ = the logging policy")
+    common, left = _common_rows(basis, labels)
+    return HeadlineRows(who=who, r=common, left=left, basis=basis, ranked=ranked, target=target)
 
 
 def _common_rows(rows: pd.DataFrame, labels) -> tuple[pd.DataFrame, int]:
