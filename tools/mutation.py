@@ -378,6 +378,52 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'numbers (bools, ints, floats) give the same float sum, mean and squared deviations without the cast',
     ("stats", 'moments_of', 'check_finite(m2, what="the sum and second moment of the values")'):
         "a sum past double precision makes numpy's mean inf too, so M2 is inf or NaN and the check fires on it",
+    ("estimators", "impression_online_results", "arm=None)"):
+        "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every "
+        "importance grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
+    **{("estimators", "impression_online_results", line):
+       "the moments' key columns are strings, numbers or dates, never categorical: observed only acts on categoricals"
+       for line in ("groups = rows.groupby(list(by), observed=None, sort=True) if by else [((), rows)]",
+                    "groups = rows.groupby(list(by), sort=True) if by else [((), rows)]",
+                    "groups = rows.groupby(list(by), observed=False, sort=True) if by else [((), rows)]")},
+    ("estimators", "impression_online_results", "groups = rows.groupby(list(by), observed=True, ) if by else [((), rows)]"):
+        "groupby sorts by default",
+    ("estimators", "impression_online_results", "key = key if (isinstance(key, tuple)) or True else (key,)"):
+        "pandas (≥ 2) gives tuple keys when grouping by a list, even of one key",
+    ("estimators", "online_results", 'pooled = pool(on, [*by, "arm"], )'):
+        "pool keeps only the roles of the columns present, and n, sum and m2 have the same roles in OFFLINE_ROLES",
+    **{("estimators", "online_results", line):
+       "both sequences are read from the one pooled frame, so they have the same length"
+       for line in ("pooled[cols].to_numpy(dtype=float), strict=None):", "pooled[cols].to_numpy(dtype=float), ):",
+                    "pooled[cols].to_numpy(dtype=float), strict=False):")},
+    ("estimators", "online_results", 'for idx, values in zip(pooled[[*by, "arm"]].itertuples(index=None, name=None),'):
+        "index=None is falsy like False: the tuples hold the key columns only",
+    ("estimators", "online_results", 'for idx, values in zip(pooled[[*by, "arm"]].itertuples(index=False, ),'):
+        "a namedtuple sliced by [:-1] is a plain tuple and [-1] is the arm, as with plain tuples",
+    **{("estimators", "online_results", line):
+       "cols is n, sum, m2, the keys of ONLINE_ROLES in that order, and OFFLINE_ROLES (the default) gives them the "
+       "same roles"
+       for line in ("layout = Layout(ONLINE_ROLES)", "layout = Layout(cols, )")},
+    ("estimators", "online_results", "pooled[cols].to_numpy(dtype=None), strict=True):"):
+        "sum and m2 are float64 columns, so numpy reads n, sum, m2 as float64 without the dtype",
+    ("estimators", "online_results",
+     "arms[\"control\"] = functools.reduce(lambda a, b: merge(a, b, layout), parts) if parts else np.zeros(4)"):
+        "only c[0], c[1], c[2] are read, zeros either way",
+    ("estimators", "session_values",
+     "grid = Grid(rewards=(reward,), policies=None, discounts=(discount,), exposures=(exposure,), clips=(clip,))"):
+        "the grid only feeds variant_table, which reads its discounts, exposures and clips, not its policies",
+    **{("estimators", "session_values", line):
+       "the grid's one discount and exposure become the ids dm = em = 0 either way (Grid's default is one pbm each), "
+       "and session_kernel reads the ids and the clips, not the labels"
+       for line in ("grid = Grid(rewards=(reward,), policies=policies, exposures=(exposure,), clips=(clip,))",
+                    "grid = Grid(rewards=(reward,), policies=policies, discounts=(discount,), clips=(clip,))")},
+    **{("estimators", "session_values", line):
+       "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm) and is given the logs here"
+       for line in ('def session_values(logs: Logs, *, reward: str, policies: Sequence[str] = (), discount: str = "PBM",',
+                    'exposure: str = "PBM", clip: float = math.inf) -> pd.DataFrame:')},
+    **{("estimators", "session_values", line):
+       "the kernel's per-session table shares only the session column with the sessions' keys, merge's default"
+       for line in ('per.drop(columns="v"), on=None, how="left")', 'per.drop(columns="v"), how="left")')},
 }
 
 
