@@ -378,6 +378,40 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'numbers (bools, ints, floats) give the same float sum, mean and squared deviations without the cast',
     ("stats", 'moments_of', 'check_finite(m2, what="the sum and second moment of the values")'):
         "a sum past double precision makes numpy's mean inf too, so M2 is inf or NaN and the check fires on it",
+    **{("engine-per-session", "_session_values", line):
+       "np.arange of a Python int is int64 already (numpy 2's default integer), the dtype asked for"
+       for line in ('index = ibis.memtable(pd.DataFrame({"k": np.arange(n_clips, dtype=None)}))',
+                    'index = ibis.memtable(pd.DataFrame({"k": np.arange(n_clips, )}))')},
+    **{("engine-per-session", "_per_session", line):
+       "_clip_value gives a Python float, which ibis types float64 by itself (and reads 'FLOAT64' as float64)"
+       for line in ('pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), type=None) for k, m in enumerate(clips)})',
+                    'pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), ) for k, m in enumerate(clips)})',
+                    'pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), type="FLOAT64") for k, m in enumerate(clips)})')},
+    **{("engine-per-session", fn, line):
+       "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked per "
+       "clip value) gives the same iDCG and DCG values"
+       for fn, line in (("_per_session", "return _session_values(pos, lut, n_clips=len(clips), n_policies=len(policies) + 1, keys=keys, binary=None)"),
+                        ("session_kernel", "binary = None"),
+                        ("session_kernel", "exposure=exposures[em], clips=clips, keys=(), binary=None)"))},
+    **{("engine-per-session", "session_kernel", line):
+       "the (dm, em) blocks are unioned, so their order only orders the rows, which no reader relies on (session_values "
+       "merges on the session)"
+       for line in ('for (dm, em), block in variants.groupby(["dm", "em"], sort=None):',
+                    'for (dm, em), block in variants.groupby(["dm", "em"], ):',
+                    'for (dm, em), block in variants.groupby(["dm", "em"], sort=False):')},
+    **{("engine-per-session", "session_kernel", line):
+       "_clip_value maps ∞ to INF_CLIP, so passing INF_CLIP itself gives the same literal"
+       for line in ('clips = [math.inf if (c >= INF_CLIP) and False else float(c) for c in block["clip"]]',
+                    'clips = [math.inf if c > INF_CLIP else float(c) for c in block["clip"]]')},
+    **{("engine-per-session", "session_kernel", line):
+       "np.arange of a Python int is int64 already, and variant_table's ids v are int64"
+       for line in ('v_of_k = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), dtype=None),',
+                    'v_of_k = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), ),',
+                    '"v": block["v"].to_numpy(dtype=None)}))')},
+    **{("engine-per-session", "session_kernel", line):
+       "ibis.union of a single table is that table's rows"
+       for line in ("return ibis.union(*parts) if (len(parts) > 1) or True else parts[0]",
+                    "return ibis.union(*parts) if len(parts) >= 1 else parts[0]")},
     ("estimators", "impression_online_results", "arm=None)"):
         "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every "
         "importance grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
