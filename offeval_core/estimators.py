@@ -223,7 +223,8 @@ class GroupResult:
 
 
 def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), level: float = LEVEL) -> dict:
-    """Online per-arm means and Welch's effect per group of ``by`` keys: ``{key tuple: OnlineResult}``."""
+    """Online per-arm means and Welch's effect per group of ``by`` keys: ``{key tuple: OnlineResult}``. A group
+    with treatment sessions only has no control and no effect; rows without A/B arms are the control's."""
     check_level(level)
     on = moments.online[moments.online["reward"] == reward]
     cols = ["n", "sum", "m2"]
@@ -237,19 +238,21 @@ def online_results(moments: Moments, *, reward: str, by: Sequence[str] = (), lev
         table[()] = {}
     out = {}
     for key, arms in table.items():
-        if "control" not in arms:  # no arms: every session is the control (logging) policy's
+        if "control" not in arms and "treatment" not in arms:  # no A/B arms: every session is the control's
             parts = list(arms.values())
             layout = Layout(cols, ONLINE_ROLES)
             arms["control"] = functools.reduce(lambda a, b: merge(a, b, layout), parts) if parts else np.zeros(3)
-        c = arms["control"]
-        control = stats.mean_estimate(c[0], c[1], c[2], level=level)
+        # a group with treatment sessions only has no control (not the treatment compared with itself)
+        c = arms.get("control")
+        control = None if c is None else stats.mean_estimate(c[0], c[1], c[2], level=level)
         treat = effect = None
         p2 = math.nan
         if "treatment" in arms and arms["treatment"][0] > 0:
             t = arms["treatment"]
             treat = stats.mean_estimate(t[0], t[1], t[2], level=level)
-            effect = stats.welch_effect(t[0], t[1], t[2], c[0], c[1], c[2], level=level)
-            p2 = stats.welch_two_sided_p(t[0], t[1], t[2], c[0], c[1], c[2])
+            if c is not None:
+                effect = stats.welch_effect(t[0], t[1], t[2], c[0], c[1], c[2], level=level)
+                p2 = stats.welch_two_sided_p(t[0], t[1], t[2], c[0], c[1], c[2])
         out[key] = OnlineResult(control, treat, effect, p2)
     return out
 

@@ -179,3 +179,59 @@ def test_unknown_names_are_rejected_with_specific_messages():
         select(m, reward="click", policy="a", metric="dcg", clip=8)
     with pytest.raises(ValueError, match="metric must be one of"):
         select(m, reward="click", policy="a", metric="map", clip=4)
+
+
+def test_direct_per_session_moments_equal_the_reduces_per_group():
+    """engine.per_session's direct form (every session at every clip value, grouped by the logs' keys) gives the
+    compiled reduce's moments per (clip number, group): counts, sums, second moments and the paired co-moment
+    co_diff_den = co_den(target) − co_den(logging), for a graded and a binary reward; a dropped group key or a
+    sum instead of that difference would not match."""
+    from offeval_core.engine import compiled_moments, connect, source_discount, source_from_logs
+    from offeval_core.engine.per_session import _moments_of, _per_session
+
+    df = random_logs(np.random.default_rng(5), n_sessions=40)
+    df["like"] = (df["click"] > 0).astype(float)
+    source = source_from_logs(read_logs(df), connect(threads=1))
+    disc, expo = source_discount("log2", source), source_discount("pbm", source)
+    clips, order = (1, 3, math.inf), ["k", *source.keys]
+    for reward, binary in (("click", False), ("like", True)):
+        got = compiled_moments(source, rewards=(reward,), policies=("a", "b"), n_clips=3, binary=binary).run(
+            reward=reward, discount=disc, exposure=expo, clips=clips)
+        per = _per_session(source, reward=reward, policies=("a", "b"), discount=disc, exposure=expo, clips=clips,
+                           keys=source.keys, binary=binary)
+        want = source.backend.to_pyarrow(_moments_of(per, policies=("a", "b"), keys=source.keys)).to_pandas()
+        got = got.sort_values(order).reset_index(drop=True)
+        want = want.sort_values(order).reset_index(drop=True)
+        assert sorted(want.columns) == sorted(got.columns) and len(want) == len(got) > 3
+        pd.testing.assert_frame_equal(got, want[got.columns], check_exact=False, rtol=1e-12, atol=1e-12,
+                                      check_dtype=False)
+        assert (want["dcg__b__co_diff_den"] != 0).any()
+        # every session with a reward is counted once per clip number, in its own group
+        rewarded = df[df[reward] > 0]["session_id"].nunique()
+        assert want.groupby("k")["n_r"].sum().tolist() == [rewarded] * 3 and want["g"].nunique() > 1
+
+
+def test_session_kernel_over_several_discounts_and_clips():
+    """session_kernel over a variant table of two discounts × two clips gives, for each variant, the per-session
+    values of that variant alone (session_values at its discount and clip), each session with a reward once (a
+    join of the clip numbers dropped would cross every clip with every variant; the union of the discounts'
+    blocks dropped would lose the second discount)."""
+    from offeval_core.discounts import parse_discount
+    from offeval_core.engine import session_kernel, source_from_logs, variant_table
+
+    logs = read_logs(random_logs(np.random.default_rng(6), n_sessions=30, policies=("a",)))
+    grid = Grid(rewards=("click",), policies=("a",), discounts=("log2", "pbm"), exposures=("pbm",),
+                clips=(2, math.inf))
+    source, variants = source_from_logs(logs), variant_table(grid)
+    per = source.backend.execute(session_kernel(
+        source, reward="click", policies=("a",), discounts=[parse_discount(d, logs=logs) for d in grid.discounts],
+        exposures=[parse_discount("pbm", logs=logs)], variants=variants))
+    assert sorted(per["v"].unique()) == [0, 1, 2, 3]
+    for row in variants.itertuples():
+        got = per[per["v"] == row.v].sort_values("session")
+        sv = session_values(logs, reward="click", policies=["a"], discount=row.discount, exposure=row.exposure,
+                            clip=row.clip_value).set_index("session")
+        assert len(got) == int((sv["idcg"] > 0).sum()) > 0
+        want = sv.loc[got["session"], ["idcg", "dcg__logging", "dcg__a"]].to_numpy()
+        assert got[["idcg", "dcg__logging", "dcg__a"]].to_numpy() == pytest.approx(want, rel=1e-12)
+    assert not np.allclose(per[per["v"] == 0]["dcg__a"].sum(), per[per["v"] == 1]["dcg__a"].sum())

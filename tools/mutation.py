@@ -378,6 +378,86 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'numbers (bools, ints, floats) give the same float sum, mean and squared deviations without the cast',
     ("stats", 'moments_of', 'check_finite(m2, what="the sum and second moment of the values")'):
         "a sum past double precision makes numpy's mean inf too, so M2 is inf or NaN and the check fires on it",
+    **{("engine-per-session", "_session_values", line):
+       "np.arange of a Python int is int64 already (numpy 2's default integer), the dtype asked for"
+       for line in ('index = ibis.memtable(pd.DataFrame({"k": np.arange(n_clips, dtype=None)}))',
+                    'index = ibis.memtable(pd.DataFrame({"k": np.arange(n_clips, )}))')},
+    **{("engine-per-session", "_per_session", line):
+       "_clip_value gives a Python float, which ibis types float64 by itself (and reads 'FLOAT64' as float64)"
+       for line in ('pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), type=None) for k, m in enumerate(clips)})',
+                    'pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), ) for k, m in enumerate(clips)})',
+                    'pos = pos.mutate(**{f"m{k}": ibis.literal(_clip_value(m), type="FLOAT64") for k, m in enumerate(clips)})')},
+    **{("engine-per-session", fn, line):
+       "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked per "
+       "clip value) gives the same iDCG and DCG values"
+       for fn, line in (("_per_session", "return _session_values(pos, lut, n_clips=len(clips), n_policies=len(policies) + 1, keys=keys, binary=None)"),
+                        ("session_kernel", "binary = None"),
+                        ("session_kernel", "exposure=exposures[em], clips=clips, keys=(), binary=None)"))},
+    **{("engine-per-session", "session_kernel", line):
+       "the (dm, em) blocks are unioned, so their order only orders the rows, which no reader relies on (session_values "
+       "merges on the session)"
+       for line in ('for (dm, em), block in variants.groupby(["dm", "em"], sort=None):',
+                    'for (dm, em), block in variants.groupby(["dm", "em"], ):',
+                    'for (dm, em), block in variants.groupby(["dm", "em"], sort=False):')},
+    **{("engine-per-session", "session_kernel", line):
+       "_clip_value maps ∞ to INF_CLIP, so passing INF_CLIP itself gives the same literal"
+       for line in ('clips = [math.inf if (c >= INF_CLIP) and False else float(c) for c in block["clip"]]',
+                    'clips = [math.inf if c > INF_CLIP else float(c) for c in block["clip"]]')},
+    **{("engine-per-session", "session_kernel", line):
+       "np.arange of a Python int is int64 already, and variant_table's ids v are int64"
+       for line in ('v_of_k = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), dtype=None),',
+                    'v_of_k = ibis.memtable(pd.DataFrame({"k": np.arange(len(clips), ),',
+                    '"v": block["v"].to_numpy(dtype=None)}))')},
+    **{("engine-per-session", "session_kernel", line):
+       "ibis.union of a single table is that table's rows"
+       for line in ("return ibis.union(*parts) if (len(parts) > 1) or True else parts[0]",
+                    "return ibis.union(*parts) if len(parts) >= 1 else parts[0]")},
+    ("estimators", "impression_online_results", "arm=None)"):
+        "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every "
+        "importance grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
+    **{("estimators", "impression_online_results", line):
+       "the moments' key columns are strings, numbers or dates, never categorical: observed only acts on categoricals"
+       for line in ("groups = rows.groupby(list(by), observed=None, sort=True) if by else [((), rows)]",
+                    "groups = rows.groupby(list(by), sort=True) if by else [((), rows)]",
+                    "groups = rows.groupby(list(by), observed=False, sort=True) if by else [((), rows)]")},
+    ("estimators", "impression_online_results", "groups = rows.groupby(list(by), observed=True, ) if by else [((), rows)]"):
+        "groupby sorts by default",
+    ("estimators", "impression_online_results", "key = key if (isinstance(key, tuple)) or True else (key,)"):
+        "pandas (≥ 2) gives tuple keys when grouping by a list, even of one key",
+    ("estimators", "online_results", 'pooled = pool(on, [*by, "arm"], )'):
+        "pool keeps only the roles of the columns present, and n, sum and m2 have the same roles in OFFLINE_ROLES",
+    **{("estimators", "online_results", line):
+       "both sequences are read from the one pooled frame, so they have the same length"
+       for line in ("pooled[cols].to_numpy(dtype=float), strict=None):", "pooled[cols].to_numpy(dtype=float), ):",
+                    "pooled[cols].to_numpy(dtype=float), strict=False):")},
+    ("estimators", "online_results", 'for idx, values in zip(pooled[[*by, "arm"]].itertuples(index=None, name=None),'):
+        "index=None is falsy like False: the tuples hold the key columns only",
+    ("estimators", "online_results", 'for idx, values in zip(pooled[[*by, "arm"]].itertuples(index=False, ),'):
+        "a namedtuple sliced by [:-1] is a plain tuple and [-1] is the arm, as with plain tuples",
+    **{("estimators", "online_results", line):
+       "cols is n, sum, m2, the keys of ONLINE_ROLES in that order, and OFFLINE_ROLES (the default) gives them the "
+       "same roles"
+       for line in ("layout = Layout(ONLINE_ROLES)", "layout = Layout(cols, )")},
+    ("estimators", "online_results", "pooled[cols].to_numpy(dtype=None), strict=True):"):
+        "sum and m2 are float64 columns, so numpy reads n, sum, m2 as float64 without the dtype",
+    ("estimators", "online_results",
+     "arms[\"control\"] = functools.reduce(lambda a, b: merge(a, b, layout), parts) if parts else np.zeros(4)"):
+        "only c[0], c[1], c[2] are read, zeros either way",
+    ("estimators", "session_values",
+     "grid = Grid(rewards=(reward,), policies=None, discounts=(discount,), exposures=(exposure,), clips=(clip,))"):
+        "the grid only feeds variant_table, which reads its discounts, exposures and clips, not its policies",
+    **{("estimators", "session_values", line):
+       "the grid's one discount and exposure become the ids dm = em = 0 either way (Grid's default is one pbm each), "
+       "and session_kernel reads the ids and the clips, not the labels"
+       for line in ("grid = Grid(rewards=(reward,), policies=policies, exposures=(exposure,), clips=(clip,))",
+                    "grid = Grid(rewards=(reward,), policies=policies, discounts=(discount,), clips=(clip,))")},
+    **{("estimators", "session_values", line):
+       "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm) and is given the logs here"
+       for line in ('def session_values(logs: Logs, *, reward: str, policies: Sequence[str] = (), discount: str = "PBM",',
+                    'exposure: str = "PBM", clip: float = math.inf) -> pd.DataFrame:')},
+    **{("estimators", "session_values", line):
+       "the kernel's per-session table shares only the session column with the sessions' keys, merge's default"
+       for line in ('per.drop(columns="v"), on=None, how="left")', 'per.drop(columns="v"), how="left")')},
 }
 
 
