@@ -254,11 +254,12 @@ def _table(results, by, level, policy, label, units, online=None, names=None) ->
             row += [fmt(on.get("control")), fmt(on.get("treatment")),
                     f"{eff['value']:.4f} [{eff['ci'][0]:.4f}, {eff['ci'][1]:.4f}]" if eff else "",
                     f"{eff['p_value_two_sided']:.3g}" if eff else ""]
-        elif r.online and r.online.treatment is not None:
-            row += [f"{r.online.control.value:.4f}", f"{r.online.treatment.value:.4f}", _fmt(r.online.effect),
-                    f"{r.online.p_two_sided:.3g}"]
+        elif r.online:   # a group may lack either arm (treatment sessions only: no control, no effect)
+            o = r.online
+            row += [f"{o.control.value:.4f}" if o.control else "", f"{o.treatment.value:.4f}" if o.treatment else "",
+                    _fmt(o.effect) if o.effect else "", f"{o.p_two_sided:.3g}" if o.effect else ""]
         else:
-            row += [f"{r.online.control.value:.4f}" if r.online else "", "", "", ""]
+            row += ["", "", "", ""]
         rows.append(row)
     widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
