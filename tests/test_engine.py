@@ -235,3 +235,17 @@ def test_session_kernel_over_several_discounts_and_clips():
         want = sv.loc[got["session"], ["idcg", "dcg__logging", "dcg__a"]].to_numpy()
         assert got[["idcg", "dcg__logging", "dcg__a"]].to_numpy() == pytest.approx(want, rel=1e-12)
     assert not np.allclose(per[per["v"] == 0]["dcg__a"].sum(), per[per["v"] == 1]["dcg__a"].sum())
+
+
+def test_rank_lookup_reads_d_at_each_rank_and_zero_outside_the_logged_ranks():
+    """The Ibis lookup the importance weights join on, run by DuckDB: D(r) = 1/log2(r + 1) at ranks 1..3 and 0 at
+    rank 0 and beyond the deepest logged rank (4 with max_rank 3), never an index error or a wrapped index."""
+    import ibis
+
+    from offeval_core.discounts import parse_discount
+    from offeval_core.engine.lookups import rank_lookup
+
+    t = ibis.memtable({"r": [0, 1, 2, 3, 4, -1]})
+    expr = t.select(d=rank_lookup(parse_discount("log2"), t["r"], 3))
+    got = ibis.duckdb.connect().execute(expr)["d"].to_numpy(float)
+    np.testing.assert_allclose(got, [0.0, 1.0, 1 / math.log2(3), 0.5, 0.0, 0.0], rtol=0, atol=1e-15)

@@ -25,7 +25,6 @@ from offeval_core.engine.sources import (
 )
 
 # private helpers other modules were written against when the engine was one file
-from offeval_core.engine.lookups import _lookup, _lookup1  # noqa: F401
 from offeval_core.engine.reduction import _online, _tidy, _to_long  # noqa: F401
 from offeval_core.engine.sources import _fetch_table, _prepared  # noqa: F401
 

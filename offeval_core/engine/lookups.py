@@ -4,7 +4,6 @@ session-length histogram), the rank table 1 / D0(r), D(r) that queries join on, 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import ibis
 import ibis.expr.types as ir
@@ -15,7 +14,7 @@ from offeval_core.discounts import PBM_FLOOR, DiscountModel, parse_discount, sur
 from offeval_core.engine.grid import INF_CLIP, Grid
 from offeval_core.engine.sources import Source, _prepared
 
-__all__ = ["pbm_from_histogram", "rank_table", "source_discount", "variant_table"]
+__all__ = ["pbm_from_histogram", "rank_lookup", "rank_table", "source_discount", "variant_table"]
 
 
 def source_discount(spec: str, source: Source, *, floor: float | None = None) -> DiscountModel:
@@ -50,18 +49,11 @@ def pbm_from_histogram(lengths: pd.DataFrame, *, floor: float) -> np.ndarray:
     return survival_from_counts(counts[1:], floor=floor)
 
 
-def _lookup1(model: DiscountModel, rank: ir.IntegerValue, max_rank: int) -> ir.FloatingValue:
-    """D(rank) as an Ibis expression: an array literal indexed by rank (0 outside 1..max_rank)."""
+def rank_lookup(model: DiscountModel, rank: ir.IntegerValue, max_rank: int) -> ir.FloatingValue:
+    """D(rank) as an Ibis expression: an array literal indexed by rank, 0 outside 1..max_rank (a rank no logged
+    session reaches has no learnt value; D(0) and D(max_rank + 1) are 0, never an index error)."""
     arr = ibis.literal([float(v) for v in model.table(max_rank)], type="array<float64>")
     return ibis.ifelse((rank >= 1) & (rank <= max_rank), arr[rank - 1], 0.0)
-
-
-def _lookup(models: Sequence[DiscountModel], which: ir.IntegerValue, rank: ir.IntegerValue, max_rank: int):
-    """D_which(rank) as an Ibis expression: one array literal per model, indexed by rank (0 outside 1..max)."""
-    values = [_lookup1(m, rank, max_rank) for m in models]
-    if len(values) == 1:
-        return values[0]
-    return ibis.cases(*[(which == k, v) for k, v in enumerate(values[:-1])], else_=values[-1])
 
 
 def variant_table(grid: Grid) -> pd.DataFrame:

@@ -17,7 +17,8 @@ import pandas as pd
 
 from offeval_core.arms import offline_rows
 from offeval_core.discounts import parse_discount
-from offeval_core.engine import GROUP_KEYS, Source, _lookup, connect
+from offeval_core.engine import GROUP_KEYS, Source, connect
+from offeval_core.engine.lookups import rank_lookup
 from offeval_core.errors import InputError, SpecError, UnknownName, WrongType
 from offeval_core.importance.keys import CAPPINGS
 from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
@@ -211,5 +212,5 @@ def weight_expr(source: Source, setup: WeightSetup, policy: str, *, logs: Logs |
     if d0.cutoff is not None or min(d0.table(source.max_rank)) <= 0:
         raise SpecError(f"exposure model {setup.exposure!r} gives probability 0 to some logged ranks, so the "
                          "weight D(R(i)) / D0(i) is infinite there; use an exposure model > 0 at every rank")
-    return _lookup([d], 0, t[POLICY_PREFIX + policy], source.max_rank) / _lookup([d0], 0, t["rank"], source.max_rank)
+    return rank_lookup(d, t[POLICY_PREFIX + policy], source.max_rank) / rank_lookup(d0, t["rank"], source.max_rank)
 
