@@ -305,9 +305,10 @@ def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metri
     tgt_rows = aggregate(select(moments, policy=policy, **base), by) if policy else None
     online = online_results(moments, reward=reward, by=by, level=level)
     results = []
-    for i, row in log_rows.iterrows():
-        keys = {k: row[k] for k in by}
-        key = tuple(row[k] for k in by)
+    # the keys from their own columns: a row of iterrows is upcast (an integer day next to float sums is 1.0)
+    key_rows = log_rows[by].to_dict("records") if by else [{}] * len(log_rows)
+    for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, strict=True)):
+        key = tuple(keys[k] for k in by)
         logging_est = estimate_from_row(row, metric=metric, level=level)
         target = eff = None
         if tgt_rows is not None:

@@ -6,6 +6,7 @@ Theorem 4.1's SNIPS term, items the target does not show."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 
 import numpy as np
@@ -649,7 +650,8 @@ def test_summarize_groups_by_hand():
         assert {g.logging.ci.level, g.target.ci.level, g.effect.ci.level, g.online.control.ci.level,
                 g.online.effect.ci.level} == {0.9}
     (by_day,) = summarize_groups(m, reward="click", policy="t", discount="log2", exposure="log2", by=["day"])
-    assert by_day.to_dict()["day"] == 1 and not isinstance(by_day.to_dict()["day"], str)
+    assert by_day.to_dict()["day"] == 1 and type(by_day.to_dict()["day"]) is int      # 1, not 1.0 in the JSON
+    assert json.dumps(by_day.to_dict()).startswith('{"day": 1, ')
     for key in ("arm", "region"):
         with pytest.raises(UnknownName) as err:
             summarize_groups(m, reward="click", policy="t", discount="log2", exposure="log2", by=[key])
