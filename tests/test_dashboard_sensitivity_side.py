@@ -50,24 +50,3 @@ def test_a_negatives_link_on_logs_without_negatives_offers_the_improvements(worl
 def test_the_negatives_view_says_the_online_effect_bound_without_a_minus_zero(world):
     at = open_page("sensitivity", sens_side="negatives", sens_eff="0.5", sens_alpha="0.05")
     assert any("effect < -0.5)" in w.value for w in at.warning), [w.value for w in at.warning]
-
-
-def test_no_improvement_at_a_strict_threshold_offers_the_looser_one_the_nearest_setting_passes(world):
-    """At online p < 0.0001 none of this world's improvements counts; the page says how close the nearest came
-    (the core's closest_p) and offers the smallest listed threshold above it, which one click sets: the chart then
-    counts exactly the settings the core selects there."""
-    rewards = ("like", "watch_complete", "watch_time")
-    m = reduce(read_logs(world / "logs.parquet"), Grid(rewards=rewards, policies=("treatment",)))
-    strict = sensitivity(m, online_alpha=0.0001, rewards=rewards)
-    assert len(strict.settings) == 0 and strict.closest_p < 0.05
-    looser = min(a for a in (0.05, 0.01, 0.001) if strict.closest_p < a)
-    at = open_page("sensitivity", sens_alpha="0.0001")
-    assert [w.value for w in at.warning] == [strict.takeaway]
-    button = at.button(key="w_sens_looser")
-    assert button.label == f"Count online p < {looser:g} (the smallest online p here is {strict.closest_p:.2g})"
-    button.click().run()
-    assert not at.exception and not at.warning
-    assert at.select_slider(key="w_sens_alpha").value == looser
-    assert dict(at.query_params) == {"sens_alpha": f"{looser:g}"}
-    n = len(sensitivity(m, online_alpha=looser, rewards=rewards).settings)
-    assert n >= 1 and f"{n} online improvements (TPR)" in " ".join(md.value for md in at.markdown)

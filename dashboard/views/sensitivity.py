@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, ui
-from dashboard.state import PAGE_CONTROLS, PROPENSITY_CONTROLS
+from dashboard.state import PROPENSITY_CONTROLS
 from offeval_core.analyses.plan import PROPENSITY_CURVES
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
@@ -33,7 +33,6 @@ if c.propensity:  # importance weights π_t / π_p: the cap c of IS / CIS / NCIS
 else:
     metric_names = [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
     default_metrics = None
-ONLINE_ALPHAS = list(PAGE_CONTROLS["sens_alpha"].choices)   # the URL's allowed thresholds
 SIDE_LABELS = {"improvements": "online improvements (TPR)", "negatives": "online negatives (negatives detected)"}
 with ui.controls():
     a, b, d = st.columns([3, 2.4, 2])
@@ -48,7 +47,8 @@ with ui.controls():
                    help="Online improvements: the paper's true positives, whose detected share is the TPR. Online "
                         "negatives: significant online degradations, detected when the offline CI is strictly "
                         "negative — shown on their own, never mixed into the TPR")
-    alpha = d.select_slider("Online significance p <", ONLINE_ALPHAS, key="w_sens_alpha")
+    alpha = d.select_slider("Online significance p <", [0.05, 0.01, 0.001, 0.0001],
+                            key="w_sens_alpha")
     f, g, e = st.columns([2, 2, 1.6], vertical_alignment="bottom")
     min_effect = g.number_input("Online effect beyond", min_value=0.0, step=0.01, format="%g", key="w_sens_eff",
                                 help="A setting counts when its online effect (reward per session, treatment − "
@@ -84,11 +84,6 @@ with ui.guarded("Sensitivity"):
     n_settings = len(res.settings)
     if n_settings == 0:
         st.warning(res.takeaway, icon=":material/warning:")
-        # the nearest setting would count at a looser online threshold: one click sets it (the control is folded)
-        looser = [a for a in sorted(ONLINE_ALPHAS) if alpha < a and res.closest_p < a]
-        if looser:
-            st.button(f"Count online p < {looser[0]:g} (the smallest online p here is {res.closest_p:.2g})",
-                      key="w_sens_looser", on_click=lambda: ss.update(w_sens_alpha=looser[0]))
         # a link to one view (say the online negatives) can reach logs that have none: offer the other view
         other = "negatives" if side == "improvements" else "improvements"
         alt = data.sensitivity_result(c.key, rewards, d_model, e_model, c.policy, tuple(metrics), s.level, alpha,
