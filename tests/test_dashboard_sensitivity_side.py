@@ -50,3 +50,12 @@ def test_a_negatives_link_on_logs_without_negatives_offers_the_improvements(worl
 def test_the_negatives_view_says_the_online_effect_bound_without_a_minus_zero(world):
     at = open_page("sensitivity", sens_side="negatives", sens_eff="0.5", sens_alpha="0.05")
     assert any("effect < -0.5)" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_the_negatives_takeaway_with_settings_says_effect_below_zero_not_minus_zero(world):
+    """The negatives that do exist (p < 0.05 here) are described as "effect < 0", as the empty view says it."""
+    m = reduce(read_logs(world / "logs.parquet"), Grid(rewards=("like",), policies=("treatment",)))
+    res = sensitivity(m, side="negatives", online_alpha=0.5, rewards=("like",))
+    assert len(res.settings) and "(p < 0.5, effect < 0)" in res.takeaway and "-0)" not in res.takeaway
+    assert sensitivity(m, side="negatives", online_alpha=0.5, rewards=("like",), min_effect=0.01).scope.endswith(
+        "(p < 0.5, effect < -0.01)")

@@ -111,10 +111,18 @@ class SensitivityResult:
         return best[0] if len(best) == 1 else None
 
     @property
+    def effect_bound(self) -> str:
+        """The online effect a setting needs: "effect > 0.1" (improvements), "effect < -0.1" (negatives; never
+        "< -0")."""
+        if self.side == "improvements":
+            return f"effect > {self.min_effect:g}"
+        return f"effect < {-self.min_effect if self.min_effect else 0:g}"
+
+    @property
     def scope(self) -> str:
         """The settings in words: "with a significant online improvement (p < 0.001, effect > 0)"."""
         what = "improvement" if self.side == "improvements" else "degradation"
-        bound = f"effect > {self.min_effect:g}" if self.side == "improvements" else f"effect < {-self.min_effect:g}"
+        bound = self.effect_bound
         if self.selection == "list":
             return f"listed, with an online {what} ({bound})"
         return f"with a significant online {what} (p < {self.online_alpha:g}, {bound})"

@@ -55,8 +55,7 @@ def sensitivity_takeaway(result) -> str:
     n = len(result.settings)
     what = "improvement" if result.side == "improvements" else "degradation"
     if n == 0:
-        bound = f"effect > {result.min_effect:g}" if result.side == "improvements" else \
-            f"effect < {-result.min_effect if result.min_effect else 0:g}"   # never "< -0"
+        bound = result.effect_bound
         hint = "(the paper: 0.001) or choose other rewards" if result.side == "improvements" else \
             "or choose other rewards, or look at the online improvements (the TPR view)"
         of = f"None of the {result.n_tested} (experiment, day, reward) settings"
