@@ -14,6 +14,7 @@ from dashboard_support import environment, metric, number, open_page, shown, tab
 from streamlit.testing.v1 import AppTest
 
 from offeval_core.analyses import dcg_vs_ndcg
+from offeval_core.analyses.sensitivity_text import clips_text
 from offeval_core.estimators import ESTIMATORS, dcg
 from offeval_core.logs import read_logs
 
@@ -90,6 +91,15 @@ def test_sensitivity_explains_no_settings_then_reacts_to_the_clip(logs):
     row = table[(table["metric"] == "dcg") & (table["m"] == "4")].iloc[0]
     assert metric(at, "DCG TPR") == f"{number(row['TPR']):.0%}"
     assert metric(at, "DCG mean p-value") == row["mean p-value"]  # the same formatting (format_p) in both
+    # the metric's help names the m with the most detections in the core's words (clips_text), from the table
+    dcg_rows = table[table["metric"] == "dcg"]
+    detected = dcg_rows["detected"].astype(int).to_numpy()
+    clips = [math.inf if m == "∞" else float(m) for m in dcg_rows["m"]]
+    best = tuple(c for c, d in zip(clips, detected, strict=True) if d == detected.max()) if detected.min() < detected.max() else ()
+    expected = f"most detections at {clips_text(best, grid=clips)}" if best else \
+        "as many at every m (a flat line: no best m)"
+    assert [m.proto.help for m in at.metric if m.label == "DCG TPR"] == [
+        f"{detected[clips.index(4.0)]} of {int(row['settings'])} settings detected; {expected}"]
 
 
 def test_correlation_method_and_drilldown(logs):

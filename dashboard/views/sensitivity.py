@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import data, ui
 from dashboard.state import PROPENSITY_CONTROLS
 from offeval_core.analyses.plan import PROPENSITY_CURVES
+from offeval_core.analyses.sensitivity_text import clips_text
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_p
 from offeval_core.multiple import LABELS as ADJUST_LABELS
@@ -106,11 +107,10 @@ with ui.guarded("Sensitivity"):
             cols = st.columns(3)
             label = ESTIMATORS[metric].label
             best = res.best_clips.get(metric, ())
-            where = ", ".join(ui.clip_label(b) for b in best) + (" (tied)" if len(best) > 1 else "") if best \
-                else "none (a flat line)"
+            where = (f"most detections at {clips_text(best, grid=res.table.loc[res.table['metric'] == metric, 'clip'])}"
+                     if best else "as many at every m (a flat line: no best m)")
             cols[0].metric(f"{label} {short}", f"{row[res.rate_column]:.0%}",
-                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; best m: "
-                                f"{where}")
+                           help=f"{int(row['n_detected'])} of {int(row['n_settings'])} settings detected; {where}")
             cols[1].metric(f"{label} sign agreement", f"{row['sign_agreement']:.0%}",
                            help="share of the settings whose offline effect has the online effect's sign "
                                 "(KDD'24: 100 %)")
