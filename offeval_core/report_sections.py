@@ -18,13 +18,12 @@ from offeval_core.analyses import (
     correlation_by_clip,
     dcg_vs_ndcg,
     decision_boxes,
-    default_variants,
     offline_online_correlation,
     sensitivity,
     table1_example,
 )
 from offeval_core.analyses._common import clip_text
-from offeval_core.analyses.plan import PROPENSITY_CURVES, decision_estimators, propensity_estimators
+from offeval_core.analyses.plan import PROPENSITY_CURVES, correlation_variants, decision_estimators
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Moments
@@ -142,8 +141,8 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     doc.h2("correlation", "2 · Offline-online correlation across days (KDD'24 Table 2)")
     if ab:
         # Rₜ: the target policy, taken to have served the treatment arm (the dashboard's rule)
-        variants = (propensity_estimators(q_clip) if propensity
-                    else _available(moments, default_variants(q_clip, pbm=discount), logs))
+        variants = correlation_variants(model, q_clip)
+        variants = variants if propensity else _available(moments, variants, logs)
         corr = offline_online_correlation(moments, variants=variants, policies=(LOGGING_POLICY, policy))
         doc.p(corr.takeaway, "takeaway")
         for w in corr.warnings:
@@ -196,8 +195,8 @@ def analysis_sections(doc: HtmlDocument, st: ReportSettings, *, moments: Moments
     step(STEPS[6])
     doc.h2("decisions", "4 · Offline vs online decisions per A/B test (Gilotte Fig. 4, Table 3)")
     if ab:
-        ests = (list(propensity_estimators(q_clip)) if propensity
-                else _available(moments, list(decision_estimators(discount, q_clip)), logs))
+        ests = list(decision_estimators(model, q_clip))
+        ests = ests if propensity else _available(moments, ests, logs)
         dec = decision_boxes(moments, estimators=ests, policy=policy, level=decision_level, relative=True,
                              adjust=st.adjust)
         doc.p(dec.takeaway, "takeaway")

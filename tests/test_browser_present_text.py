@@ -54,8 +54,8 @@ def _demo_headline() -> tuple[str, str]:
     import math
 
     import offeval_core as oe
-    from dashboard.data import decision_defaults
-    from offeval_core.analyses import Variant, decision_boxes
+    from offeval_core.analyses import decision_boxes
+    from offeval_core.analyses.plan import decision_estimators
     from offeval_core.defaults import LEVEL
     from offeval_core.logs import summarize
 
@@ -63,7 +63,7 @@ def _demo_headline() -> tuple[str, str]:
     rates = summarize(logs).reward_rates
     reward = next(r for r in logs.rewards if rates[r] > 0)
     policy = oe.default_target_policy(logs)
-    ests = [Variant(*e) for e in decision_defaults("pbm", "pbm", math.inf)]
+    ests = list(decision_estimators("pbm", math.inf))
     moments = oe.reduce(logs, oe.Grid(rewards=(reward,), policies=(policy,)))
     res = decision_boxes(moments, estimators=ests, policy=policy, level=LEVEL, rewards=(reward,))
     heads = {e: res.estimator_takeaway(e) for e in res.estimators}

@@ -113,11 +113,18 @@ def test_the_dashboard_and_the_report_plan_moments_with_one_planner():
                          Variant("ndcg", "pbm", "pbm", 1.0), Variant("snips", "log2", "log2", math.inf)])
     assert plan == (PlannedReduce("dcg", "pbm", "pbm", (1.0, 8.0)),
                     PlannedReduce("importance", "log2", "log2", (4.0, math.inf)))
-    # the report's decision estimators on log2 collapse to three distinct variants
-    assert len(decision_estimators("log2", 16.0)) == 3
-    # the report reduces exactly the planned (D, D0) pairs with the union of their clips
+    # the decision boxes' defaults, for the page and the report: m = 1, the chosen m, then m = ∞ (DCG, nDCG);
+    # at m = ∞ the chosen m is one of the two, so three distinct estimators
+    assert [(v.metric, v.discount, v.exposure, v.clip) for v in decision_estimators("log2", 16.0)] == [
+        ("dcg", "log2", "log2", 1.0), ("dcg", "log2", "log2", 16.0), ("dcg", "log2", "log2", math.inf),
+        ("ndcg", "log2", "log2", math.inf)]
+    assert len(decision_estimators("pbm", math.inf, exposure="log2")) == 3
+    assert {v.exposure for v in decision_estimators("pbm", math.inf, exposure="log2")} == {"log2"}
+    # the report reduces exactly the planned (D, D0) pairs with the union of their clips: pbm at the curve's
+    # clips 1, 4, Table 2's m = 1 and ∞, the chosen m = 16 (correlation and decisions); log2 at the curve's clips
+    # (Table 2 across clip values) and Table 2's m = 1 and ∞
     assert [(p.discount, p.clips) for p in plan_moments(report_variants("pbm", (1.0, 4.0), 16.0))] == [
-        ("pbm", (1.0, 4.0, 16.0)), ("log2", (1.0, 4.0, 16.0))]
+        ("pbm", (1.0, 4.0, 16.0, math.inf)), ("log2", (1.0, 4.0, math.inf))]
     root = Path(__file__).resolve().parents[1]
     from dashboard.data import analyses as dash_analyses
     from offeval_core import report

@@ -42,8 +42,8 @@ def test_report_is_self_contained_with_all_sections(report_file):
     assert not re.search(r"<script[^>]+src=", text)          # plotly.js is inline, nothing fetched
     assert "Plotly.newPlot" in text and len(text) > 3_000_000   # the plotly.js bundle is embedded
     # the small world has no online improvement at p < 0.001 (200 sessions per arm and day): the sensitivity
-    # section says there is nothing to detect and draws no figure, so 10 figures (never the negatives instead)
-    assert text.count('class="fig"') == 10
+    # section says there is nothing to detect and draws no figure, so 9 figures (never the negatives instead)
+    assert text.count('class="fig"') == 9
     sens = text[text.index('id="sensitivity"'):text.index('id="correlation"')]
     assert "nothing to detect" in sens and 'class="fig"' not in sens
     assert "Online negatives: negatives detected (a separate view, not part of the TPR)" in sens
@@ -82,7 +82,7 @@ def test_heldout_section_renders_the_zoo_agreement(report_file, tmp_path):
                  "--no-progress"]) == 0
     text = out.read_text(encoding="utf-8")
     assert 'id="heldout"' in text and "DCG@50 vs nDCG@50 over a simulated model zoo" in text
-    assert text.count('class="fig"') == 11                   # the 10 of the default report + the App. A scatter
+    assert text.count('class="fig"') == 10                   # the 9 of the default report + the App. A scatter
     # the numbers are those of the core computed directly (same grid, k, resamples and seed)
     direct = zoo_agreement(grid="small", k=50, n_boot=50, seed=0)
     a = direct.agreement
@@ -130,8 +130,8 @@ def test_report_renders_every_figure_in_chromium(report_file):
                                    ".map(e => e.textContent)")
         finally:
             browser.close()
-    # 10 figures: the sensitivity section draws none on the small world (no online improvement at p < 0.001)
-    assert n == 10 and rendered == n
+    # 9 figures: the sensitivity section draws none on the small world (no online improvement at p < 0.001)
+    assert n == 9 and rendered == n
     assert not any(t.startswith("Offline sensitivity vs clipping") for t in titles)
     assert any(t.startswith("Table 2 across clip values — like") for t in titles)
     assert errors == []
@@ -186,7 +186,7 @@ def test_report_from_a_moments_file(report_file, tmp_path):
     assert "The learnt position-bias curve (session survival per rank) needs the raw logs" in text
     assert "Run `offeval report LOGS` on the logs themselves" in text
     # figures: sensitivity 0 (no online improvement at p < 0.001) + correlation 2 (table chart, one series) +
-    # decisions 3 (the file has D = pbm only, so the log2 estimator of the default set is left out)
+    # decisions 3 (the default estimators at m = ∞: DCG on raw labels, DCG and nDCG de-biased)
     assert text.count('class="fig"') == 5
     dec = _section(text, "decisions", "clip-tuning")
     assert "log₂" not in dec and "log2" not in dec

@@ -35,12 +35,8 @@ from dashboard.data.analyses import (
 )
 from dashboard.data.datasets import Dataset, moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
-from dashboard.data.page_defaults import (
-    agreement_policies,
-    correlation_defaults,
-    decision_defaults,
-    sensitivity_rewards,
-)
+from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
+from offeval_core.analyses.plan import correlation_variants, decision_estimators
 
 __all__ = ["Warmup", "default_choices", "default_reward", "page_first", "progress", "steps", "warm_up"]
 
@@ -119,7 +115,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
 
         steps.append(("sensitivity", sensitivity_views))
     if policy and arms and len(ds.days) >= 3:
-        variants = tuple(tuple(v) for v in correlation_defaults(d, D.clip))
+        variants = tuple(tuple(v) for v in correlation_variants(d, D.clip))
         if not propensity:
             steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
         steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method, policy)))
@@ -130,7 +126,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
         steps.append(("DCG vs nDCG", lambda: agreement_result(key, reward, agreement_policies(ds), D.discount,
                                                               D.exposure, D.clip, D.level, control("agr_boot"))))
     if policy and arms:
-        ests = decision_defaults(d, e, D.clip)
+        ests = tuple(tuple(v) for v in decision_estimators(d, D.clip, exposure=e))
         steps.append(("decisions", lambda: decision_result(key, reward, policy, ests, D.level, control("dec_rel"),
                                                            control("dec_adj"))))
     if policy:

@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.analyses import Variant
 from offeval_core.analyses import variant_label as vlabel
-from offeval_core.analyses.plan import PROPENSITY_CURVES
+from offeval_core.analyses.plan import PROPENSITY_CURVES, correlation_variants
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.sanitize import escape_markdown
@@ -58,7 +58,7 @@ if c.dataset.is_moments:  # only the variants the moments file holds (D = D0 = m
         ui.end_page()
 metric_names = list(PROPENSITY_CURVES) if c.propensity else \
     [k for k in ESTIMATORS if data.estimator_family(k) != "importance"]
-defaults = [_to_text(v) for v in data.correlation_defaults(c.models[0], s.clip)]
+defaults = [_to_text(v) for v in correlation_variants(c.models[0], s.clip)]
 candidates = [Variant(me, mo, mo, float(cl)) for mo in models for me in metric_names for cl in clip_opts
               if not (me in ("is", "snips") and cl != math.inf)]  # IS and SNIPS are uncapped: offered once
 options = list(dict.fromkeys(_to_text(v) for v in candidates))

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import data, ui
 from offeval_core.analyses import Variant, decision_figure
 from offeval_core.analyses import variant_label as vlabel
-from offeval_core.analyses.plan import PROPENSITY_METRICS
+from offeval_core.analyses.plan import PROPENSITY_METRICS, decision_estimators
 from offeval_core.charts import DECISION_CAPTION
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_number as num
@@ -57,7 +57,7 @@ def _from_text(t: str) -> tuple[str, float]:
 clips = list(dict.fromkeys([1.0, s.clip, math.inf]))
 uncapped = ("is", "snips") if c.propensity else ()  # the same at every cap: offered once, at c = ∞
 options = [_to_text(n, m) for n in names for m in clips if n not in uncapped or math.isinf(m)]
-defaults = [_to_text(n, m) for n, _, _, m in data.decision_defaults(d_model, e_model, s.clip)]
+defaults = [_to_text(n, m) for n, _, _, m in decision_estimators(d_model, s.clip, exposure=e_model)]
 # left at its default, the choice follows the sidebar's m (as a link without `estimators` does)
 ui.chosen_or_default("estimators", "w_estimators", list(dict.fromkeys(t for t in defaults if t in options)),
                      options=options, allow_empty=False)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 from offeval_core.analyses._common import Variant, as_variant
 from offeval_core.errors import UnknownName
+from offeval_core.importance.weights import PROPENSITY
 from offeval_core.registry import ESTIMATORS
 
-__all__ = ["PROPENSITY_CURVES", "PROPENSITY_METRICS", "PlannedReduce", "decision_estimators", "estimator_family", "plan_moments",
-           "propensity_estimators", "report_variants"]
+__all__ = ["PROPENSITY_CURVES", "PROPENSITY_METRICS", "PlannedReduce", "correlation_variants",
+           "decision_estimators", "estimator_family", "plan_moments", "propensity_estimators", "report_variants"]
 
 PROPENSITY_METRICS = ("is", "snips", "cis", "ncis", "piece-ncis", "point-ncis")
 """The estimators of a propensity policy (importance weights π_t / π_p; Gilotte Sec. 3-5), max-capped, per session."""
@@ -66,12 +67,46 @@ def plan_moments(variants: Iterable) -> tuple[PlannedReduce, ...]:
     return tuple(PlannedReduce(fam, d, e, tuple(sorted(clips))) for (fam, d, e), clips in groups.items())
 
 
-def decision_estimators(discount: str, q_clip: float) -> tuple[Variant, ...]:
-    """The report's decision-box estimators: DCG on raw labels (m = 1) and de-biased at ``q_clip``, nDCG at
-    ``q_clip`` (all with D = D0 = ``discount``) and DCG with the log2 discount at ``q_clip``."""
-    out = (Variant("dcg", discount, discount, 1.0), Variant("dcg", discount, discount, float(q_clip)),
-           Variant("ndcg", discount, discount, float(q_clip)), Variant("dcg", "log2", "log2", float(q_clip)))
-    return tuple(dict.fromkeys(out))
+def decision_estimators(discount: str, clip: float, *, exposure: str | None = None) -> tuple[Variant, ...]:
+    """The decision boxes' default estimators, for the Decisions page and the report alike: DCG on raw labels
+    (m = 1), DCG de-biased at ``clip`` (what KDD'24 recommends), then DCG and nDCG de-biased at m = ∞ (the rest of
+    ``analyses.DEFAULT_ESTIMATORS``), without repeats, all with D = ``discount`` and D0 = ``exposure`` (default
+    ``discount``); for a propensity policy (D = ``propensity``) the importance estimators of
+    :func:`propensity_estimators`.
+
+    >>> [(v.metric, v.clip) for v in decision_estimators("pbm", 16.0)]
+    [('dcg', 1.0), ('dcg', 16.0), ('dcg', inf), ('ndcg', inf)]
+    >>> [(v.metric, v.clip) for v in decision_estimators("propensity", 16.0)]
+    [('is', inf), ('snips', inf), ('cis', 16.0), ('ncis', 16.0)]
+    """
+    from offeval_core.analyses.decisions import DEFAULT_ESTIMATORS
+
+    if discount == PROPENSITY:
+        return propensity_estimators(clip)
+    exposure = discount if exposure is None else exposure
+    first, *rest = [(e.metric, e.clip) for e in DEFAULT_ESTIMATORS]
+    picks = dict.fromkeys([first, ("dcg", float(clip)), *rest])
+    return tuple(Variant(name, discount, exposure, m) for name, m in picks)
+
+
+def correlation_variants(discount: str, clip: float) -> tuple[Variant, ...]:
+    """The offline-online correlation's default columns, for the Correlation page and the report alike: KDD'24
+    Table 2's five (``analyses.default_variants``: log2 and the learnt pbm, C and Q̂ at m = ∞, nDCG (pbm, Q̂)),
+    then DCG (D = D0 = ``discount``, Q̂ clipped at ``clip``) unless it is one of them; for a propensity policy
+    (D = ``propensity``) the importance estimators of :func:`propensity_estimators` at the cap ``clip``.
+
+    >>> [(v.discount, v.clip) for v in correlation_variants("pbm", math.inf)][-1]   # Table 2's five only
+    ('pbm', inf)
+    >>> [(v.metric, v.discount, v.clip) for v in correlation_variants("exponential:0.8", 16.0)][5:]
+    [('dcg', 'exponential:0.8', 16.0)]
+    >>> [v.metric for v in correlation_variants("propensity", 16.0)]
+    ['is', 'snips', 'cis', 'ncis']
+    """
+    from offeval_core.analyses.correlation import default_variants
+
+    if discount == PROPENSITY:
+        return propensity_estimators(clip)
+    return tuple(dict.fromkeys((*default_variants(), Variant("dcg", discount, discount, float(clip)))))
 
 
 def propensity_estimators(clip: float) -> tuple[Variant, ...]:
@@ -84,7 +119,7 @@ def propensity_estimators(clip: float) -> tuple[Variant, ...]:
     >>> [v.metric for v in propensity_estimators(float("inf"))]
     ['is', 'snips']
     """
-    p = "propensity"
+    p = PROPENSITY
     out = [Variant("is", p, p, math.inf), Variant("snips", p, p, math.inf)]
     if math.isfinite(clip):
         out += [Variant("cis", p, p, float(clip)), Variant("ncis", p, p, float(clip))]
@@ -93,15 +128,13 @@ def propensity_estimators(clip: float) -> tuple[Variant, ...]:
 
 def report_variants(discount: str, clips: Iterable[float], q_clip: float) -> tuple[Variant, ...]:
     """Every estimator the report's sections read: the sensitivity curves (DCG and nDCG over ``clips``),
-    KDD'24 Table 2's columns at ``q_clip``, Table 2 across clip values (DCG with the log2 discount over
+    the correlation's columns (:func:`correlation_variants` at ``q_clip``), Table 2 across clip values (DCG with the log2 discount over
     ``clips`` beside the learnt model's) and the decision-box estimators.
 
     >>> [(p.discount, p.clips) for p in plan_moments(report_variants("pbm", (1.0, 8.0), float("inf")))]
     [('pbm', (1.0, 8.0, inf)), ('log2', (1.0, 8.0, inf))]
     """
-    from offeval_core.analyses.correlation import default_variants
-
     sens = tuple(Variant(metric, discount, discount, float(c)) for c in clips for metric in ("dcg", "ndcg"))
     log2 = tuple(Variant("dcg", "log2", "log2", float(c)) for c in clips)
-    return tuple(dict.fromkeys((*sens, *default_variants(q_clip, pbm=discount), *log2,
+    return tuple(dict.fromkeys((*sens, *correlation_variants(discount, q_clip), *log2,
                                 *decision_estimators(discount, q_clip))))
