@@ -211,11 +211,16 @@ def read_moments(path: str | Path, *, name: str | None = None, limits: Limits | 
                 ndcg_rule=g["ndcg_rule"])
     if "kind" not in frame.columns:
         raise _bad(source, "no 'kind' column (offline / online rows)")
-    kinds = frame["kind"].astype(str)
-    off = frame[kinds == "offline"].drop(columns="kind").reset_index(drop=True)
-    on = frame[kinds == "online"].drop(columns="kind").reset_index(drop=True)
-    if len(off) + len(on) != len(frame):
+    is_off, is_on = ((frame["kind"] == k).to_numpy(dtype=bool, na_value=False) for k in ("offline", "online"))
+    if not (is_off | is_on).all():
         raise _bad(source, "column 'kind' must be 'offline' or 'online'", column="kind")
+    n_off = int(is_off.sum())
+    if is_off[:n_off].all():  # written offline rows first (write_moments): two slices, no row copied
+        off, on = frame.iloc[:n_off], frame.iloc[n_off:]
+    else:
+        off, on = frame[is_off], frame[is_on]
+    off = off.drop(columns="kind").reset_index(drop=True)
+    on = on.drop(columns="kind").reset_index(drop=True)
     if off.empty:
         raise _bad(source, "no offline rows")
     missing = [c for c in _OFFLINE_COLUMNS if c not in off.columns]

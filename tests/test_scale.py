@@ -100,8 +100,20 @@ def test_moments_file_round_trip_keeps_values_and_settings(world, tmp_path):
     back = read_moments(path)
     pd.testing.assert_frame_equal(back.offline.astype({"day": str}), m.offline.astype({"day": str}),
                                   check_dtype=False)
+    pd.testing.assert_frame_equal(back.online.astype({"day": str}), m.online.astype({"day": str}),
+                                  check_dtype=False)
     assert back.grid == m.grid
     assert read_metadata(path)["settings"] == {"engine": "duckdb", "memory_limit": "2GB"}
+    # written by another tool with the rows in any order (online rows first, shuffled): the same two parts
+    table = pq.read_table(path)
+    order = np.random.default_rng(0).permutation(table.num_rows)
+    pq.write_table(table.take(order), tmp_path / "shuffled.parquet")
+    other = read_moments(tmp_path / "shuffled.parquet")
+    for part in ("offline", "online"):
+        got, want = (getattr(x, part).astype({"day": str}) for x in (other, back))
+        keys = [c for c in want.columns if not pd.api.types.is_numeric_dtype(want[c]) or c == "clip"]
+        pd.testing.assert_frame_equal(got.sort_values(keys).reset_index(drop=True),
+                                      want.sort_values(keys).reset_index(drop=True), check_dtype=False)
     # the paired effect read from the file equals the one from the in-memory moments
     effects = [estimate_from_row(aggregate(select(mm, reward="like", policy="treatment", metric="dcg",
                                                   clip=math.inf)).iloc[0], metric="dcg", level=0.95, diff=True)
