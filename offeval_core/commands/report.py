@@ -37,8 +37,9 @@ def register(sub) -> None:
     p.add_argument("--discount", default="pbm", help="discount D = exposure model D0 (default pbm, learnt)")
     p.add_argument("--clip-grid", default=DEFAULT_GRID_TEXT,
                    help="clip values m, comma-separated, 'inf' allowed (default 1,2,4,…,4096,inf)")
-    p.add_argument("--q-clip", default="inf", help="clip of the de-biased labels Q̂ in the correlation table "
-                                                    "and decision boxes (default inf)")
+    p.add_argument("--q-clip", default="inf", help="clip m of the de-biased labels Q̂, as the dashboard's sidebar m: "
+                                                    "the correlation table adds DCG (D, Q̂ at m) to Table 2's columns, "
+                                                    "the decision boxes DCG at m (default inf)")
     p.add_argument("--policy", default=None, help="target policy of the A/B tests, taken to have served the treatment "
                                                   "arm: any rank__<policy> or target_propensity__<policy> column "
                                                   "(default: 'treatment' when the data has it, else the first policy "
