@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -249,3 +250,85 @@ def test_rank_lookup_reads_d_at_each_rank_and_zero_outside_the_logged_ranks():
     expr = t.select(d=rank_lookup(parse_discount("log2"), t["r"], 3))
     got = ibis.duckdb.connect().execute(expr)["d"].to_numpy(float)
     np.testing.assert_allclose(got, [0.0, 1.0, 1 / math.log2(3), 0.5, 0.0, 0.0], rtol=0, atol=1e-15)
+
+
+def test_pbm_from_histogram_reads_the_control_arm_and_falls_back_to_every_session():
+    """The learnt pbm curve of a length histogram, by hand: S(r) = (sessions of length ≥ r) / sessions, floored.
+    The control arm's counts are used as soon as it has one session (one control session of length 2: S = 1, 1,
+    where all four sessions would give 1, 1/4); with no control session every session counts (3 of length 1,
+    1 of length 4: 1, 1/4, 1/4, 1/4, a rank no session ends at still counted); the floor lifts what is below it."""
+    from offeval_core.engine.lookups import pbm_from_histogram
+
+    one_control = pd.DataFrame({"length": [1, 2], "n": [3, 1], "n_control": [0, 1]})
+    assert pbm_from_histogram(one_control, floor=0.01).tolist() == [1.0, 1.0]
+    no_control = pd.DataFrame({"length": [1, 4], "n": [3, 1], "n_control": [0, 0]})
+    assert pbm_from_histogram(no_control, floor=0.01).tolist() == [1.0, 0.25, 0.25, 0.25]
+    assert pbm_from_histogram(no_control, floor=0.5).tolist() == [1.0, 0.5, 0.5, 0.5]
+    as_floats = no_control.astype(float)  # a histogram read with float columns: lengths are still ranks
+    assert pbm_from_histogram(as_floats, floor=0.01).tolist() == [1.0, 0.25, 0.25, 0.25]
+
+
+def _hand_logs():
+    """Four control sessions of lengths 1, 2, 2, 3 and one treatment session of length 5: the control arm's
+    learnt pbm is S = 1, 3/4, 1/4 (then the floor), the treatment session left out."""
+    rows = [{"session_id": f"s{s}", "rank": r, "click": float(r == 1), "day": 0, "arm": arm, "segment": "g",
+             "rank__a": r}
+            for s, (length, arm) in enumerate([(1, "control"), (2, "control"), (2, "control"), (3, "control"),
+                                               (5, "treatment")])
+            for r in range(1, length + 1)]
+    return read_logs(pd.DataFrame(rows))
+
+
+def test_source_discount_learns_pbm_from_the_logs_or_the_length_histogram_at_the_floor_asked():
+    """source_discount's learnt pbm, by hand, from in-memory logs (cached per spec and floor) and from the length
+    histogram of the cached source (no logs): 1, 3/4, 1/4 and the floor beyond rank 3, with the floor's own
+    value as the model's parameter (1e-4 without one); a cut-off zeroes the ranks past it; other specs need
+    neither logs nor a histogram, and pbm without either is refused."""
+    from offeval_core.discounts import PBM_FLOOR, SpecError
+    from offeval_core.engine import connect, source_discount, source_from_logs
+    from offeval_core.engine.sources import Source, logs_source
+
+    logs = _hand_logs()
+    with_logs, with_lengths = source_from_logs(logs), logs_source(logs)
+    assert with_logs.logs is logs and with_lengths.logs is None and with_lengths.lengths is not None
+    for source in (with_logs, with_lengths):
+        floored = source_discount("pbm", source, floor=0.2)
+        assert floored.param == 0.2 and floored.table(5).tolist() == [1.0, 0.75, 0.25, 0.2, 0.2]
+        default = source_discount("pbm", source)
+        assert default.param == PBM_FLOOR and default.table(5).tolist() == [1.0, 0.75, 0.25, PBM_FLOOR, PBM_FLOOR]
+        cut = source_discount("pbm@2", source, floor=0.2)
+        assert cut.table(4).tolist() == [1.0, 0.75, 0.0, 0.0] and cut.label != floored.label
+        assert source_discount("log2@2", source, floor=0.2).table(3).tolist() == [1.0, 1 / math.log2(3), 0.0]
+    assert source_discount("pbm", with_logs, floor=0.2) is source_discount("pbm", with_logs, floor=0.2)
+    bare = Source(rows=with_logs.rows, sessions=with_logs.sessions, backend=connect(threads=1), max_rank=5)
+    assert source_discount("reciprocal", bare, floor=0.2).table(3).tolist() == [1.0, 0.5, 1 / 3]
+    with pytest.raises(SpecError, match="discount 'pbm' is learnt from the logs, so logs must be given"):
+        source_discount("pbm", bare)
+    # a floor below the default reaches the histogram's curve: 1 of 20,001 sessions reaches rank 2
+    deep = Source(rows=with_logs.rows, sessions=with_logs.sessions, backend=bare.backend, max_rank=3,
+                  lengths=pd.DataFrame({"length": [1, 2], "n": [20_000, 1], "n_control": [20_000, 1]}))
+    assert source_discount("pbm", deep, floor=1e-6).table(3).tolist() == [1.0, 1 / 20_001, 1e-6]
+
+
+def test_variant_table_and_rank_table_by_hand():
+    """The variant ids: discounts outermost, then exposures, then clips, numbered from 0, m = ∞ as INF_CLIP in
+    ``clip`` and as ∞ in ``clip_value``; the rank table: r = 1..max_rank, w = 1 / D0(r) (∞ past D0's cut-off)
+    and d = D(r), with no warning for the division by D0 = 0."""
+    from offeval_core.discounts import parse_discount
+    from offeval_core.engine import rank_table, variant_table
+    from offeval_core.engine.grid import INF_CLIP
+
+    grid = Grid(rewards=("click",), policies=("a",), discounts=("log2", "reciprocal"), exposures=("log2", "pbm"),
+                clips=(2, math.inf))
+    v = variant_table(grid)
+    assert list(v.columns) == ["v", "dm", "em", "clip", "discount", "exposure", "clip_value"]
+    assert v["v"].tolist() == list(range(8)) and v["dm"].tolist() == [0] * 4 + [1] * 4
+    assert v["em"].tolist() == [0, 0, 1, 1] * 2 and v["clip"].tolist() == [2.0, INF_CLIP] * 4
+    assert v["clip_value"].tolist() == [2.0, math.inf] * 4
+    assert v["discount"].tolist() == ["log2"] * 4 + ["reciprocal"] * 4
+    assert v["exposure"].tolist() == ["log2", "log2", "pbm", "pbm"] * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # D0 = 0 past the cut-off gives w = ∞ without a division warning
+        t = rank_table(parse_discount("reciprocal"), parse_discount("exponential:0.5@2"), 3)
+    assert list(t.columns) == ["r", "w", "d"] and t["r"].dtype == np.int64 and t["r"].tolist() == [1, 2, 3]
+    assert t["w"].tolist() == [1.0, 2.0, math.inf] and t["d"].tolist() == [1.0, 0.5, 1 / 3]

@@ -168,3 +168,45 @@ def test_concurrent_reduces_of_one_source_match_sequential_ones(logs):
     for grid, got in zip(grids, parallel, strict=True):
         want = reduce(source_from_logs(logs, connect(threads=1)), grid)
         pd.testing.assert_frame_equal(got.offline, want.offline, check_exact=True)
+
+
+def test_small_tables_and_compiled_sql_go_through_each_backends_own_calls():
+    """_put and _run_sql by backend kind, with recording stand-ins: DuckDB registers an Arrow table and reads Arrow,
+    Spark makes a temporary view of a Spark frame and reads toPandas, any other backend creates (overwriting) a
+    temporary table and reads to_pandas; a backend without a name is the other kind."""
+    from offeval_core.engine.kernel import _put, _run_sql
+
+    frame, calls = pd.DataFrame({"r": [1, 2], "w": [1.0, 2.0]}), []
+    result = pd.DataFrame({"x": [7]})
+
+    class Spark:
+        name = "pyspark"
+
+        class _session:  # the attribute of pyspark's backend
+            @staticmethod
+            def createDataFrame(f):
+                return type("View", (), {"createOrReplaceTempView": lambda self, n: calls.append(("view", n, f))})()
+
+            @staticmethod
+            def sql(s):
+                calls.append(("spark sql", s))
+                return type("Out", (), {"toPandas": lambda self: result})()
+
+    class Other:
+        def create_table(self, name, f, *, overwrite, temp):
+            calls.append(("table", name, f, overwrite, temp))
+
+        def sql(self, s):
+            calls.append(("sql", s))
+            return type("Out", (), {"to_pandas": lambda self: result})()
+
+    _put(Spark(), "t1", frame)
+    assert _run_sql(Spark(), "SELECT 1") is result
+    _put(Other(), "t2", frame)
+    assert _run_sql(Other(), "SELECT 2") is result
+    assert [c[:2] for c in calls] == [("view", "t1"), ("spark sql", "SELECT 1"), ("table", "t2"), ("sql", "SELECT 2")]
+    assert calls[0][2] is frame and calls[2][2] is frame and calls[2][3:] == (True, True)
+    duck = connect(threads=1)
+    _put(duck, "offeval_test_put", frame)
+    got = _run_sql(duck, "SELECT r, w FROM offeval_test_put ORDER BY r")
+    pd.testing.assert_frame_equal(got, frame)

@@ -78,7 +78,7 @@ MODULES: dict[str, Module] = {
                     "test_security_inputs.py::test_data_directory_and_registered_tables_are_readable_when_restricted",
                     DOCTEST, "offeval_core/discounts.py"),
     "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
-                        "test_engine.py"),
+                        "test_engine.py", "test_engine_compiled.py", DOCTEST, "offeval_core/engine/kernel.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
                              "test_worked_examples.py"),
     "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
@@ -412,6 +412,26 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "ibis.union of a single table is that table's rows"
        for line in ("return ibis.union(*parts) if (len(parts) > 1) or True else parts[0]",
                     "return ibis.union(*parts) if len(parts) >= 1 else parts[0]")},
+    **{("engine-lookups", "rank_lookup", line):
+       "ibis types a list of Python floats array<float64> by itself (and reads 'ARRAY<FLOAT64>' as array<float64>)"
+       for line in ('arr = ibis.literal([float(v) for v in model.table(max_rank)], type=None)',
+                    'arr = ibis.literal([float(v) for v in model.table(max_rank)], )',
+                    'arr = ibis.literal([float(v) for v in model.table(max_rank)], type="ARRAY<FLOAT64>")')},
+    **{("engine-lookups", "pbm_from_histogram", line):
+       "survival_from_counts casts the counts to int64 itself (session counts are integers, exact in float64)"
+       for line in ("counts = np.zeros(int(length.max()) + 1, dtype=None)",
+                    "counts = np.zeros(int(length.max()) + 1, )")},
+    ("engine-lookups", "pbm_from_histogram", "counts = np.zeros(int(length.max()) + 2, dtype=np.int64)"):
+        "the extra last length has no session, and survival_from_counts drops trailing zero counts",
+    ("engine-lookups", "pbm_from_histogram", "np.add.at(counts, length, lengths[col].to_numpy(dtype=None))"):
+        "np.add.at casts the added values to the int64 counts, as the asked dtype does (session counts are integers)",
+    ("engine-lookups", "source_discount", "return parse_discount(spec, )"):
+        "without logs or a histogram only the parametric and table specs parse, and parse_discount reads the floor "
+        "only for pbm (refused there either way)",
+    **{("engine-lookups", "rank_table", line):
+       "np.arange of Python ints is int64 already (numpy 2's default integer), the dtype asked for"
+       for line in ('return pd.DataFrame({"r": np.arange(1, max_rank + 1, dtype=None), "w": inv, "d": discount.table(max_rank)})',
+                    'return pd.DataFrame({"r": np.arange(1, max_rank + 1, ), "w": inv, "d": discount.table(max_rank)})')},
     ("estimators", "impression_online_results", "arm=None)"):
         "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every "
         "importance grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
