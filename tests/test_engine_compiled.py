@@ -210,3 +210,29 @@ def test_small_tables_and_compiled_sql_go_through_each_backends_own_calls():
     _put(duck, "offeval_test_put", frame)
     got = _run_sql(duck, "SELECT r, w FROM offeval_test_put ORDER BY r")
     pd.testing.assert_frame_equal(got, frame)
+
+
+def test_rewards_with_different_rewarded_rows_binary_flags_and_the_fresh_build():
+    """Rows rewarded in one reward and not in another (the source holds the rows with any positive reward): a
+    binary reward stays binary though some of its rows are 0 (only its positive values count: 1), a graded one
+    is not, a reward never positive counts as binary; the fresh build of one reward reads only its own rewarded
+    rows, so its counts (n_r: one row per session with that reward) equal the compiled query's."""
+    from offeval_core.engine.kernel import binary_rewards
+
+    df = random_logs(np.random.default_rng(8), n_sessions=40, graded=True)
+    df["like"] = (np.random.default_rng(9).random(len(df)) < 0.3).astype(float)  # its own rewarded rows
+    df["never"] = 0.0
+    source = source_from_logs(read_logs(df, rewards=["click", "like", "never"]), connect(threads=1))
+    assert binary_rewards(source, ["like", "click", "never"]) == {"like": True, "click": False, "never": True}
+    disc, expo, clips = parse_discount("log2"), parse_discount("pbm", logs=read_logs(df)), (1, 4, math.inf)
+    for reward, binary in (("like", True), ("click", False)):
+        query = compiled_moments(source, rewards=(reward,), policies=("a",), n_clips=3, binary=binary)
+        got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
+        want = fresh_moments(source, reward=reward, policies=("a",), discount=disc, exposure=expo, clips=clips,
+                             keys=source.keys, binary=binary)
+        order = ["k", *source.keys]
+        got = got.sort_values(order).reset_index(drop=True)
+        want = want.sort_values(order).reset_index(drop=True)[got.columns]
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
+        rewarded = df[df[reward] > 0]["session_id"].nunique()
+        assert want.groupby("k")["n_r"].sum().tolist() == [rewarded] * 3

@@ -432,6 +432,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "np.arange of Python ints is int64 already (numpy 2's default integer), the dtype asked for"
        for line in ('return pd.DataFrame({"r": np.arange(1, max_rank + 1, dtype=None), "w": inv, "d": discount.table(max_rank)})',
                     'return pd.DataFrame({"r": np.arange(1, max_rank + 1, ), "w": inv, "d": discount.table(max_rank)})')},
+    **{("engine-kernel", "_rewarded", line):
+       "ibis reads type names case-insensitively: 'FLOAT64' is float64 and 'INT64' int64"
+       for line in ('return pos.select("session", *keys, "rank", c=pos[reward].cast("FLOAT64"),',
+                    '**{f"t{i}": pos[POLICY_PREFIX + p].cast("INT64") for i, p in enumerate(policies, 1)})')},
+    ("engine-kernel", "fresh_moments", "binary=None)"):
+        "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
+        "per clip value) gives the same iDCG and DCG values",
     ("estimators", "impression_online_results", "arm=None)"):
         "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every "
         "importance grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
