@@ -215,15 +215,17 @@ def test_small_tables_and_compiled_sql_go_through_each_backends_own_calls():
 def test_rewards_with_different_rewarded_rows_binary_flags_and_the_fresh_build():
     """Rows rewarded in one reward and not in another (the source holds the rows with any positive reward): a
     binary reward stays binary though some of its rows are 0 (only its positive values count: 1), a graded one
-    is not, a reward never positive counts as binary; the fresh build of one reward reads only its own rewarded
+    is not (values 1, 2, 3, or 1/2 and 1), a reward never positive counts as binary; the fresh build of one reward reads only its own rewarded
     rows, so its counts (n_r: one row per session with that reward) equal the compiled query's."""
     from offeval_core.engine.kernel import binary_rewards
 
     df = random_logs(np.random.default_rng(8), n_sessions=40, graded=True)
     df["like"] = (np.random.default_rng(9).random(len(df)) < 0.3).astype(float)  # its own rewarded rows
     df["never"] = 0.0
-    source = source_from_logs(read_logs(df, rewards=["click", "like", "never"]), connect(threads=1))
-    assert binary_rewards(source, ["like", "click", "never"]) == {"like": True, "click": False, "never": True}
+    df["half"] = df["like"] * np.where(df["rank"] % 2 == 1, 1.0, 0.5)  # graded: 1/2 and 1, none above 1
+    source = source_from_logs(read_logs(df, rewards=["click", "like", "never", "half"]), connect(threads=1))
+    assert binary_rewards(source, ["like", "click", "never", "half"]) == {"like": True, "click": False,
+                                                                         "never": True, "half": False}
     disc, expo, clips = parse_discount("log2"), parse_discount("pbm", logs=read_logs(df)), (1, 4, math.inf)
     for reward, binary in (("like", True), ("click", False)):
         query = compiled_moments(source, rewards=(reward,), policies=("a",), n_clips=3, binary=binary)

@@ -436,6 +436,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "ibis reads type names case-insensitively: 'FLOAT64' is float64 and 'INT64' int64"
        for line in ('return pos.select("session", *keys, "rank", c=pos[reward].cast("FLOAT64"),',
                     '**{f"t{i}": pos[POLICY_PREFIX + p].cast("INT64") for i, p in enumerate(policies, 1)})')},
+    **{("engine-kernel", "binary_rewards", line):
+       "ibis reads type names case-insensitively: 'FLOAT64' is float64"
+       for line in ('aggs[f"lo{i}"] = t[r].cast("FLOAT64").min(where=t[r] > 0)',
+                    'aggs[f"hi{i}"] = t[r].cast("FLOAT64").max(where=t[r] > 0)')},
+    **{("engine-kernel", "binary_rewards", line):
+       "the largest value is the largest positive one whenever the reward has one, and a reward without one is "
+       "binary by its minimum over no row (NULL) either way"
+       for line in ('aggs[f"hi{i}"] = t[r].cast("float64").max(where=None)',
+                    'aggs[f"hi{i}"] = t[r].cast("float64").max(where=t[r] >= 0)',
+                    'aggs[f"hi{i}"] = t[r].cast("float64").max()')},
     ("engine-kernel", "fresh_moments", "binary=None)"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
