@@ -238,3 +238,19 @@ def test_rewards_with_different_rewarded_rows_binary_flags_and_the_fresh_build()
         pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
         rewarded = df[df[reward] > 0]["session_id"].nunique()
         assert want.groupby("k")["n_r"].sum().tolist() == [rewarded] * 3
+
+
+def test_empty_aggregates_become_zero_and_an_overflow_stays():
+    """empty_as_zero by hand: an aggregate over no row (NaN) becomes 0 where its own count is 0 (n_r for the
+    iDCG sums, n_pos for the sums over iDCG > 0); a NaN beside a positive count (an overflow) stays; the input is
+    not changed, and an input without NaN is returned as it is."""
+    from offeval_core.engine.kernel import empty_as_zero, wide_layout
+
+    layout = wide_layout(("n_r", "n_pos", "den_sum", "den_m2", "pden_sum", "pden_m2"), ())
+    nan = math.nan
+    values = np.array([[0, 0, nan, nan, nan, nan], [2, 0, 3.0, nan, nan, nan], [2, 1, 3.0, 0.5, 3.0, nan]])
+    got = empty_as_zero(values, layout)
+    np.testing.assert_array_equal(got, [[0, 0, 0, 0, 0, 0], [2, 0, 3.0, nan, 0, 0], [2, 1, 3.0, 0.5, 3.0, nan]])
+    assert np.isnan(values[0, 2:]).all()
+    finite = np.ones((2, 6))
+    assert empty_as_zero(finite, layout) is finite
