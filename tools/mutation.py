@@ -446,6 +446,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('aggs[f"hi{i}"] = t[r].cast("float64").max(where=None)',
                     'aggs[f"hi{i}"] = t[r].cast("float64").max(where=t[r] >= 0)',
                     'aggs[f"hi{i}"] = t[r].cast("float64").max()')},
+    ("engine-kernel", "_accumulate", "gid = parts.groupby(keys, ).ngroup().to_numpy()"):
+        "groupby sorts by default",
     ("engine-kernel", "fresh_moments", "binary=None)"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
