@@ -448,6 +448,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     'aggs[f"hi{i}"] = t[r].cast("float64").max()')},
     ("engine-kernel", "_accumulate", "gid = parts.groupby(keys, ).ngroup().to_numpy()"):
         "groupby sorts by default",
+    **{("engine-kernel", "_accumulate", line):
+       "only the order of the groups changes: groups is built from the same numbering (sorted by _g), and the "
+       "wide rows are merged onto the grid by their keys (reduction._to_long), so no value moves"
+       for line in ("gid = parts.groupby(keys, sort=None).ngroup().to_numpy()",
+                    "gid = parts.groupby(keys, sort=False).ngroup().to_numpy()")},
+    **{("engine-kernel", "_accumulate", line):
+       "the kept index becomes an extra column of groups, which is read only by its key columns"
+       for line in ('groups = parts[keys].assign(_g=gid).drop_duplicates("_g").sort_values("_g")[keys].reset_index(drop=None)',
+                    'groups = parts[keys].assign(_g=gid).drop_duplicates("_g").sort_values("_g")[keys].reset_index(drop=False)')},
+    ("engine-kernel", "_accumulate",
+     'groups = parts[keys].assign(_g=gid).drop_duplicates(None).sort_values("_g")[keys].reset_index(drop=True)'):
+        "_g numbers the distinct keys, so rows equal in every column are exactly the rows equal in _g",
     ("engine-kernel", "fresh_moments", "binary=None)"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
