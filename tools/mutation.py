@@ -93,7 +93,7 @@ MODULES: dict[str, Module] = {
                                "test_importance_keys.py"),
     "importance-estimate": _m("offeval_core/importance/estimate.py", "test_importance.py", "test_formulas.py"),
     "importance-keys": _m("offeval_core/importance/keys.py", "test_importance_keys.py"),
-    "importance-strata": _m("offeval_core/importance/strata.py", "test_importance.py"),
+    "importance-strata": _m("offeval_core/importance/strata.py", "test_importance.py", "test_importance_strata.py"),
     "importance-counterexample": _m("offeval_core/importance/counterexample.py", "test_importance.py"),
     "slate-weights": _m("offeval_core/slate/weights.py", "test_slate_estimators.py", "test_slate_dr_exact.py",
                         DOCTEST, "offeval_core/slate/weights.py"),
