@@ -460,6 +460,30 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-kernel", "_accumulate",
      'groups = parts[keys].assign(_g=gid).drop_duplicates(None).sort_values("_g")[keys].reset_index(drop=True)'):
         "_g numbers the distinct keys, so rows equal in every column are exactly the rows equal in _g",
+    **{("importance-strata", "subset_sessions", line):
+       "np.arange of Python ints is int64 already (numpy 2's default integer), the dtype asked for"
+       for line in ('sess["session"] = np.arange(len(sess), dtype=None)', 'sess["session"] = np.arange(len(sess), )')},
+    **{("importance-strata", "value_strata", line):
+       "only values v ≤ 0 change inside the logarithm, and the outer np.where puts NaN (V = 0) there either way"
+       for line in ("k = np.where(v > 0, np.floor(np.log(np.where(v >= 0, v, 1.0)) / math.log(base)), np.nan)",
+                    "k = np.where(v > 0, np.floor(np.log(np.where(v > 0, v, 2.0)) / math.log(base)), np.nan)")},
+    ("importance-strata", "value_strata", 'sess["value"] = total.reindex(None).to_numpy()'):
+        "the per-session sums are indexed by the session codes 0..n-1 in order, which is sess['session'] itself",
+    ("importance-strata", "value_strata", "fit = rng.uniform(size=len(sess)) <= fit_share"):
+        "a uniform draw equals fit_share with probability 0",
+    **{("importance-strata", "value_strata", line):
+       "session_labels returns text labels, never categorical: observed only acts on categoricals"
+       for line in ('model = sess[fit].groupby(feats, observed=None)["value"].mean() if feats else None',
+                    'model = sess[fit].groupby(feats, )["value"].mean() if feats else None',
+                    'model = sess[fit].groupby(feats, observed=False)["value"].mean() if feats else None')},
+    **{("importance-strata", "value_strata", line):
+       "the model's only columns besides pred are the features, so the common columns are the features"
+       for line in ('pred = ev.merge(model.rename("pred").reset_index(), on=None, how="left")["pred"].fillna(overall)',
+                    'pred = ev.merge(model.rename("pred").reset_index(), how="left")["pred"].fillna(overall)')},
+    ("importance-strata", "value_strata", "v = pred.to_numpy(dtype=None)"):
+        "pred is float64 already (a mean, or the overall mean filled in)",
+    ("importance-strata", "value_strata", "with np.errstate(divide=None):"):
+        "the logarithm never sees 0 (v ≤ 0 is replaced by 1), so no division warning is raised to suppress",
     ("engine-kernel", "fresh_moments", "binary=None)"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
