@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from offeval_core.errors import InputError
+from offeval_core.errors import InputError, UnknownName
 from offeval_core.importance.strata import subset_sessions, value_strata
 from offeval_core.logs import read_logs
 
@@ -87,7 +87,7 @@ def test_value_strata_checks_its_options_and_the_split():
         value_strata(logs, reward="click", features=["segment"], fit_share=1 - 1e-12, rng=0)
     with pytest.raises(InputError, match=f"^{msg}$"):
         value_strata(logs, reward="click", features=["segment"], fit_share=1e-12, rng=0)
-    with pytest.raises(Exception, match="features 'genre' is not a column of the logs"):
+    with pytest.raises(UnknownName, match="^features 'genre' is not a column of the logs"):
         value_strata(logs, reward="click", features=["genre"], rng=0)
 
 
