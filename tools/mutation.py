@@ -485,6 +485,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "pred is float64 already (a mean, or the overall mean filled in)",
     ("importance-strata", "value_strata", "with np.errstate(divide=None):"):
         "the logarithm never sees 0 (v ≤ 0 is replaced by 1), so no division warning is raised to suppress",
+    ("importance-counterexample", "ncis_counterexample",
+     'for arm, col in (("control", "logging_propensity"), ("treatment", "target_propensity"))[: 3 if arms else 1]:'):
+        "slicing the two (arm, column) pairs to 3 keeps the same two",
+    ("importance-counterexample", "ncis_counterexample", "counts = rng.multinomial(n, prob * prob.sum())"):
+        "the probabilities already sum to 1 (each segment's propensities sum to 1 and the shares to 0.1 + 0.9), so "
+        "dividing or multiplying by their sum changes them only by rounding",
+    **{("importance-counterexample", "ncis_counterexample", line):
+       "the kept old index becomes an extra column of part that nothing reads (columns are taken by name), and the "
+       "new index is 0..n-1 either way"
+       for line in ("part = acts.iloc[idx].reset_index(drop=None)", "part = acts.iloc[idx].reset_index(drop=False)")},
     ("engine-kernel", "fresh_moments", "binary=None)"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
