@@ -46,6 +46,23 @@ def logs():
     return read_logs(df)
 
 
+
+def _compiled_equals_fresh(source, reward, policies, disc, expo, clips, binary):
+    """Run the compiled query of (reward, D, D0, clips) and check it against a fresh build of the same moments;
+    the compiled SQL text is the one that ran (the combination entered as data). Returns the fresh moments."""
+    query = compiled_moments(source, rewards=(reward,), policies=policies, n_clips=len(clips), binary=binary)
+    sql = query.sql
+    got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
+    assert query.sql is sql
+    want = fresh_moments(source, reward=reward, policies=policies, discount=disc, exposure=expo, clips=clips,
+                         keys=source.keys, binary=binary)
+    order = ["k", *source.keys]
+    got = got.sort_values(order).reset_index(drop=True)
+    want = want.sort_values(order).reset_index(drop=True)[got.columns]
+    # the two read the rewarded rows in a different order, so sums may differ in the last bits
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
+    return want
+
 def test_reused_query_gives_the_moments_of_a_fresh_build(logs):
     shared = source_from_logs(logs, connect(threads=1))
     for reward, d, d0, clips in COMBOS:
@@ -66,17 +83,7 @@ def test_compiled_query_equals_the_expression_with_literal_clips(logs):
     for reward, d, d0, clips in COMBOS:  # the same definition: parameter tables vs literals in a fresh build
         binary = BINARY[reward]
         disc, expo = source_discount(d, source), source_discount(d0, source)
-        query = compiled_moments(source, rewards=(reward,), policies=("b",), n_clips=len(clips), binary=binary)
-        sql = query.sql
-        got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
-        assert query.sql is sql  # the same text ran: the combination entered as data
-        want = fresh_moments(source, reward=reward, policies=("b",), discount=disc, exposure=expo, clips=clips,
-                             keys=source.keys, binary=binary)
-        order = ["k", *source.keys]
-        got = got.sort_values(order).reset_index(drop=True)
-        want = want.sort_values(order).reset_index(drop=True)[got.columns]
-        # the two read the rewarded rows in a different order, so sums may differ in the last bits
-        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
+        _compiled_equals_fresh(source, reward, ("b",), disc, expo, clips, binary)
 
 
 def test_query_takes_exactly_its_number_of_clip_values(logs):
@@ -228,14 +235,7 @@ def test_rewards_with_different_rewarded_rows_binary_flags_and_the_fresh_build()
                                                                          "never": True, "half": False}
     disc, expo, clips = parse_discount("log2"), parse_discount("pbm", logs=read_logs(df)), (1, 4, math.inf)
     for reward, binary in (("like", True), ("click", False)):
-        query = compiled_moments(source, rewards=(reward,), policies=("a",), n_clips=3, binary=binary)
-        got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
-        want = fresh_moments(source, reward=reward, policies=("a",), discount=disc, exposure=expo, clips=clips,
-                             keys=source.keys, binary=binary)
-        order = ["k", *source.keys]
-        got = got.sort_values(order).reset_index(drop=True)
-        want = want.sort_values(order).reset_index(drop=True)[got.columns]
-        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
+        want = _compiled_equals_fresh(source, reward, ("a",), disc, expo, clips, binary)
         rewarded = df[df[reward] > 0]["session_id"].nunique()
         assert want.groupby("k")["n_r"].sum().tolist() == [rewarded] * 3
 
