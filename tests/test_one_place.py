@@ -107,7 +107,13 @@ def test_the_dashboard_and_the_report_plan_moments_with_one_planner():
     from pathlib import Path
 
     from offeval_core.analyses import Variant
-    from offeval_core.analyses.plan import PlannedReduce, decision_estimators, plan_moments, report_variants
+    from offeval_core.analyses.plan import (
+        PlannedReduce,
+        correlation_variants,
+        decision_estimators,
+        plan_moments,
+        report_variants,
+    )
 
     plan = plan_moments([Variant("dcg", "pbm", "pbm", 8.0), Variant("ncis", "log2", "log2", 4.0),
                          Variant("ndcg", "pbm", "pbm", 1.0), Variant("snips", "log2", "log2", math.inf)])
@@ -120,6 +126,12 @@ def test_the_dashboard_and_the_report_plan_moments_with_one_planner():
         ("ndcg", "log2", "log2", math.inf)]
     assert len(decision_estimators("pbm", math.inf, exposure="log2")) == 3
     assert {v.exposure for v in decision_estimators("pbm", math.inf, exposure="log2")} == {"log2"}
+    # the correlation's defaults: Table 2's five at m = ∞, plus DCG (D, Q̂ at m) only when it is not one of them
+    five = [(v.metric, v.discount, v.clip) for v in correlation_variants("pbm", math.inf)]
+    assert five == [("dcg", "log2", 1.0), ("dcg", "log2", math.inf), ("dcg", "pbm", 1.0), ("dcg", "pbm", math.inf),
+                    ("ndcg", "pbm", math.inf)]
+    assert [(v.metric, v.discount, v.clip) for v in correlation_variants("log2", 1.0)] == five
+    assert [(v.metric, v.discount, v.clip) for v in correlation_variants("pbm", 16.0)] == [*five, ("dcg", "pbm", 16.0)]
     # the report reduces exactly the planned (D, D0) pairs with the union of their clips: pbm at the curve's
     # clips 1, 4, Table 2's m = 1 and ∞, the chosen m = 16 (correlation and decisions); log2 at the curve's clips
     # (Table 2 across clip values) and Table 2's m = 1 and ∞
