@@ -50,6 +50,7 @@ from offeval_core.log_schema import (
     TARGET_PROPENSITY_PREFIX,
     Logs,
 )
+from offeval_core.logs_cache import LogsCache, logs_cache_key
 
 __all__ = [
     "ARMS", "ID_COLUMNS", "KNOWN", "LOGGING_POLICY", "LOGGING_PROPENSITIES", "MAX_SHOWN", "OPTIONAL",
@@ -155,18 +156,27 @@ def read_logs(
         label = name or "<DataFrame>"
     elif isinstance(source, str | Path):
         label = name or str(source)
+        options = {"columns": dict(columns or {}), "rewards": None if rewards is None else list(rewards),
+                   "guess": guess, "arms": arms, "ask": ask}
         before = file_signature(source)
         digest = file_digest(source) if before is not None else None
+        store = LogsCache.from_env() if digest is not None else None  # validated once per content and options
+        key = logs_cache_key(digest, options, name=label, limits=limits or Limits.from_env()) if store else None
+        logs = store.get(key) if store else None
+        if logs is not None and file_signature(source) == before:
+            remember_origin(logs, digest, options)
+            return logs
         raw = read_table(source, limits=limits, columns=columns, name=label)
         if digest is not None and file_signature(source) != before:
-            digest = None  # the file changed while it was read: no file fingerprint (the columns' one instead)
+            digest = key = None  # the file changed while it was read: no file fingerprint (the columns' one instead)
     else:
         raise WrongType(f"source must be a path or a pandas DataFrame, got {type(source).__name__}")
     logs = validate(raw, columns=dict(columns or {}), rewards=rewards, label=label, limits=limits, guess=guess,
                     arms=arms, ask=ask)
     if not isinstance(source, pd.DataFrame):  # the moments cache's key (offeval_core.moments_cache)
-        remember_origin(logs, digest, {"columns": dict(columns or {}), "rewards": None if rewards is None else
-                                       list(rewards), "guess": guess, "arms": arms, "ask": ask})
+        remember_origin(logs, digest, options)
+        if key is not None:
+            store.put(key, logs)
     return logs
 
 

@@ -28,32 +28,25 @@ import json
 import math
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from offeval_core.engine.grid import Grid, Moments
 from offeval_core.errors import InputError, WrongType
+from offeval_core.file_cache import (  # the cache settings and key parts, re-exported (__all__)
+    DEFAULT_MAX_BYTES,
+    ENV_DIR,
+    ENV_MAX_BYTES,
+    ENV_SWITCH,
+    FileCache,
+    cache_directory,
+    code_digest,
+)
 from offeval_core.moment_columns import MOMENTS_VERSION
 
 __all__ = ["DEFAULT_MAX_BYTES", "ENV_DIR", "ENV_MAX_BYTES", "ENV_SWITCH", "MomentsCache", "cache_directory",
            "cached", "code_digest", "logs_key", "moments_key", "resolve"]
-
-ENV_DIR, ENV_SWITCH, ENV_MAX_BYTES = "OFFEVAL_CACHE_DIR", "OFFEVAL_CACHE", "OFFEVAL_CACHE_MAX_BYTES"
-DEFAULT_MAX_BYTES = 1 << 30
-_SUFFIX = ".moments.parquet"
-_PACKAGE = Path(__file__).resolve().parent
-_CODE: list[str] = []
-
-
-def code_digest() -> str:
-    """SHA-256 of every ``offeval_core`` source file (relative name and bytes), computed once per process."""
-    if not _CODE:
-        h = hashlib.sha256()
-        for p in sorted(_PACKAGE.rglob("*.py")):
-            h.update(p.relative_to(_PACKAGE).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-        _CODE.append(h.hexdigest())
-    return _CODE[0]
 
 
 def _clip(c: float):
@@ -79,51 +72,17 @@ def moments_key(fingerprint: str, grid: Grid, *, engine: str = "duckdb", pbm_flo
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cache_directory(environ=None) -> Path:
-    """Where entries live: ``$OFFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/offeval/moments``, else
-    ``~/.cache/offeval/moments``.
-
-    >>> str(cache_directory({"XDG_CACHE_HOME": "/c"})), str(cache_directory({"OFFEVAL_CACHE_DIR": "/x"}))
-    ('/c/offeval/moments', '/x')
-    """
-    env = os.environ if environ is None else environ
-    if env.get(ENV_DIR, "").strip():
-        return Path(env[ENV_DIR].strip())
-    base = env.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base) if base and os.path.isabs(base) else Path.home() / ".cache") / "offeval" / "moments"
-
-
 @dataclass(frozen=True)
-class MomentsCache:
-    """A directory of moments files named by key, at most ``max_bytes`` in all (least recently used out)."""
+class MomentsCache(FileCache):
+    """A directory of moments files named by key, at most ``max_bytes`` in all (least recently used out).
 
-    directory: Path
-    max_bytes: int = DEFAULT_MAX_BYTES
+    >>> MomentsCache.from_env({"OFFEVAL_CACHE": "0"}) is None
+    True
+    >>> MomentsCache.from_env({"OFFEVAL_CACHE_DIR": "/x", "OFFEVAL_CACHE_MAX_BYTES": "1000"}).max_bytes
+    1000
+    """
 
-    @classmethod
-    def from_env(cls, environ=None) -> MomentsCache | None:
-        """The cache the environment names (:func:`cache_directory`, ``OFFEVAL_CACHE_MAX_BYTES``); None when
-        ``OFFEVAL_CACHE=0``.
-
-        >>> MomentsCache.from_env({"OFFEVAL_CACHE": "0"}) is None
-        True
-        >>> MomentsCache.from_env({"OFFEVAL_CACHE_DIR": "/x", "OFFEVAL_CACHE_MAX_BYTES": "1000"}).max_bytes
-        1000
-        """
-        env = os.environ if environ is None else environ
-        if env.get(ENV_SWITCH, "1").strip() == "0":
-            return None
-        raw = env.get(ENV_MAX_BYTES, "").strip()
-        try:
-            cap = int(raw) if raw else DEFAULT_MAX_BYTES
-        except ValueError:
-            cap = DEFAULT_MAX_BYTES
-        return cls(cache_directory(env), max(cap, 0))
-
-    def path(self, key: str) -> Path:
-        if len(key) != 64 or any(ch not in "0123456789abcdef" for ch in key):
-            raise ValueError("a moments cache key is 64 hex digits")
-        return self.directory / f"{key}{_SUFFIX}"
+    suffix: ClassVar[str] = ".moments.parquet"
 
     def get(self, key: str, grid: Grid, *, source: str = "") -> Moments | None:
         """The entry of ``key`` read through the moments-file boundary, or None (absent, or refused: then
@@ -162,37 +121,6 @@ class MomentsCache:
             return None
         self.evict()
         return path
-
-    def entries(self) -> list[tuple[Path, int, int]]:
-        """(path, size, last use in ns) of every entry, least recently used first."""
-        out = []
-        with contextlib.suppress(OSError):
-            for p in self.directory.iterdir():
-                if p.name.endswith(_SUFFIX) and not p.name.startswith("."):
-                    with contextlib.suppress(OSError):
-                        s = p.stat()
-                        out.append((p, s.st_size, s.st_mtime_ns))
-        return sorted(out, key=lambda e: (e[2], e[0].name))
-
-    def evict(self) -> list[Path]:
-        """Remove the least recently used entries until the rest fit in ``max_bytes``, and temporary files
-        of writes interrupted more than an hour ago; the removed entries."""
-        with contextlib.suppress(OSError):
-            for p in self.directory.glob(f".*{_SUFFIX}.*.tmp"):
-                with contextlib.suppress(OSError):
-                    if time.time() - p.stat().st_mtime > 3600:
-                        p.unlink()
-        entries = self.entries()
-        total = sum(size for _, size, _ in entries)
-        removed = []
-        for path, size, _ in entries:
-            if total <= self.max_bytes:
-                break
-            with contextlib.suppress(FileNotFoundError):  # another server may have removed it first
-                path.unlink()
-                removed.append(path)
-            total -= size
-        return removed
 
 
 def resolve(cache="env") -> MomentsCache | None:

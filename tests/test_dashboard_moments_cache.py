@@ -1,12 +1,14 @@
 """The dashboard reads the persistent moments cache first: after ``python -m dashboard.prefill`` (``make data``) a
 new process (nothing in memory) serves the pages' default moments without a reduce and without the engine's
-preparation, with the moments a fresh reduce gives."""
+preparation, with the moments a fresh reduce gives, and its logs without validating them again (the validated logs
+are in the cache too)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from offeval_core import logs as logs_module
 from offeval_core.engine import Grid, reduce, sources
 from offeval_core.logs import read_logs
 from offeval_core.simulate import preset_config, write_world
@@ -17,6 +19,7 @@ def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, m
     from dashboard.data import datasets
     from dashboard.prefill import prefill
 
+    real_validate = logs_module.validate
     real_connect = sources.connect  # DuckDB on one thread: its reduce then repeats itself bit for bit
     monkeypatch.setattr(sources, "connect", lambda **kw: real_connect(**(kw | {"threads": 1})))
     demo = tmp_path / "demo"
@@ -25,7 +28,8 @@ def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, m
     monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
     done = prefill(demo)
     assert done[-1].endswith("(log2)") and all(d.startswith("moments of ") for d in done)
-    assert len(list((tmp_path / "cache").iterdir())) == len(done)
+    assert len(list((tmp_path / "cache").glob("*.moments.parquet"))) == len(done)
+    assert len(list((tmp_path / "cache" / "logs").iterdir())) == 1  # the demo's validated logs
 
     st.cache_resource.clear()  # a restart: nothing in memory, only the cache on disk
 
@@ -34,7 +38,9 @@ def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, m
 
     monkeypatch.setattr(datasets, "reduce", refuse)
     monkeypatch.setattr(datasets, "engine_ready", refuse)
+    monkeypatch.setattr(logs_module, "validate", refuse)  # the logs too: read from the cache, not validated again
     ds = data.load(f"demo:{demo}")
+    monkeypatch.setattr(logs_module, "validate", real_validate)
     rewards = [r for r in ds.rewards if ds.reward_rates[r] > 0]
     logs = read_logs(demo / "logs.parquet")
     for r, d in [*((r, "pbm") for r in rewards), (rewards[0], "log2")]:
@@ -52,7 +58,7 @@ def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, m
     monkeypatch.setenv("OFFEVAL_CACHE", "1")
     monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
     data.moments(ds.key, rewards[0], "exponential:0.7", "pbm")
-    assert len(list((tmp_path / "cache").iterdir())) == len(done) + 1
+    assert len(list((tmp_path / "cache").glob("*.moments.parquet"))) == len(done) + 1
 
 
 def test_with_the_cache_off_nothing_is_written(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offeval_core import moment_columns, moments_cache
+from offeval_core import file_cache, moment_columns, moments_cache
 from offeval_core.engine import Grid, reduce, sources
 from offeval_core.engine import reduction as reduction_module
 from offeval_core.fingerprint import file_digest, logs_fingerprint
@@ -201,7 +201,7 @@ def test_a_changed_code_version_misses(logs_file, cache, monkeypatch):
     reduce(read_logs(logs_file), grid(), cache=cache)
     assert len(calls) == 1 and len(cache.entries()) == 2
     monkeypatch.setattr(moments_cache, "MOMENTS_VERSION", moment_columns.MOMENTS_VERSION)
-    monkeypatch.setattr(moments_cache, "_CODE", ["an edited offeval_core"])  # an edit of the sources
+    monkeypatch.setattr(file_cache, "_CODE", ["an edited offeval_core"])  # an edit of the sources
     reduce(read_logs(logs_file), grid(), cache=cache)
     assert len(calls) == 2 and len(cache.entries()) == 3
 
@@ -209,7 +209,7 @@ def test_a_changed_code_version_misses(logs_file, cache, monkeypatch):
 def test_the_code_digest_covers_the_reduce_sources():
     digest = moments_cache.code_digest()
     assert len(digest) == 64
-    assert (moments_cache._PACKAGE / "engine" / "reduction.py").exists()
+    assert (file_cache._PACKAGE / "engine" / "reduction.py").exists()
 
 
 _WRITER = textwrap.dedent("""
@@ -378,10 +378,10 @@ def test_the_environment_names_the_cache(logs_file, tmp_path, monkeypatch):
     monkeypatch.setenv("OFFEVAL_CACHE", "1")
     monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "env-cache"))
     reduce(read_logs(logs_file), grid())
-    assert len(os.listdir(tmp_path / "env-cache")) == 1
+    assert len(list((tmp_path / "env-cache").glob("*.moments.parquet"))) == 1
     monkeypatch.setenv("OFFEVAL_CACHE", "0")
     reduce(read_logs(logs_file), grid("watch"))
-    assert len(os.listdir(tmp_path / "env-cache")) == 1
+    assert len(list((tmp_path / "env-cache").glob("*.moments.parquet"))) == 1
     monkeypatch.delenv("OFFEVAL_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert moments_cache.cache_directory() == tmp_path / "xdg" / "offeval" / "moments"
@@ -401,7 +401,7 @@ def test_offeval_reduce_reads_the_cache_for_the_same_files_and_grid(logs_file, t
     monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cli-cache"))
     args = ["reduce", str(logs_file), "--clips", "1,4,inf", "--discounts", "pbm,log2"]
     assert main([*args, "--out", str(tmp_path / "first.parquet")]) == 0
-    assert len(os.listdir(tmp_path / "cli-cache")) == 1
+    assert len(list((tmp_path / "cli-cache").glob("*.moments.parquet"))) == 1
     capsys.readouterr()
 
     def refuse(*a, **kw):
