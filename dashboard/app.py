@@ -50,10 +50,13 @@ context = sidebar.render(page.url_path)
 for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
     st.warning(escape_markdown(note), icon=":material/warning:")
 try:
-    page.run()
-except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
-    pass
-except UploadGone as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
-    ui.show_error(exc, context=page.title)
+    try:
+        page.run()
+    except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
+        pass
+    except UploadGone as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
+        ui.show_error(exc, context=page.title)
+    for draw in context.after_page:  # the sidebar's slower parts, once the page's own charts are drawn
+        draw()
 finally:  # the URL holds the view that is shown, also when the page ended early
     share.finish(page.url_path)

@@ -3,6 +3,7 @@ session by the sidebar before the page runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -26,6 +27,9 @@ class Context:
     notes: tuple[str, ...] = field(default=())
     uses: tuple[str, ...] | None = None
     """The sidebar settings the page reads (None: all of them); exports name only these."""
+    after_page: tuple[Callable[[], None], ...] = ()
+    """What the sidebar draws into its place once the page has run (the clip recommendation, whose computation
+    then does not hold back the page's first chart)."""
 
     @property
     def key(self) -> str:

@@ -7,19 +7,69 @@ on that busy connection (a ``ResourceInUseException`` traceback, then ``terminat
 abort), and DuckDB's bindings would list their live objects as leaks. Nothing is left to save once the server
 has stopped (uploads live in memory; their temporary files are deleted right after reading), so the process
 ends with ``os._exit`` after flushing its output.
+
+While the server waits for its first user, a background thread imports what the app's first script run imports (:func:`preload`:
+the modules ``app.py`` and every page name, with pandas, Ibis, DuckDB and Plotly behind them), so the first page
+a user opens does not wait for them.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import sys
+import threading
+import time
+from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["app_imports", "main", "preload"]
+
+_HERE = Path(__file__).resolve().parent
+
+
+def app_imports() -> list[str]:
+    """The modules ``app.py`` and the pages (``views/*.py``) import at their top level, in order, once each.
+
+    >>> names = app_imports()
+    >>> "streamlit" in names and "dashboard.ui" in names and "offeval_core.analyses.plan" in names
+    True
+    """
+    names: dict[str, None] = {}
+    for path in [_HERE / "app.py", *sorted((_HERE / "views").glob("*.py"))]:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                names.update(dict.fromkeys(a.name for a in node.names))
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names[node.module] = None
+                package = _HERE.parent.joinpath(*node.module.split("."))
+                names.update(dict.fromkeys(f"{node.module}.{a.name}" for a in node.names  # the project's modules
+                                           if (package / f"{a.name}.py").is_file() or (package / a.name).is_dir()))
+    return [n for n in names if n != "__future__"]
+
+
+def preload(*, wait: float = 30.0) -> None:
+    """Once Streamlit's runtime exists (its own start-up imports done), import :func:`app_imports`; a module that
+    fails to import is left to the page, which shows the error."""
+    from streamlit.runtime import Runtime
+
+    for _ in range(int(wait / 0.05)):
+        if Runtime.exists():
+            break
+        time.sleep(0.05)
+    for name in app_imports():
+        try:
+            importlib.import_module(name)
+        except Exception:  # the first script run imports it again and reports it
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:
     from streamlit.web import cli
 
+    if str(_HERE.parent) not in sys.path:
+        sys.path.insert(0, str(_HERE.parent))
+    threading.Thread(target=preload, name="offeval-preload", daemon=True).start()
     code: int | str | None = 0
     try:
         cli.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="streamlit")

@@ -190,6 +190,7 @@ def render(page_url_path: str = "") -> ui.Context:
     url_settings = seed_from_url(page_url_path)
     keep_state()
     notes = list(url_settings.problems) if not ss.get("_url_problems_shown") else []
+    after: list = []  # drawn once the page has run (Context.after_page)
     ss["_url_problems_shown"] = True
     page_defaults = ss.setdefault(PAGE_DEFAULTS_KEY, {})
     page_defaults.update(_served_defaults())
@@ -336,8 +337,13 @@ def render(page_url_path: str = "") -> ui.Context:
             d = "pbm" if ss.get("_bad_w_discount") else ss.get("w_discount", "pbm")
             e = "pbm" if ss.get("_bad_w_exposure") else ss.get("w_exposure", "pbm")
             level = ss.get("w_level") if ss.get("w_level") in LEVELS else LEVEL
-            rec = clip_choice.recommendation(dataset, reward, policy, d, e, level)
-            clip_choice.show_clip_choice(box, ss["w_clip"], rec, key="w_use_recommended", of=of)
+            slot, m = box.container(), ss["w_clip"]  # drawn once the page has run (app.py): its chart comes first
+
+            def show_recommendation(slot=slot, m=m, args=(dataset, reward, policy, d, e, level), of=of):
+                rec = clip_choice.recommendation(*args)
+                clip_choice.show_clip_choice(slot, m, rec, key="w_use_recommended", of=of)
+
+            after.append(show_recommendation)
     if ss.get("w_level") not in LEVELS:
         ss["w_level"] = LEVEL
     if "level" in uses:
@@ -368,7 +374,8 @@ def render(page_url_path: str = "") -> ui.Context:
     _where(where, page_url_path, uses, dataset, choice)
     ss["_link_slot"] = sb.empty()
     ui.inject_css(settings.present)
-    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes), uses=uses)
+    c = ui.Context(settings=settings, dataset=dataset, problem=problem, notes=tuple(notes), uses=uses,
+                   after_page=tuple(after))
     ss[ui.CTX_KEY] = c
     return c
 
