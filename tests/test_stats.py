@@ -388,6 +388,26 @@ def test_delta_variance_precision_rule():
     assert stats._delta_variance(1.0, -1.0, 1e-8) == pytest.approx(1e-8, rel=1e-12)
 
 
+def test_delta_variance_is_undefined_exactly_at_its_precision_boundary():
+    """The rule reads "value ≤ 1e-9 · size": terms (x, −x, v) whose sum v is exactly 1e-9 of their size in
+    double precision (x = 0.5282756833351288, v = 1e-9 · (2x + v) rounds to itself) are undefined; the next
+    double above v, with the same x, is kept. A strict < would keep the first."""
+    import warnings
+
+    from offeval_core.errors import EstimatorWarning
+
+    x, v = 0.5282756833351288, 1.0565513677268088e-09
+    terms = (x, -x, v)
+    assert sum(terms) == stats.DELTA_PRECISION * sum(abs(t) for t in terms)  # exactly on the boundary
+    with pytest.warns(EstimatorWarning):
+        assert math.isnan(stats._delta_variance(*terms))
+    above = (x, -x, np.nextafter(v, 1.0))
+    assert sum(above) > stats.DELTA_PRECISION * sum(abs(t) for t in above)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stats._delta_variance(*above) == np.nextafter(v, 1.0)
+
+
 def test_a_denominator_mean_too_small_to_square_is_a_typed_error():
     """ȳ = 1e-200 is a finite mean, but ȳ² underflows to 0 and the delta-method variance divides by it: a
     NonFiniteMoments naming the mean, not a ZeroDivisionError (a bug's traceback on the dashboard)."""
