@@ -48,6 +48,15 @@ class Context:
         return self.settings.policy
 
     @property
+    def diagnosed_policy(self) -> str | None:
+        """The policy the assumption tests are about (the Method and "Which estimator?" pages read the same cached
+        diagnosis): the sidebar's target policy when the dataset has it, ranks or propensities alike; None (the
+        logging policy) otherwise."""
+        if self.dataset is None or self.policy not in self.dataset.targets.all:
+            return None
+        return self.policy
+
+    @property
     def kind(self) -> str | None:
         """The target policy's kind: ``rank`` (DCG family and exposure weights) or ``propensity`` (importance
         weights π_t / π_p); None without a policy."""

@@ -67,7 +67,7 @@ ALPHA = PAGE_CONTROLS["which_alpha"].default  # the Which estimator? page's defa
 TESTED_BY = {"2": ("cascade", "context-dependent position bias"), "3": ("reward interaction",), "5": ("support",)}
 diag = None
 if logs is not None and c.reward:
-    policy = c.policy if c.policy in (c.dataset.policies or ()) else None
+    policy = c.diagnosed_policy
     ready = data.is_ready("diagnosis", c.key, c.reward, policy, c.settings.discount, ALPHA, c.settings.level)
     if ready or st.button("Test the assumptions on these logs (a few seconds, once per dataset)",
                           key="w_method_diagnose"):

@@ -29,7 +29,7 @@ with ui.controls():
     alpha = st.select_slider("Significance level α of every check", options=[0.01, 0.05, 0.1], key="w_which_alpha")
 
 with ui.guarded("Which estimator?"):
-    policy = c.policy if c.policy in c.dataset.targets.all else None
+    policy = c.diagnosed_policy
     level = c.settings.level
     d = ui.with_progress("Testing the assumptions on the logs…", data.is_ready("diagnosis", c.key, c.reward,
                                                                                 policy, c.settings.discount, alpha,
