@@ -62,3 +62,48 @@ def test_pages_at_their_defaults_read_what_the_preparation_computed(prepared, mo
         calls.clear()
         open_page(page)
         assert calls == [], f"{page}: computed {calls} although the preparation had run"
+
+
+def test_the_preparation_starts_no_step_while_a_page_runs():
+    """A page run (``page_run``, around every script run in app.py) holds the preparation's next step until it
+    ends: the steps' order of events is the page's work, then the steps, although the preparation's thread was
+    started first."""
+    import threading
+
+    from dashboard.data import warmup
+
+    events = []
+    job = warmup.Warmup(("a", "b"))
+    with warmup.page_run():
+        thread = threading.Thread(target=warmup._run, args=(job, [("a", lambda: events.append("a")),
+                                                                  ("b", lambda: events.append("b"))]))
+        thread.start()
+        time.sleep(0.3)
+        assert events == []  # 0.3 s in: the preparation is still waiting
+        events.append("page")
+    thread.join(10)
+    assert events == ["page", "a", "b"] and job.done == 2 and not job.running
+
+
+def test_the_preparation_waits_for_pages_at_most_max_pause():
+    import threading
+
+    from dashboard.data import warmup
+
+    with warmup.page_run(), warmup.page_run():  # two sessions' runs: both must end
+        waited = warmup._wait_for_pages(limit=0.2)  # a page that never ends holds it back for the limit only
+        assert 0.2 <= waited < 5
+    assert warmup._PAGES == [0]
+    done = threading.Event()
+
+    def nested():
+        with warmup.page_run():
+            done.wait(5)
+
+    t = threading.Thread(target=nested)
+    t.start()
+    time.sleep(0.1)
+    threading.Timer(0.3, done.set).start()
+    waited = warmup._wait_for_pages(limit=10)
+    t.join(5)
+    assert 0.1 <= waited < 5 and warmup._PAGES == [0]  # released when the page ended, long before the limit
