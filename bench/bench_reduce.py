@@ -357,6 +357,24 @@ def main() -> int:
             per_small = (s["load_s"] + s["first_s"]) / s["rows"]
             per_big = (r["load_s"] + r["first_s"]) / r["rows"]
             print(f"cost per impression 100 M / {small / 1e6:g} M: {per_big / per_small:.2f}× (1.0 = linear)")
+        # the default grid of `offeval reduce` (every reward × every policy × D ∈ {pbm, log2} × 14 clips) on 100 M
+        # impressions of the demo's shape (3 rewards, 12 policies), as a whole process within a 2 GB DuckDB limit
+        wdir = work / "logs_100M_wide"
+        if not wdir.exists():
+            t0 = time.perf_counter()
+            info = write_partitioned(wdir, n, seed=args.seed, wide=True)
+            print(f"\n(generated {info['rows']:,} rows of the demo's shape in 7 day files in "
+                  f"{time.perf_counter() - t0:.0f} s)")
+        out = work / "m_default_grid_100M.parquet"
+        cmd = [sys.executable, "-m", "offeval_core.cli", "reduce", str(wdir), "--out", str(out), "--force",
+               "--memory-limit", "2GB", "--temp-dir", str(work / "duckdb-spill")]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=ENV)
+        if proc.returncode:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"default grid (3 rewards × 12 policies × pbm, log2 × 14 clips) on 100 M impressions, `offeval reduce "
+              f"--memory-limit 2GB` as a whole process: {summary['seconds']:.0f} s, peak RSS "
+              f"{summary['peak_rss_mb']:.0f} MB, {summary['variants']:,} moment rows; {load()}")
     return 0 if ok else 1
 
 

@@ -23,8 +23,11 @@ START = dt.date(2026, 3, 2)
 
 
 def generate(n_impressions: int, *, seed: int, reward_rate: float = 0.03, first_session: int = 0,
-             day: int | None = None) -> pa.Table:
-    """About ``n_impressions`` rows (whole sessions) of logs as an Arrow table."""
+             day: int | None = None, wide: bool = False) -> pa.Table:
+    """About ``n_impressions`` rows (whole sessions) of logs as an Arrow table. ``wide``: the demo's shape, three
+    rewards (``like``; ``watch_complete``, binary, on half the liked rows; ``watch_time``, graded, positive on a
+    fifth of the rows) and twelve target policies (``treatment`` and ``cand_01`` … ``cand_11``, each a random
+    re-ranking of every session)."""
     rng = np.random.default_rng(seed)
     n_sessions = max(1, n_impressions // MEAN_LENGTH)
     # lengths: geometric (mean MEAN_LENGTH), capped at MAX_RANK
@@ -54,7 +57,7 @@ def generate(n_impressions: int, *, seed: int, reward_rate: float = 0.03, first_
     exps = pa.array([f"exp{e + 1:02d}" for e in range(N_EXPERIMENTS)])
     arms = pa.array(["control", "treatment"])
     segs = pa.array(["guest", "registered"])
-    return pa.table({
+    columns = {
         "session_id": pa.array(session + first_session),
         "rank": pa.array(rank),
         "item_id": pa.array(rng.integers(0, 100_000, n)),
@@ -64,11 +67,20 @@ def generate(n_impressions: int, *, seed: int, reward_rate: float = 0.03, first_
         "arm": pa.DictionaryArray.from_arrays(pa.array(s_arm[session].astype(np.int32)), arms),
         "segment": pa.DictionaryArray.from_arrays(pa.array(s_seg[session].astype(np.int32)), segs),
         "rank__treatment": pa.array(target),
-    })
+    }
+    if wide:
+        columns["watch_complete"] = pa.array((like.astype(bool) & (rng.random(n) < 0.5)).astype(np.int8))
+        columns["watch_time"] = pa.array(np.where(rng.random(n) < 0.2, rng.gamma(2.0, 15.0, n), 0.0))
+        for k in range(1, 12):
+            order = np.argsort(rng.random(n) + session, kind="stable")
+            other = np.empty(n, dtype=np.int32)
+            other[order] = rank
+            columns[f"rank__cand_{k:02d}"] = pa.array(other)
+    return pa.table(columns)
 
 
 def write_partitioned(out: str | Path, n_impressions: int, *, seed: int, block: int = 5_000_000,
-                      reward_rate: float = 0.03) -> dict:
+                      reward_rate: float = 0.03, wide: bool = False) -> dict:
     """Write ``out/day-YYYY-MM-DD.parquet`` files block by block (memory bounded by one block)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +94,7 @@ def write_partitioned(out: str | Path, n_impressions: int, *, seed: int, block: 
         b = 0
         while done < per_day:
             t = generate(min(block, per_day - done), seed=seed * 1_000_003 + d * 10_007 + b,
-                         reward_rate=reward_rate, first_session=sessions, day=d)
+                         reward_rate=reward_rate, first_session=sessions, day=d, wide=wide)
             if writer is None:
                 writer = pq.ParquetWriter(path, t.schema, compression="zstd")
             writer.write_table(t, row_group_size=1_000_000)
