@@ -126,7 +126,8 @@ MODULES: dict[str, Module] = {
     "analyses-plan": _m("offeval_core/analyses/plan.py", "test_one_place.py", "test_analyses_plan.py", DOCTEST,
                         "offeval_core/analyses/plan.py"),
     "analyses-common": _m("offeval_core/analyses/_common.py", "test_analyses_decisions.py",
-                          "test_analyses_correlation.py"),
+                          "test_analyses_correlation.py", "test_analyses_common.py", DOCTEST,
+                          "offeval_core/analyses/_common.py"),
     "diagnose": _m("offeval_core/diagnose.py", "test_diagnose.py"),
     "verdicts": _m("offeval_core/verdicts.py", "test_verdicts.py", "test_diagnose.py", DOCTEST,
                    "offeval_core/verdicts.py"),
@@ -330,6 +331,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
     ("agreement", "inverted_share_bootstrap", "my = counts @ ym * n_units"):
         "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
+    **{("analyses-common", "merge_moments", line):
+       "the rows are renumbered by reset_index(drop=True) below, and drop_duplicates compares values, not labels"
+       for line in (f"{frame} = pd.concat([p.{frame} for p in parts], {arg}).drop_duplicates{tail}"
+                    for frame, tail in (("offline", "(subset=keys)"), ("online", "("))
+                    for arg in ("ignore_index=None", "", "ignore_index=False"))},
     ("stats", 'welch_effect', 'check_finite(se, what=None)'):
         "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
     ("stats", 'welch_effect', 'check_finite(what="the arms\' variances")'):
