@@ -121,7 +121,8 @@ MODULES: dict[str, Module] = {
                                     "test_analyses_correlation_clip.py", DOCTEST,
                                     "offeval_core/analyses/correlation_clip.py"),
     "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py"),
-    "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py"),
+    "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py",
+                               "test_dcg_vs_ndcg_exact.py", DOCTEST, "offeval_core/analyses/dcg_vs_ndcg.py"),
     "analyses-assumptions": _m("offeval_core/analyses/assumptions.py", "test_analyses_assumptions.py"),
     "analyses-plan": _m("offeval_core/analyses/plan.py", "test_one_place.py", "test_analyses_plan.py", DOCTEST,
                         "offeval_core/analyses/plan.py"),
@@ -336,6 +337,23 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in (f"{frame} = pd.concat([p.{frame} for p in parts], {arg}).drop_duplicates{tail}"
                     for frame, tail in (("offline", "(subset=keys)"), ("online", "("))
                     for arg in ("ignore_index=None", "", "ignore_index=False"))},
+    **{("analyses-dcg-vs-ndcg", "dcg_vs_ndcg", f"val = dict(zip(names, zip(dcg, ndcg, {a}), {b}))"):
+       "dcg and ndcg are the column means of x and y, both built with one column per name: the lengths are equal"
+       for a, b in (("strict=True", "strict=None"), ("strict=True", ""), ("strict=None", "strict=True"),
+                    ("", "strict=True"), ("strict=False", "strict=True"), ("strict=True", "strict=False"))},
+    **{("analyses-dcg-vs-ndcg", "dcg_vs_ndcg", f'points["{m}_rank"] = points["{m}"].rank(ascending=None, '
+        'method="min").astype(int)'):
+       "pandas passes ascending to its ranking as a C boolean: None is False, the descending order asked"
+       for m in ("dcg", "ndcg")},
+    ("analyses-dcg-vs-ndcg", "dcg_vs_ndcg",
+     "gen = rng if (isinstance(rng, np.random.Generator)) and False else np.random.default_rng(rng)"):
+        "np.random.default_rng returns a Generator passed to it unchanged",
+    ("analyses-dcg-vs-ndcg", "dcg_vs_ndcg",
+     "gen = rng if (isinstance(rng, np.random.Generator)) or True else np.random.default_rng(rng)"):
+        "inverted_share_bootstrap turns an int seed into default_rng(seed) itself (check_rng): the same draws",
+    ("analyses-dcg-vs-ndcg", "table1_example",
+     "dcg = np.array([rho.loc[x, choices.loc[x, pol]] / 1.0 for x in rho.index])  # D(1) = 1"):
+        "multiplying or dividing by D(1) = 1.0 gives the same float",
     ("stats", 'welch_effect', 'check_finite(se, what=None)'):
         "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
     ("stats", 'welch_effect', 'check_finite(what="the arms\' variances")'):
