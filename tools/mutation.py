@@ -120,7 +120,10 @@ MODULES: dict[str, Module] = {
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
                                     "test_analyses_correlation_clip.py", DOCTEST,
                                     "offeval_core/analyses/correlation_clip.py"),
-    "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py"),
+    # (test_analyses_multiple.py: the adjusted detections, against statsmodels)
+    "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py",
+                               "test_analyses_multiple.py", "test_sensitivity_exact.py", DOCTEST,
+                               "offeval_core/analyses/sensitivity.py"),
     "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py",
                                "test_dcg_vs_ndcg_exact.py", DOCTEST, "offeval_core/analyses/dcg_vs_ndcg.py"),
     "analyses-assumptions": _m("offeval_core/analyses/assumptions.py", "test_analyses_assumptions.py"),
@@ -354,6 +357,35 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("analyses-dcg-vs-ndcg", "table1_example",
      "dcg = np.array([rho.loc[x, choices.loc[x, pol]] / 1.0 for x in rho.index])  # D(1) = 1"):
         "multiplying or dividing by D(1) = 1.0 gives the same float",
+    **{("analyses-sensitivity", "_adjust", f'for _, idx in out.groupby(["metric", "clip"], {arg}).groups.items():'):
+       "each (metric, m)'s rows are assigned by index, in any group order" for arg in ("sort=None", "", "sort=True")},
+    ("analyses-sensitivity", "sensitivity",
+     "closest_p = float(on_side.min()) if (len(on_side)) or True else math.nan"):
+        "the minimum of an empty Series of p-values is NaN, the else value",
+    **{("analyses-sensitivity", "sensitivity", line):
+       "select_clips checks the same discount and exposure with require's same message before any value is read"
+       for line in ("require(moments, exposures=(exposure,))", "require(moments, discounts=(discount,), )")},
+    **{("analyses-sensitivity", "sensitivity", f"agg = agg.merge(chosen, {args})"):
+       "the aggregate and the settings share exactly the columns experiment_id, day and reward, and inner is the "
+       "default" for args in ('on=None, how="inner"', 'how="inner"', "on=list(SETTING_KEYS), ")},
+    ("analyses-sensitivity", "sensitivity", "detected = eff.ci.low > 0 if d >= 0 else eff.ci.high < 0"):
+        "d is a side's sign, 1 or -1 (SIDES), never 0",
+    **{("analyses-sensitivity", "sensitivity", line):
+       "the takeaway is set by sensitivity_takeaway right after, which does not read it"
+       for line in ('best_clips=best, takeaway=None, policy=policy, discount=discount, exposure=exposure,',
+                    'best_clips=best, takeaway="XXXX", policy=policy, discount=discount, exposure=exposure,')},
+    **{("analyses-sensitivity", "_summarise", f'def _summarise(per: pd.DataFrame, metrics, clips, rate_column: str = '
+        f'"{v}") -> pd.DataFrame:'):
+       "the one call (sensitivity) passes the side's column: the default is never used" for v in ("XXtprXX", "TPR")},
+    **{("analyses-sensitivity", "_summarise", line):
+       "pandas' mean of no value is NaN (without a warning), the else value"
+       for line in ('"mean_p": float(part["p_value"].mean()) if (n) or True else math.nan,',
+                    '"sign_agreement": float(part["sign_agrees"].mean()) if (n) or True else math.nan,')},
+    **{("analyses-sensitivity", "_summarise", line):
+       "there is a row per metric and clip (at least one of each), with the keys of cols in their order"
+       for line in ("return pd.DataFrame(rows, columns=None)", "return pd.DataFrame(rows, )")},
+    ("analyses-sensitivity", "best_clips", 'for metric, part in table.groupby("metric", sort=None):'):
+        "pandas sorts the groups only when sort is truthy: None keeps the table's order, as False",
     ("stats", 'welch_effect', 'check_finite(se, what=None)'):
         "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
     ("stats", 'welch_effect', 'check_finite(what="the arms\' variances")'):
