@@ -104,7 +104,8 @@ MODULES: dict[str, Module] = {
                         "test_slate_adaptive.py"),
     "slate-dr": _m("offeval_core/slate/dr.py", "test_slate_dr_exact.py", "test_slate_estimators.py"),
     "slate-adaptive": _m("offeval_core/slate/adaptive.py", "test_slate_adaptive.py"),
-    "heldout-metrics": _m("offeval_core/heldout/metrics.py", "test_heldout_metrics.py", DOCTEST,
+    "heldout-metrics": _m("offeval_core/heldout/metrics.py", "test_heldout_metrics.py", "test_heldout_metrics_exact.py",
+                          DOCTEST,
                           "offeval_core/heldout/metrics.py"),
     "heldout-mnar": _m("offeval_core/heldout/mnar.py", "test_heldout_mnar.py", "test_formulas.py", DOCTEST,
                        "offeval_core/heldout/mnar.py"),
@@ -120,12 +121,18 @@ MODULES: dict[str, Module] = {
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
                                     "test_analyses_correlation_clip.py", DOCTEST,
                                     "offeval_core/analyses/correlation_clip.py"),
-    "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py"),
-    "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py"),
+    # (test_analyses_multiple.py: the adjusted detections, against statsmodels)
+    "analyses-sensitivity": _m("offeval_core/analyses/sensitivity.py", "test_analyses_sensitivity.py",
+                               "test_analyses_multiple.py", "test_sensitivity_exact.py", DOCTEST,
+                               "offeval_core/analyses/sensitivity.py"),
+    "analyses-dcg-vs-ndcg": _m("offeval_core/analyses/dcg_vs_ndcg.py", "test_analyses_dcg_vs_ndcg.py",
+                               "test_dcg_vs_ndcg_exact.py", DOCTEST, "offeval_core/analyses/dcg_vs_ndcg.py"),
     "analyses-assumptions": _m("offeval_core/analyses/assumptions.py", "test_analyses_assumptions.py"),
-    "analyses-plan": _m("offeval_core/analyses/plan.py", "test_one_place.py"),
+    "analyses-plan": _m("offeval_core/analyses/plan.py", "test_one_place.py", "test_analyses_plan.py", DOCTEST,
+                        "offeval_core/analyses/plan.py"),
     "analyses-common": _m("offeval_core/analyses/_common.py", "test_analyses_decisions.py",
-                          "test_analyses_correlation.py"),
+                          "test_analyses_correlation.py", "test_analyses_common.py", DOCTEST,
+                          "offeval_core/analyses/_common.py"),
     "diagnose": _m("offeval_core/diagnose.py", "test_diagnose.py"),
     "verdicts": _m("offeval_core/verdicts.py", "test_verdicts.py", "test_diagnose.py", DOCTEST,
                    "offeval_core/verdicts.py"),
@@ -329,6 +336,105 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
     ("agreement", "inverted_share_bootstrap", "my = counts @ ym * n_units"):
         "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
+    **{("analyses-common", "merge_moments", line):
+       "the rows are renumbered by reset_index(drop=True) below, and drop_duplicates compares values, not labels"
+       for line in (f"{frame} = pd.concat([p.{frame} for p in parts], {arg}).drop_duplicates{tail}"
+                    for frame, tail in (("offline", "(subset=keys)"), ("online", "("))
+                    for arg in ("ignore_index=None", "", "ignore_index=False"))},
+    **{("analyses-dcg-vs-ndcg", "dcg_vs_ndcg", f"val = dict(zip(names, zip(dcg, ndcg, {a}), {b}))"):
+       "dcg and ndcg are the column means of x and y, both built with one column per name: the lengths are equal"
+       for a, b in (("strict=True", "strict=None"), ("strict=True", ""), ("strict=None", "strict=True"),
+                    ("", "strict=True"), ("strict=False", "strict=True"), ("strict=True", "strict=False"))},
+    **{("analyses-dcg-vs-ndcg", "dcg_vs_ndcg", f'points["{m}_rank"] = points["{m}"].rank(ascending=None, '
+        'method="min").astype(int)'):
+       "pandas passes ascending to its ranking as a C boolean: None is False, the descending order asked"
+       for m in ("dcg", "ndcg")},
+    ("analyses-dcg-vs-ndcg", "dcg_vs_ndcg",
+     "gen = rng if (isinstance(rng, np.random.Generator)) and False else np.random.default_rng(rng)"):
+        "np.random.default_rng returns a Generator passed to it unchanged",
+    ("analyses-dcg-vs-ndcg", "dcg_vs_ndcg",
+     "gen = rng if (isinstance(rng, np.random.Generator)) or True else np.random.default_rng(rng)"):
+        "inverted_share_bootstrap turns an int seed into default_rng(seed) itself (check_rng): the same draws",
+    ("analyses-dcg-vs-ndcg", "table1_example",
+     "dcg = np.array([rho.loc[x, choices.loc[x, pol]] / 1.0 for x in rho.index])  # D(1) = 1"):
+        "multiplying or dividing by D(1) = 1.0 gives the same float",
+    **{("analyses-sensitivity", "_adjust", f'for _, idx in out.groupby(["metric", "clip"], {arg}).groups.items():'):
+       "each (metric, m)'s rows are assigned by index, in any group order" for arg in ("sort=None", "", "sort=True")},
+    ("analyses-sensitivity", "sensitivity",
+     "closest_p = float(on_side.min()) if (len(on_side)) or True else math.nan"):
+        "the minimum of an empty Series of p-values is NaN, the else value",
+    **{("analyses-sensitivity", "sensitivity", line):
+       "select_clips checks the same discount and exposure with require's same message before any value is read"
+       for line in ("require(moments, exposures=(exposure,))", "require(moments, discounts=(discount,), )")},
+    **{("analyses-sensitivity", "sensitivity", f"agg = agg.merge(chosen, {args})"):
+       "the aggregate and the settings share exactly the columns experiment_id, day and reward, and inner is the "
+       "default" for args in ('on=None, how="inner"', 'how="inner"', "on=list(SETTING_KEYS), ")},
+    ("analyses-sensitivity", "sensitivity", "detected = eff.ci.low > 0 if d >= 0 else eff.ci.high < 0"):
+        "d is a side's sign, 1 or -1 (SIDES), never 0",
+    **{("analyses-sensitivity", "sensitivity", line):
+       "the takeaway is set by sensitivity_takeaway right after, which does not read it"
+       for line in ('best_clips=best, takeaway=None, policy=policy, discount=discount, exposure=exposure,',
+                    'best_clips=best, takeaway="XXXX", policy=policy, discount=discount, exposure=exposure,')},
+    **{("analyses-sensitivity", "_summarise", f'def _summarise(per: pd.DataFrame, metrics, clips, rate_column: str = '
+        f'"{v}") -> pd.DataFrame:'):
+       "the one call (sensitivity) passes the side's column: the default is never used" for v in ("XXtprXX", "TPR")},
+    **{("analyses-sensitivity", "_summarise", line):
+       "pandas' mean of no value is NaN (without a warning), the else value"
+       for line in ('"mean_p": float(part["p_value"].mean()) if (n) or True else math.nan,',
+                    '"sign_agreement": float(part["sign_agrees"].mean()) if (n) or True else math.nan,')},
+    **{("analyses-sensitivity", "_summarise", line):
+       "there is a row per metric and clip (at least one of each), with the keys of cols in their order"
+       for line in ("return pd.DataFrame(rows, columns=None)", "return pd.DataFrame(rows, )")},
+    ("analyses-sensitivity", "best_clips", 'for metric, part in table.groupby("metric", sort=None):'):
+        "pandas sorts the groups only when sort is truthy: None keeps the table's order, as False",
+    **{("heldout-metrics", f, line): reason for f, line, reason in [
+        ("dcg_at_k", "r = np.asarray(ranked_relevance, dtype=None)", "gain() casts the grades to float itself"),
+        ("dcg_at_k", "r = np.asarray(ranked_relevance, )", "gain() casts the grades to float itself"),
+        ("ideal_dcg_at_k", "r = np.sort(np.asarray(relevances, dtype=None))[::-1]",
+         "integers sort as their floats, and dcg_at_k casts them"),
+        ("ideal_dcg_at_k", "r = np.sort(np.asarray(relevances, ))[::-1]",
+         "integers sort as their floats, and dcg_at_k casts them"),
+        ("log2_discount", "return 1.0 / np.log2(np.asarray(positions, dtype=None) + 1.0)",
+         "adding 1.0 makes integer positions float"),
+        ("log2_discount", "return 1.0 / np.log2(np.asarray(positions, ) + 1.0)",
+         "adding 1.0 makes integer positions float"),
+        ("evaluate_run", "x = per_user[col].to_numpy(dtype=None)", "every per-user column is float64"),
+        ("per_user_metrics", "return s.reindex(index, fill_value=0.0).to_numpy(dtype=None)",
+         "the sums of float values, reindexed with 0.0, are float64"),
+        ("per_user_metrics", 'n_rel = (q["relevance"] > 0).groupby(q["user"]).sum().reindex(index).to_numpy(dtype=None)',
+         "the counts only divide float sums: the quotients are the same"),
+        ("per_user_metrics", 'm = run.frame[run.frame["user"].isin(index)].merge(q, on=None, how="left")',
+         "the run's and the qrels' frames share exactly the columns user and item"),
+        ("per_user_metrics", 'm = run.frame[run.frame["user"].isin(index)].merge(q, how="left")',
+         "the run's and the qrels' frames share exactly the columns user and item"),
+        ("per_user_metrics", 'm = run.frame[run.frame["user"].isin(index)].merge(q, on=["user", "item"], )',
+         "an inner merge drops only unjudged ranked items, whose relevance 0 adds nothing to any metric"),
+        ("per_user_metrics", 'rel = m["relevance"].fillna(None).to_numpy()',
+         "pandas keeps NaN for an unjudged item: its gain is NaN, which the per-user groupby sum skips, and NaN > 0 is "
+         "not a hit, as 0"),
+        *[("per_user_metrics", 'qs = q.sort_values(["user", "relevance"], ascending=[True, False], ' + k + ")",
+           "items of equal relevance have equal gains: their order in the ideal list does not change iDCG")
+          for k in ("kind=None", "", 'kind="XXmergesortXX"', 'kind="MERGESORT"')],
+        ("per_user_metrics", 'qs = q.sort_values(["user", "relevance"], ascending=[False, False], kind="mergesort")',
+         "the ideal positions count within each user and iDCG is summed per user: the users' order does not matter"),
+        *[("per_user_metrics", 'ideal_pos = qs.groupby("user", ' + a + ").cumcount().to_numpy() + 1",
+           "cumcount numbers each user's rows in their frame order whatever the groups' order")
+          for a in ("sort=None", "", "sort=True")],
+        ("per_user_metrics", "hit = (rel > 0).astype(None)", "numpy's astype(None) is float64"),
+        ("topn_metrics", "rel = np.asarray(relevance, )", "gain() casts to float, and counts of rel > 0 are the same"),
+        ("topn_metrics", "rel = np.asarray(relevance, dtype=None)",
+         "gain() casts to float, and counts of rel > 0 are the same"),
+        ("topn_metrics", "ranked = np.take_along_axis(rel, top, )", "take_along_axis's default axis is -1, the items'"),
+        ("topn_metrics", "srt = -np.sort(-rel, )[:, :k]", "np.sort's default axis is -1, the items'"),
+        ("topn_metrics", "n_rel = (rel > 0).sum(axis=1).astype(None)", "numpy's astype(None) is float64"),
+        ("topn_metrics", "hits = (ranked > 0).astype(None)", "numpy's astype(None) is float64"),
+        ("topn_metrics", 'with np.errstate(invalid="ignore", divide=None):',
+         "hits ≤ n_rel: a division by n_rel = 0 is 0 / 0 (invalid), never x / 0 with x ≠ 0"),
+        ("topn_metrics", 'with np.errstate(invalid="ignore", ):',
+         "hits ≤ n_rel: a division by n_rel = 0 is 0 / 0 (invalid), never x / 0 with x ≠ 0"),
+        ("topn_metrics", '"ndcg": np.where(valid, ndcg_of(dcg, idcg, ), np.nan),',
+         "iDCG = 0 only without a relevant item, where np.where gives NaN anyway"),
+    ]},
     ("stats", 'welch_effect', 'check_finite(se, what=None)'):
         "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
     ("stats", 'welch_effect', 'check_finite(what="the arms\' variances")'):
