@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 
 from offeval_core import importance as imp
-from offeval_core.errors import EstimatorWarning, InputError, SpecError
+from offeval_core.errors import EstimatorWarning, InputError, SpecError, UnknownName
 from offeval_core.logs import read_logs
 
 LOG = pd.DataFrame({
@@ -123,6 +123,26 @@ def test_weights_mode_and_strata_reach_the_estimate():
     assert one.target.value == pytest.approx(4.8 / 7, rel=1e-12)
 
 
+def test_scale_option_names_the_estimator():
+    # one row per session: the impression scale gives the same value, under its own key
+    r = imp.estimate(logs(), reward="click", policy="t", scale="impression", clip=2.5)
+    assert (r.estimator, r.scale) == ("ncis@impression", "impression")
+    assert r.target.value == pytest.approx(4.3 / 6.5, rel=1e-12)
+    r = imp.estimate(logs(), reward="click", policy="t", scale="session", capping="zero", clip=2.5)
+    assert (r.estimator, r.scale) == ("ncis-zero", "session")
+
+
+def test_unknown_reward_or_policy_is_named_before_anything_is_computed():
+    with pytest.raises(UnknownName) as err:
+        imp.estimate(logs(), reward="like", policy="t")
+    assert str(err.value) == "unknown reward 'like'; the logs log.csv have reward columns: click"
+    with pytest.raises(UnknownName) as err:
+        imp.estimate(logs(), reward="click", policy="u")
+    assert str(err.value) == (
+        "policy 'u': the logs log.csv have no column 'target_propensity__u' (target propensities found: t); "
+        "importance weights π_t / π_p need the target policy's propensity on every logged row")
+
+
 def test_result_to_dict():
     r = imp.estimate(logs(), reward="click", policy="t", clip=2.5, estimator="ncis-zero@impression")
     assert (r.estimator, r.scale) == ("ncis-zero@impression", "impression")
@@ -153,6 +173,9 @@ def test_pooled_contexts_by_hand():
     assert imp.pooled_contexts(logs, "segment") == (2, 4)
     assert imp.pooled_contexts(logs, "segment", arm=None) == (3, 6)
     assert imp.pooled_contexts(logs, None, arm=None) == (0, 6)
+    with pytest.raises(InputError) as err:
+        imp.pooled_contexts(logs, pd.Series({1: "u"}))
+    assert str(err.value) == "context: no value for 5 session(s), e.g. session_id 2, 3, 4, 5, 6"
 
 
 def test_point_ncis_warns_only_when_a_context_has_one_row():
@@ -165,6 +188,11 @@ def test_point_ncis_warns_only_when_a_context_has_one_row():
         "be the row's own capped weight (the estimate would collapse to the logging value); they share the "
         "normaliser of their (experiment, day, arm) cell instead, i.e. NCIS. Pass a context column that groups "
         "sessions (e.g. context='segment').")
+    # every session (arm=None): 6 of 6; the default context is the session
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 6 of 6 sessions are in contexts with a single logged row"):
+        imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis", arm=None)
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 4 of 4 sessions "):
+        imp.warn_pooled_contexts(logs())
     with warnings.catch_warnings():
         warnings.simplefilter("error", EstimatorWarning)
         # segments of two sessions: no single-row context; other estimators never warn
@@ -182,11 +210,12 @@ class Script:
     """A draw function returning scripted weights; it records the sizes asked."""
 
     def __init__(self, first, rest):
-        self.first, self.rest, self.sizes = list(first), list(rest), []
+        self.first, self.rest, self.sizes, self.rngs = list(first), list(rest), [], []
 
     def __call__(self, k, rng):
         self.sizes.append(k)
-        return np.array([self.first.pop(0)]) if k == 1 and self.first else np.array(self.rest[:k], dtype=float)
+        self.rngs.append(rng)
+        return np.array([self.first.pop(0)]) if k == 1 and self.first else np.array(self.rest[:k])
 
 
 def test_midzuno_sen_on_scripted_draws():
@@ -195,11 +224,19 @@ def test_midzuno_sen_on_scripted_draws():
     # first draws w = 4, 4, 1 at c = 2: ratios w̄/w = 1/2, 1/2, 1; the first u below its ratio accepts
     accept = next(i for i, (ui, ri) in enumerate(zip(u, (0.5, 0.5, 1.0), strict=True)) if ui < ri)
     r1 = (0.5, 0.5, 1.0)[accept]
-    draw = Script([4.0, 4.0, 1.0], [1.0, 3.0, 6.0, 0.0])
-    out = imp.midzuno_sen_inverse(draw, n=5, clip=2.0, rng=np.random.default_rng(seed))
+    draw, rng = Script([4.0, 4.0, 1.0], [1.0, 3.0, 6.0, 0.0]), np.random.default_rng(seed)
+    out = imp.midzuno_sen_inverse(draw, n=5, clip=2.0, rng=rng)
+    assert all(g is rng for g in draw.rngs)                        # every draw gets the caller's generator
     # the rest: w = 1, 3, 6, 0 → ratios 1, 2/3, 1/3 and 1 for a weight 0: sum 3
     assert out == pytest.approx(5 / (r1 + 3.0), rel=1e-12)
     assert draw.sizes == [1] * (accept + 1) + [4]
+    # integer weights: w = 1 accepted, then 1, 3 (ratios 1, 2/3) at n = 3
+    assert imp.midzuno_sen_inverse(Script([1], [1, 3]), n=3, clip=2, rng=0) == pytest.approx(3 / (8 / 3))
+    # n = 2: one other draw, w = 4 → ratio 1/2
+    draw = Script([1.0], [4.0])
+    assert imp.midzuno_sen_inverse(draw, n=2, clip=2.0, rng=0) == pytest.approx(2 / 1.5) and draw.sizes == [1, 1]
+    # at c = 1, zero-capping drops w = 1 (ratio 0) and keeps w = 0.5 (ratio 1)
+    assert imp.midzuno_sen_inverse(Script([0.5], [1.0, 0.5]), n=3, clip=1.0, capping="zero", rng=0) == 1.5
     # n = 1: no other draw
     draw = Script([1.0], [])
     assert imp.midzuno_sen_inverse(draw, n=1, clip=2.0, rng=0) == 1.0 and draw.sizes == [1]
