@@ -88,10 +88,11 @@ MODULES: dict[str, Module] = {
     "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
                             "test_importance_keys.py", "test_ncis_session_scale.py", "test_importance_point_ncis.py"),
     "importance-weights": _m("offeval_core/importance/weights.py", "test_formulas.py", "test_importance.py",
-                             "test_ncis_session_scale.py"),
+                             "test_ncis_session_scale.py", "test_importance_weights.py"),
     "importance-bootstrap": _m("offeval_core/importance/bootstrap.py", "test_formulas.py", "test_importance.py",
                                "test_importance_keys.py"),
-    "importance-estimate": _m("offeval_core/importance/estimate.py", "test_importance.py", "test_formulas.py"),
+    "importance-estimate": _m("offeval_core/importance/estimate.py", "test_importance.py", "test_formulas.py",
+                              "test_importance_estimate.py"),
     "importance-keys": _m("offeval_core/importance/keys.py", "test_importance_keys.py"),
     "importance-strata": _m("offeval_core/importance/strata.py", "test_importance.py", "test_importance_strata.py"),
     "importance-counterexample": _m("offeval_core/importance/counterexample.py", "test_importance.py",
@@ -650,6 +651,68 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("estimators", "session_values", line):
        "the kernel's per-session table shares only the session column with the sessions' keys, merge's default"
        for line in ('per.drop(columns="v"), on=None, how="left")', 'per.drop(columns="v"), how="left")')},
+    ("importance-weights", "exposure_weights",
+     'def exposure_weights(logs: Logs, policy: str, *, discount: str, exposure: str = "PBM") -> tuple[np.ndarray, np.ndarray]:'):
+        "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm), and only the weights are returned",
+    **{("importance-weights", "importance_source", line):
+       "read_logs gives float64 rewards and propensities (the schema converts them), the dtype asked for"
+       for line in ("rows[r] = f[r].to_numpy(dtype=None)",
+                    'rows["logging_propensity"] = f["logging_propensity"].to_numpy(dtype=None)',
+                    "rows[TARGET_PROPENSITY_PREFIX + p] = f[TARGET_PROPENSITY_PREFIX + p].to_numpy(dtype=None)")},
+    ("importance-weights", "importance_source",
+     'rows["item_id"] = f["item_id"].astype(str).to_numpy(dtype=None) if "item_id" in f else ""'):
+        "astype(str) gives pandas' str dtype, whose to_numpy() is an object array already",
+    **{("importance-weights", "per_session", line):
+       "transform returns one value per row aligned with the rows, whatever order the groups are visited in"
+       for line in ('first = text.groupby(ids, sort=None).transform("first")',
+                    'first = text.groupby(ids, ).transform("first")',
+                    'first = text.groupby(ids, sort=True).transform("first")')},
+    ("importance-weights", "per_session", "return col.groupby(ids, sort=None).first()"):
+        "pandas tests sort for truth, so sort=None keeps the groups in order of first appearance, as False does",
+    **{("importance-weights", "resolve_weights", line):
+       "mode is only compared with 'propensity'; any other value takes the exposure branch, which returns "
+       "WeightSetup('exposure', ...) itself"
+       for line in ('mode = ("propensity" if has_lp else "XXexposureXX") if weights == "auto" else weights',
+                    'mode = ("propensity" if has_lp else "EXPOSURE") if weights == "auto" else weights')},
+    **{("importance-weights", "session_labels", line):
+       "astype(str) gives pandas' str dtype, whose to_numpy() is an object array already"
+       for line in ('return sess["session_id"].astype(str).to_numpy(dtype=None)',
+                    "return mapped.astype(str).to_numpy(dtype=None)",
+                    "return sess[spec].astype(str).to_numpy(dtype=None)",
+                    'return per.reindex(sess["session_id"].to_numpy()).astype(str).to_numpy(dtype=None)')},
+    **{("importance-weights", "session_labels", line):
+       "spec 'session' has returned the session ids above, so the excluded name 'session' is never reached here"
+       for line in ('if spec in sess.columns and spec not in ("XXsessionXX", "length", "n_rows"):',
+                    'if spec in sess.columns and spec not in ("SESSION", "length", "n_rows"):')},
+    ("importance-weights", "session_labels", "return per.reindex(None).astype(str).to_numpy(dtype=object)"):
+        "logs.frame is sorted by the session code, which follows session_id, so per_session's order of first "
+        "appearance is already the order of logs.sessions: the reindex is the identity",
+    **{("importance-estimate", "estimate", line):
+       "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm); the label only keys the moments, "
+       "which are read back with the grid's own label, and the result does not carry it"
+       for line in ('capping: str | None = None, scale: str | None = None, weights: str = "auto", discount: str = "PBM",',
+                    'exposure: str = "PBM", strata="segment", context="session", arm: str | None = OFFLINE_ARM,')},
+    **{("importance-estimate", "pooled_contexts", line):
+       "every session of validated logs has at least one row, so the counts per session have no gap to fill"
+       for line in ('rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(None).to_numpy()',
+                    'rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(1).to_numpy()')},
+    ("importance-estimate", "pooled_contexts",
+     'rows = logs.frame.groupby("session").size().reindex(None).fillna(0).to_numpy()'):
+        "the counts are indexed by the session codes 0..n-1 in order (groupby sorts), which is sess['session'] itself",
+    ("importance-estimate", "estimate",
+     "m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(clip,), scales=(scale,), weights=weights, "
+     "discount=discount, exposure=exposure, strata=strata,"):
+        "reduce_importance's default cappings are both (CAPPINGS), each computed on its own, and select reads the "
+        "capping asked from the key",
+    ("importance-estimate", "estimate", "weights=weights, discount=discount, exposure=exposure, strata=strata,"):
+        "reduce_importance's default scales are both (SCALES), each computed on its own, and select reads the scale "
+        "asked from the key",
+    ("importance-estimate", "estimate",
+     "lrows = aggregate(select(m, reward=reward, policy=None, metric=key, discount=d, exposure=e, arm=arm))"):
+        "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every importance "
+        "grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
+    ("importance-estimate", "midzuno_sen_inverse", "if rng.uniform() <= r1:"):
+        "a uniform draw equals the ratio r1 with probability 0",
 }
 
 

@@ -86,7 +86,7 @@ def resolve_weights(logs: Logs, policies: Sequence[str], *, weights: str = "auto
         if p not in logs.policies:
             known = ", ".join(logs.policies) or "none"
             hint = (f"; it has '{TARGET_PROPENSITY_PREFIX}{p}' but no 'logging_propensity'"
-                    if TARGET_PROPENSITY_PREFIX + p in cols else "")
+                    if TARGET_PROPENSITY_PREFIX + p in cols and not has_lp else "")
             raise UnknownName(
                 f"policy {p!r}: exposure weights D(R(i)) / D0(i) need the column '{POLICY_PREFIX}{p}', which "
                 f"the logs {logs.source} do not have (policies found: {known}){hint}")
