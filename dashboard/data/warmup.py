@@ -8,8 +8,7 @@ page's summary, the moments of every reward with a positive
 value (D = D0 = pbm) and the Sensitivity result, the first reward's log2 moments and the Correlation
 result, the DCG vs nDCG bootstrap, the Decisions result and the clip-tuning result. A page opened later
 reads them from the cache; a page opened meanwhile waits for the result being computed (the caches compute
-each value once) and shows its own progress. While a page runs, the preparation starts no new step (:func:`page_run`):
-it would otherwise take one of the two cores and the interpreter from a page that does not need its result. Moments already in the persistent moments cache
+each value once) and shows its own progress. Moments already in the persistent moments cache
 (:mod:`offeval_core.moments_cache`) are read, not computed. The sidebar says how far the preparation is (:func:`progress`).
 
 Only under a running server (``streamlit run``): in-process tests (AppTest) never start the thread.
@@ -17,12 +16,11 @@ Only under a running server (``streamlit run``): in-process tests (AppTest) neve
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
+
+import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dashboard.data.analyses import (
@@ -40,37 +38,11 @@ from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
 from offeval_core.analyses.plan import correlation_variants, decision_estimators
 
-__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "page_run", "progress", "steps", "warm_up"]
+__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "progress", "steps", "warm_up"]
 
 _LOG = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _JOBS: dict[str, Warmup] = {}
-_PAGES = [0]  # script runs in progress (every session of this server)
-_IDLE = threading.Condition()
-MAX_PAUSE = 30.0
-"""Seconds the preparation waits for running pages before it takes its next step anyway (a page left waiting on
-a widget's rerun loop never holds it back for good)."""
-
-
-@contextlib.contextmanager
-def page_run() -> Iterator[None]:
-    """Mark a script run (``app.py`` wraps each page in it): the preparation waits for it before its next step."""
-    with _IDLE:
-        _PAGES[0] += 1
-    try:
-        yield
-    finally:
-        with _IDLE:
-            _PAGES[0] -= 1
-            _IDLE.notify_all()
-
-
-def _wait_for_pages(limit: float = MAX_PAUSE) -> float:
-    """Block while a page runs (at most ``limit`` seconds); the seconds waited."""
-    t0 = time.monotonic()
-    with _IDLE:
-        _IDLE.wait_for(lambda: _PAGES[0] == 0, timeout=limit)
-    return time.monotonic() - t0
 
 
 @dataclass
@@ -169,7 +141,6 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
 
 def _run(job: Warmup, steps: list[tuple[str, Callable[[], object]]]) -> None:
     for label, call in steps:
-        _wait_for_pages()
         try:
             call()
         except Exception as exc:  # a page shows its own error when it asks for the same result
