@@ -12,10 +12,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
+
+from offeval_core.errors import InputError
 
 __all__ = ["DEFAULT_MAX_BYTES", "ENV_DIR", "ENV_MAX_BYTES", "ENV_SWITCH", "FileCache", "cache_directory",
            "code_digest"]
@@ -24,6 +28,7 @@ ENV_DIR, ENV_SWITCH, ENV_MAX_BYTES = "OFFEVAL_CACHE_DIR", "OFFEVAL_CACHE", "OFFE
 DEFAULT_MAX_BYTES = 1 << 30
 _PACKAGE = Path(__file__).resolve().parent
 _CODE: list[str] = []
+T = TypeVar("T")
 
 
 def code_digest() -> str:
@@ -88,6 +93,27 @@ class FileCache:
         if len(key) != 64 or any(ch not in "0123456789abcdef" for ch in key):
             raise ValueError("a cache key is 64 hex digits")
         return self.directory / f"{key}{self.suffix}"
+
+    def read_entry(self, key: str, read: Callable[[Path], T], *, refused: tuple[type[BaseException], ...] = ()
+                   ) -> T | None:
+        """``read(path)`` of the entry of ``key``, or None: absent, or refused (not a regular file — a link is
+        never followed —, or ``read`` raised one of ``refused``, an InputError, OSError, KeyError, TypeError or
+        ValueError: a partial, corrupt or foreign file, then removed so it is computed again). A hit becomes the
+        most recently used entry."""
+        path = self.path(key)
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                raise InputError(f"{path.name}: not a regular file")
+            out = read(path)
+        except FileNotFoundError:
+            return None
+        except (InputError, OSError, KeyError, TypeError, ValueError, *refused):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return out
 
     def entries(self) -> list[tuple[Path, int, int]]:
         """(path, size, last use in ns) of every entry, least recently used first."""

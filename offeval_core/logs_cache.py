@@ -17,13 +17,10 @@ reading's classes); one that fails is removed and the file read and validated ag
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import io
 import json
-import os
-import stat
 import zipfile
 from pathlib import Path
 from typing import ClassVar
@@ -120,10 +117,7 @@ class LogsCache(FileCache):
 
     def get(self, key: str) -> Logs | None:
         """The validated logs stored under ``key``, or None (absent, or refused: then removed)."""
-        path = self.path(key)
-        try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):  # never followed: a link or special file is removed
-                raise InputError(f"{path.name}: not a regular file")
+        def read(path: Path) -> Logs:
             with zipfile.ZipFile(path) as z:
                 info = z.getinfo("meta.json")
                 if info.file_size > _MAX_META:
@@ -140,15 +134,9 @@ class LogsCache(FileCache):
                         columns=_decode(meta["columns"]), reading=_decode(meta["reading"]))
             if not isinstance(logs.reading, Reading | None) or not isinstance(logs.columns, dict):
                 raise InputError(f"{path.name}: not a reading")
-        except FileNotFoundError:
-            return None
-        except (InputError, OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile, pa.ArrowException):
-            with contextlib.suppress(OSError):  # a partial, corrupt or foreign file: never used, read again
-                path.unlink()
-            return None
-        with contextlib.suppress(OSError):
-            os.utime(path)  # most recently used
-        return logs
+            return logs
+
+        return self.read_entry(key, read, refused=(zipfile.BadZipFile, pa.ArrowException))
 
     def put(self, key: str, logs: Logs) -> Path | None:
         """Store validated ``logs`` under ``key`` (atomically), then evict past the byte cap; None when the logs

@@ -21,13 +21,10 @@ entry's modification time).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import math
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -89,24 +86,18 @@ class MomentsCache(FileCache):
         removed). ``source`` names the logs the caller holds (an entry is shared by every copy of them)."""
         from offeval_core.moments_io import read_metadata, read_moments
 
-        path = self.path(key)
-        try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):  # never followed: a link or special file is removed
-                raise InputError(f"{path.name}: not a regular file")
+        def read(path):
             meta = read_metadata(path, name=path.name)
             if meta["settings"].get("cache_key") != key:
                 raise InputError(f"{path.name}: not the entry of its key")
             m = read_moments(path, name=path.name)
             if m.grid != grid:
                 raise InputError(f"{path.name}: not the grid asked for")
-        except FileNotFoundError:
+            return m
+
+        m = self.read_entry(key, read)
+        if m is None:
             return None
-        except (InputError, OSError, KeyError, TypeError, ValueError):
-            with contextlib.suppress(OSError):  # a partial, corrupt or foreign file: never used, computed again
-                path.unlink()
-            return None
-        with contextlib.suppress(OSError):
-            os.utime(path)  # most recently used
         return dataclasses.replace(m, source=source or m.source)
 
     def put(self, key: str, moments: Moments) -> Path | None:
