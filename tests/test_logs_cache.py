@@ -263,3 +263,21 @@ def test_the_reading_round_trips_through_json_only():
         logs_cache._encode((1 + 2j,))
     assert logs_cache._decode(json.loads(json.dumps(logs_cache._encode({"a": (1, math.inf)})))) == {
         "a": (1, math.inf)}
+
+
+def test_a_folder_of_parquet_files_is_one_entry_and_any_changed_file_misses(tmp_path, cache_dir, validations):
+    folder = tmp_path / "days"
+    folder.mkdir()
+    frame = small_logs()
+    for day, part in frame.groupby("day"):
+        part.to_parquet(folder / f"day-{day}.parquet", index=False)
+    fresh = read_logs(folder)
+    again = read_logs(folder)
+    assert len(validations) == 1
+    assert_same_logs(again, fresh)
+    assert again.n_rows == len(frame)
+    other = small_logs(seed=5)
+    other[other["day"] == 2].to_parquet(folder / "day-2.parquet", index=False)  # one file rewritten
+    changed = read_logs(folder)
+    assert len(validations) == 2 and changed.n_rows != fresh.n_rows
+    assert len(list(cache_dir.iterdir())) == 2
