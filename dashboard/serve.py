@@ -10,7 +10,8 @@ ends with ``os._exit`` after flushing its output.
 
 While the server waits for its first user, a background thread imports what the app's first script run imports (:func:`preload`:
 the modules ``app.py`` and every page name, with pandas, Ibis, DuckDB and Plotly behind them), so the first page
-a user opens does not wait for them.
+a user opens does not wait for them, then loads the default dataset (the demo, or the file the server was started
+on) and reads its default moments from the persistent cache when it holds them.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def app_imports() -> list[str]:
 
 def preload(*, wait: float = 30.0) -> None:
     """Once Streamlit's runtime exists (its own start-up imports done), import :func:`app_imports`; a module that
-    fails to import is left to the page, which shows the error."""
+    fails to import is left to the page, which shows the error. Then, unless ``OFFEVAL_PREPARE=0``, load the
+    default dataset and read its cached default moments (:func:`dashboard.data.warmup.prefetch`). Plotly's
+    template is built before either (:func:`_warm_charts`)."""
     from streamlit.runtime import Runtime
 
     for _ in range(int(wait / 0.05)):
@@ -62,6 +65,31 @@ def preload(*, wait: float = 30.0) -> None:
             importlib.import_module(name)
         except Exception:  # the first script run imports it again and reports it
             pass
+    _warm_charts()
+    try:
+        from dashboard import served
+        from dashboard.data import warmup
+
+        if warmup.enabled():
+            warmup.prefetch(served.served_key() if served.served() else "demo")
+    except Exception:  # the first page loads the data itself and shows what went wrong
+        pass
+
+
+def _warm_charts() -> None:
+    """Build a throwaway figure in the charts' layout: Plotly builds its template and property validators on first
+    use (about a quarter of a second), here instead of in the first chart a user waits for."""
+    try:
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        from offeval_core.charts import _layout
+
+        fig = make_subplots(rows=1, cols=2)
+        fig.add_trace(go.Scatter(x=[0.0], y=[0.0], error_y={"array": [0.0]}), row=1, col=1)
+        _layout(fig, "").to_plotly_json()
+    except Exception:  # the first chart builds them itself
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:

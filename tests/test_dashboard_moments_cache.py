@@ -72,3 +72,44 @@ def test_with_the_cache_off_nothing_is_written(tmp_path, monkeypatch):
     ds = data.load(f"demo:{demo}")
     data.moments(ds.key, ds.rewards[0], "pbm", "pbm")
     assert not (tmp_path / "cache").exists()
+
+
+def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monkeypatch, caplog):
+    """``dashboard.serve.preload`` calls ``warmup.prefetch`` with the default dataset: it loads the dataset and reads
+    the default moments (D = D0 = pbm) of exactly the rewards the persistent cache holds into the pages' caches, and
+    computes nothing; a dataset that fails to load leaves it to the page."""
+    from dashboard import data
+    from dashboard.data import datasets, warmup
+
+    demo = tmp_path / "demo"
+    write_world(preset_config("small"), demo, seed=5)
+    monkeypatch.setenv("OFFEVAL_CACHE", "1")
+    monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    key = f"demo:{demo}"
+    st.cache_resource.clear()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed by the prefetch")
+
+    real_reduce = datasets.reduce
+    monkeypatch.setattr(datasets, "reduce", refuse)
+    assert warmup.prefetch(key) == []  # an empty cache: the dataset loaded, no moments computed
+    assert not list((tmp_path / "cache").glob("*.moments.parquet"))
+
+    monkeypatch.setattr(datasets, "reduce", real_reduce)
+    ds = data.load(key)
+    first, second = ds.rewards[0], ds.rewards[1]
+    expected = data.moments(key, second, "pbm", "pbm")  # computed once and stored
+    data.moments(key, first, "log2", "log2")  # stored, but not a default (pbm) moment
+    assert len(list((tmp_path / "cache").glob("*.moments.parquet"))) == 2
+
+    st.cache_resource.clear()  # a restart
+    monkeypatch.setattr(datasets, "reduce", refuse)
+    assert warmup.prefetch(key) == [second]
+    monkeypatch.setattr(datasets, "cached", refuse)  # in memory now: the page reads neither disk nor engine
+    got = data.moments(ds.key, second, "pbm", "pbm")
+    pd.testing.assert_frame_equal(got.offline, expected.offline, check_exact=True)
+
+    with caplog.at_level("INFO", logger="dashboard.data.warmup"):
+        assert warmup.prefetch("served:0000") == []
+    assert "no prefetch of served:0000" in caplog.text

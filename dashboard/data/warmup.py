@@ -33,12 +33,12 @@ from dashboard.data.analyses import (
     decision_result,
     sensitivity_result,
 )
-from dashboard.data.datasets import Dataset, moments, propensity_moments
+from dashboard.data.datasets import Dataset, default_grid, load, moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
 from offeval_core.analyses.plan import correlation_variants, decision_estimators
 
-__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "progress", "steps", "warm_up"]
+__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "prefetch", "progress", "steps", "warm_up"]
 
 _LOG = logging.getLogger(__name__)
 _LOCK = threading.Lock()
@@ -192,6 +192,31 @@ def warm_up(ds: Dataset, *, reward: str, policy: str | None, page: str = "") -> 
             job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in todo))
             threading.Thread(target=_run, args=(job, todo), name="offeval-prepare", daemon=True).start()
         return job
+
+
+def prefetch(key: str) -> list[str]:
+    """At server start, before the first user: load dataset ``key`` (the demo, or the file the server was started
+    on) and read the default moments of every reward (D = D0 = pbm) that the persistent moments cache holds, into
+    the caches the pages read; return the rewards read. Reads only: a reduce the cache does not hold is left to the
+    pages and :func:`warm_up` (computing it here would compete with the first page). A dataset that fails to load
+    is left to the page, which shows the error; so is an unreadable entry (the page computes it)."""
+    from dashboard.state import DEFAULTS as D
+    from offeval_core.moments_cache import MomentsCache, logs_key
+
+    try:
+        ds = load(key)
+        store = MomentsCache.from_env()
+        if ds.is_moments or store is None:
+            return []
+        read = []
+        for r in ds.rewards:
+            if store.path(logs_key(ds.logs, default_grid(ds.logs, r, D.discount, D.exposure))).is_file():
+                moments(ds.key, r, D.discount, D.exposure)
+                read.append(r)
+        return read
+    except Exception as exc:  # the page loads it again and shows what went wrong
+        _LOG.info("no prefetch of %s: %s", key, exc)
+        return []
 
 
 def enabled(environ=None) -> bool:
