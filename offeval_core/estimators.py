@@ -305,14 +305,16 @@ def summarize_groups(moments: Moments, *, reward: str, policy: str | None, metri
     tgt_rows = aggregate(select(moments, policy=policy, **base), by) if policy else None
     online = online_results(moments, reward=reward, by=by, level=level)
     results = []
-    # the keys from their own columns: a row of iterrows is upcast (an integer day next to float sums is 1.0)
-    key_rows = log_rows[by].to_dict("records") if by else [{}] * len(log_rows)
-    for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, strict=True)):
+    # a dict per row, each value of its own column's type (a row of iterrows is upcast: an integer day next to
+    # float sums is 1.0)
+    targets = tgt_rows.to_dict("records") if tgt_rows is not None else None
+    for i, row in enumerate(log_rows.to_dict("records")):
+        keys = {k: row[k] for k in by}
         key = tuple(keys[k] for k in by)
         logging_est = estimate_from_row(row, metric=metric, level=level)
         target = eff = None
-        if tgt_rows is not None:
-            trow = tgt_rows.iloc[i]
+        if targets is not None:
+            trow = targets[i]
             target = estimate_from_row(trow, metric=metric, level=level)
             eff = estimate_from_row(trow, metric=metric, level=level, diff=True)
         results.append(GroupResult(keys, logging_est, target, eff, online.get(key)))

@@ -270,7 +270,7 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
                               metric=v.metric, discount=v.discount, exposure=v.exposure, clip=v.clip)
                 agg = aggregate(rows, ["experiment_id", "day"])
                 agg["offline"] = [estimate_from_row(r, metric=v.metric, level=0.95).value
-                                  for _, r in agg.iterrows()]
+                                  for r in agg.to_dict("records")]
                 part = agg[["experiment_id", "day", "offline"]].merge(online, on=["experiment_id", "day"],
                                                                       how="inner")
                 part = part.assign(reward=reward, policy=pol, variant=label, metric=v.metric,
