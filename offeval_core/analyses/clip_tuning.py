@@ -26,7 +26,7 @@ from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
 from offeval_core.errors import InputError, WrongType
-from offeval_core.estimators import aggregate, estimate_from_row, require, select
+from offeval_core.estimators import aggregate, estimate_from_row, require, select_clips
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import POLICY_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 from offeval_core.policies import policy_kind
@@ -185,12 +185,17 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     else:
         unclipped = moments
 
-    def estimate(mom: Moments, m: float):
-        sel = aggregate(select(mom, reward=reward, policy=policy, metric=estimator, discount=discount,
-                               exposure=exposure, clip=m, arm=arm))
-        return estimate_from_row(sel.iloc[0], metric=estimator, level=level)
+    def estimates(mom: Moments, ms: Sequence[float]) -> dict:
+        """The estimate at each clip value of ``ms``: the rows of every clip value selected and pooled per clip value
+        at once (a clip value's pooled row is the one its own selection gives: bincount adds in row order)."""
+        rows = select_clips(mom, rewards=(reward,), policy=policy, metric=estimator, discount=discount,
+                            exposure=exposure, arm=arm)
+        pooled = {float(r["clip"]): r for r in aggregate(rows, ["clip"]).to_dict("records")}
+        empty = aggregate(rows.iloc[:0]).to_dict("records")[0]  # a clip value without rows: n = 0, a NaN estimate
+        return {m: estimate_from_row(pooled.get(float(m), empty), metric=estimator, level=level) for m in ms}
 
-    v_inf = estimate(unclipped, math.inf).value
+    v_inf = estimates(unclipped, (math.inf,))[math.inf].value
+    per_clip = estimates(moments, clips)
     f = logs.frame
     sess = logs.sessions.sort_values("session")
     keep_sessions = offline_mask(sess["arm"].astype(str), arm)
@@ -212,7 +217,7 @@ def clip_tuning(logs: Logs, *, reward: str, policy: str = "treatment", discount:
     for m in clips:
         wm = np.minimum(m, w)
         excess = np.maximum(w - m, 0.0) if math.isfinite(m) else np.zeros_like(w)
-        est = estimate(moments, m)
+        est = per_clip[m]
         ess = kish_ess(dt * wm)
         bias_bound = r_max * float(np.sum(dt * excess)) / max(n_sessions, 1)
         out.append({"clip": float(m), "estimate": est.value, "stderr": est.stderr,
