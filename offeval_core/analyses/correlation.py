@@ -284,12 +284,15 @@ def offline_online_correlation(moments: Moments, *, variants: Sequence = DEFAULT
     rows, warnings = [], []
     for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=True,
                                                    observed=True):
+        of_variant = dict(tuple(part.groupby("variant", sort=False)))  # each variant's rows, in their order
         for v, label in zip(variants, labels, strict=True):
-            d = part[part["variant"] == label].dropna(subset=["offline", "online"])
-            r, p = _correlate(d["online"].to_numpy(float), d["offline"].to_numpy(float), method)
+            d = of_variant.get(label, part.iloc[:0])
+            online, offline = d["online"].to_numpy(float), d["offline"].to_numpy(float)
+            known = ~(np.isnan(online) | np.isnan(offline))  # the days with both values
+            r, p = _correlate(online[known], offline[known], method)
             rows.append({"experiment_id": exp, "reward": reward, "policy": pol,
                          "policy_label": _label(pol), "variant": label, "metric": v.metric,
-                         "discount": v.discount, "exposure": v.exposure, "clip": v.clip, "n_days": len(d),
+                         "discount": v.discount, "exposure": v.exposure, "clip": v.clip, "n_days": int(known.sum()),
                          "r": r, "p_value": p})
     table = pd.DataFrame(rows)
     table["significant"] = table["p_value"] < alpha
@@ -456,7 +459,7 @@ def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str) -> str:
     de-biased DCG against each log2 variant, on the same experiment-days, with a paired bootstrap CI of the
     difference in r. It holds when both CIs lie above 0, does not hold when one lies below, and is undecided
     otherwise."""
-    from offeval_core.analyses.correlation_diff import pooled_difference
+    from offeval_core.analyses.correlation_diff import points_difference, pooled_points
 
     t = table[(table["policy"] != LOGGING_POLICY) & (table["metric"] == "dcg")]
     pbm_q = list(dict.fromkeys(t.loc[(t["discount"] != "log2") & (t["discount"] == t["exposure"])
@@ -467,8 +470,9 @@ def _pooled_text(table: pd.DataFrame, daily: pd.DataFrame, method: str) -> str:
     policy = str(t["policy"].iloc[0])  # the target policy, whatever it is named
     out = []
     for reward in dict.fromkeys(t["reward"]):
+        points = pooled_points(daily, reward=reward, policy=policy)
         for a in pbm_q:
-            diffs = [pooled_difference(daily, a, b, reward=reward, policy=policy, method=method) for b in log2]
+            diffs = [points_difference(points, a, b, method=method) for b in log2]
             diffs = [d for d in diffs if not math.isnan(d.low)]
             if not diffs:
                 continue

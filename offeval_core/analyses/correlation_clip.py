@@ -133,15 +133,15 @@ def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatme
                      "n_points": int(pooled.loc[label, "n_points"]) if label in pooled.index else 0})
     table = pd.DataFrame(rows)
     margins = _margins(table, model)
-    from offeval_core.analyses.correlation_diff import pooled_difference
+    from offeval_core.analyses.correlation_diff import points_difference, pooled_points
 
+    points = pooled_points(res.daily, reward=reward, policy=policy)
     diffs = []
     for m in (c for c in clips if c > 1):
         a = variant_label(Variant("dcg", model, model, m))
         for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "log2", 1.0)),
                                 variant_label(Variant("dcg", "log2", "log2", m)))):
-            d = pooled_difference(res.daily, a, b, reward=reward, policy=policy, method=method, n_boot=n_boot,
-                                  rng=rng)
+            d = points_difference(points, a, b, method=method, n_boot=n_boot, rng=rng)
             diffs.append({"clip": m, "vs": b, "r": d.r_a, "r_vs": d.r_b, "diff": d.diff, "low": d.low,
                           "high": d.high})
     differences = pd.DataFrame(diffs, columns=["clip", "vs", "r", "r_vs", "diff", "low", "high"])

@@ -20,7 +20,7 @@ from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError
 from offeval_core.formatting import CORRELATION_SYMBOLS
 
-__all__ = ["RDifference", "pooled_difference", "r_difference"]
+__all__ = ["RDifference", "points_difference", "pooled_difference", "pooled_points", "r_difference"]
 
 
 @dataclass(frozen=True)
@@ -132,15 +132,29 @@ def r_difference(online, offline_a, offline_b, *, a: str = "A", b: str = "B", me
     return RDifference(a, b, r_a, r_b, float(low), float(high), n, level, method)
 
 
+def pooled_points(daily: pd.DataFrame, *, reward: str, policy: str = "treatment") -> pd.DataFrame:
+    """One row per experiment-day of one (reward, policy) of a correlation result's ``daily`` frame: the offline value
+    of every variant (a column per variant label, NaN where a variant has none) and ``online``; the points of
+    :func:`points_difference` (built once for the many pairs of a takeaway)."""
+    d = daily[(daily["reward"] == reward) & (daily["policy"] == policy)]
+    wide = d.pivot_table(index=["experiment_id", "day"], columns="variant", values="offline", aggfunc="first")
+    return wide.join(d.groupby(["experiment_id", "day"])["online"].first())
+
+
+def points_difference(points: pd.DataFrame, a: str, b: str, *, method: str = "pearson", n_boot: int = 1000,
+                      level: float = LEVEL, rng=0) -> RDifference:
+    """:func:`r_difference` of variants ``a`` and ``b`` over the experiment-days of :func:`pooled_points` where both
+    and the online value are known."""
+    if a not in points or b not in points:
+        return RDifference(a, b, math.nan, math.nan, math.nan, math.nan, 0, level, method)
+    x, ya, yb = (points[c].to_numpy(float) for c in ("online", a, b))
+    known = ~(np.isnan(x) | np.isnan(ya) | np.isnan(yb))
+    return r_difference(x[known], ya[known], yb[known], a=a, b=b, method=method, n_boot=n_boot, level=level, rng=rng)
+
+
 def pooled_difference(daily: pd.DataFrame, a: str, b: str, *, reward: str, policy: str = "treatment",
                       method: str = "pearson", n_boot: int = 1000, level: float = LEVEL, rng=0) -> RDifference:
     """:func:`r_difference` of two variants of a correlation result's ``daily`` frame, pooled over the
     experiment-days of one (reward, policy) where both have a value."""
-    d = daily[(daily["reward"] == reward) & (daily["policy"] == policy) & daily["variant"].isin([a, b])]
-    wide = d.pivot_table(index=["experiment_id", "day"], columns="variant", values="offline", aggfunc="first")
-    online = d.groupby(["experiment_id", "day"])["online"].first()
-    wide = wide.join(online).dropna()
-    if a not in wide or b not in wide:
-        return RDifference(a, b, math.nan, math.nan, math.nan, math.nan, 0, level, method)
-    return r_difference(wide["online"], wide[a], wide[b], a=a, b=b, method=method, n_boot=n_boot, level=level,
-                        rng=rng)
+    return points_difference(pooled_points(daily, reward=reward, policy=policy), a, b, method=method, n_boot=n_boot,
+                             level=level, rng=rng)
