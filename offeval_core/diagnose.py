@@ -186,8 +186,9 @@ def _prepared(logs: Logs, reward: str) -> pd.DataFrame:
     out = pd.DataFrame({
         "session": sess, "rank": rank, "r": f[reward].to_numpy() > 0,
         "cont": nxt_same & (nxt_rank == rank + 1),
-        "day": f["day"].astype(str).to_numpy(), "segment": f["segment"].astype(str).to_numpy(),
-        "arm": f["arm"].astype(str).to_numpy(),
+        # day and arm are only stratum labels: codes in order of first appearance group like the values
+        "day": pd.factorize(f["day"])[0], "segment": f["segment"].astype(str).to_numpy(),
+        "arm": pd.factorize(f["arm"])[0],
         "rank_cap": np.minimum(rank, RANK_CAP),
     })
     if "item_id" in f.columns:
