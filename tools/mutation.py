@@ -568,6 +568,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-kernel", "_accumulate",
      'groups = parts[keys].assign(_g=gid).drop_duplicates(None).sort_values("_g")[keys].reset_index(drop=True)'):
         "_g numbers the distinct keys, so rows equal in every column are exactly the rows equal in _g",
+    ("engine-kernel", "_accumulate", "values[:, :len(queried)] = parts[queried].to_numpy(dtype=None)"):
+        "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
+        "float64 values array casts them the same way",
     **{("importance-strata", "subset_sessions", line):
        "np.arange of Python ints is int64 already (numpy 2's default integer), the dtype asked for"
        for line in ('sess["session"] = np.arange(len(sess), dtype=None)', 'sess["session"] = np.arange(len(sess), )')},
