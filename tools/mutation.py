@@ -571,6 +571,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-kernel", "_accumulate", "values[:, :len(queried)] = parts[queried].to_numpy(dtype=None)"):
         "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
         "float64 values array casts them the same way",
+    # engine-grid
+    **{("engine-grid", "ndcg_of", line):
+       "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
+       "numbers convert exactly) and writes into the float64 out array; i > 0 compares the same"
+       for line in ("d, i = np.asarray(dcg, dtype=None), np.asarray(idcg, dtype=np.float64)",
+                    "d, i = np.asarray(dcg, ), np.asarray(idcg, dtype=np.float64)",
+                    "d, i = np.asarray(dcg, dtype=np.float64), np.asarray(idcg, dtype=None)",
+                    "d, i = np.asarray(dcg, dtype=np.float64), np.asarray(idcg, )")},
     **{("importance-strata", "subset_sessions", line):
        "np.arange of Python ints is int64 already (numpy 2's default integer), the dtype asked for"
        for line in ('sess["session"] = np.arange(len(sess), dtype=None)', 'sess["session"] = np.arange(len(sess), )')},
