@@ -379,3 +379,31 @@ def test_grid_normalises_its_clips_and_needs_a_reward_a_discount_and_an_exposure
     for kw in ({"discounts": ()}, {"exposures": ()}):
         with pytest.raises(InputError, match="^discounts and exposures must each list at least one discount model$"):
             Grid(rewards=("click",), policies=(), **kw)
+
+
+def test_reduce_stores_and_reads_its_moments_cache_only_for_its_own_connection(tmp_path):
+    """In-memory logs without a backend are looked up in the given moments cache under logs_key(logs, grid): the
+    first reduce stores its moments there, the second reads them back (the same frames). With a backend of the
+    caller's own, or with cache=None, the cache is neither read nor written."""
+    from offeval_core.engine import connect
+    from offeval_core.moments_cache import MomentsCache, logs_key
+
+    logs = read_logs(random_logs(np.random.default_rng(5), n_sessions=12))
+    grid = Grid(rewards=("click",), policies=("a",), discounts=("log2",), exposures=("log2",), clips=(2, math.inf))
+    for kw in ({"backend": connect(threads=1)}, {"cache": None}):
+        store = MomentsCache(tmp_path / "unused")
+        reduce(logs, grid, **({"cache": store} | kw))
+        assert not (tmp_path / "unused").exists() or not any((tmp_path / "unused").iterdir())
+    store = MomentsCache(tmp_path / "cache")
+    first = reduce(logs, grid, cache=store)
+    entry = store.path(logs_key(logs, grid))
+    assert entry.exists() and [p.name for p in (tmp_path / "cache").iterdir()] == [entry.name]
+    again = reduce(logs, grid, cache=store)
+    pd.testing.assert_frame_equal(again.offline, first.offline)
+    pd.testing.assert_frame_equal(again.online, first.online)
+    # what is read is the stored entry: an entry with every online sum + 1 under the key comes back as stored
+    import dataclasses
+
+    store.put(logs_key(logs, grid), dataclasses.replace(first, online=first.online.assign(sum=first.online["sum"] + 1)))
+    hit = reduce(logs, grid, cache=store)
+    assert hit.online["sum"].tolist() == (first.online["sum"] + 1).tolist() and hit.grid == grid

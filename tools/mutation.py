@@ -81,8 +81,10 @@ MODULES: dict[str, Module] = {
                         "test_engine.py", "test_engine_compiled.py", DOCTEST, "offeval_core/engine/kernel.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
                              "test_worked_examples.py"),
+    # (test_engine_compiled.py: reduce and prepare of a Source; prepare, _prepare, _session_counts and
+    # _check_source_names, 89 mutants, are run by no other file of the selection)
     "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
-                           "test_worked_examples.py"),
+                           "test_worked_examples.py", "test_engine_compiled.py"),
     "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
     "engine-grid": _m("offeval_core/engine/grid.py", "test_engine.py", "test_formulas.py"),
     "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
