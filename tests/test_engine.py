@@ -407,3 +407,28 @@ def test_reduce_stores_and_reads_its_moments_cache_only_for_its_own_connection(t
     store.put(logs_key(logs, grid), dataclasses.replace(first, online=first.online.assign(sum=first.online["sum"] + 1)))
     hit = reduce(logs, grid, cache=store)
     assert hit.online["sum"].tolist() == (first.online["sum"] + 1).tolist() and hit.grid == grid
+
+
+def test_reduce_cache_key_and_entry_carry_the_pbm_floor_and_the_logs_source(tmp_path):
+    """A reduce with a PBM floor is stored under the key of that floor, and what is stored and read back is the
+    reduce at that floor (here the floor 0.5 binds: its moments differ from the default floor's); the moments read
+    from the cache name the caller's logs (a copy of the same logs under another name shares the entry)."""
+    from offeval_core.moments_cache import MomentsCache, logs_key
+
+    logs = read_logs(random_logs(np.random.default_rng(6), n_sessions=12))
+    grid = Grid(rewards=("click",), policies=("a",), clips=(math.inf,))
+    store = MomentsCache(tmp_path / "cache")
+    stored = reduce(logs, grid, pbm_floor=0.5, cache=store)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [store.path(logs_key(logs, grid, pbm_floor=0.5)).name]
+    plain = reduce(logs, grid, pbm_floor=0.5, cache=None)
+    default = reduce(logs, grid, cache=None)
+    pd.testing.assert_frame_equal(stored.offline, plain.offline)
+    assert not np.allclose(plain.offline["sum"], default.offline["sum"])
+    hit = reduce(logs, grid, pbm_floor=0.5, cache=store)
+    pd.testing.assert_frame_equal(hit.offline, plain.offline)
+    assert hit.source == plain.source == logs.source == "<DataFrame>"
+    # a copy of the same logs under another name finds the same entry, and the moments name the copy
+    copy = read_logs(random_logs(np.random.default_rng(6), n_sessions=12), name="copy.csv")
+    shared = reduce(copy, grid, pbm_floor=0.5, cache=store)
+    assert len(list((tmp_path / "cache").iterdir())) == 1 and shared.source == "copy.csv"
+    pd.testing.assert_frame_equal(shared.offline, plain.offline)
