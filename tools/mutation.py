@@ -81,8 +81,8 @@ MODULES: dict[str, Module] = {
                         "test_engine.py", "test_engine_compiled.py", DOCTEST, "offeval_core/engine/kernel.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
                              "test_worked_examples.py"),
-    # (test_engine_compiled.py: reduce and prepare of a Source; prepare, _prepare, _session_counts and
-    # _check_source_names, 89 mutants, are run by no other file of the selection)
+    # (test_engine_compiled.py: reduce and prepare of a Source, which reach prepare, _prepare and
+    # _check_source_names; _session_counts needs a source without counts, a Parquet one, which it has not)
     "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
                            "test_worked_examples.py", "test_engine_compiled.py"),
     "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
