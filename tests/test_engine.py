@@ -332,3 +332,103 @@ def test_variant_table_and_rank_table_by_hand():
         t = rank_table(parse_discount("reciprocal"), parse_discount("exponential:0.5@2"), 3)
     assert list(t.columns) == ["r", "w", "d"] and t["r"].dtype == np.int64 and t["r"].tolist() == [1, 2, 3]
     assert t["w"].tolist() == [1.0, 2.0, math.inf] and t["d"].tolist() == [1.0, 0.5, 1 / 3]
+
+
+def test_ndcg_of_backend_columns_by_hand():
+    """ndcg_of on Ibis columns is an expression: DCG / iDCG where iDCG > 0 and ``empty`` where iDCG = 0 (0 by
+    default, NaN for held-out users); a backend column against a plain number is an expression too. By hand:
+    (1, 0.5, 0) over (2, 0, 0) is (0.5, 0, 0), or (0.5, NaN, NaN) with empty = NaN; (1, 0.5, 0) over 4 is (0.25, 0.125, 0)."""
+    import ibis
+
+    from offeval_core.engine import connect
+    from offeval_core.engine.grid import ndcg_of
+
+    con = connect(threads=1)
+    t = ibis.memtable(pd.DataFrame({"i": [0, 1, 2], "d": [1.0, 0.5, 0.0], "idcg": [2.0, 0.0, 0.0]}))
+    out = con.execute(t.select("i", z=ndcg_of(t.d, t.idcg), e=ndcg_of(t.d, t.idcg, empty=math.nan)).order_by("i"))
+    assert out["z"].tolist() == [0.5, 0.0, 0.0]
+    assert out["e"].iloc[0] == 0.5 and out["e"].iloc[1:].isna().all()
+    mixed = con.execute(t.select("i", x=ndcg_of(t.d, 4.0)).order_by("i"))
+    assert mixed["x"].tolist() == [0.25, 0.125, 0.0]
+
+
+def test_ndcg_of_arrays_where_idcg_is_zero_by_hand():
+    """ndcg_of on arrays: DCG / iDCG, and ``empty`` wherever iDCG = 0 (never a left-over value). By hand: (0.5, 0, 0)
+    over (2, 0, 1) is (0.25, 0, 0), or (0.25, NaN, 0) with empty = NaN; a row against a column broadcasts; 10 000
+    sessions without a label are all ``empty``."""
+    from offeval_core.engine.grid import ndcg_of
+
+    assert ndcg_of(np.array([0.5, 0.0, 0.0]), np.array([2.0, 0.0, 1.0])).tolist() == [0.25, 0.0, 0.0]
+    got = ndcg_of([0.5, 0.0, 0.0], [2, 0, 1], empty=math.nan)
+    assert got[0] == 0.25 and math.isnan(got[1]) and got[2] == 0.0
+    np.testing.assert_array_equal(ndcg_of(np.array([[1.0, 3.0]]), np.array([[2.0], [0.0]]), empty=math.nan),
+                                  [[0.5, 1.5], [math.nan, math.nan]])
+    assert np.isnan(ndcg_of(np.ones(10_000), np.zeros(10_000), empty=math.nan)).all()
+    assert not ndcg_of(np.ones(10_000), np.zeros(10_000)).any()
+
+
+def test_grid_normalises_its_clips_and_needs_a_reward_a_discount_and_an_exposure():
+    """Grid keeps its clip values sorted, once each, as a tuple (a list of 16, 1, ∞, 16, 4 is (1, 4, 16, ∞)); no
+    reward, no discount model or no exposure model is refused, each on its own."""
+    from offeval_core.errors import InputError
+
+    grid = Grid(rewards=("click",), policies=(), clips=[16, 1, math.inf, 16, 4])
+    assert grid.clips == (1, 4, 16, math.inf) and isinstance(grid.clips, tuple)
+    with pytest.raises(InputError, match="^rewards must name at least one reward column, got none$"):
+        Grid(rewards=(), policies=())
+    for kw in ({"discounts": ()}, {"exposures": ()}):
+        with pytest.raises(InputError, match="^discounts and exposures must each list at least one discount model$"):
+            Grid(rewards=("click",), policies=(), **kw)
+
+
+def test_reduce_stores_and_reads_its_moments_cache_only_for_its_own_connection(tmp_path):
+    """In-memory logs without a backend are looked up in the given moments cache under logs_key(logs, grid): the
+    first reduce stores its moments there, the second reads them back (the same frames). With a backend of the
+    caller's own, or with cache=None, the cache is neither read nor written."""
+    from offeval_core.engine import connect
+    from offeval_core.moments_cache import MomentsCache, logs_key
+
+    logs = read_logs(random_logs(np.random.default_rng(5), n_sessions=12))
+    grid = Grid(rewards=("click",), policies=("a",), discounts=("log2",), exposures=("log2",), clips=(2, math.inf))
+    for kw in ({"backend": connect(threads=1)}, {"cache": None}):
+        store = MomentsCache(tmp_path / "unused")
+        reduce(logs, grid, **({"cache": store} | kw))
+        assert not (tmp_path / "unused").exists() or not any((tmp_path / "unused").iterdir())
+    store = MomentsCache(tmp_path / "cache")
+    first = reduce(logs, grid, cache=store)
+    entry = store.path(logs_key(logs, grid))
+    assert entry.exists() and [p.name for p in (tmp_path / "cache").iterdir()] == [entry.name]
+    again = reduce(logs, grid, cache=store)
+    pd.testing.assert_frame_equal(again.offline, first.offline)
+    pd.testing.assert_frame_equal(again.online, first.online)
+    # what is read is the stored entry: an entry with every online sum + 1 under the key comes back as stored
+    import dataclasses
+
+    store.put(logs_key(logs, grid), dataclasses.replace(first, online=first.online.assign(sum=first.online["sum"] + 1)))
+    hit = reduce(logs, grid, cache=store)
+    assert hit.online["sum"].tolist() == (first.online["sum"] + 1).tolist() and hit.grid == grid
+
+
+def test_reduce_cache_key_and_entry_carry_the_pbm_floor_and_the_logs_source(tmp_path):
+    """A reduce with a PBM floor is stored under the key of that floor, and what is stored and read back is the
+    reduce at that floor (here the floor 0.5 binds: its moments differ from the default floor's); the moments read
+    from the cache name the caller's logs (a copy of the same logs under another name shares the entry)."""
+    from offeval_core.moments_cache import MomentsCache, logs_key
+
+    logs = read_logs(random_logs(np.random.default_rng(6), n_sessions=12))
+    grid = Grid(rewards=("click",), policies=("a",), clips=(math.inf,))
+    store = MomentsCache(tmp_path / "cache")
+    stored = reduce(logs, grid, pbm_floor=0.5, cache=store)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [store.path(logs_key(logs, grid, pbm_floor=0.5)).name]
+    plain = reduce(logs, grid, pbm_floor=0.5, cache=None)
+    default = reduce(logs, grid, cache=None)
+    pd.testing.assert_frame_equal(stored.offline, plain.offline)
+    assert not np.allclose(plain.offline["sum"], default.offline["sum"])
+    hit = reduce(logs, grid, pbm_floor=0.5, cache=store)
+    pd.testing.assert_frame_equal(hit.offline, plain.offline)
+    assert hit.source == plain.source == logs.source == "<DataFrame>"
+    # a copy of the same logs under another name finds the same entry, and the moments name the copy
+    copy = read_logs(random_logs(np.random.default_rng(6), n_sessions=12), name="copy.csv")
+    shared = reduce(copy, grid, pbm_floor=0.5, cache=store)
+    assert len(list((tmp_path / "cache").iterdir())) == 1 and shared.source == "copy.csv"
+    pd.testing.assert_frame_equal(shared.offline, plain.offline)

@@ -254,3 +254,27 @@ def test_empty_aggregates_become_zero_and_an_overflow_stays():
     assert np.isnan(values[0, 2:]).all()
     finite = np.ones((2, 6))
     assert empty_as_zero(finite, layout) is finite
+
+
+def test_sessions_whose_ideal_dcg_is_zero_give_zero_moments_over_none():
+    """A discount with D(1) = 0 (a table (0, 1)) makes every session's iDCG 0, so the aggregates over the sessions
+    with iDCG > 0 are over no row (NULL from the backend) and become 0 (n_pos = 0, pden_m2 = 0), while the DCG of a
+    policy that puts the rewarded item at rank 2 is not 0. By hand, D0 = log2 (w = 1 at rank 1), clips 1 and ∞:
+    s1 rewards its rank-1 item (c = 1), which policy a ranks 2nd: DCG_logging = 1 · 1 · D(1) = 0, DCG_a = 1 · D(2)
+    = 1; s2 rewards its rank-1 item (c = 2), ranked 1st by a: both 0. iDCG = c · D(1) = 0 in both, so nDCG = 0.
+    DCG_a = (1, 0): sum 1, Σ(x − ½)² = ½; the difference a − logging is the same (1, 0)."""
+    df = pd.DataFrame({"session_id": ["s1", "s1", "s2"], "rank": [1, 2, 1], "click": [1.0, 0.0, 2.0],
+                       "rank__a": [2, 1, 1]})
+    source = source_from_logs(read_logs(df), connect(threads=1))
+    d_one_zero = DiscountModel("table", values=(0.0, 1.0), source="zero-first.csv")
+    got = fresh_moments(source, reward="click", policies=("a",), discount=d_one_zero,
+                        exposure=parse_discount("log2"), clips=(1, math.inf), keys=source.keys, binary=False)
+    assert got["k"].tolist() == [0, 1]
+    for _, row in got.iterrows():
+        assert (row["n_r"], row["n_pos"], row["den_sum"], row["den_m2"], row["pden_sum"], row["pden_m2"]) == (
+            2, 0, 0.0, 0.0, 0.0, 0.0)
+        assert (row["dcg__logging__sum"], row["dcg__logging__m2"]) == (0.0, 0.0)
+        assert (row["dcg__a__sum"], row["dcg__a__m2"], row["dcg__a__sum_diff"], row["dcg__a__m2_diff"]) == (
+            1.0, 0.5, 1.0, 0.5)
+        assert (row["ndcg__a__sum"], row["ndcg__a__m2"], row["ndcg__logging__sum"]) == (0.0, 0.0, 0.0)
+        assert (row["dcg__a__co_den"], row["dcg__a__co_diff_den"]) == (0.0, 0.0)

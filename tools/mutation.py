@@ -81,8 +81,10 @@ MODULES: dict[str, Module] = {
                         "test_engine.py", "test_engine_compiled.py", DOCTEST, "offeval_core/engine/kernel.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
                              "test_worked_examples.py"),
+    # (test_engine_compiled.py: reduce and prepare of a Source, which reach prepare, _prepare and
+    # _check_source_names; _session_counts needs a source without counts, a Parquet one, which it has not)
     "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
-                           "test_worked_examples.py"),
+                           "test_worked_examples.py", "test_engine_compiled.py"),
     "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
     "engine-grid": _m("offeval_core/engine/grid.py", "test_engine.py", "test_formulas.py"),
     "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
@@ -568,6 +570,17 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-kernel", "_accumulate",
      'groups = parts[keys].assign(_g=gid).drop_duplicates(None).sort_values("_g")[keys].reset_index(drop=True)'):
         "_g numbers the distinct keys, so rows equal in every column are exactly the rows equal in _g",
+    ("engine-kernel", "_accumulate", "values[:, :len(queried)] = parts[queried].to_numpy(dtype=None)"):
+        "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
+        "float64 values array casts them the same way",
+    # engine-grid
+    **{("engine-grid", "ndcg_of", line):
+       "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
+       "numbers convert exactly) and writes into the float64 out array; i > 0 compares the same"
+       for line in ("d, i = np.asarray(dcg, dtype=None), np.asarray(idcg, dtype=np.float64)",
+                    "d, i = np.asarray(dcg, ), np.asarray(idcg, dtype=np.float64)",
+                    "d, i = np.asarray(dcg, dtype=np.float64), np.asarray(idcg, dtype=None)",
+                    "d, i = np.asarray(dcg, dtype=np.float64), np.asarray(idcg, )")},
     **{("importance-strata", "subset_sessions", line):
        "np.arange of Python ints is int64 already (numpy 2's default integer), the dtype asked for"
        for line in ('sess["session"] = np.arange(len(sess), dtype=None)', 'sess["session"] = np.arange(len(sess), )')},
@@ -651,6 +664,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("estimators", "session_values", line):
        "the kernel's per-session table shares only the session column with the sessions' keys, merge's default"
        for line in ('per.drop(columns="v"), on=None, how="left")', 'per.drop(columns="v"), how="left")')},
+    ("estimators", "summarize_groups",
+     'key_rows = log_rows[by].to_dict("records") if (by) or True else [{}] * len(log_rows)'):
+        "with no key, log_rows[[]].to_dict('records') is one empty dict per row, which [{}] * len(log_rows) is",
+    ("estimators", "summarize_groups", 'key_rows = log_rows[by].to_dict("RECORDS") if by else [{}] * len(log_rows)'):
+        "pandas lowercases to_dict's orient ('RECORDS' is 'records', without a warning in pandas 3.1)",
+    **{("estimators", "summarize_groups", line):
+       "key_rows has one entry per row of log_rows by construction, so zip's strict check cannot fire"
+       for line in ("for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, strict=None)):",
+                    "for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, )):",
+                    "for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, strict=False)):")},
     ("importance-weights", "exposure_weights",
      'def exposure_weights(logs: Logs, policy: str, *, discount: str, exposure: str = "PBM") -> tuple[np.ndarray, np.ndarray]:'):
         "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm), and only the weights are returned",
