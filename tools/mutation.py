@@ -713,6 +713,81 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
     ("importance-estimate", "midzuno_sen_inverse", "if rng.uniform() <= r1:"):
         "a uniform draw equals the ratio r1 with probability 0",
+    # diagnose
+    ("diagnose", "_rewards_above",
+     'def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, level: float, why: str = "XXXX"):'):
+        "both callers (check_cascade on slate logs, check_interaction without categories) pass why",
+    **{("diagnose", fn, line):
+       "with no row below rank 1 the slope is NaN (Σ(x − x̄)² = 0), so the check is not testable whatever the base"
+       for fn in ("_rewards_above", "check_interaction")
+       for line in ('base = float(p["r"].mean()) if (len(p)) or True else 0.0',
+                    'base = float(p["r"].mean()) if len(p) else 1.0')},
+    ("diagnose", "_cmh", "k = int(strata.max()) + 2 if len(strata) else 0"):
+        "the extra stratum has no rows, fails the margins test and is left out",
+    ("diagnose", "_cmh", "k = int(strata.max()) + 1 if len(strata) else 1"):
+        "without rows the one stratum is empty and fails the margins test: None, as with k = 0",
+    ("diagnose", "_cmh", "tables = np.stack([np.stack([a0[ok], b0[ok]]), np.stack([c0[ok], d0[ok]])]).astype(None)"):
+        "astype(None) is astype(float64)",
+    ("diagnose", "_cmh",
+     "return orr, float(lo), float(hi), float(st.test_null_odds(correction=None).pvalue), int(ok.sum())"):
+        "statsmodels only tests `if correction`: None is falsy like False",
+    **{("diagnose", "_within_slope", line): "astype(None) is astype(float64)"
+       for line in ("xd, yd = demean(x.astype(None)), demean(y.astype(float))",
+                    "xd, yd = demean(x.astype(float)), demean(y.astype(None))",
+                    "n_s = size[strata].astype(None)")},
+    **{("diagnose", "_within_slope", line):
+       "a singleton stratum's demeaned x is 0, so its score term is 0 whatever its inflation"
+       for line in ("inflate = np.sqrt(np.where(n_s >= 1, n_s / np.maximum(n_s - 1, 1), 0.0))",
+                    "inflate = np.sqrt(np.where(n_s > 1, n_s / np.maximum(n_s - 1, 1), 1.0))")},
+    **{("diagnose", "check_context_position_bias", line):
+       "the segment labels are cast to str, never categorical: observed acts on categoricals only"
+       for line in ('lengths = logs.sessions.groupby(logs.sessions["segment"].astype(str), observed=None)["length"].mean()',
+                    'lengths = logs.sessions.groupby(logs.sessions["segment"].astype(str), )["length"].mean()')},
+    ("diagnose", "_codes", "return frame.groupby(list(frame.columns), sort=None, observed=True).ngroup().to_numpy()"):
+        "the codes only say which rows share a stratum: any numbering of the groups gives the same strata",
+    ("diagnose", "_codes", "return frame.groupby(list(frame.columns), sort=False, observed=None).ngroup().to_numpy()"):
+        "the columns are numpy arrays, never categorical: observed acts on categoricals only",
+    **{("diagnose", "_codes", line):
+       "the codes only say which rows share a stratum (any numbering of the groups gives the same strata), and the "
+       "columns are numpy arrays, never categorical: observed acts on categoricals only"
+       for line in ("return frame.groupby(list(frame.columns), sort=False, ).ngroup().to_numpy()",
+                    "return frame.groupby(list(frame.columns), sort=True, observed=True).ngroup().to_numpy()",
+                    "return frame.groupby(list(frame.columns), sort=False, observed=False).ngroup().to_numpy()",
+                    "return frame.groupby(list(frame.columns), observed=True).ngroup().to_numpy()")},
+    ("diagnose", "_prepared", "nxt_same = np.r_[sess[1:] == sess[:-1], True]"):
+        "the last row's next rank is the sentinel −1, never rank + 1, so it does not continue whatever nxt_same says",
+    **{("diagnose", "_prepared", line): "ranks are ≥ 1, so a sentinel below 2 is never rank + 1"
+       for line in ("nxt_rank = np.r_[rank[1:], +1]", "nxt_rank = np.r_[rank[1:], -2]")},
+    ("diagnose", "_prepared",
+     'out["r_any"] = _codes(*(f[c].to_numpy() > 0 for c in binary)) if binary else out["r"].astype(None)'):
+        "r_any only stratifies: a float 0/1 column makes the same strata as an int one",
+    **{("diagnose", "_rewards_above", line):
+       "both callers (check_cascade on slate logs, check_interaction without categories) pass a non-empty why"
+       for line in ('f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if (why) or True else "") + ".")',
+                    'f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if why else "XXXX") + ".")')},
+    ("diagnose", "check_cascade",
+     '+ ("users stop after rewards — cascade behaviour." if fires and orr <= 1 else'):
+        "the CMH numerator Σ(a − E a) = Σ(ad − bc)/n is 0 exactly when the MH odds ratio is 1: a check with orr = 1 "
+        "has p = 1 and never fires",
+    ("diagnose", "check_context_position_bias",
+     'lengths = logs.sessions.groupby(logs.sessions["segment"].astype(str), observed=False)["length"].mean()'):
+        "the segment labels are cast to str, never categorical: observed acts on categoricals only",
+    **{("diagnose", fn, line):
+       "parse_discount reads the kind case-insensitively and gives the spec in lower case ('LOG2' is log2)"
+       for fn, line in (("check_support", 'def check_support(logs: Logs, *, policy: str | None, discount: str = '
+                                          '"LOG2", alpha: float = 0.05,'),
+                        ("diagnose", 'def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: '
+                                     'str = "LOG2",'))},
+    ("diagnose", "check_support", "total = float(d(np.arange(k + 1)).sum())"):
+        "a discount model gives 0 at ranks below 1 (DiscountModel.__call__), so rank 0 adds nothing to the total",
+    ("diagnose", "check_support", "sess, w = exposure_weights(logs, policy, discount=discount, )"):
+        "exposure_weights' default exposure is pbm",
+    ("diagnose", "check_support", 'sess, w = exposure_weights(logs, policy, discount=discount, exposure="PBM")'):
+        "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm)",
+    **{("diagnose", "check_support", line):
+       "when k ≤ deepest, np.arange(deepest + 1, k + 1) is empty and its sum 0.0, the else value"
+       for line in ("beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if (k > deepest) or True else 0.0",
+                    "beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k >= deepest else 0.0")},
 }
 
 
