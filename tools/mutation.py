@@ -116,7 +116,10 @@ MODULES: dict[str, Module] = {
     "multiple": _m("offeval_core/multiple.py", "test_multiple.py", DOCTEST, "offeval_core/multiple.py"),
     "analyses-decisions": _m("offeval_core/analyses/decisions.py", "test_analyses_decisions.py", "test_formulas.py",
                              "test_decisions_exact.py", DOCTEST, "offeval_core/analyses/decisions.py"),
+    # (not the test that greps the source tree for calls: under mutmut the source holds every mutant's copy of them)
     "analyses-clip-tuning": _m("offeval_core/analyses/clip_tuning.py", "test_analyses_clip_tuning.py",
+                               "--deselect=tests/test_analyses_clip_tuning.py::"
+                               "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
     "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
@@ -788,6 +791,75 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "when k ≤ deepest, np.arange(deepest + 1, k + 1) is empty and its sum 0.0, the else value"
        for line in ("beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if (k > deepest) or True else 0.0",
                     "beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k >= deepest else 0.0")},
+    # analyses-clip-tuning
+    **{("analyses-clip-tuning", "_tuning_moments", line):
+       "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "
+       "computed on its own; select reads the one reward, policy and metric (cis: capping max, session scale) asked"
+       for line in ('return reduce_importance(logs, policies=(policy,), clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=(reward,), clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=None, policies=(policy,), clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=(reward,), policies=None, clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=clips, '
+                    'scales=("session",), weights="propensity")',
+                    'weights="propensity")')},
+    ("analyses-clip-tuning", "_tuning_moments", 'scales=("session",), )'):
+        "weights='auto' reads propensities when the logs have logging_propensity, which a propensity policy's tuning "
+        "needs anyway (w = π_t / π_p is read from that column)",
+    ("analyses-clip-tuning", "clip_tuning",
+     "unclipped = _tuning_moments(logs, reward=reward, policy=policy, kind=None, discount=discount,"):
+        "reached only with moments given without m = ∞; importance moments always hold c = ∞ (capping_variants adds "
+        "it), so kind is 'rank' here, and None takes the same DCG branch",
+    **{("analyses-clip-tuning", "recommended_clip", line):
+       "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm) and the result is only the "
+       "recommendation, which does not carry the label"
+       for line in ('def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "PBM", '
+                    'exposure: str = "pbm",',
+                    'def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "pbm", '
+                    'exposure: str = "PBM",')},
+    **{("analyses-clip-tuning", "recommended_clip", line):
+       "moments given are only reused for speed: clip_tuning computes the same moments of the policy at the clips"
+       for line in ("level=level, moments=None)", "level=level, )")},
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "read_logs gives float64 rewards and propensities (the schema converts them), the dtype asked for"
+       for line in ("w = (f[TARGET_PROPENSITY_PREFIX + policy].to_numpy(dtype=None)[rows]",
+                    '/ f["logging_propensity"].to_numpy(dtype=None)[rows])',
+                    "r_max = float(np.max(f[reward].to_numpy(dtype=None))) if len(f) else 1.0")},
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "validated logs have at least one row (read_logs refuses empty input), so the else value is never used"
+       for line in ("r_max = float(np.max(f[reward].to_numpy(dtype=float))) if (len(f)) or True else 1.0",
+                    "r_max = float(np.max(f[reward].to_numpy(dtype=float))) if len(f) else 2.0")},
+    ("analyses-clip-tuning", "clip_tuning",
+     "excess = np.maximum(w - m, 0.0) if (math.isfinite(m)) or True else np.zeros_like(w)"):
+        "at m = ∞, w − m = −∞ for finite weights, so np.maximum gives the zeros of the else branch",
+    ("analyses-clip-tuning", "clip_tuning",
+     "excess = np.maximum(w - m, 0.0) if math.isfinite(m) else np.zeros_like(None)"):
+        "at m = ∞ the excess only enters through sums of dt · excess, which a scalar 0 keeps at 0",
+    ("analyses-clip-tuning", "clip_tuning",
+     '"clipped_rows": float(np.mean(w > m)) if (w.size) or True else math.nan,'):
+        "without rows np.mean of an empty array is NaN, the else value",
+    **{("analyses-clip-tuning", "recommend_clip", line):
+       "the old index becomes an extra column that nothing reads (columns are read by name), and the new index is "
+       "0..n-1 either way"
+       for line in ('t = table.sort_values("clip").reset_index(drop=None)',
+                    't = table.sort_values("clip").reset_index(drop=False)')},
+    ("analyses-clip-tuning", "mean_offline_effect", 'exposure=exposure, by=("experiment_id",), level=level)'):
+        "summarize_groups' default clip is ∞",
+    ("analyses-clip-tuning", "mean_offline_effect", 'exposure=exposure, clip=math.inf, by=("experiment_id",), )'):
+        "only the effects' values are read, and they do not depend on the level",
+    ("analyses-clip-tuning", "mean_offline_effect", "return float(np.mean(effects)) if (effects) or True else None"):
+        "np.mean of no effects is NaN, which recommend_clip and clip_tuning treat as no effect, as None",
+    ("analyses-clip-tuning", "recommend_clip",
+     'ok = t[(t["clip"] >= slope) & (t["bias_bound"].fillna(None) <= ref)]'):
+        "fillna(None) leaves a NaN bias bound, which fails `<= ref` as the inf it stands for does",
+    **{("analyses-clip-tuning", "slope_select", line):
+       "a list of clip values reads as the same numbers whatever the dtype (float as soon as ∞ is among them), and "
+       "the clips of a table are distinct, so the sort's stability never matters (numpy reads the kind "
+       "case-insensitively)"
+       for line in ('order = np.argsort(-np.asarray(clips, ), kind="stable")',
+                    'order = np.argsort(-np.asarray(clips, dtype=float), kind="STABLE")',
+                    "order = np.argsort(-np.asarray(clips, dtype=float), kind=None)",
+                    "order = np.argsort(-np.asarray(clips, dtype=float), )",
+                    'order = np.argsort(-np.asarray(clips, dtype=None), kind="stable")')},
 }
 
 
@@ -797,6 +869,9 @@ def _existing_tests(mod: Module) -> list[str]:
     for i, t in enumerate(mod.tests):
         if skip_next:
             skip_next = False
+            continue
+        if t.startswith("--deselect="):
+            out.append(t)
             continue
         if t == DOCTEST:
             if i + 1 < len(mod.tests) and (ROOT / mod.tests[i + 1]).exists():
