@@ -348,6 +348,11 @@ def test_clip_tuning_arm_default_policy_and_moments_it_lacks():
     assert res.table["estimate"].tolist() == pytest.approx([0.125] * 4, rel=1e-12)
     assert res.table["bias_bound"].tolist() == pytest.approx([3.0, 2.0, 0.0, 0.0], rel=1e-12)
     assert (res.n_sessions, res.n_rows) == (2, 4)
+    # every arm: the four sessions, bias bounds 4 · (4 − m)₊ / 4
+    every = clip_tuning(read_logs(df), policy="new", clips=[1, 2, 4, math.inf], arm=None, **kw)
+    assert (every.n_sessions, every.n_rows) == (4, 8)
+    assert every.table["bias_bound"].tolist() == pytest.approx([3.0, 2.0, 0.0, 0.0], rel=1e-12)
+    assert every.table["estimate"].tolist() == pytest.approx([0.5625, 1.0625, 2.0625, 2.0625], rel=1e-12)
     # the default policy is treatment
     logs = read_logs(_four_sessions().rename(columns={"rank__new": "rank__treatment"}))
     default = clip_tuning(logs, clips=[1, 2, 4, math.inf], **kw)
@@ -388,6 +393,10 @@ def test_the_slope_rule_widens_by_z_times_the_standard_error_and_mse_without_a_s
     kw = {"reward": "click", "policy": "new", "discount": "exponential:0.5", "exposure": "exponential:0.5",
           "clips": [1, 2, 4, math.inf]}
     assert clip_tuning(logs, level=0.1, **kw).rule_clip == 4.0
+    # the worst-case MSE var + bound² on the four sessions: 0.2577² + 9, 0.5437² + 4, 1.1198² + 0 at m = 4 and ∞:
+    # the first minimum, m = 4
+    mse = clip_tuning(read_logs(_four_sessions()), rule="mse", level=0.95, **{**kw, "clips": [1, 2, 4, math.inf]})
+    assert mse.rule_clip == 4.0
     one = read_logs(_four_sessions().query("session_id == 1"))
     res = clip_tuning(one, rule="mse", **kw)
     assert res.table["mse_bound"].isna().all() and res.rule_clip == math.inf

@@ -837,6 +837,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("analyses-clip-tuning", "clip_tuning",
      '"clipped_rows": float(np.mean(w > m)) if (w.size) or True else math.nan,'):
         "without rows np.mean of an empty array is NaN, the else value",
+    ("analyses-clip-tuning", "clip_tuning", "dt = np.ones_like(None)"):
+        "a scalar 1 broadcasts in dt · w and dt · min(m, w) as the ones it stands for",
+    ("analyses-clip-tuning", "clip_tuning", "require(moments, )"):
+        "without the check, select refuses a clip the moments lack with the same message when its estimate is read",
     **{("analyses-clip-tuning", "recommend_clip", line):
        "the old index becomes an extra column that nothing reads (columns are read by name), and the new index is "
        "0..n-1 either way"
@@ -846,6 +850,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "summarize_groups' default clip is ∞",
     ("analyses-clip-tuning", "mean_offline_effect", 'exposure=exposure, clip=math.inf, by=("experiment_id",), )'):
         "only the effects' values are read, and they do not depend on the level",
+    ("analyses-clip-tuning", "mean_offline_effect",
+     "effects = [abs(g.effect.value) for g in groups if g.effect is not None or math.isfinite(g.effect.value)]"):
+        "summarize_groups is given a policy, so every group has an effect, a mean of finite per-session differences "
+        "over the group's sessions: finite, so `or` keeps the same effects",
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "w is never empty: offline_mask selects every session when none is in the arm, and validated logs have rows"
+       for line in ('"ess": ess, "ess_share": ess / w.size if (w.size) or True else math.nan,',
+                    '"max_weight": float(wm.max()) if (wm.size) or True else math.nan,')},
     ("analyses-clip-tuning", "mean_offline_effect", "return float(np.mean(effects)) if (effects) or True else None"):
         "np.mean of no effects is NaN, which recommend_clip and clip_tuning treat as no effect, as None",
     ("analyses-clip-tuning", "recommend_clip",
