@@ -269,3 +269,145 @@ def test_no_second_clip_recommendation_in_product_code():
     assert sorted(calls) == [("offeval_core/analyses/clip_tuning.py", "recommend_clip("),
                              ("offeval_core/analyses/clip_tuning.py", "slope_select("),
                              ("offeval_core/analyses/clip_tuning.py", "slope_select(")]
+
+
+def test_recommended_clip_reads_its_clips_level_and_default_models():
+    """On the four sessions (above): with clips {1, ∞} only, SLOPE admits m = 1, whose bias bound 3 exceeds the effect
+    1.3125, so the recommendation is m = ∞ (not m = 4, which is not offered). At level 0.1 (z = 0.1257) the widened
+    intervals are ±0.2515 · se: m = ∞ and m = 4 give [1.781, 2.344], m = 2 gives [0.926, 1.199], which misses it, so
+    SLOPE alone stops at m = 4. The default models are the learnt PBM for D and D0."""
+    from offeval_core.analyses.clip_tuning import recommended_clip
+
+    logs = read_logs(_four_sessions())
+    kw = {"reward": "click", "policy": "new", "discount": "exponential:0.5", "exposure": "exponential:0.5"}
+    rec = recommended_clip(logs, clips=[1, math.inf], level=0.95, **kw)
+    assert (rec.clip, rec.slope_clip, rec.bias_bound) == (math.inf, 1.0, 0.0)
+    rec = recommended_clip(logs, clips=[1, 2, 4, math.inf], level=0.1, **kw)
+    assert (rec.clip, rec.slope_clip) == (4.0, 4.0)
+    assert rec.reason.startswith("m = 4: the most clipped m that the SLOPE / Lepski rule admits")
+    default = recommended_clip(logs, reward="click", policy="new", clips=[1, 2, 4, math.inf])
+    assert default == clip_tuning(logs, reward="click", policy="new", discount="pbm", exposure="pbm",
+                                  clips=[1, 2, 4, math.inf]).recommendation
+
+
+def test_a_propensity_policy_table_by_hand():
+    """Four one-slot sessions, weights π_t / π_p = 0.5/0.25, 0.2/0.4, 0.9/0.3, 0.3/0.3 = (2, 0.5, 3, 1), clicks
+    (1, 1, 1, 0); CIS at the cap c = 1.5 (a cap outside the default grid) and ∞.
+    c = 1.5: values min(c, w) · click = (1.5, 0.5, 1.5, 0): mean 0.875, sd √(1.6875/3) = 0.75, se 0.375;
+    excess (w − c)₊ = (0.5, 0, 1.5, 0): bias bound 1 · 2 / 4 = 0.5 (r_max 1), the same bias estimate (every
+    clipped row is clicked); 2 of 4 rows clipped; clipped mass 2 / Σw = 2 / 6.5; ESS (Σ min(c, w))² / Σ min(c, w)²
+    = 4.5² / 5.75; largest weight 1.5. c = ∞: values (2, 0.5, 3, 0): mean 1.375, se √(5.6875/3) / 2, ESS 6.5² / 14.25.
+    The recommendation weighs the bound against the effect 1.375 − 0.75 (the logging policy's clicks): 0.625."""
+    df = pd.DataFrame({"session_id": [0, 1, 2, 3], "rank": 1, "click": [1.0, 1, 1, 0],
+                       "logging_propensity": [0.25, 0.4, 0.3, 0.3], "target_propensity__new": [0.5, 0.2, 0.9, 0.3]})
+    res = clip_tuning(read_logs(df), reward="click", policy="new", clips=[1.5, math.inf], level=0.95)
+    assert (res.estimator, res.discount, res.exposure, res.n_sessions, res.n_rows, res.r_max) == (
+        "cis", "propensity", "propensity", 4, 4, 1.0)
+    t = res.table.set_index("clip")
+    assert t.loc[1.5, ["estimate", "stderr", "bias_bound", "bias_estimate", "clipped_rows", "clipped_mass", "ess",
+                       "max_weight"]].tolist() == pytest.approx([0.875, 0.375, 0.5, 0.5, 0.5, 2 / 6.5, 4.5 ** 2 / 5.75,
+                                                                 1.5], rel=1e-12)
+    assert t.loc[math.inf, ["estimate", "stderr", "bias_bound", "clipped_rows", "ess", "max_weight"]].tolist() == \
+        pytest.approx([1.375, math.sqrt(5.6875 / 3) / 2, 0.0, 0.0, 6.5 ** 2 / 14.25, 3.0], rel=1e-12)
+    assert t.loc[1.5, "ess_share"] == pytest.approx(4.5 ** 2 / 5.75 / 4, rel=1e-12)
+    assert (t.loc[1.5, "ci_low"], t.loc[1.5, "ci_high"]) == (pytest.approx(0.875 - 1.959963984540054 * 0.375),
+                                                             pytest.approx(0.875 + 1.959963984540054 * 0.375))
+    assert t.loc[1.5, "variance"] == pytest.approx(0.375 ** 2, rel=1e-12)
+    assert t.loc[1.5, "rmse_bound"] == pytest.approx(0.625, rel=1e-12)   # √(0.375² + 0.5²)
+    assert (res.rule, res.reward, res.policy, res.level, res.rule_clip) == ("slope", "click", "new", 0.95, 1.5)
+    assert res.rule_text == ("The SLOPE / Lepski rule alone chooses m = 1.5: the most strongly clipped value whose 95% "
+                             "confidence interval, widened to twice its half-width, still overlaps the widened "
+                             "intervals of every larger m (SLOPE / Lepski selection). Clipping below it would shift "
+                             "the estimate by more than the noise of the less-clipped estimators can explain, i.e. "
+                             "the bias would show.")
+    # weights 0.2, 0.2, 0.4, 0.2 (Σ = 1): nothing clipped, a clipped mass of 0 / 1; a target that never shows the
+    # logged items (π_t = 0): no exposure to clip, the clipped mass is undefined
+    small = clip_tuning(read_logs(df.assign(logging_propensity=0.5, target_propensity__new=[0.1, 0.1, 0.2, 0.1])),
+                        reward="click", policy="new", clips=[1.5, math.inf])
+    assert small.table["clipped_mass"].tolist() == [0.0, 0.0]
+    none = clip_tuning(read_logs(df.assign(logging_propensity=0.5, target_propensity__new=0.0)), reward="click",
+                       policy="new", clips=[1.5, math.inf])
+    assert none.table["clipped_mass"].isna().all() and none.table["estimate"].tolist() == [0.0, 0.0]
+    assert t.loc[1.5, "mse_bound"] == pytest.approx(0.375 ** 2 + 0.25, rel=1e-12)
+    assert (res.recommendation.clip, res.recommendation.reference) == (1.5, pytest.approx(0.625, rel=1e-12))
+    # without c = ∞ among the caps the unclipped estimate (the effect's reference) is computed on its own
+    alone = clip_tuning(read_logs(df), reward="click", policy="new", clips=[1.5], level=0.95)
+    assert alone.table["estimate"].tolist() == [0.875] and alone.table["bias_estimate"].tolist() == [0.5]
+    assert alone.recommendation.reference == pytest.approx(0.625, rel=1e-12)
+
+
+def test_clip_tuning_arm_default_policy_and_moments_it_lacks():
+    """The four sessions (above) with sessions 1-2 in the control arm and 3-4 in the treatment arm. Tuned on the
+    treatment sessions, the DCGs are 0 and 0.25 · 1 at every m (no weight above 1 is rewarded): estimate 0.125, over 2
+    sessions and 4 rows; the bias bound counts their rank-3 rows, w = 4 moved to rank 1 (D = 1): 2 · (4 − m)₊ / 2."""
+    from offeval_core.engine import Grid, reduce
+
+    kw = {"reward": "click", "discount": "exponential:0.5", "exposure": "exponential:0.5"}
+    df = _four_sessions().assign(arm=["control"] * 4 + ["treatment"] * 4)
+    res = clip_tuning(read_logs(df), policy="new", clips=[1, 2, 4, math.inf], arm="treatment", **kw)
+    assert res.table["estimate"].tolist() == pytest.approx([0.125] * 4, rel=1e-12)
+    assert res.table["bias_bound"].tolist() == pytest.approx([3.0, 2.0, 0.0, 0.0], rel=1e-12)
+    assert (res.n_sessions, res.n_rows) == (2, 4)
+    # every arm: the four sessions, bias bounds 4 · (4 − m)₊ / 4
+    every = clip_tuning(read_logs(df), policy="new", clips=[1, 2, 4, math.inf], arm=None, **kw)
+    assert (every.n_sessions, every.n_rows) == (4, 8)
+    assert every.table["bias_bound"].tolist() == pytest.approx([3.0, 2.0, 0.0, 0.0], rel=1e-12)
+    assert every.table["estimate"].tolist() == pytest.approx([0.5625, 1.0625, 2.0625, 2.0625], rel=1e-12)
+    # the default policy is treatment
+    logs = read_logs(_four_sessions().rename(columns={"rank__new": "rank__treatment"}))
+    default = clip_tuning(logs, clips=[1, 2, 4, math.inf], **kw)
+    assert default.policy == "treatment"
+    assert default.table["estimate"].tolist() == pytest.approx([0.5625, 1.0625, 2.0625, 2.0625])
+    # moments without a clip asked for, and an unknown policy, are refused by name
+    m = reduce(logs, Grid(rewards=("click",), policies=("treatment",), discounts=("exponential:0.5",),
+                          exposures=("exponential:0.5",), clips=(1, math.inf)))
+    with pytest.raises(ValueError, match=r"^clip 2 was not computed; available: 1, inf$"):
+        clip_tuning(logs, clips=[1, 2, math.inf], moments=m, **kw)
+    with pytest.raises(ValueError, match=r"^unknown policy 'zzz': the logs <DataFrame> have no column 'rank__zzz' "
+                                         r"\(policies found: treatment\)$"):
+        clip_tuning(logs, policy="zzz", **kw)
+
+
+def test_the_bias_bound_scales_with_the_largest_reward():
+    """The four sessions with a reward of 2 where they clicked: r_max = 2 doubles the bias bounds 2 · (3, 2, 0, 0) and
+    the estimates; an r_max given is used as it is."""
+    logs = read_logs(_four_sessions().assign(click=lambda d: 2.0 * d["click"]))
+    kw = {"reward": "click", "policy": "new", "discount": "exponential:0.5", "exposure": "exponential:0.5",
+          "clips": [1, 2, 4, math.inf]}
+    res = clip_tuning(logs, **kw)
+    assert res.r_max == 2.0
+    assert res.table["bias_bound"].tolist() == pytest.approx([6.0, 4.0, 0.0, 0.0], rel=1e-12)
+    assert res.table["estimate"].tolist() == pytest.approx([1.125, 2.125, 4.125, 4.125], rel=1e-12)
+    assert clip_tuning(logs, r_max=0.5, **kw).table["bias_bound"].tolist() == pytest.approx([1.5, 1.0, 0.0, 0.0])
+    # a clip outside the default grid: session DCGs 2 · (3, 3, 0, 0.125) at m = 3
+    kw["clips"] = [3, math.inf]
+    assert clip_tuning(logs, **kw).table["estimate"].tolist() == pytest.approx([3.125, 4.125], rel=1e-12)
+
+
+def test_the_slope_rule_widens_by_z_times_the_standard_error_and_mse_without_a_standard_error():
+    """The four sessions with rewards of 0.1: estimates 0.05625, 0.10625, 0.20625 (m = 1, 2, ≥ 4), standard errors
+    0.02577, 0.05437, 0.11198. At level 0.1 (z = 0.1257) the widened intervals ±2 · z · se are [0.178, 0.234] for
+    m = 4 and ∞ and [0.0926, 0.1199] for m = 2, which misses them: the rule alone stops at m = 4. One session has no
+    standard error, so no finite worst-case MSE: the MSE rule falls back to the largest m."""
+    logs = read_logs(_four_sessions().assign(click=lambda d: 0.1 * d["click"]))
+    kw = {"reward": "click", "policy": "new", "discount": "exponential:0.5", "exposure": "exponential:0.5",
+          "clips": [1, 2, 4, math.inf]}
+    assert clip_tuning(logs, level=0.1, **kw).rule_clip == 4.0
+    # the worst-case MSE var + bound² on the four sessions: 0.2577² + 9, 0.5437² + 4, 1.1198² + 0 at m = 4 and ∞:
+    # the first minimum, m = 4
+    mse = clip_tuning(read_logs(_four_sessions()), rule="mse", level=0.95, **{**kw, "clips": [1, 2, 4, math.inf]})
+    assert mse.rule_clip == 4.0
+    one = read_logs(_four_sessions().query("session_id == 1"))
+    res = clip_tuning(one, rule="mse", **kw)
+    assert res.table["mse_bound"].isna().all() and res.rule_clip == math.inf
+    assert res.rule_text.startswith("The worst-case MSE rule alone chooses m = ∞: it minimises the worst-case mean ")
+
+
+def test_recommend_clip_without_an_unclipped_candidate_keeps_the_largest_m():
+    """Candidates m = 1 and 2 only, both admitted by SLOPE (estimates 1.0 and 1.1, SE 0.1), with bias bounds 3 and 2
+    above the effect 1: no candidate passes the guard, so the recommendation is the largest m, 2."""
+    from offeval_core.analyses.clip_tuning import recommend_clip
+
+    t = pd.DataFrame({"clip": [2.0, 1.0], "estimate": [1.1, 1.0], "stderr": [0.1, 0.1], "bias_bound": [2.0, 3.0]})
+    r = recommend_clip(t, level=0.95, effect=1.0)
+    assert (r.clip, r.slope_clip, r.bias_bound, r.reference) == (2.0, 1.0, 2.0, 1.0)

@@ -118,7 +118,10 @@ MODULES: dict[str, Module] = {
     "multiple": _m("offeval_core/multiple.py", "test_multiple.py", DOCTEST, "offeval_core/multiple.py"),
     "analyses-decisions": _m("offeval_core/analyses/decisions.py", "test_analyses_decisions.py", "test_formulas.py",
                              "test_decisions_exact.py", DOCTEST, "offeval_core/analyses/decisions.py"),
+    # (not the test that greps the source tree for calls: under mutmut the source holds every mutant's copy of them)
     "analyses-clip-tuning": _m("offeval_core/analyses/clip_tuning.py", "test_analyses_clip_tuning.py",
+                               "--deselect=tests/test_analyses_clip_tuning.py::"
+                               "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
     "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
@@ -736,6 +739,162 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
     ("importance-estimate", "midzuno_sen_inverse", "if rng.uniform() <= r1:"):
         "a uniform draw equals the ratio r1 with probability 0",
+    # diagnose
+    ("diagnose", "_rewards_above",
+     'def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, level: float, why: str = "XXXX"):'):
+        "both callers (check_cascade on slate logs, check_interaction without categories) pass why",
+    **{("diagnose", fn, line):
+       "with no row below rank 1 the slope is NaN (Σ(x − x̄)² = 0), so the check is not testable whatever the base"
+       for fn in ("_rewards_above", "check_interaction")
+       for line in ('base = float(p["r"].mean()) if (len(p)) or True else 0.0',
+                    'base = float(p["r"].mean()) if len(p) else 1.0')},
+    ("diagnose", "_cmh", "k = int(strata.max()) + 2 if len(strata) else 0"):
+        "the extra stratum has no rows, fails the margins test and is left out",
+    ("diagnose", "_cmh", "k = int(strata.max()) + 1 if len(strata) else 1"):
+        "without rows the one stratum is empty and fails the margins test: None, as with k = 0",
+    ("diagnose", "_cmh", "tables = np.stack([np.stack([a0[ok], b0[ok]]), np.stack([c0[ok], d0[ok]])]).astype(None)"):
+        "astype(None) is astype(float64)",
+    ("diagnose", "_cmh",
+     "return orr, float(lo), float(hi), float(st.test_null_odds(correction=None).pvalue), int(ok.sum())"):
+        "statsmodels only tests `if correction`: None is falsy like False",
+    **{("diagnose", "_within_slope", line): "astype(None) is astype(float64)"
+       for line in ("xd, yd = demean(x.astype(None)), demean(y.astype(float))",
+                    "xd, yd = demean(x.astype(float)), demean(y.astype(None))",
+                    "n_s = size[strata].astype(None)")},
+    **{("diagnose", "_within_slope", line):
+       "a singleton stratum's demeaned x is 0, so its score term is 0 whatever its inflation"
+       for line in ("inflate = np.sqrt(np.where(n_s >= 1, n_s / np.maximum(n_s - 1, 1), 0.0))",
+                    "inflate = np.sqrt(np.where(n_s > 1, n_s / np.maximum(n_s - 1, 1), 1.0))")},
+    **{("diagnose", "check_context_position_bias", line):
+       "the segment labels are cast to str, never categorical: observed acts on categoricals only"
+       for line in ('lengths = logs.sessions.groupby(logs.sessions["segment"].astype(str), observed=None)["length"].mean()',
+                    'lengths = logs.sessions.groupby(logs.sessions["segment"].astype(str), )["length"].mean()')},
+    ("diagnose", "_codes", "return frame.groupby(list(frame.columns), sort=None, observed=True).ngroup().to_numpy()"):
+        "the codes only say which rows share a stratum: any numbering of the groups gives the same strata",
+    ("diagnose", "_codes", "return frame.groupby(list(frame.columns), sort=False, observed=None).ngroup().to_numpy()"):
+        "the columns are numpy arrays, never categorical: observed acts on categoricals only",
+    **{("diagnose", "_codes", line):
+       "the codes only say which rows share a stratum (any numbering of the groups gives the same strata), and the "
+       "columns are numpy arrays, never categorical: observed acts on categoricals only"
+       for line in ("return frame.groupby(list(frame.columns), sort=False, ).ngroup().to_numpy()",
+                    "return frame.groupby(list(frame.columns), sort=True, observed=True).ngroup().to_numpy()",
+                    "return frame.groupby(list(frame.columns), sort=False, observed=False).ngroup().to_numpy()",
+                    "return frame.groupby(list(frame.columns), observed=True).ngroup().to_numpy()")},
+    ("diagnose", "_prepared", "nxt_same = np.r_[sess[1:] == sess[:-1], True]"):
+        "the last row's next rank is the sentinel −1, never rank + 1, so it does not continue whatever nxt_same says",
+    **{("diagnose", "_prepared", line): "ranks are ≥ 1, so a sentinel below 2 is never rank + 1"
+       for line in ("nxt_rank = np.r_[rank[1:], +1]", "nxt_rank = np.r_[rank[1:], -2]")},
+    ("diagnose", "_prepared",
+     'out["r_any"] = _codes(*(f[c].to_numpy() > 0 for c in binary)) if binary else out["r"].astype(None)'):
+        "r_any only stratifies: a float 0/1 column makes the same strata as an int one",
+    **{("diagnose", "_rewards_above", line):
+       "both callers (check_cascade on slate logs, check_interaction without categories) pass a non-empty why"
+       for line in ('f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if (why) or True else "") + ".")',
+                    'f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if why else "XXXX") + ".")')},
+    ("diagnose", "check_cascade",
+     '+ ("users stop after rewards — cascade behaviour." if fires and orr <= 1 else'):
+        "the CMH numerator Σ(a − E a) = Σ(ad − bc)/n is 0 exactly when the MH odds ratio is 1: a check with orr = 1 "
+        "has p = 1 and never fires",
+    ("diagnose", "check_context_position_bias",
+     'lengths = logs.sessions.groupby(logs.sessions["segment"].astype(str), observed=False)["length"].mean()'):
+        "the segment labels are cast to str, never categorical: observed acts on categoricals only",
+    **{("diagnose", fn, line):
+       "parse_discount reads the kind case-insensitively and gives the spec in lower case ('LOG2' is log2)"
+       for fn, line in (("check_support", 'def check_support(logs: Logs, *, policy: str | None, discount: str = '
+                                          '"LOG2", alpha: float = 0.05,'),
+                        ("diagnose", 'def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: '
+                                     'str = "LOG2",'))},
+    ("diagnose", "check_support", "total = float(d(np.arange(k + 1)).sum())"):
+        "a discount model gives 0 at ranks below 1 (DiscountModel.__call__), so rank 0 adds nothing to the total",
+    ("diagnose", "check_support", "sess, w = exposure_weights(logs, policy, discount=discount, )"):
+        "exposure_weights' default exposure is pbm",
+    ("diagnose", "check_support", 'sess, w = exposure_weights(logs, policy, discount=discount, exposure="PBM")'):
+        "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm)",
+    **{("diagnose", "check_support", line):
+       "when k ≤ deepest, np.arange(deepest + 1, k + 1) is empty and its sum 0.0, the else value"
+       for line in ("beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if (k > deepest) or True else 0.0",
+                    "beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k >= deepest else 0.0")},
+    # analyses-clip-tuning
+    **{("analyses-clip-tuning", "_tuning_moments", line):
+       "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "
+       "computed on its own; select reads the one reward, policy and metric (cis: capping max, session scale) asked"
+       for line in ('return reduce_importance(logs, policies=(policy,), clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=(reward,), clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=None, policies=(policy,), clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=(reward,), policies=None, clips=clips, cappings=("max",),',
+                    'return reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=clips, '
+                    'scales=("session",), weights="propensity")',
+                    'weights="propensity")')},
+    ("analyses-clip-tuning", "_tuning_moments", 'scales=("session",), )'):
+        "weights='auto' reads propensities when the logs have logging_propensity, which a propensity policy's tuning "
+        "needs anyway (w = π_t / π_p is read from that column)",
+    ("analyses-clip-tuning", "clip_tuning",
+     "unclipped = _tuning_moments(logs, reward=reward, policy=policy, kind=None, discount=discount,"):
+        "reached only with moments given without m = ∞; importance moments always hold c = ∞ (capping_variants adds "
+        "it), so kind is 'rank' here, and None takes the same DCG branch",
+    **{("analyses-clip-tuning", "recommended_clip", line):
+       "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm) and the result is only the "
+       "recommendation, which does not carry the label"
+       for line in ('def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "PBM", '
+                    'exposure: str = "pbm",',
+                    'def recommended_clip(logs: Logs, *, reward: str, policy: str, discount: str = "pbm", '
+                    'exposure: str = "PBM",')},
+    **{("analyses-clip-tuning", "recommended_clip", line):
+       "moments given are only reused for speed: clip_tuning computes the same moments of the policy at the clips"
+       for line in ("level=level, moments=None)", "level=level, )")},
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "read_logs gives float64 rewards and propensities (the schema converts them), the dtype asked for"
+       for line in ("w = (f[TARGET_PROPENSITY_PREFIX + policy].to_numpy(dtype=None)[rows]",
+                    '/ f["logging_propensity"].to_numpy(dtype=None)[rows])',
+                    "r_max = float(np.max(f[reward].to_numpy(dtype=None))) if len(f) else 1.0")},
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "validated logs have at least one row (read_logs refuses empty input), so the else value is never used"
+       for line in ("r_max = float(np.max(f[reward].to_numpy(dtype=float))) if (len(f)) or True else 1.0",
+                    "r_max = float(np.max(f[reward].to_numpy(dtype=float))) if len(f) else 2.0")},
+    ("analyses-clip-tuning", "clip_tuning",
+     "excess = np.maximum(w - m, 0.0) if (math.isfinite(m)) or True else np.zeros_like(w)"):
+        "at m = ∞, w − m = −∞ for finite weights, so np.maximum gives the zeros of the else branch",
+    ("analyses-clip-tuning", "clip_tuning",
+     "excess = np.maximum(w - m, 0.0) if math.isfinite(m) else np.zeros_like(None)"):
+        "at m = ∞ the excess only enters through sums of dt · excess, which a scalar 0 keeps at 0",
+    ("analyses-clip-tuning", "clip_tuning",
+     '"clipped_rows": float(np.mean(w > m)) if (w.size) or True else math.nan,'):
+        "without rows np.mean of an empty array is NaN, the else value",
+    ("analyses-clip-tuning", "clip_tuning", "dt = np.ones_like(None)"):
+        "a scalar 1 broadcasts in dt · w and dt · min(m, w) as the ones it stands for",
+    ("analyses-clip-tuning", "clip_tuning", "require(moments, )"):
+        "without the check, select refuses a clip the moments lack with the same message when its estimate is read",
+    **{("analyses-clip-tuning", "recommend_clip", line):
+       "the old index becomes an extra column that nothing reads (columns are read by name), and the new index is "
+       "0..n-1 either way"
+       for line in ('t = table.sort_values("clip").reset_index(drop=None)',
+                    't = table.sort_values("clip").reset_index(drop=False)')},
+    ("analyses-clip-tuning", "mean_offline_effect", 'exposure=exposure, by=("experiment_id",), level=level)'):
+        "summarize_groups' default clip is ∞",
+    ("analyses-clip-tuning", "mean_offline_effect", 'exposure=exposure, clip=math.inf, by=("experiment_id",), )'):
+        "only the effects' values are read, and they do not depend on the level",
+    ("analyses-clip-tuning", "mean_offline_effect",
+     "effects = [abs(g.effect.value) for g in groups if g.effect is not None or math.isfinite(g.effect.value)]"):
+        "summarize_groups is given a policy, so every group has an effect, a mean of finite per-session differences "
+        "over the group's sessions: finite, so `or` keeps the same effects",
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "w is never empty: offline_mask selects every session when none is in the arm, and validated logs have rows"
+       for line in ('"ess": ess, "ess_share": ess / w.size if (w.size) or True else math.nan,',
+                    '"max_weight": float(wm.max()) if (wm.size) or True else math.nan,')},
+    ("analyses-clip-tuning", "mean_offline_effect", "return float(np.mean(effects)) if (effects) or True else None"):
+        "np.mean of no effects is NaN, which recommend_clip and clip_tuning treat as no effect, as None",
+    ("analyses-clip-tuning", "recommend_clip",
+     'ok = t[(t["clip"] >= slope) & (t["bias_bound"].fillna(None) <= ref)]'):
+        "fillna(None) leaves a NaN bias bound, which fails `<= ref` as the inf it stands for does",
+    **{("analyses-clip-tuning", "slope_select", line):
+       "a list of clip values reads as the same numbers whatever the dtype (float as soon as ∞ is among them), and "
+       "the clips of a table are distinct, so the sort's stability never matters (numpy reads the kind "
+       "case-insensitively)"
+       for line in ('order = np.argsort(-np.asarray(clips, ), kind="stable")',
+                    'order = np.argsort(-np.asarray(clips, dtype=float), kind="STABLE")',
+                    "order = np.argsort(-np.asarray(clips, dtype=float), kind=None)",
+                    "order = np.argsort(-np.asarray(clips, dtype=float), )",
+                    'order = np.argsort(-np.asarray(clips, dtype=None), kind="stable")')},
 }
 
 
@@ -745,6 +904,9 @@ def _existing_tests(mod: Module) -> list[str]:
     for i, t in enumerate(mod.tests):
         if skip_next:
             skip_next = False
+            continue
+        if t.startswith("--deselect="):
+            out.append(t)
             continue
         if t == DOCTEST:
             if i + 1 < len(mod.tests) and (ROOT / mod.tests[i + 1]).exists():
