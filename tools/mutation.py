@@ -667,16 +667,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("estimators", "session_values", line):
        "the kernel's per-session table shares only the session column with the sessions' keys, merge's default"
        for line in ('per.drop(columns="v"), on=None, how="left")', 'per.drop(columns="v"), how="left")')},
-    ("estimators", "summarize_groups",
-     'key_rows = log_rows[by].to_dict("records") if (by) or True else [{}] * len(log_rows)'):
-        "with no key, log_rows[[]].to_dict('records') is one empty dict per row, which [{}] * len(log_rows) is",
-    ("estimators", "summarize_groups", 'key_rows = log_rows[by].to_dict("RECORDS") if by else [{}] * len(log_rows)'):
-        "pandas lowercases to_dict's orient ('RECORDS' is 'records', without a warning in pandas 3.1)",
     **{("estimators", "summarize_groups", line):
-       "key_rows has one entry per row of log_rows by construction, so zip's strict check cannot fire"
-       for line in ("for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, strict=None)):",
-                    "for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, )):",
-                    "for i, ((_, row), keys) in enumerate(zip(log_rows.iterrows(), key_rows, strict=False)):")},
+       "pandas lowercases to_dict's orient ('RECORDS' is 'records', without a warning in pandas 3.1)"
+       for line in ('targets = tgt_rows.to_dict("RECORDS") if tgt_rows is not None else None',
+                    'for i, row in enumerate(log_rows.to_dict("RECORDS")):')},
     ("importance-weights", "exposure_weights",
      'def exposure_weights(logs: Logs, policy: str, *, discount: str, exposure: str = "PBM") -> tuple[np.ndarray, np.ndarray]:'):
         "parse_discount reads the kind case-insensitively ('PBM' is the learnt pbm), and only the weights are returned",
