@@ -445,14 +445,18 @@ def test_rewards_above_not_testable(rank2):
     clicks = np.c_[s % 2 == 0, np.zeros(40)] if rank2 == "never" else np.c_[np.zeros(40), s % 2 == 0]
     df = pd.DataFrame({"session_id": np.repeat(s, 2), "rank": np.tile([1, 2], 40), "item_id": np.tile([1, 2], 40),
                        "click": clicks.astype(float).ravel()})
-    c = check_interaction(read_logs(df), "click")
+    assert_interaction_not_testable(check_interaction(read_logs(df), "click"), n=40,
+                                    finding="not testable: no reward below rank 1 or no variation in the rewards "
+                                            "above within an item.")
+
+
+def assert_interaction_not_testable(c, *, n: int, finding: str) -> None:
+    """The interaction check's whole not-testable result: no effect, interval or p-value (NaN; None in to_dict)."""
     assert c.to_dict() == {
         "name": "reward interaction",
         "question": "does the reward at rank k depend on the items or rewards above, given the item?", "test": "—",
         "effect": None, "effect_label": "relative change of the reward rate", "low": None, "high": None,
-        "p_value": None, "fires": False, "n": 40,
-        "finding": "not testable: no reward below rank 1 or no variation in the rewards above within an item.",
-        "identified": False}
+        "p_value": None, "fires": False, "n": n, "finding": finding, "identified": False}
     assert c.fires is False and c.identified is False
     assert all(math.isnan(v) for v in (c.effect, c.low, c.high, c.p_value))
 
@@ -684,16 +688,9 @@ def test_interaction_with_categories_not_testable(case):
     if case == "no variation":   # every rank-1 item in category y: no same-category item above anywhere
         df = category_frame(lambda s: s % 2 == 0)
         df.loc[df["rank"] == 1, "item_id"] = 2
-    c = check_interaction(read_logs(df), "click", categories=CATEGORIES)
-    assert c.to_dict() == {
-        "name": "reward interaction",
-        "question": "does the reward at rank k depend on the items or rewards above, given the item?", "test": "—",
-        "effect": None, "effect_label": "relative change of the reward rate", "low": None, "high": None,
-        "p_value": None, "fires": False, "n": 400,
-        "finding": "not testable: no reward below rank 1 or no variation in same-category items above within an item.",
-        "identified": False}
-    assert c.fires is False and c.identified is False
-    assert all(math.isnan(v) for v in (c.effect, c.low, c.high, c.p_value))
+    assert_interaction_not_testable(check_interaction(read_logs(df), "click", categories=CATEGORIES), n=400,
+                                    finding="not testable: no reward below rank 1 or no variation in same-category "
+                                            "items above within an item.")
 
 
 def test_support_conditional_propensities_and_which_weights():
