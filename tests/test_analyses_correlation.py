@@ -1,6 +1,8 @@
+import datetime
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from analyses_world import per_session_totals, small_world
 from hypothesis import given, settings
@@ -8,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from offeval_core.analyses import DEFAULT_VARIANTS, offline_online_correlation, variant_label
-from offeval_core.errors import UnknownName
+from offeval_core.errors import EstimatorWarning, UnknownName
 from offeval_core.estimators import session_values
 
 
@@ -269,3 +271,40 @@ def test_vectorised_kendall_equals_scipy_row_by_row(n_rows, n, seed, levels):
         got = _kendall_rows(x, y, chunk_cells=cells)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
         assert (np.isnan(got) == np.isnan(want)).all()
+
+
+def test_a_day_without_an_offline_value_is_left_out_of_its_cell():
+    """pnDCG = Σ DCG / Σ iDCG is undefined on a day whose control sessions earned nothing (Σ iDCG = 0): that day
+    leaves the pnDCG cell (3 days, r over them), while DCG (0 on that day) keeps all 4."""
+    from offeval_core.engine import Grid, reduce
+    from offeval_core.logs import read_logs
+
+    rows = []
+    # per day d = 1..4: control sessions with a like at rank 1 on days 1-3 only (d of them), none on day 4; the
+    # treatment arm's online likes rise with d
+    for d in range(1, 5):
+        for s in range(4):
+            for arm, liked in (("control", d < 4 and s < d), ("treatment", s < min(d, 3))):
+                sid = d * 100 + s + (50 if arm == "treatment" else 0)
+                for rank in (1, 2):
+                    rows.append({"session_id": sid, "rank": rank, "like": float(liked and rank == 1),
+                                 "rank__treatment": 3 - rank if (s + d) % 2 else rank, "experiment_id": "e",
+                                 "day": f"2026-01-0{d}", "arm": arm})
+    logs = read_logs(pd.DataFrame(rows))
+    m = reduce(logs, Grid(rewards=("like",), policies=("treatment",), discounts=("log2",), exposures=("log2",)),
+               cache=None)
+    with pytest.warns(EstimatorWarning, match="below the precision"):  # day 1: a single rewarded control session
+        res = offline_online_correlation(m, variants=[("dcg", "log2", "log2", math.inf),
+                                                      ("pndcg", "log2", "log2", math.inf)], policies=("treatment",))
+    dcg, pndcg = res.labels
+    last = datetime.date(2026, 1, 4)
+    daily = res.daily.set_index(["variant", "day"])["offline"]
+    assert math.isnan(daily[(pndcg, last)]) and daily[(dcg, last)] == 0
+    cells = res.table.set_index("metric")
+    assert cells.loc["dcg", "n_days"] == 4 and cells.loc["pndcg", "n_days"] == 3
+    online = res.daily[res.daily["variant"] == pndcg].set_index("day")["online"]
+    known = daily[pndcg].dropna()
+    assert len(known) == 3
+    expected = sps.pearsonr(online.loc[known.index].to_numpy(), known.to_numpy())
+    assert cells.loc["pndcg", "r"] == pytest.approx(expected.statistic, abs=1e-12)
+    assert cells.loc["pndcg", "p_value"] == pytest.approx(expected.pvalue, abs=1e-12)

@@ -144,12 +144,11 @@ def pooled_points(daily: pd.DataFrame, *, reward: str, policy: str = "treatment"
 def points_difference(points: pd.DataFrame, a: str, b: str, *, method: str = "pearson", n_boot: int = 1000,
                       level: float = LEVEL, rng=0) -> RDifference:
     """:func:`r_difference` of variants ``a`` and ``b`` over the experiment-days of :func:`pooled_points` where both
-    and the online value are known."""
+    and the online value are known (:func:`r_difference` drops the others)."""
     if a not in points or b not in points:
         return RDifference(a, b, math.nan, math.nan, math.nan, math.nan, 0, level, method)
-    x, ya, yb = (points[c].to_numpy(float) for c in ("online", a, b))
-    known = ~(np.isnan(x) | np.isnan(ya) | np.isnan(yb))
-    return r_difference(x[known], ya[known], yb[known], a=a, b=b, method=method, n_boot=n_boot, level=level, rng=rng)
+    return r_difference(points["online"], points[a], points[b], a=a, b=b, method=method, n_boot=n_boot, level=level,
+                        rng=rng)  # r_difference keeps the days where all three are finite
 
 
 def pooled_difference(daily: pd.DataFrame, a: str, b: str, *, reward: str, policy: str = "treatment",
