@@ -9,14 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from offeval_core.errors import UnknownName
+
 __all__ = ["OFFLINE_ARM", "offline_mask", "offline_rows"]
 
 OFFLINE_ARM = "control"
 
 
 def offline_mask(arms, arm: str | None = OFFLINE_ARM) -> np.ndarray:
-    """Boolean mask of the offline rows: ``arms == arm`` when any row is in ``arm``, else all rows
-    (also all rows when ``arm`` is None).
+    """Boolean mask of the offline rows: ``arms == arm`` when any row is in ``arm``; all rows when ``arm`` is
+    None, or when it is the control arm and no row is (logs without a control arm are all the logging
+    policy's). Any other arm that no row is in is an :class:`~offeval_core.errors.UnknownName`: estimates
+    asked of the treatment arm never silently come from the control arm.
 
     >>> offline_mask(["control", "treatment"]).tolist(), offline_mask(["a", "b"]).tolist()
     ([True, False], [True, True])
@@ -25,7 +29,12 @@ def offline_mask(arms, arm: str | None = OFFLINE_ARM) -> np.ndarray:
     if arm is None:
         return np.ones(len(values), dtype=bool)
     mask = (values == arm).to_numpy(dtype=bool)
-    return mask if mask.any() else np.ones(len(values), dtype=bool)
+    if mask.any():
+        return mask
+    if arm != OFFLINE_ARM and len(values):
+        raise UnknownName(f"no row is in the arm {arm!r}: the {len(values):,} rows are in other arms "
+                          f"(arm={OFFLINE_ARM!r} reads the logging policy's rows, arm=None every row)")
+    return np.ones(len(values), dtype=bool)
 
 
 def offline_rows(frame: pd.DataFrame, arm: str | None = OFFLINE_ARM) -> pd.DataFrame:

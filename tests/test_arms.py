@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from offeval_core.arms import offline_mask, offline_rows
+from offeval_core.errors import UnknownName
 
 
 def test_offline_mask_on_lists_series_and_without_control():
@@ -36,3 +38,30 @@ def test_offline_rows():
     assert offline_rows(no_arm) is no_arm
     only_treatment = f[f["arm"] == "treatment"]
     assert offline_rows(only_treatment)["x"].tolist() == [2]      # no control row: every row
+
+
+def test_an_arm_other_than_control_with_no_row_is_an_error_not_the_control_rows():
+    """Only the control arm falls back to every row (logs without a control arm are all the logging policy's);
+    an estimate asked of the treatment arm of control-only rows is refused, never taken from the control rows."""
+    with pytest.raises(UnknownName) as err:
+        offline_mask(["control", "control", "control"], arm="treatment")
+    assert str(err.value) == ("no row is in the arm 'treatment': the 3 rows are in other arms "
+                              "(arm='control' reads the logging policy's rows, arm=None every row)")
+    with pytest.raises(UnknownName, match="no row is in the arm 'treatment'"):
+        offline_rows(pd.DataFrame({"arm": ["control"], "x": [1]}), arm="treatment")
+    assert offline_mask([], arm="treatment").tolist() == []          # no rows: nothing to refuse
+    assert offline_mask(["treatment"], arm="control").tolist() == [True]   # the control fallback stays
+
+
+def test_clip_tuning_of_the_treatment_arm_of_control_only_logs_is_refused():
+    import math
+
+    from offeval_core import read_logs
+    from offeval_core.analyses import clip_tuning
+
+    df = pd.DataFrame({"session_id": [1, 1, 2], "rank": [1, 2, 1], "click": [1, 0, 1], "rank__new": [2, 1, 1],
+                       "arm": "control"})
+    kw = {"reward": "click", "discount": "log2", "exposure": "log2", "clips": [1, math.inf]}
+    with pytest.raises(UnknownName, match="no row is in the arm 'treatment'"):
+        clip_tuning(read_logs(df), policy="new", arm="treatment", **kw)
+    assert clip_tuning(read_logs(df), policy="new", **kw).n_sessions == 2

@@ -205,7 +205,12 @@ def test_per_user_metrics_called_directly_and_the_listing_limit():
 
     q, r = _world()
     # users in any order, one without relevant items (nDCG undefined: NaN, recall 0 / 0 is NaN too), linear gain
-    out = per_user_metrics(q, r, ["v", "w1", "u"], [parse_metric("ndcg@2"), parse_metric("recall@2")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no 0 / 0 warning for w1
+        out = per_user_metrics(q, r, ["v", "w1", "u"], [parse_metric("ndcg@2"), parse_metric("recall@2"),
+                                                         parse_metric("adg@2")])
+    assert math.isnan(out.loc["w1", "recall@2"]) and math.isnan(out.loc["w1", "adg@2"])
+    out = out.drop(columns="adg@2")
     assert out.index.name == "user" and list(out.index) == ["v", "w1", "u"]
     assert out.loc["v"].tolist() == pytest.approx([1 / L3, 1.0], rel=1e-12)
     assert out.loc["u"].tolist() == pytest.approx([2 / (3 + 2 / L3), 0.5], rel=1e-12)

@@ -239,6 +239,17 @@ def resolve_users(
     return users, skipped, zero_filled
 
 
+def _per_relevant(values: np.ndarray, n_rel: np.ndarray) -> np.ndarray:
+    """Recall@k and ADG@k divide by the user's number of relevant items: NaN for a user without one (also one
+    absent from the qrels, ``n_rel`` NaN), as nDCG is (no warning for the 0 / 0).
+
+    >>> _per_relevant(np.array([1.0, 0.0, 2.0]), np.array([2.0, 0.0, np.nan])).tolist()   # 1 / 2; 0 / 0; unknown
+    [0.5, nan, nan]
+    """
+    v, n = np.asarray(values, dtype=np.float64), np.asarray(n_rel, dtype=np.float64)
+    return np.divide(v, n, out=np.full(v.shape, np.nan), where=n > 0)
+
+
 def per_user_metrics(
     qrels: Qrels, run: Run, users: list[str], metrics: list[MetricSpec], *, gain_kind: str = "linear"
 ) -> pd.DataFrame:
@@ -274,9 +285,9 @@ def per_user_metrics(
                 idcg = per_user(ideal_gain, icut, qs["user"].to_numpy())
                 out[spec.label] = ndcg_of(d, idcg, empty=math.nan)
         elif spec.kind == "recall":
-            out[spec.label] = per_user(hit, cut, muser) / n_rel
+            out[spec.label] = _per_relevant(per_user(hit, cut, muser), n_rel)
         else:  # adg
-            out[spec.label] = per_user(hit * disc, cut, muser) / n_rel
+            out[spec.label] = _per_relevant(per_user(hit * disc, cut, muser), n_rel)
     return pd.DataFrame(out, index=index)
 
 
@@ -362,6 +373,6 @@ def topn_metrics(top_items: np.ndarray, relevance: np.ndarray, *, k: int, gain_k
         return {
             "dcg": np.where(valid, dcg, np.nan),
             "ndcg": np.where(valid, ndcg_of(dcg, idcg, empty=math.nan), np.nan),
-            "recall": np.where(valid, hits.sum(axis=1) / n_rel, np.nan),
-            "adg": np.where(valid, hits @ disc / n_rel, np.nan),
+            "recall": _per_relevant(hits.sum(axis=1), n_rel),
+            "adg": _per_relevant(hits @ disc, n_rel),
         }
