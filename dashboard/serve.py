@@ -77,17 +77,11 @@ def preload(*, wait: float = 30.0) -> None:
 
 
 def _warm_charts() -> None:
-    """Build a throwaway figure in the charts' layout: Plotly builds its template and property validators on first
-    use (about a quarter of a second), here instead of in the first chart a user waits for."""
+    """Plotly's template and validators built before the first chart (:func:`offeval_core.charts.warm_plotly`)."""
     try:
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
+        from offeval_core.charts import warm_plotly
 
-        from offeval_core.charts import _layout
-
-        fig = make_subplots(rows=1, cols=2)
-        fig.add_trace(go.Scatter(x=[0.0], y=[0.0], error_y={"array": [0.0]}), row=1, col=1)
-        _layout(fig, "").to_plotly_json()
+        warm_plotly()
     except Exception:  # the first chart builds them itself
         pass
 

@@ -25,7 +25,7 @@ __all__ = [
     "CAP_AXIS", "DECISION_CAPTION", "DECISION_COLOURS", "DECISION_COLOUR_NAMES", "DECISION_DASH", "DECISION_LABELS", "FONT",
     "INF_GAP", "METRIC_COLOURS", "METRIC_LABELS", "OKABE_ITO", "agreement_figure", "clip_positions",
     "clip_tuning_figure", "correlation_clip_figure", "correlation_figure", "correlation_series_figure", "decision_figure",
-    "pbm_curve_figure", "sensitivity_figure",
+    "pbm_curve_figure", "sensitivity_figure", "warm_plotly",
 ]
 
 
@@ -59,6 +59,17 @@ def _layout(fig: go.Figure, title: str, *, height: int = 440) -> go.Figure:
                       font=FONT, height=height + 70, margin={"l": 70, "r": 30, "t": 70, "b": 150},
                       legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0, "xanchor": "left"})
     return fig
+
+
+def warm_plotly() -> None:
+    """Build and serialise a throwaway figure in the charts' layout: Plotly builds its template and property
+    validators on first use (about a quarter of a second), so a server calls this before the first chart a user
+    waits for."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Scatter(x=[0.0], y=[0.0], error_y={"array": [0.0]}), row=1, col=1)
+    _layout(fig, "").to_plotly_json()
 
 
 def clip_positions(clips) -> tuple[np.ndarray, list[float], list[str]]:
