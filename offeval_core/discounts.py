@@ -27,7 +27,7 @@ from offeval_core.inputs import data_file, read_csv_limited
 from offeval_core.limits import Limits
 
 __all__ = [
-    "KINDS", "PBM_FLOOR", "DiscountModel", "learn_pbm", "parse_discount", "read_discount_table",
+    "KINDS", "PBM_FLOOR", "DiscountModel", "check_exposure_cutoff", "learn_pbm", "parse_discount", "read_discount_table",
     "survival_curve", "survival_from_counts",
 ]
 
@@ -116,6 +116,15 @@ class DiscountModel:
         if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all() or (values > 1).any():
             raise InputError("a learnt position-bias curve must be a non-empty sequence of probabilities in [0, 1]")
         return cls("pbm", param=floor, cutoff=cutoff, values=tuple(values.tolist()))
+
+
+def check_exposure_cutoff(exposure: DiscountModel) -> None:
+    """Refuse a cut-off on an exposure model D0 (a curve, not a table): logged items were viewed, so D0 is the
+    probability of viewing a logged rank, and a cut-off belongs to the target discount D. One rule for the reduce
+    and the importance weights."""
+    if exposure.kind != "table" and exposure.cutoff is not None:
+        raise SpecError(f"exposure model {exposure.spec!r} has a cut-off; a cut-off belongs to the target discount "
+                        "D, not to the exposure model D0 of logged (viewed) ranks")
 
 
 def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None) -> DiscountModel:

@@ -301,3 +301,21 @@ def test_registered_table_names_values_and_size_limit(monkeypatch):
     monkeypatch.setenv("OFFEVAL_MAX_TABLE_BYTES", str(len(data) - 1))
     with pytest.raises(LimitExceeded, match="larger than"):
         register_table(data, name="x.csv")
+
+
+def test_an_exposure_curve_with_a_cut_off_is_refused_by_the_reduce_and_the_weights_alike():
+    from offeval_core import read_logs
+    from offeval_core.discounts import check_exposure_cutoff
+    from offeval_core.engine import Grid, reduce
+
+    text = ("exposure model 'log2@3' has a cut-off; a cut-off belongs to the target discount D, not to the exposure "
+            "model D0 of logged (viewed) ranks")
+    with pytest.raises(SpecError) as err:
+        check_exposure_cutoff(parse_discount("log2@3"))
+    assert str(err.value) == text
+    check_exposure_cutoff(parse_discount("log2"))                     # no cut-off: nothing to say
+    logs = read_logs(pd.DataFrame({"session_id": [1, 1], "rank": [1, 2], "click": [1, 0], "rank__t": [2, 1]}))
+    with pytest.raises(SpecError) as err:
+        reduce(logs, Grid(rewards=("click",), policies=("t",), discounts=("log2",), exposures=("log2@3",),
+                          clips=(1.0, 2.0)))
+    assert str(err.value) == text

@@ -260,15 +260,23 @@ def test_weight_expr_propensity_ratio():
 
 def test_weight_expr_refuses_an_exposure_model_with_a_zero():
     logs = read_logs(ranked(), name="t.csv")
-    # exponential:1e-200 gives D0(3) = 1e-400, which is 0 in double precision; a cut-off gives 0 past it
-    for spec in ("exponential:1e-200", "reciprocal@2"):
+    # exponential:1e-200 gives D0(3) = 1e-400, which is 0 in double precision
+    setup = imp.resolve_weights(logs, ["new"], discount="reciprocal", exposure="exponential:1e-200")
+    source = imp.importance_source(logs, setup)
+    with pytest.raises(SpecError) as err:
+        imp.weight_expr(source, setup, "new", logs=logs)
+    assert str(err.value) == (
+        "exposure model 'exponential:1e-200' gives probability 0 to some logged ranks, so the weight D(R(i)) / D0(i) "
+        "is infinite there; use an exposure model > 0 at every rank")
+    # a cut-off on a curve D0 is refused as the reduce refuses it, whether it falls inside the logged ranks (1-4)
+    # or past them (where it zeroes nothing, so "probability 0 at a logged rank" would be untrue)
+    for spec in ("reciprocal@2", "reciprocal@10"):
         setup = imp.resolve_weights(logs, ["new"], discount="reciprocal", exposure=spec)
         source = imp.importance_source(logs, setup)
         with pytest.raises(SpecError) as err:
             imp.weight_expr(source, setup, "new", logs=logs)
-        assert str(err.value) == (
-            f"exposure model {spec!r} gives probability 0 to some logged ranks, so the weight D(R(i)) / D0(i) is "
-            "infinite there; use an exposure model > 0 at every rank")
+        assert str(err.value) == (f"exposure model {spec!r} has a cut-off; a cut-off belongs to the target discount "
+                                  "D, not to the exposure model D0 of logged (viewed) ranks")
     # exponential:0.5 stays positive: 1, 1/2, 1/4, 1/8
     setup = imp.resolve_weights(logs, ["new"], discount="reciprocal", exposure="exponential:0.5")
     assert _weights(logs, setup, "new")[:2] == pytest.approx([0.5, 2.0], rel=1e-12)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from offeval_core.discounts import DiscountModel, parse_discount
+from offeval_core.discounts import DiscountModel, check_exposure_cutoff, parse_discount
 from offeval_core.engine.grid import DEFAULT_CLIPS, GROUP_KEYS, INF_CLIP, METRICS, Grid, Moments
 from offeval_core.engine.kernel import _state, binary_rewards, compiled_moments
 from offeval_core.engine.lookups import source_discount, variant_table
@@ -215,11 +215,7 @@ def _check_exposures(exposures: Sequence[DiscountModel], grid: Grid, max_rank: i
                 "logged items were viewed, so an exposure model must be > 0 at every logged rank "
                 "(drop the cut-off or use a finite clip grid)"
             )
-        if e.kind != "table" and e.cutoff is not None:
-            raise SpecError(
-                f"exposure model {e.spec!r} has a cut-off; a cut-off belongs to the target discount D, "
-                "not to the exposure model D0 of logged (viewed) ranks"
-            )
+        check_exposure_cutoff(e)
 
 
 LONG_COLUMNS = ("n", "sum", "m2", "den_sum", "den_m2", "co_den", "sum_diff", "m2_diff", "co_diff_den")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.arms import offline_rows
-from offeval_core.discounts import parse_discount
+from offeval_core.discounts import check_exposure_cutoff, parse_discount
 from offeval_core.engine import GROUP_KEYS, Source, connect
 from offeval_core.engine.lookups import rank_lookup
 from offeval_core.errors import InputError, SpecError, UnknownName, WrongType
@@ -209,7 +209,8 @@ def weight_expr(source: Source, setup: WeightSetup, policy: str, *, logs: Logs |
     kw = {} if pbm_floor is None else {"floor": pbm_floor}
     d = parse_discount(setup.discount, logs=logs, **kw)
     d0 = parse_discount(setup.exposure, logs=logs, **kw)
-    if d0.cutoff is not None or min(d0.table(source.max_rank)) <= 0:
+    check_exposure_cutoff(d0)
+    if min(d0.table(source.max_rank)) <= 0:
         raise SpecError(f"exposure model {setup.exposure!r} gives probability 0 to some logged ranks, so the "
                          "weight D(R(i)) / D0(i) is infinite there; use an exposure model > 0 at every rank")
     return rank_lookup(d, t[POLICY_PREFIX + policy], source.max_rank) / rank_lookup(d0, t["rank"], source.max_rank)
