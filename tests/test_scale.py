@@ -136,6 +136,10 @@ def test_cli_reduce_writes_moments_with_settings(world, tmp_path, capsys):
     m = read_moments(out)
     meta = read_metadata(out)["settings"]
     assert meta["engine"] == "duckdb" and meta["memory_limit"] == "1GB" and meta["clips"] == [1.0, 16.0, "inf"]
+    # the budget is the process's: DuckDB got 60 % of what the process did not hold (this test process holds
+    # between 0.1 and 0.9 GB when the reduce starts)
+    duck = meta["duckdb_memory_limit"]
+    assert duck.endswith("B") and 0.6 * (10**9 - 9 * 10**8) <= int(duck[:-1]) <= 0.6 * (10**9 - 10**8)
     assert printed["sessions"] == meta["sessions"] == int(m.online["n"].sum())
     assert m.grid.clips == (1.0, 16.0, math.inf) and m.grid.policies == ("treatment",)
 

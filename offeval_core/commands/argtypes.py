@@ -7,6 +7,8 @@ import argparse
 import ipaddress
 import re
 
+from offeval_core.errors import SpecError
+
 __all__ = ["host", "memory_size", "non_negative_int", "positive_int"]
 
 
@@ -48,14 +50,14 @@ def host(text: str) -> str:
     return value
 
 
-_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|tb|kib|mib|gib|tib|%)", re.IGNORECASE)
-
-
 def memory_size(text: str) -> str:
-    """A DuckDB memory limit: a positive size with a unit (``2GB``, ``512MiB``) or a share of the machine's
-    memory (``80%``)."""
-    m = _MEMORY.fullmatch(str(text).strip())
-    if not m or float(m.group(1)) <= 0 or (m.group(2) == "%" and float(m.group(1)) > 100):
+    """A memory budget: a positive size with a unit (``2GB``, ``512MiB``) or a share of the machine's memory
+    (``80%``), as :func:`offeval_core.memory.memory_bytes` reads it."""
+    from offeval_core.memory import memory_bytes
+
+    try:
+        memory_bytes(text, total=1)
+    except SpecError:
         raise argparse.ArgumentTypeError(f"must be a positive size with a unit such as 2GB or 512MiB, or a share "
-                                         f"of the memory such as 80%, got {text!r}")
-    return m.group(1) + m.group(2)
+                                         f"of the memory such as 80%, got {text!r}") from None
+    return re.sub(r"\s+", "", str(text))

@@ -26,6 +26,7 @@ from offeval_core.errors import InputError, SpecError, UnreadableInput
 from offeval_core.fingerprint import file_digest, file_signature
 from offeval_core.inputs import file_kind
 from offeval_core.mapping import PATTERN_PREFIXES, SCHEMA_FIELDS, parse_mapping
+from offeval_core.memory import duckdb_memory_limit
 from offeval_core.moments_cache import MomentsCache, moments_key
 from offeval_core.moments_io import write_moments
 from offeval_core.safe_io import check_output
@@ -52,7 +53,8 @@ def register(sub) -> None:
     p.add_argument("--engine", default="duckdb", choices=["duckdb", "spark"], help="default duckdb")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL (default local[2])")
     p.add_argument("--memory-limit", type=memory_size, default=None,
-                   help="DuckDB memory limit, e.g. 2GB or 80%% (spills beyond it)")
+                   help="memory budget of the whole process, e.g. 2GB or 80%% of the machine's: DuckDB gets "
+                        "60%% of what the process does not already hold and spills beyond it")
     p.add_argument("--threads", type=positive_int, default=None, help="DuckDB threads (default: all cores)")
     p.add_argument("--temp-dir", default=None, help="DuckDB spill directory")
     p.add_argument("--rewards", default="", help="reward columns, comma-separated (default: the columns read as "
@@ -119,6 +121,7 @@ def run(args) -> int:
     import duckdb
 
     rewards = _rewards(args)
+    duckdb_limit = None
     if args.engine == "spark":
         if args.memory_limit:
             print("offeval reduce: note: --memory-limit applies to DuckDB; size Spark executors with "
@@ -126,7 +129,8 @@ def run(args) -> int:
         backend = connect_spark(args.spark_master)
     else:
         try:
-            backend = connect(memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_dir)
+            duckdb_limit = duckdb_memory_limit(args.memory_limit) if args.memory_limit else None
+            backend = connect(memory_limit=duckdb_limit, threads=args.threads, temp_directory=args.temp_dir)
         except duckdb.Error as exc:
             raise InputError(f"DuckDB refuses these settings (--memory-limit, --threads, --temp-dir): "
                              f"{one_line(str(exc))[:200]}") from None
@@ -151,7 +155,8 @@ def run(args) -> int:
     except engine_errors as exc:
         raise _engine_error(args.logs, exc) from None
     _write(args, source, moments, (t0, t1, time.perf_counter()), logs=str(args.logs), engine=args.engine,
-           spark_master=args.spark_master if args.engine == "spark" else None, memory_limit=args.memory_limit)
+           spark_master=args.spark_master if args.engine == "spark" else None, memory_limit=args.memory_limit,
+           duckdb_memory_limit=duckdb_limit)
     if args.engine == "spark":
         backend._session.stop()
     return 0
@@ -208,13 +213,13 @@ def _grid(args, source) -> Grid:
 
 
 def _write(args, source, moments, times, *, logs: str, engine: str, spark_master, memory_limit,
-           inputs=None) -> None:
+           duckdb_memory_limit: str | None = None, inputs=None) -> None:
     """Write the moments with the run's settings in their metadata and print the run's summary line."""
     t0, t1, t2 = times
     grid = moments.grid
     sessions = int(source.counts["n"].sum())
     settings = {"logs": logs, "engine": engine, "spark_master": spark_master,
-                "memory_limit": memory_limit, "ndcg_rule": args.ndcg_rule, "sessions": sessions,
+                "memory_limit": memory_limit, "duckdb_memory_limit": duckdb_memory_limit, "ndcg_rule": args.ndcg_rule, "sessions": sessions,
                 "rows": source.n_rows, "seconds_scan": round(t1 - t0, 3), "seconds_reduce": round(t2 - t1, 3),
                 "clips": [clip_value(c) for c in grid.clips], "offline_arm": "control"}
     path = write_moments(moments, args.out, settings=settings, force=args.force,

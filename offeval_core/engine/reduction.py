@@ -103,6 +103,7 @@ def _reduce(source: Source, grid: Grid, *, pbm_floor: float | None) -> Moments:
 
     online = _online(source, grid.rewards, counts, keys)
     offline = pd.concat(offline_parts, ignore_index=True)
+    del offline_parts  # (the peak memory of the reduce is the frames held at once)
     if source.groups is not None:
         offline = _expand_groups(offline, source.groups)
         online = _expand_groups(online, source.groups)
@@ -181,8 +182,13 @@ def _online(source: Source, rewards: Sequence[str], counts: pd.DataFrame, keys: 
 
 
 def _expand_groups(df: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
-    out = groups.merge(df, on="g", how="right").drop(columns="g")
-    return out
+    """``df`` with its group code ``g`` replaced by the group's keys (the columns of ``groups`` but ``g``, first):
+    the keys' rows taken by position, one copy (a merge hashed and copied every column)."""
+    at = pd.Index(groups["g"]).get_indexer(df["g"])
+    if (at < 0).any():  # a code without a group (never from the reduce): the merge, whose missing keys are NaN
+        return groups.merge(df, on="g", how="right").drop(columns="g")
+    keys = groups.drop(columns="g").take(at).reset_index(drop=True)
+    return pd.concat([keys, df.drop(columns="g").reset_index(drop=True)], axis=1)
 
 
 def _check_source_names(source: Source, grid: Grid) -> None:
@@ -305,9 +311,17 @@ def check_finite_moments(frame: pd.DataFrame, *, what: str, roles=OFFLINE_ROLES)
 
 
 def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:
+    """The variant columns first, rows sorted by them (stable; missing values last), group keys as text. The order
+    is a lexsort of each column's sorted codes and the rows are taken once: ``sort_values`` over the object
+    columns held several copies of the frame at once, the reduce's peak memory."""
     front = [*keys, "reward"] + [c for c in ("discount", "exposure", "clip", "policy", "metric") if c in df.columns]
     rest = [c for c in df.columns if c not in front]
-    df = df[front + rest].sort_values(front, kind="stable").reset_index(drop=True)
+    codes = []
+    for c in front:
+        code, uniques = pd.factorize(df[c], sort=True)
+        codes.append(np.where(code < 0, len(uniques), code))  # missing last, as sort_values puts them
+    order = np.lexsort(codes[::-1]) if len(df) else np.zeros(0, dtype=np.int64)
+    df = df[front + rest].take(order).reset_index(drop=True)
     for k in ("experiment_id", "arm", "segment"):
         df[k] = df[k].astype(str)
     return df

@@ -38,11 +38,13 @@ def connect(*, memory_limit: str | None = None, threads: int | None = None, temp
     """The embedded default backend: an in-memory DuckDB through Ibis.
 
     ``memory_limit`` (e.g. ``"2GB"``) caps DuckDB's buffer memory; larger intermediates spill to
-    ``temp_directory`` (DuckDB's default ``.tmp`` next to the working directory when not given).
+    ``temp_directory`` (DuckDB's default ``.tmp`` next to the working directory when not given). The allocator's
+    background threads hand the memory of a finished query back to the system (without them the process kept
+    about 0.7 GB after a reduce of the demo's graded reward, for the pandas steps that follow to add to).
     """
     config = {k: v for k, v in {"memory_limit": memory_limit, "threads": threads,
                                 "temp_directory": temp_directory}.items() if v is not None}
-    return ibis.duckdb.connect(**config)
+    return ibis.duckdb.connect(allocator_background_threads=True, **config)
 
 
 def connect_spark(master: str = "local[2]", *, app_name: str = "offeval", shuffle_partitions: int | None = None,
