@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
      "offeval_core.limits", "offeval_core.sanitize", "offeval_core.safe_io", "offeval_core.inputs", "offeval_core.inputs_parquet",
      "offeval_core.mapping", "offeval_core.formatting", "offeval_core.multiple",
      "offeval_core.defaults", "offeval_core.arm_values", "offeval_core.moment_columns", "offeval_core.labels",
-     "offeval_core.file_cache"),
+     "offeval_core.file_cache", "offeval_core.memory"),
     ("offeval_core.stats", "offeval_core.intervals", "offeval_core.registry", "offeval_core.discounts", "offeval_core.log_schema", "offeval_core.log_rules", "offeval_core.log_checks", "offeval_core.fingerprint", "offeval_core.logs_cache", "offeval_core.logs", "offeval_core.agreement",
      "offeval_core.column_kinds", "offeval_core.reading", "offeval_core.policies",
      "offeval_core.understanding", "offeval_core.display", "offeval_core.figure_text", "offeval_core.charts",
