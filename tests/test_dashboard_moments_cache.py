@@ -105,10 +105,25 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
 
     st.cache_resource.clear()  # a restart
     monkeypatch.setattr(datasets, "reduce", refuse)
+    started = []
+    monkeypatch.setattr(warmup, "warm_up", lambda ds, **kw: started.append((ds.key, kw)))
     assert warmup.prefetch(key) == [second]
+    assert started == []  # a reward the pages pool is not cached: no preparation before a page asks
+    real_cached = datasets.cached
     monkeypatch.setattr(datasets, "cached", refuse)  # in memory now: the page reads neither disk nor engine
     got = data.moments(ds.key, second, "pbm", "pbm")
     pd.testing.assert_frame_equal(got.offline, expected.offline, check_exact=True)
+
+    # every reward's default moments cached (an earlier server prepared them): the preparation starts at once, with
+    # the pages' default reward and policy
+    monkeypatch.setattr(datasets, "cached", real_cached)
+    monkeypatch.setattr(datasets, "reduce", real_reduce)
+    for r in ds.rewards:
+        data.moments(key, r, "pbm", "pbm")
+    st.cache_resource.clear()
+    monkeypatch.setattr(datasets, "reduce", refuse)
+    assert warmup.prefetch(key) == list(ds.rewards)
+    assert started == [(key, {"reward": warmup.default_reward(ds), "policy": ds.targets.default})]
 
     with caplog.at_level("INFO", logger="dashboard.data.warmup"):
         assert warmup.prefetch("served:0000") == []

@@ -198,8 +198,11 @@ def prefetch(key: str) -> list[str]:
     """At server start, before the first user: load dataset ``key`` (the demo, or the file the server was started
     on) and read the default moments of every reward (D = D0 = pbm) that the persistent moments cache holds, into
     the caches the pages read; return the rewards read. Reads only: a reduce the cache does not hold is left to the
-    pages and :func:`warm_up` (computing it here would compete with the first page). A dataset that fails to load
-    is left to the page, which shows the error; so is an unreadable entry (the page computes it)."""
+    pages and :func:`warm_up` (computing it here would compete with the first page). When the cache held them all
+    (an earlier server prepared these logs), the background preparation starts now, at the navigation's order, so
+    the default analyses are ready or under way when the first page asks for them (the first session's
+    :func:`warm_up` finds it started). A dataset that fails to load is left to the page, which shows the error;
+    so is an unreadable entry (the page computes it)."""
     from dashboard.state import DEFAULTS as D
     from offeval_core.moments_cache import MomentsCache, logs_key
 
@@ -213,6 +216,9 @@ def prefetch(key: str) -> list[str]:
             if store.path(logs_key(ds.logs, default_grid(ds.logs, r, D.discount, D.exposure))).is_file():
                 moments(ds.key, r, D.discount, D.exposure)
                 read.append(r)
+        reward, policy = default_choices(ds)
+        if read and set(sensitivity_rewards(ds, reward, True)) <= set(read):
+            warm_up(ds, reward=reward, policy=policy)
         return read
     except Exception as exc:  # the page loads it again and shows what went wrong
         _LOG.info("no prefetch of %s: %s", key, exc)
