@@ -185,6 +185,13 @@ def test_merge_moments_by_hand():
     assert merge_moments(a, c).online["sum"].tolist() == [2.0, 1.0, 1.0]
     one = merge_moments(a)
     assert one.grid == a.grid and one.offline.equals(a.offline) and one.source == "first.parquet"
+    # parts of different rewards (the Sensitivity page's pooled rewards): their rows one after the other
+    d = _moments(rewards=("like",), policies=("a",), discounts=("log2",), exposures=("log2",), clips=(1,),
+                 offline=_offline([("e1", "control", "like", "log2", "log2", 1.0, "a", "dcg", 3, 7.0)]),
+                 online=_online([("e1", "control", "like", 3, 6.0)]))
+    both = merge_moments(a, d)
+    assert both.offline["sum"].tolist() == [1.5, 2.5, 7.0] and list(both.offline.index) == [0, 1, 2]
+    assert both.online["sum"].tolist() == [2.0, 1.0, 6.0] and both.grid.rewards == ("click", "like")
 
 
 def test_merge_moments_checks_its_parts():

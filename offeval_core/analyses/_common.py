@@ -110,7 +110,8 @@ def merge_moments(*parts: Moments) -> Moments:
     """Combine moments of the same logs computed for different discount / clip grids into one object.
 
     Useful to compute only the (discount, exposure) pairs an analysis needs (e.g. log2 with log2 and pbm
-    with pbm) instead of their full cross product. Rows of identical variants are kept once.
+    with pbm) instead of their full cross product. Rows of identical variants are kept once (parts of
+    different rewards are only concatenated: they share no variant).
     """
     if not parts:
         raise InputError("merge_moments needs at least one Moments, got none")
@@ -128,9 +129,12 @@ def merge_moments(*parts: Moments) -> Moments:
         return tuple(out)
 
     keys = [*first.keys, "reward", "discount", "exposure", "clip", "policy", "metric"]
-    offline = pd.concat([p.offline for p in parts], ignore_index=True).drop_duplicates(subset=keys)
-    online = pd.concat([p.online for p in parts], ignore_index=True).drop_duplicates(
-        subset=[*first.keys, "reward"])
+    offline = pd.concat([p.offline for p in parts], ignore_index=True)
+    online = pd.concat([p.online for p in parts], ignore_index=True)
+    rewards = [r for p in parts for r in dict.fromkeys(p.grid.rewards)]
+    if len(set(rewards)) < len(rewards):  # parts of other rewards share no row (a Moments has one row per variant)
+        offline = offline.drop_duplicates(subset=keys)
+        online = online.drop_duplicates(subset=[*first.keys, "reward"])
     grid = Grid(rewards=union("rewards"), policies=union("policies"), discounts=union("discounts"),
                 exposures=union("exposures"), clips=union("clips"), ndcg_rule=first.grid.ndcg_rule)
     labels: dict[str, str] = {}
