@@ -57,3 +57,17 @@ def test_a_connection_hands_a_finished_querys_memory_back():
     con = connect(memory_limit="300MB").con
     assert con.sql("SELECT current_setting('allocator_background_threads')").fetchall()[0][0] is True
     assert con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0] == "286.1 MiB"
+
+
+def test_reduce_with_a_budget_below_what_the_process_holds_is_refused_before_reading(tmp_path, capsys):
+    import pandas as pd
+
+    from offeval_core.cli import main
+
+    logs = tmp_path / "logs.parquet"
+    pd.DataFrame({"session_id": [1, 1], "rank": [1, 2], "click": [1, 0], "rank__t": [2, 1]}).to_parquet(logs)
+    out = tmp_path / "m.parquet"
+    assert main(["reduce", str(logs), "--out", str(out), "--memory-limit", "1MB"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("offeval reduce: error: a memory budget of 1MB leaves DuckDB 0 MiB beside the ")
+    assert "MiB this process already holds; give at least " in err and not out.exists()
