@@ -113,6 +113,32 @@ def test_decision_labels_are_one_annotation_per_box():
     assert by["b"].font.color == DECISION_COLOURS["other"]
 
 
+def test_the_preparation_puts_the_steps_of_the_page_the_user_opens_next():
+    """A page opened while the preparation runs (here Clip tuning, while the moments of a reward are computed) gets
+    its steps next, after the step under way; the sidebar's "n of N done; next: …" reads the new order."""
+    from dashboard.data.warmup import Warmup, _run
+
+    ran, seen = [], {}
+    labels = ("data summary", "moments of a", "sensitivity", "decisions", "clip tuning")
+
+    def step(label):
+        def call():
+            ran.append(label)
+            if label == "moments of a":
+                job.put_first("clip-tuning")
+                seen["steps"], seen["under way"] = job.steps, job.steps[job.done]
+        return call
+
+    job = Warmup(labels, _todo=[(label, step(label)) for label in labels])
+    _run(job)
+    assert ran == ["data summary", "moments of a", "clip tuning", "sensitivity", "decisions"]
+    assert seen == {"steps": ("data summary", "moments of a", "clip tuning", "sensitivity", "decisions"),
+                    "under way": "moments of a"}
+    assert (job.done, job.running, job.steps) == (5, False, seen["steps"])
+    job.put_first("sensitivity")  # nothing left to re-order
+    assert job.steps == seen["steps"]
+
+
 def test_background_preparation_computes_each_pages_defaults(tmp_path):
     from dashboard import data
     from dashboard.data.warmup import Warmup, _run, steps
@@ -127,8 +153,8 @@ def test_background_preparation_computes_each_pages_defaults(tmp_path):
     assert labels[:len(rewards) + 1] == ["data summary", *(f"moments of {r}" for r in rewards)]
     assert labels[len(rewards) + 1:] == ["sensitivity", f"moments of {rewards[0]} (log2)", "correlation",
                                      "Table 2 across clips", "DCG vs nDCG", "decisions", "clip tuning", "candidates"]
-    job = Warmup(tuple(labels))
-    _run(job, todo)
+    job = Warmup(tuple(labels), _todo=list(todo))
+    _run(job)
     assert (job.done, job.failed, job.running) == (len(todo), [], False)
     assert all(data.is_ready("moments", ds.key, r, "pbm", "pbm") for r in rewards)
     # the page's own call reads the prepared value: the same numbers as the core on the same moments

@@ -47,15 +47,33 @@ _JOBS: dict[str, Warmup] = {}
 
 @dataclass
 class Warmup:
-    """Progress of one dataset's background preparation: the steps' labels and how many are done."""
+    """Progress of one dataset's background preparation: the steps' labels in their order and how many are done.
+    The steps not started yet are re-ordered for the page the user is on (:meth:`put_first`)."""
 
     steps: tuple[str, ...]
     done: int = 0
     failed: list[str] = field(default_factory=list)
+    _todo: list = field(default_factory=list, repr=False)
+    _started: int = field(default=0, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def running(self) -> bool:
         return self.done < len(self.steps)
+
+    def put_first(self, page: str) -> None:
+        """The steps not started yet of the page at url path ``page`` first (:func:`page_first`): a page opened
+        while the preparation runs waits only for the step under way, not for the other pages' steps."""
+        with self._lock:
+            self._todo = page_first(self._todo, page)
+            self.steps = self.steps[:self._started] + tuple(label for label, _ in self._todo)
+
+    def _next(self) -> tuple[str, Callable[[], object]] | None:
+        with self._lock:
+            if not self._todo:
+                return None
+            self._started += 1
+            return self._todo.pop(0)
 
 
 def default_reward(ds: Dataset) -> str:
@@ -139,8 +157,9 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     return steps
 
 
-def _run(job: Warmup, steps: list[tuple[str, Callable[[], object]]]) -> None:
-    for label, call in steps:
+def _run(job: Warmup) -> None:
+    while (step := job._next()) is not None:
+        label, call = step
         try:
             call()
         except Exception as exc:  # a page shows its own error when it asks for the same result
@@ -177,20 +196,23 @@ def page_first(todo: list[tuple[str, Callable[[], object]]], page: str) -> list[
 
 def warm_up(ds: Dataset, *, reward: str, policy: str | None, page: str = "") -> Warmup | None:
     """Start preparing ``ds``'s pages in the background (once per dataset key and server process), the steps of
-    the page the user is on (url path ``page``) first; return its progress. Nothing for a moments file (nothing
+    the page the user is on (url path ``page``) first, and put them first again whenever the user opens another
+    page while it runs; return its progress. Nothing for a moments file (nothing
     heavy to prepare) or outside a running server."""
     if ds.is_moments or not _serving() or not enabled():
         return None
     with _LOCK:
         job = _JOBS.get(ds.key)
-        if job is None:
-            try:
-                todo = page_first(steps(ds, reward, policy), page)
-            except LookupError as exc:  # the upload is gone from the server's store: the page says so itself
-                _LOG.info("no background preparation of %s: %s", ds.key, exc)
-                return None
-            job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in todo))
-            threading.Thread(target=_run, args=(job, todo), name="offeval-prepare", daemon=True).start()
+        if job is not None:
+            job.put_first(page)  # (started at server start, or by another page: this page's steps next)
+            return job
+        try:
+            todo = page_first(steps(ds, reward, policy), page)
+        except LookupError as exc:  # the upload is gone from the server's store: the page says so itself
+            _LOG.info("no background preparation of %s: %s", ds.key, exc)
+            return None
+        job = _JOBS[ds.key] = Warmup(tuple(label for label, _ in todo), _todo=list(todo))
+        threading.Thread(target=_run, args=(job,), name="offeval-prepare", daemon=True).start()
         return job
 
 
