@@ -5,6 +5,7 @@ takeaway follow from the table; bad arguments name what is wrong."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from analyses_world import per_session_totals
 
@@ -130,3 +131,34 @@ def test_equal_margins_pick_the_most_clipped_value(world):
     res = correlation_by_clip(m, reward="like")
     assert res.margin(4096.0) == res.margin(math.inf)
     assert res.best_clip == 4096.0
+
+
+def _clip_table():
+    """Pooled r by hand: margins 0.8 − max(0.5, 0.6) = 0.2 at m = 4, 0.6 − 0.5 = 0.1 at 16, 0.55 − 0.7 at ∞."""
+    r = {("pbm", 1.0): 0.4, ("log2", 1.0): 0.5, ("pbm", 4.0): 0.8, ("log2", 4.0): 0.6, ("pbm", 16.0): 0.6,
+         ("log2", 16.0): 0.45, ("pbm", math.inf): 0.55, ("log2", math.inf): 0.7}
+    return pd.DataFrame([{"clip": c, "discount": d, "r": v, "n_points": 12 if c < 16 else 11}
+                         for (d, c), v in r.items()])
+
+
+def test_takeaway_by_hand_names_the_bootstrap_level_used():
+    """The whole takeaway of a table and differences written by hand: where it holds, where it does not, ahead
+    within the noise, the largest margin and the unclipped value each with its worst difference and CI — whose
+    level is the one the differences are computed at (LEVEL, 99 %), not a fixed 95 %."""
+    from offeval_core.analyses.correlation_clip import _margins, _takeaway
+    from offeval_core.defaults import LEVEL
+
+    assert LEVEL == 0.99
+    t = _clip_table()
+    margins = _margins(t, "pbm")
+    assert margins == pytest.approx({4.0: 0.2, 16.0: 0.1, math.inf: -0.15})
+    diffs = pd.DataFrame({"clip": [4.0, 4.0, math.inf, math.inf], "vs": ["C", "Q4", "C", "Q"],
+                          "diff": [0.3, 0.2, 0.05, -0.15], "low": [0.1, 0.05, -0.1, -0.3],
+                          "high": [0.5, 0.35, 0.2, 0.0]})
+    text = _takeaway(t, margins, (4.0,), 4.0, model="pbm", reward="like", sym="ρ", differences=diffs)
+    assert text == (
+        "Pooled over 12 experiment-days of the target policy (like), KDD'24 Table 2's finding — DCG (pbm, Q̂) tracks "
+        "the online reward better than DCG (log2, C) and DCG (log2, Q̂) at the same clip, by more than the bootstrap "
+        "noise — holds at m ∈ {4} and not at m ∈ {∞}; ahead by the point estimate but within the noise at m ∈ {16}; "
+        "largest margin at m = 4 (ρ = 0.80 vs 0.60, difference +0.20, 99 % bootstrap CI +0.05 to +0.35); unclipped "
+        "(m = ∞): ρ = 0.55 vs 0.70, difference -0.15, 99 % bootstrap CI -0.30 to +0.00, it does not hold.")
