@@ -308,3 +308,268 @@ def test_a_day_without_an_offline_value_is_left_out_of_its_cell():
     expected = sps.pearsonr(online.loc[known.index].to_numpy(), known.to_numpy())
     assert cells.loc["pndcg", "r"] == pytest.approx(expected.statistic, abs=1e-12)
     assert cells.loc["pndcg", "p_value"] == pytest.approx(expected.pvalue, abs=1e-12)
+
+
+def test_default_variants_by_hand():
+    """Table 2's five columns: C is m = 1, Q̂ the clip asked (a float), the learnt PBM's spec as given."""
+    from offeval_core.analyses import Variant
+    from offeval_core.analyses.correlation import default_variants
+
+    assert default_variants() == DEFAULT_VARIANTS == (
+        Variant("dcg", "log2", "log2", 1.0), Variant("dcg", "log2", "log2", math.inf),
+        Variant("dcg", "pbm", "pbm", 1.0), Variant("dcg", "pbm", "pbm", math.inf),
+        Variant("ndcg", "pbm", "pbm", math.inf))
+    got = default_variants(8, pbm="pbm:0.001")
+    assert got == (Variant("dcg", "log2", "log2", 1.0), Variant("dcg", "log2", "log2", 8.0),
+                   Variant("dcg", "pbm:0.001", "pbm:0.001", 1.0), Variant("dcg", "pbm:0.001", "pbm:0.001", 8.0),
+                   Variant("ndcg", "pbm:0.001", "pbm:0.001", 8.0))
+    assert all(type(v.clip) is float for v in got)
+
+
+def _hand_result(**kw):
+    """A correlation result written by hand: rows e2 (Rₜ), e1 (R₀, with an identity) and e3 (no r), in that order."""
+    from offeval_core.analyses.correlation import CorrelationResult
+
+    t = pd.DataFrame({"experiment_id": ["e2", "e2", "e1", "e1", "e3", "e3"], "reward": ["click"] * 6,
+                      "policy": ["treatment", "treatment", "logging", "logging", "treatment", "treatment"],
+                      "policy_label": ["Rₜ", "Rₜ", "R₀", "R₀", "Rₜ", "Rₜ"], "variant": ["A", "B"] * 3,
+                      "r": [0.9, 0.4, 1.0, 0.25, math.nan, math.nan],
+                      "p_value": [0.004, 0.3, 0.0, 0.01, math.nan, math.nan],
+                      "significant": [True, False, True, True, False, False],
+                      "identity": [False, False, True, False, False, False],
+                      "best": [True, False, False, True, False, False]})
+    args = dict(table=t, daily=pd.DataFrame(), variants=(), method="kendall", warnings=(), takeaway="", alpha=0.1,
+                labels=("A", "B"), target="v<2>")
+    return CorrelationResult(**{**args, **kw})
+
+
+def test_wide_layout_by_hand():
+    """One row per (experiment, reward, policy label) of the levels, in the table's order (pivot_table without
+    dropna: every combination of the levels, a combination without cells — and e3's row without an r — kept as
+    NaN), columns (variant, r | p_value) in the labels' order."""
+    w = _hand_result(labels=("B", "A")).wide()
+    nan = math.nan
+    index = pd.MultiIndex.from_tuples([(e, "click", p) for e in ("e2", "e1", "e3") for p in ("Rₜ", "R₀")],
+                                      names=["experiment_id", "reward", "policy_label"])
+    columns = pd.MultiIndex.from_tuples([("B", "r"), ("B", "p_value"), ("A", "r"), ("A", "p_value")],
+                                        names=["variant", "statistic"])
+    want = pd.DataFrame([[0.4, 0.3, 0.9, 0.004], [nan] * 4, [nan] * 4, [0.25, 0.01, 1.0, 0.0], [nan] * 4, [nan] * 4],
+                        index=index, columns=columns)
+    pd.testing.assert_frame_equal(w, want)
+
+
+def test_styled_html_by_hand():
+    """The whole table: Kendall's τ in the heads, † where significant, the best r bold, p below 0.01 as "<0.01"
+    (0.01 itself printed), the identity greyed with no p, a row without r as dashes, rows in the table's order,
+    names escaped, the caption's α and target."""
+    got = _hand_result().styled_html()
+    style = ("<style>.t2{border-collapse:collapse;font:13px Helvetica,Arial,sans-serif}"
+             ".t2 td,.t2 th{padding:3px 8px;text-align:right;border-bottom:1px solid #ddd}"
+             ".t2 thead th{border-bottom:2px solid #333;text-align:center}"
+             ".t2 caption{caption-side:bottom;text-align:left;padding-top:6px;color:#444}</style>")
+    caption = ("Correlation across days between the online mean reward per session and offline metrics (Kendall τ, "
+               "two-tailed p). † p &lt; 0.1; bold: best per row; ≡: identity (DCG of the logging policy with D = D0 "
+               "at m = ∞, or an importance estimator of it, is the control arm's observed reward, r = 1 by "
+               "construction; not ranked). R₀ = logging policy (control arm), Rₜ = v&lt;2&gt; (treatment arm); "
+               "offline values on control logs.")
+    head = ('<thead><tr><th rowspan="2">experiment</th><th rowspan="2">reward</th><th rowspan="2">policy</th>'
+            '<th colspan="2">A</th><th colspan="2">B</th></tr><tr><th>τ</th><th>p-val</th><th>τ</th><th>p-val</th>'
+            "</tr></thead>")
+    body = ("<tbody><tr><th>e2</th><th>click</th><th>Rₜ</th><td><b>0.90<sup>†</sup></b></td><td>&lt;0.01</td>"
+            "<td>0.40</td><td>0.30</td></tr>"
+            '<tr><th>e1</th><th>click</th><th>R₀</th><td style="color:#888" title="identity: offline on the logging '
+            'policy equals the online control by construction">≡ 1.00</td><td>–</td><td><b>0.25<sup>†</sup></b></td>'
+            "<td>0.01</td></tr>"
+            "<tr><th>e3</th><th>click</th><th>Rₜ</th><td>–</td><td>–</td><td>–</td><td>–</td></tr></tbody>")
+    assert got == f'{style}<table class="t2"><caption>{caption}</caption>{head}{body}</table>'
+    t = _hand_result().table
+    pearson = _hand_result(method="pearson", alpha=0.05, labels=("B", "A"), target="treatment",
+                           table=t.assign(reward="a&b")).styled_html()
+    assert ('<th colspan="2">B</th><th colspan="2">A</th></tr><tr><th>r</th><th>p-val</th><th>r</th><th>p-val</th>'
+            in pearson)
+    assert "(Pearson r, two-tailed p). † p &lt; 0.05;" in pearson and "Rₜ = treatment (treatment arm)" in pearson
+    assert "<tr><th>e2</th><th>a&amp;b</th><th>Rₜ</th><td>0.40</td><td>0.30</td><td><b>0.90<sup>†</sup></b></td>" in pearson
+
+
+def test_series_and_its_takeaway_by_hand():
+    """The drill-down of a result written by hand (target policy ``v2``, variants A, B, C over four days): best and
+    worst of three ranked variants, a single ranked variant (no "least"), none ranked, one and two identities."""
+    from offeval_core.analyses.correlation import CorrelationResult
+
+    keys = [("click", "v2"), ("click", "logging"), ("like", "logging")]
+    r = {("click", "v2"): (0.9, 0.4, -0.2), ("click", "logging"): (1.0, 1.0, math.nan),
+         ("like", "logging"): (1.0, 0.5, math.nan)}
+    ident = {("click", "v2"): (False, False, False), ("click", "logging"): (True, True, False),
+             ("like", "logging"): (True, False, False)}
+    t = pd.DataFrame([{"experiment_id": "e", "reward": rw, "policy": pol, "variant": v, "r": r[rw, pol][i],
+                       "identity": ident[rw, pol][i]} for rw, pol in keys for i, v in enumerate("ABC")])
+    d = pd.DataFrame([{"experiment_id": "e", "reward": rw, "policy": pol, "day": day, "variant": v,
+                       "online": float(day), "offline": 10.0 * day + i} for rw, pol in keys
+                      for i, v in enumerate("ABC") for day in (4, 1, 3, 2)])
+    res = CorrelationResult(table=t, daily=d, variants=(), method="kendall", warnings=(), takeaway="",
+                            labels=("C", "A", "B"), target="v2")
+    s = res.series("e", "click", "Rt")   # Rt is the result's target, v2
+    want = pd.DataFrame({"day": [1, 2, 3, 4], "online": [1.0, 2, 3, 4], "C": [12.0, 22, 32, 42],
+                         "A": [10.0, 20, 30, 40], "B": [11.0, 21, 31, 41]})
+    pd.testing.assert_frame_equal(s, want)
+    assert s.attrs == {"experiment_id": "e", "reward": "click", "policy": "v2", "policy_label": "Rₜ",
+                       "method": "kendall", "r": {"A": 0.9, "B": 0.4, "C": -0.2}, "identity": []}
+    assert res.series_takeaway("e", "click", "Rt") == (
+        "e · click · Rₜ (v2), 4 days: A follows the online reward most closely (Kendall τ = 0.90), C least "
+        "(τ = -0.20).")
+    assert res.series_takeaway("e", "click", "R0") == (
+        "e · click · R₀ (logging), 4 days: no Kendall correlation is computable (fewer than 4 days or a constant "
+        "series). A and B equal the online control by construction (≡ identity, τ = 1): not evidence, not ranked.")
+    assert res.series_takeaway("e", "like", "logging") == (
+        "e · like · R₀ (logging), 4 days: B follows the online reward most closely (Kendall τ = 0.50). A equals the "
+        "online control by construction (≡ identity, τ = 1): not evidence, not ranked.")
+    with pytest.raises(UnknownName, match=r"^no row for experiment 'e', reward 'click', policy 'treatment'$"):
+        res.series("e", "click", "treatment")
+
+
+def test_pooled_correlation_by_hand():
+    """Per (reward, variant) in the order first met: r over the points of the policy with both values (a NaN in
+    another column keeps its point); deviations (−1.5, −0.5, 0.5, 1.5) and (−1.5, 0.5, −0.5, 1.5) give r = 4 / 5."""
+    from offeval_core.analyses.correlation import pooled_correlation
+
+    nan = math.nan
+    daily = pd.DataFrame({
+        "reward": ["b"] * 4 + ["a"] * 4 + ["b"] * 2,
+        "variant": ["V"] * 10,
+        "policy": ["treatment"] * 8 + ["logging"] * 2,
+        "online": [1.0, 2, 3, 4, 1, 2, 3, 4, 1, 2],
+        "offline": [1.0, 3, 2, 4, 3, 2, 1, nan, 5, 1],
+        "note": [nan] * 10})
+    got = pooled_correlation(daily)
+    want = pd.DataFrame({"reward": ["b", "a"], "variant": ["V", "V"], "n_points": [4, 3], "r": [0.8, -1.0]})
+    pd.testing.assert_frame_equal(got, want)
+    none = pooled_correlation(daily, policy="v9")
+    assert list(none.columns) == ["reward", "variant", "n_points", "r"] and none.empty
+    tau = pooled_correlation(daily, policy="logging", method="kendall")   # two points: too few for τ
+    assert tau["n_points"].tolist() == [2] and math.isnan(tau["r"].iloc[0])
+
+
+def _cells(rows):
+    """A correlation table from (experiment, policy, variant, r, significant, identity) rows, reward ``click``."""
+    return pd.DataFrame([{"experiment_id": e, "reward": "click", "policy": p, "variant": v, "r": r,
+                          "significant": s, "identity": i} for e, p, v, r, s, i in rows])
+
+
+def test_takeaway_by_hand():
+    """The headline over the target policy's rows where every variant has an r (e3 lacks B's: left out), the R₀
+    rows' own sentence (A is an identity there, never ranked), the identities counted."""
+    from offeval_core.analyses.correlation import _takeaway
+
+    nan = math.nan
+    t = _cells([("e1", "v2", "A", 0.9, True, False), ("e1", "v2", "B", 0.5, False, False),
+                ("e1", "v2", "C", 0.1, False, False), ("e2", "v2", "A", 0.7, False, False),
+                ("e2", "v2", "B", 0.8, True, False), ("e2", "v2", "C", 0.2, False, False),
+                ("e3", "v2", "A", 0.6, True, False), ("e3", "v2", "B", nan, False, False),
+                ("e3", "v2", "C", 0.3, False, False),
+                ("e1", "logging", "A", 1.0, True, True), ("e1", "logging", "B", 0.3, False, False),
+                ("e1", "logging", "C", 0.6, False, False), ("e2", "logging", "A", 1.0, True, True),
+                ("e2", "logging", "B", 0.5, False, False), ("e2", "logging", "C", 0.4, False, False)])
+    # medians over e1, e2: A 0.8, B 0.65, C 0.15; the row maxima are A's 0.9 and B's 0.8; A is positive and
+    # significant in e1 only. R₀: B (0.3, 0.5) → 0.4, C (0.6, 0.4) → 0.5
+    assert _takeaway(t, ("A", "B", "C"), "pearson") == (
+        "Across the 2 (experiment, reward) rows of Rₜ = v2 where every variant has an r (1 row without one left out "
+        "of every median), A tracks its online reward best: median r = 0.80, best in 1 of 2 rows, positive and "
+        "significant (p < 0.05) in 1 of 2 rows; C is lowest (median r = 0.15). On the R₀ rows (the logging policy, "
+        "whose offline and online values read the same control sessions) C has the highest median r, 0.50. 2 R₀ "
+        "cell(s) marked ≡ are identities (on the logging policy, DCG with D = D0 at m = ∞ and every per-session "
+        "importance estimator are the control arm's observed reward) and are not ranked.")
+
+
+def test_takeaway_when_nothing_tracks_by_hand():
+    """Only R₀ rows: a best median below 0.5 (a significant negative r does not count as support); a best median
+    above it that is significant in no row; two rows left out; no r at all; no row where every variant has one."""
+    from offeval_core.analyses.correlation import _takeaway
+
+    nan = math.nan
+    t = _cells([("e1", "logging", "A", 0.4, True, False), ("e1", "logging", "B", 0.0, False, False),
+                ("e2", "logging", "A", -0.2, True, False), ("e2", "logging", "B", -0.1, False, False)])
+    assert _takeaway(t, ("A", "B"), "spearman", alpha=0.1) == (
+        "No variant tracks the online reward of R₀ = the logging policy across days on these logs: the highest "
+        "median ρ over its 2 (experiment, reward) rows is A's 0.10, below 0.5 (A is positive and significant "
+        "(p < 0.1) in 1 of 2 rows); B is lowest (median ρ = -0.05).")
+    t = _cells([("e1", "v2", "A", 0.6, False, False), ("e2", "v2", "A", nan, False, False),
+                ("e3", "v2", "A", nan, False, False), ("e1", "logging", "A", nan, False, False)])
+    assert _takeaway(t, ("A",), "kendall") == (
+        "No variant tracks the online reward of Rₜ = v2 across days on these logs: the highest median τ over its 1 "
+        "(experiment, reward) rows where every variant has an τ (2 rows without one left out of every median) is "
+        "A's 0.60, positive and significant in no row (A is positive and significant (p < 0.05) in 0 of 1 rows).")
+    t = _cells([("e1", "v2", "A", 0.3, True, False), ("e1", "v2", "B", nan, False, False),
+                ("e2", "v2", "A", nan, False, False), ("e2", "v2", "B", 0.7, True, False)])
+    assert _takeaway(t, ("A", "B"), "pearson") == (
+        "No correlation could be computed on the rows of Rₜ = v2 where every variant has one (too few days).")
+    t = _cells([("e1", "v2", "A", nan, False, False), ("e1", "logging", "A", 1.0, True, True)])
+    assert _takeaway(t, ("A",), "pearson") == "No correlation could be computed (too few days)."
+
+
+def test_takeaway_at_the_threshold_counts_wins_per_row():
+    """A median r of exactly TRACK_R = 0.5 tracks; A is best in the rows where it is that row's maximum (e2, e3),
+    though below B's 0.7 of e1; only e1's significant positive r supports it."""
+    from offeval_core.analyses.correlation import _takeaway
+
+    t = _cells([("e1", "v2", "A", 0.6, True, False), ("e1", "v2", "B", 0.7, True, False),
+                ("e2", "v2", "A", 0.5, False, False), ("e2", "v2", "B", 0.2, False, False),
+                ("e3", "v2", "A", 0.4, False, False), ("e3", "v2", "B", 0.3, False, False)])
+    assert _takeaway(t, ("A", "B"), "pearson") == (
+        "Across the 3 (experiment, reward) rows of Rₜ = v2, A tracks its online reward best: median r = 0.50, best "
+        "in 2 of 3 rows, positive and significant (p < 0.05) in 1 of 3 rows; B is lowest (median r = 0.30).")
+
+
+def test_pooled_text_by_hand():
+    """Table 2's finding per reward, over the target policy's 8 experiment-days: the learnt-PBM Q̂ variant P
+    against each log2 variant. Exact copies and reversals make every resample's r ±1, so each bootstrap CI is a
+    point: +2 (A wins), 0 (a tie) or −2 (B wins) — holds, undecided, does not hold. The PBM C, nDCG and R₀ rows
+    take no part."""
+    from offeval_core.analyses.correlation import _pooled_text
+
+    kinds = {"P": ("dcg", "pbm", "pbm", math.inf), "L1": ("dcg", "log2", "log2", 1.0),
+             "L2": ("dcg", "log2", "log2", math.inf), "PC": ("dcg", "pbm", "pbm", 1.0),
+             "N": ("ndcg", "pbm", "pbm", math.inf)}
+    sign = {"view": {"P": 1, "L1": -1, "L2": -1}, "click": {"P": 1, "L1": -1, "L2": 1},
+            "like": {"P": -1, "L1": 1, "L2": 1}}
+    table = pd.DataFrame([{"reward": rw, "policy": pol, "variant": v, "metric": k[0], "discount": k[1],
+                           "exposure": k[2], "clip": k[3]} for rw in sign for pol in ("logging", "v2")
+                          for v, k in kinds.items()])
+    online = np.array([3.0, 1, 4, 1.5, 5, 9, 2, 6])
+    daily = pd.DataFrame([{"reward": rw, "policy": pol, "variant": v, "experiment_id": f"e{i // 4}", "day": i % 4,
+                           "online": online[i], "offline": sign[rw].get(v, 1) * online[i] * (-1 if pol == "logging"
+                                                                                             else 1)}
+                          for rw in sign for pol in ("logging", "v2") for v in kinds for i in range(8)])
+
+    def cmp(b, r_b, diff):
+        return (f"vs {b}: r = 1.00 vs {r_b}, difference {diff} (99 % bootstrap CI {diff} to {diff}) over 8 "
+                "experiment-days")
+
+    got = _pooled_text(table, daily, "pearson")
+    assert got == (
+        " KDD'24 Table 2's finding (the learnt-PBM de-biased DCG tracks the online reward better than both log2 "
+        "variants), pooled over the target policy's experiment-days: "
+        f"view, P — {cmp('L1', '-1.00', '+2.00')}; {cmp('L2', '-1.00', '+2.00')} (holds) · "
+        f"click, P — {cmp('L1', '-1.00', '+2.00')}; {cmp('L2', '1.00', '+0.00')} (undecided: a difference's "
+        "bootstrap CI holds 0) · "
+        f"like, P — {cmp('L1', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')}; "
+        f"{cmp('L2', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')} (does not hold on these logs).")
+    assert _pooled_text(table[table["variant"] != "P"], daily, "pearson") == ""      # no PBM Q̂ variant
+    assert _pooled_text(table[~table["variant"].isin(["L1", "L2"])], daily, "pearson") == ""   # no log2 variant
+    few = daily[daily["experiment_id"] == "e0"].iloc[:0]
+    assert _pooled_text(table, few, "pearson") == ""      # no point: every difference is NaN
+
+
+def test_is_identity_of_each_kind_of_variant():
+    """On R₀: DCG with D = D0 at m = ∞, and every per-session importance estimator at any clip; not nDCG, not
+    DCG with another discount or a finite clip, not a per-impression estimator; nothing on a target policy."""
+    from offeval_core.analyses import Variant
+    from offeval_core.analyses.correlation import is_identity
+
+    inf = math.inf
+    cases = {("dcg", "pbm", "pbm", inf): True, ("dcg", "log2", "pbm", inf): False, ("dcg", "pbm", "pbm", 8.0): False,
+             ("ndcg", "pbm", "pbm", inf): False, ("cis", "propensity", "propensity", 8.0): True,
+             ("snips", "pbm", "pbm", inf): True, ("cis@impression", "propensity", "propensity", 8.0): False,
+             ("snips@impression", "pbm", "pbm", inf): False}
+    for v, want in cases.items():
+        assert is_identity(Variant(*v), "logging") is want, v
+        assert is_identity(Variant(*v), "treatment") is False

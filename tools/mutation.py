@@ -124,6 +124,10 @@ MODULES: dict[str, Module] = {
                                "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
     "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
+    # (the test files that import correlation_diff, and its doctests)
+    "analyses-correlation-diff": _m("offeval_core/analyses/correlation_diff.py", "test_analyses_correlation.py",
+                                    "test_correlation_takeaway.py", DOCTEST,
+                                    "offeval_core/analyses/correlation_diff.py"),
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
                                     "test_analyses_correlation_clip.py", DOCTEST,
                                     "offeval_core/analyses/correlation_clip.py"),
