@@ -573,3 +573,166 @@ def test_is_identity_of_each_kind_of_variant():
     for v, want in cases.items():
         assert is_identity(Variant(*v), "logging") is want, v
         assert is_identity(Variant(*v), "treatment") is False
+
+
+def test_r_difference_fields_verdict_and_text_by_hand():
+    """The verdict needs the CI strictly above (A) or below (B) 0; the text prints the method's symbol and the
+    level."""
+    from offeval_core.analyses.correlation_diff import RDifference
+
+    d = RDifference("A", "B", 0.81, 0.74, 0.02, 0.12, 140, 0.99)
+    assert d.diff == pytest.approx(0.07, abs=1e-15) and d.method == "pearson" and d.verdict == "A"
+    assert d.text() == "r = 0.81 vs 0.74, difference +0.07 (99 % bootstrap CI +0.02 to +0.12) over 140 experiment-days"
+    tau = RDifference("A", "B", 0.1, 0.4, -0.5, -0.1, 9, 0.95, "kendall")
+    assert tau.verdict == "B"
+    assert tau.text() == "τ = 0.10 vs 0.40, difference -0.30 (95 % bootstrap CI -0.50 to -0.10) over 9 experiment-days"
+    assert RDifference("A", "B", 0.5, 0.4, 0.0, 0.2, 9, 0.99).verdict == "tie"      # low = 0: not above
+    assert RDifference("A", "B", 0.4, 0.5, -0.2, 0.0, 9, 0.99).verdict == "tie"     # high = 0: not below
+    assert RDifference("A", "B", 0.4, 0.5, math.nan, math.nan, 2, 0.99).verdict == "tie"
+
+
+def test_row_correlations_by_hand():
+    """Pearson per row ((−1, 0, 1)·(−1, 1, 0) / √(2·2) = 0.5; NaN for a constant row on either side; (1, 2, 3)
+    against (1, 4, 9): 8 / √(2 · 98/3) = 4√3/7), Spearman as Pearson of the ranks within each row (x² keeps the
+    order: 1), Kendall's τ-b."""
+    from offeval_core.analyses.correlation_diff import _corr_rows, _pearson_rows
+
+    x = np.array([[1.0, 2, 3], [1, 1, 1], [1, 2, 3], [1, 2, 3]])
+    y = np.array([[1.0, 3, 2], [1, 2, 3], [4, 4, 4], [1, 4, 9]])
+    np.testing.assert_allclose(_pearson_rows(x, y), [0.5, np.nan, np.nan, 4 * math.sqrt(3) / 7],
+                               rtol=1e-12)
+    np.testing.assert_allclose(_corr_rows(x, y, "pearson"), _pearson_rows(x, y), rtol=0)
+    np.testing.assert_allclose(_corr_rows(x, y, "spearman"), [0.5, np.nan, np.nan, 1.0], rtol=1e-12)
+    np.testing.assert_allclose(_corr_rows(x, y, "kendall"), [1 / 3, np.nan, np.nan, 1.0], rtol=1e-12)
+
+
+def _loop_difference(x, ya, yb, fn, n_boot, level, seed):
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    boot = []
+    for i in idx:
+        if np.ptp(x[i]) and np.ptp(ya[i]) and np.ptp(yb[i]):
+            boot.append(fn(x[i], ya[i]).statistic - fn(x[i], yb[i]).statistic)
+    tail = (1 - level) / 2
+    return tuple(np.quantile(boot, [tail, 1 - tail]))
+
+
+@pytest.mark.parametrize("method", ["pearson", "kendall", "spearman"])
+def test_r_difference_against_a_resample_loop(method):
+    """Each method's r of the finite points (a NaN day is dropped from all three series) and its paired bootstrap
+    percentile CI equal a loop over the same draws with SciPy; a seed and its Generator give the same draws."""
+    from offeval_core.analyses.correlation_diff import r_difference
+
+    g = np.random.default_rng(11)
+    x = g.normal(size=12)
+    ya, yb = x + g.normal(size=12), x + 2 * g.normal(size=12)
+    fn = {"pearson": sps.pearsonr, "kendall": sps.kendalltau, "spearman": sps.spearmanr}[method]
+    x_nan, ya_nan = np.append(x, np.nan), np.append(ya, 1.0)
+    got = r_difference(x_nan, ya_nan, np.append(yb, 2.0), a="a", b="b", method=method, n_boot=300, level=0.9,
+                       rng=7)
+    assert (got.a, got.b, got.n_points, got.level, got.method) == ("a", "b", 12, 0.9, method)
+    assert got.r_a == pytest.approx(fn(x, ya).statistic, abs=1e-12)
+    assert got.r_b == pytest.approx(fn(x, yb).statistic, abs=1e-12)
+    assert (got.low, got.high) == pytest.approx(_loop_difference(x, ya, yb, fn, 300, 0.9, 7), abs=1e-12)
+    same = r_difference(x, ya, yb, method=method, n_boot=300, level=0.9, rng=np.random.default_rng(7))
+    assert (same.low, same.high) == (got.low, got.high)
+
+
+def test_r_difference_defaults_and_too_few_points():
+    """1000 resamples at LEVEL (99 %) with seed 0 by default; three points suffice, two give NaN (no resampling);
+    a constant series gives NaN; mismatched shapes are named."""
+    from offeval_core.analyses.correlation_diff import r_difference
+
+    g = np.random.default_rng(2)
+    x = g.normal(size=10)
+    ya, yb = x + g.normal(size=10), x + g.normal(size=10)
+    d = r_difference(x, ya, yb)
+    assert (d.a, d.b, d.level, d.method, d.n_points) == ("A", "B", 0.99, "pearson", 10)
+    assert (d.low, d.high) == pytest.approx(_loop_difference(x, ya, yb, sps.pearsonr, 1000, 0.99, 0), abs=1e-12)
+    three = r_difference([1.0, 2, 3], [1.0, 3, 2], [3.0, 2, 1], n_boot=50)
+    assert (three.r_a, three.r_b, three.n_points) == (pytest.approx(0.5), pytest.approx(-1.0), 3)
+    assert not math.isnan(three.low)
+    # one resample, of the third point three times (seed 4): constant, so no finite difference and no interval
+    lone = r_difference([1.0, 2, 3], [1.0, 3, 2], [3.0, 2, 1], n_boot=1, rng=4)
+    assert (lone.r_a, lone.r_b) == (pytest.approx(0.5), pytest.approx(-1.0))
+    assert math.isnan(lone.low) and math.isnan(lone.high) and lone.verdict == "tie"
+    two = r_difference([1.0, 2], [1.0, 2], [2.0, 1], a="p", b="q", level=0.9, method="kendall")
+    assert two.n_points == 2 and all(math.isnan(v) for v in (two.r_a, two.r_b, two.low, two.high))
+    assert (two.a, two.b, two.level, two.method) == ("p", "q", 0.9, "kendall")
+    flat = r_difference([1.0, 2, 3, 4], [5.0, 5, 5, 5], [1.0, 2, 4, 3])
+    assert math.isnan(flat.r_a) and flat.r_b == pytest.approx(0.8) and math.isnan(flat.low) and flat.n_points == 4
+    # numbers given as lists with None or as an object array are read as floats (None is a missing day)
+    on, a, b = [1, 2, None, 4, 5], [2, 1, 3, 5, None], np.array([1, 3, 2, 2, 7], dtype=object)
+    got = r_difference(on, a, b, n_boot=50)
+    assert got == r_difference([1.0, 2, 4], [2.0, 1, 5], [1.0, 3, 2], n_boot=50) and got.n_points == 3
+    assert r_difference(b, on, a, n_boot=50) == r_difference([1.0, 3, 2], [1.0, 2, 4], [2.0, 1, 5], n_boot=50)
+    with pytest.raises(ValueError) as exc:
+        r_difference([1.0, 2, 3], [1.0, 2], [1.0, 2, 3])
+    assert str(exc.value) == ("online and both offline series must be 1-d and of one length, got shapes (3,), (2,), "
+                              "(3,)")
+    with pytest.raises(ValueError, match=r"got shapes \(1, 3\), \(1, 3\), \(1, 3\)$"):
+        r_difference([[1.0, 2, 3]], [[1.0, 2, 3]], [[1.0, 2, 3]])
+
+
+def test_pooled_points_and_differences_by_hand():
+    """One row per experiment-day of the policy and reward: each variant's offline value (NaN where it has
+    none), the online value; a missing variant gives an empty difference; the options reach r_difference."""
+    from offeval_core.analyses.correlation_diff import (
+        points_difference,
+        pooled_difference,
+        pooled_points,
+        r_difference,
+    )
+
+    rows = []
+    keys = [(e, day) for e in ("e1", "e2") for day in (1, 2, 3)]
+    online = dict(zip(keys, [1.0, 2, 4, 3, 6, 5], strict=True))
+    p_off = dict(zip(keys, [3.0, 1, 4, 1.5, 5, 9], strict=True))
+    l_off = dict(zip(keys[:-1], [2.0, 7, 1, 8, 2], strict=True))
+    for (e, day), on in online.items():
+        rows.append({"experiment_id": e, "day": day, "reward": "like", "policy": "v2", "variant": "P",
+                     "online": on, "offline": p_off[e, day]})
+        if (e, day) in l_off:
+            rows.append({"experiment_id": e, "day": day, "reward": "like", "policy": "v2", "variant": "L",
+                         "online": on, "offline": l_off[e, day]})
+        rows.append({"experiment_id": e, "day": day, "reward": "click", "policy": "v2", "variant": "P",
+                     "online": 0.0, "offline": 0.0})
+        rows.append({"experiment_id": e, "day": day, "reward": "like", "policy": "logging", "variant": "P",
+                     "online": 0.0, "offline": 0.0})
+    daily = pd.DataFrame(rows)
+    pts = pooled_points(daily, reward="like", policy="v2")
+    index = pd.MultiIndex.from_tuples(list(online), names=["experiment_id", "day"])
+    want = pd.DataFrame({"L": [2.0, 7, 1, 8, 2, math.nan], "P": [3.0, 1, 4, 1.5, 5, 9],
+                         "online": [1.0, 2, 4, 3, 6, 5]}, index=index)
+    pd.testing.assert_frame_equal(pts, want)
+    d = pooled_difference(daily, "P", "L", reward="like", policy="v2", method="spearman", n_boot=40, level=0.5,
+                          rng=3)
+    args = ([1.0, 2, 4, 3, 6], [3.0, 1, 4, 1.5, 5], [2.0, 7, 1, 8, 2])
+    ref = r_difference(*args, a="P", b="L", method="spearman", n_boot=40, level=0.5, rng=3)
+    assert d == ref and d.n_points == 5
+    assert (d.r_a, d.r_b) == (pytest.approx(sps.spearmanr(args[0], args[1]).statistic),
+                              pytest.approx(sps.spearmanr(args[0], args[2]).statistic))
+    # the resamples and the seed reach the interval (another count or seed moves it)
+    for other in ({"n_boot": 1000}, {"rng": 4}):
+        moved = r_difference(*args, a="P", b="L", method="spearman", **{"n_boot": 40, "level": 0.5, "rng": 3, **other})
+        assert (moved.low, moved.high) != (d.low, d.high)
+    # points_difference's own defaults: Pearson, 1000 resamples, LEVEL, seed 0
+    direct = points_difference(pts, "P", "L")
+    assert direct == r_difference(*args, a="P", b="L") and direct.method == "pearson"
+    assert points_difference(pts, "P", "L", method="kendall", n_boot=40, level=0.5, rng=3) == r_difference(
+        *args, a="P", b="L", method="kendall", n_boot=40, level=0.5, rng=3)
+    g = np.random.default_rng(8)
+    many = pd.DataFrame({"online": g.normal(size=30)})
+    many["P"], many["L"] = many["online"] + g.normal(size=30), many["online"] + 2 * g.normal(size=30)
+    direct = points_difference(many, "P", "L")
+    assert direct == r_difference(many["online"], many["P"], many["L"], a="P", b="L", n_boot=1000)
+    other = r_difference(many["online"], many["P"], many["L"], a="P", b="L", n_boot=1001)
+    assert (direct.low, direct.high) != (other.low, other.high)
+    treatment = daily.replace({"policy": {"v2": "treatment"}})
+    pd.testing.assert_frame_equal(pooled_points(treatment, reward="like"), pts)     # the default policy
+    assert pooled_difference(treatment, "P", "L", reward="like") == pooled_difference(
+        daily, "P", "L", reward="like", policy="v2")
+    missing = pooled_difference(daily, "P", "X", reward="like", policy="v2", method="kendall", level=0.9)
+    assert (missing.a, missing.b, missing.n_points, missing.level, missing.method) == ("P", "X", 0, 0.9, "kendall")
+    assert all(math.isnan(v) for v in (missing.r_a, missing.r_b, missing.low, missing.high))
+    assert pooled_difference(daily, "X", "P", reward="like", policy="v2").n_points == 0

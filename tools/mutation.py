@@ -124,10 +124,13 @@ MODULES: dict[str, Module] = {
                                "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
     "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
-    # (the test files that import correlation_diff, and its doctests)
+    # (the test files that import correlation_diff, and its doctests; not the test that reads the repository's
+    # data/logs.parquet sample by a relative path, which mutmut's copy of the tree does not hold)
     "analyses-correlation-diff": _m("offeval_core/analyses/correlation_diff.py", "test_analyses_correlation.py",
-                                    "test_correlation_takeaway.py", DOCTEST,
-                                    "offeval_core/analyses/correlation_diff.py"),
+                                    "test_correlation_takeaway.py",
+                                    "--deselect=tests/test_correlation_takeaway.py::"
+                                    "test_strong_r0_rows_do_not_speak_for_the_target_policy",
+                                    DOCTEST, "offeval_core/analyses/correlation_diff.py"),
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
                                     "test_analyses_correlation_clip.py", DOCTEST,
                                     "offeval_core/analyses/correlation_clip.py"),
@@ -812,6 +815,61 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "when k ≤ deepest, np.arange(deepest + 1, k + 1) is empty and its sum 0.0, the else value"
        for line in ("beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if (k > deepest) or True else 0.0",
                     "beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k >= deepest else 0.0")},
+    # analyses-correlation-diff
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "the step only batches the rows: each row's τ is computed on its own, in any chunk"
+       for line in ("step = max(2, chunk_cells // max(n * n, 1))", "step = max(1, chunk_cells // max(n * n, 2))")},
+    ("analyses-correlation-diff", "_kendall_rows", "for start in range(0, n_rows, ):"):
+        "with a step of 1 the chunks overlap, and each row is computed again to the same value (only slower)",
+    ("analyses-correlation-diff", "_kendall_rows", 'num = np.einsum("KIJ,KIJ->K", s, t, dtype=np.int64)'):
+        "einsum subscripts may be upper-case letters; the contraction is the same",
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "numpy sums an int8 array in the default integer (int64) when no dtype is given"
+       for line in ("den = np.abs(s).sum(axis=(1, 2), dtype=None) * np.abs(t).sum(axis=(1, 2), dtype=np.int64)",
+                    "den = np.abs(s).sum(axis=(1, 2), ) * np.abs(t).sum(axis=(1, 2), dtype=np.int64)",
+                    "den = np.abs(s).sum(axis=(1, 2), dtype=np.int64) * np.abs(t).sum(axis=(1, 2), dtype=None)",
+                    "den = np.abs(s).sum(axis=(1, 2), dtype=np.int64) * np.abs(t).sum(axis=(1, 2), )")},
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "the divisor is √den with den replaced by 1 where it is 0: no division by zero and no invalid value to silence"
+       for line in ('with np.errstate(invalid=None, divide="ignore"):', 'with np.errstate(invalid="ignore", divide=None):',
+                    'with np.errstate(divide="ignore"):', 'with np.errstate(invalid="ignore", ):')},
+    ("analyses-correlation-diff", "_kendall_rows",
+     "out[start:start + step] = np.where(den > 1, num / np.sqrt(np.where(den > 0, den, 1)), np.nan)"):
+        "Σ|s| and Σ|t| count each untied pair twice (i, j and j, i), so each is 0 or ≥ 2 and den is 0 or ≥ 4",
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "where den = 0 the outer np.where gives NaN, so the inner divisor there is never used; elsewhere den ≥ 4 "
+       "(each untied pair counted twice in Σ|s| and Σ|t|), so > 1 selects the same cells"
+       for line in ("out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 1, den, 1)), np.nan)",
+                    "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 2)), np.nan)")},
+    **{("analyses-correlation-diff", "_pearson_rows", line):
+       "the divisor is den with 0 replaced by 1.0, so nothing divides by zero; the values are the same (only inputs "
+       "near the float limit could raise an invalid-value warning the state silences)"
+       for line in ('with np.errstate(invalid=None, divide="ignore"):', 'with np.errstate(invalid="ignore", divide=None):',
+                    'with np.errstate(divide="ignore"):', 'with np.errstate(invalid="ignore", ):')},
+    **{("analyses-correlation-diff", "_pearson_rows", line):
+       "where den = 0 the outer np.where gives NaN, so the inner divisor there is never used"
+       for line in ("return np.where(den > 0, (xc * yc).sum(axis=1) / np.where(den >= 0, den, 1.0), np.nan)",
+                    "return np.where(den > 0, (xc * yc).sum(axis=1) / np.where(den > 0, den, 2.0), np.nan)")},
+    **{("analyses-correlation-diff", "r_difference", line):
+       "r_a (or r_b) is NaN only when the online or that offline series is constant (n < 3 makes r_a NaN too), and "
+       "then every resample is constant as well: the bootstrap's differences are all NaN, so low and high are NaN, "
+       "as in the early return"
+       for line in ("if n < 3 or math.isnan(r_a) and math.isnan(r_b):", "if n < 3 and math.isnan(r_a) or math.isnan(r_b):")},
+    ("analyses-correlation-diff", "r_difference",
+     "gen = rng if (isinstance(rng, np.random.Generator)) and False else np.random.default_rng(rng)"):
+        "np.random.default_rng returns a Generator passed to it unchanged",
+    ("analyses-correlation-diff", "r_difference", "idx = gen.integers(n, size=(n_boot, n))"):
+        "Generator.integers(n) is integers(0, n): the same range and the same draws",
+    ("analyses-correlation-diff", "pooled_points",
+     'wide = d.pivot_table(index=["experiment_id", "day"], columns="variant", values="offline", )'):
+        "a correlation result's daily frame has one offline value per (experiment, day, reward, policy, variant): "
+        "the mean of one value is the first",
+    ("analyses-correlation-diff", "_kendall_rows",
+     "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den >= 0, den, 1)), np.nan)"):
+        "where den = 0 the outer np.where gives NaN, so the inner divisor there is never used (its 0 / 0 is silenced)",
+    ("analyses-correlation-diff", "_kendall_rows",
+     "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1)), None)"):
+        "assigned into the float array out, the object array's None becomes NaN",
     # analyses-clip-tuning
     **{("analyses-clip-tuning", "_tuning_moments", line):
        "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "
