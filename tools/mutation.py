@@ -870,6 +870,36 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("analyses-correlation-diff", "_kendall_rows",
      "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1)), None)"):
         "assigned into the float array out, the object array's None becomes NaN",
+    # analyses-correlation-clip
+    **{("analyses-correlation-clip", "correlation_by_clip", line):
+       "the daily frame holds every variant's DCG on every experiment-day (a mean of finite per-session values), so "
+       "every label is in the pooled table and the else value is never used"
+       for line in ('"r": float(pooled.loc[label, "r"]) if (label in pooled.index) or True else math.nan,',
+                    '"n_points": int(pooled.loc[label, "n_points"]) if (label in pooled.index) or True else 0})',
+                    '"n_points": int(pooled.loc[label, "n_points"]) if label in pooled.index else 1})')},
+    **{("analyses-correlation-clip", "correlation_by_clip", line):
+       "the correlation table has a cell of every variant, so the median of every label exists and the default is "
+       "never used"
+       for line in ('"median_r": float(median.get(label, None)),', '"median_r": float(median.get(label, )),')},
+    **{("analyses-correlation-clip", "correlation_by_clip", line):
+       "variant_label of a raw-label variant (m = 1) names the discount only: 'DCG (log2, C)' whatever the exposure"
+       for line in ('for b in dict.fromkeys((variant_label(Variant("dcg", "log2", None, 1.0)),',
+                    'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "XXlog2XX", 1.0)),',
+                    'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "LOG2", 1.0)),')},
+    **{("analyses-correlation-clip", "_takeaway", line):
+       "the table of correlation_by_clip (its only caller) has a row of log2 at m = 1 and at every clip m, so the "
+       "default of r.get is never used"
+       for line in ('log2_best = max(r.get(("log2", 1.0), None), r.get(("log2", m), math.nan))',
+                    'log2_best = max(r.get(("log2", 1.0), ), r.get(("log2", m), math.nan))',
+                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), None))',
+                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), ))',
+                    'text = f"{sym} = {r.get((model, m), None):.2f} vs {log2_best:.2f}"',
+                    'text = f"{sym} = {r.get((model, m), ):.2f} vs {log2_best:.2f}"')},
+    ("analyses-correlation-clip", "correlation_by_clip",
+     "d = points_difference(points, a, b, method=method, n_boot=n_boot, rng=rng)"):
+        "points_difference's default level is LEVEL, the level passed",
+    ("analyses-correlation-clip", "_holds_surely", 'for m, part in differences.groupby("clip", ):'):
+        "groupby sorts by default",
     # analyses-clip-tuning
     **{("analyses-clip-tuning", "_tuning_moments", line):
        "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "
