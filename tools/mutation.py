@@ -900,6 +900,47 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "points_difference's default level is LEVEL, the level passed",
     ("analyses-correlation-clip", "_holds_surely", 'for m, part in differences.groupby("clip", ):'):
         "groupby sorts by default",
+    # analyses-assumptions
+    ("analyses-assumptions", "_cells",
+     "moments = reduce(logs, Grid(rewards=(reward,), policies=tuple(policies), ))"):
+        "Grid's default clips include m = ∞, the one clip summarize_groups reads (its default); the others are "
+        "computed and not read",
+    **{("analyses-assumptions", "assumption_contrast", line):
+       "pandas' std with ddof=1 of a single value is NaN (without a warning), the else value"
+       for line in ("se = float(rel.std(ddof=1) / math.sqrt(len(rel))) if (len(rel) > 1) or True else math.nan",
+                    "se = float(rel.std(ddof=1) / math.sqrt(len(rel))) if len(rel) >= 1 else math.nan")},
+    ("analyses-assumptions", "contrast_takeaway", 'for sw, part in summary.groupby("switch", sort=None):'):
+        "pandas' groupby reads sort=None as False: the switches stay in their first-seen order",
+    ("analyses-assumptions", "summarize_contrast", 'g = t.groupby(["switch", "assumption", "world"], sort=None)'):
+        "pandas' groupby reads sort=None as False: the groups stay in their first-seen order",
+    **{("analyses-assumptions", "contrast_takeaway", line):
+       "the finding is only compared with 'coverage': any other value takes the unbiasedness branch, as the default"
+       for line in ('finding = FINDINGS.get(sw, None)', 'finding = FINDINGS.get(sw, )',
+                    'finding = FINDINGS.get(sw, "XXunbiasednessXX")', 'finding = FINDINGS.get(sw, "UNBIASEDNESS")')},
+    **{("analyses-assumptions", "visibly_weakened", line):
+       "the finding is only compared with 'coverage': any other value takes the unbiasedness rule, as the default"
+       for line in ('def visibly_weakened(holds, broken, finding: str = "XXunbiasednessXX") -> bool:',
+                    'def visibly_weakened(holds, broken, finding: str = "UNBIASEDNESS") -> bool:')},
+    ("analyses-assumptions", "contrast_takeaway",
+     'out.append(f"{sw} (breaks {part[\'assumption\'].iloc[1]}): DCG is visibly biased for "'):
+        "a switch reaching this line has both worlds, two rows that name the switch's one assumption",
+    ("analyses-assumptions", "assumption_contrast", 'for pol, part in cells.groupby("policy", sort=None):'):
+        "pandas' groupby reads sort=None as False: the policies stay in their first-seen order",
+    ("analyses-assumptions", "contrast_figure",
+     'fig = make_subplots(cols=2, subplot_titles=("mean |relative bias| vs the exact truth",'):
+        "make_subplots' default is one row",
+    ("analyses-assumptions", "contrast_figure",
+     'fig.add_hline(y=result.level, line_dash="dash", line_color="grey", col=2)'):
+        "with one row, every row of column 2 is the one coverage subplot",
+    **{("analyses-assumptions", "contrast_figure", line):
+       "with one row (and the second update setting the coverage axis after it), every row or column selects the "
+       "same axes to the same final settings"
+       for line in ('fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=None, col=1)',
+                    'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", col=1)',
+                    'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=1, col=None)',
+                    'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=1, )',
+                    'fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", row=None, col=2)',
+                    'fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", col=2)')},
     # analyses-clip-tuning
     **{("analyses-clip-tuning", "_tuning_moments", line):
        "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "
