@@ -941,6 +941,46 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=1, )',
                     'fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", row=None, col=2)',
                     'fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", col=2)')},
+    # heldout-mnar
+    ("heldout-mnar", "popularity_strata", "strata[order] = (np.arange(pop.size) * n_strata) / pop.size"):
+        "assigned into the int64 array strata, the non-negative quotient is truncated: the floor division",
+    **{("heldout-mnar", "_stratum_means", line):
+       "the key stays one-to-one on (user, stratum) with strata in 0..max, and only np.unique's inverse is used"
+       for line in ("key = user * (int(strata.max()) + 1) - strata", "key = user * (int(strata.max()) + 2) + strata")},
+    ("heldout-mnar", "estimator_weights", "n_obs = np.bincount(u, minlength=n_users).astype(None)"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", fn, line): "n_users is max(user) + 1, the bincount's own length"
+       for fn, line in (("mnar_estimate", "n_obs = np.bincount(u, ).astype(float)"),
+                        ("mnar_estimate", "per_user = np.bincount(group_user, weights=p_v * mean_uv, )"),
+                        ("mnar_estimate", "per_user = np.bincount(u, weights=w * lam_v, ) / d"))},
+    **{("heldout-mnar", "mnar_estimate", line): "numpy's astype(None) is float64"
+       for line in ("n_obs = np.bincount(u, minlength=n_users).astype(None)", "n_uv = np.bincount(inv).astype(None)")},
+    **{("heldout-mnar", "mnar_estimate", f'if estimator == "{v}":'):
+       "with P(v) = n*_{u,v} / n*_u, Eq. 3's Σ_v P(v) · mean_{S*_{u,v}} λ is Σ λ / n*_u, the naive mean the other "
+       "branch computes (the same value up to rounding)" for v in ("XXstratifiedXX", "STRATIFIED")},
+    **{("heldout-mnar", "estimator_weights", line): "n_users is max(user) + 1, the bincount's own length"
+       for line in ("n_obs = np.bincount(u, ).astype(float)", "n_hat = np.bincount(u, weights=inv_p, )")},
+    **{("heldout-mnar", "estimator_weights", line):
+       "strata reach it as integers (int64 after mnar_estimate's checks), which numpy reads as int64 without the dtype"
+       for line in ("w = _stratum_means(u, np.asarray(strata, dtype=None), inv_p)",
+                    "w = _stratum_means(u, np.asarray(strata, ), inv_p)")},
+    ("heldout-mnar", "theorem41_terms", "n_u = np.bincount(u, minlength=n_users).astype(None)"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", "theorem41_terms", line): "n_users is max(user) + 1, the bincount's own length"
+       for line in ("n_u = np.bincount(u, ).astype(float)", "n_obs = np.bincount(u, weights=obs.astype(float), )",
+                    "n_hat = np.bincount(u, weights=inv * obs, )",
+                    "bias_u = np.bincount(u, weights=np.abs(w * p_true - 1.0) * row_ok, )",
+                    "sq = np.bincount(u, weights=(w * w) * obs, )")},
+    # slate-kernels
+    ("slate-kernels", "normalised_kernel", "safe_b = np.where(b > 0, b, 2.0)"):
+        "b_k = 0 only when every weight at slot k is 0 (weights are ≥ 0), so wr and ww are 0 there: the ratio is "
+        "set to 0 and the influence term is 0 whatever the stand-in divisor",
+    ("slate-kernels", "normalised_kernel", "ratio = np.where(b >= 0, a / safe_b, 0.0)"):
+        "b ≥ 0, and where b = 0 every weight at the slot is 0, so a = 0 and a / 1.0 is the else value 0",
+    ("slate-kernels", "plain_kernel",
+     "return np.bincount(data.session, weights=lam[data.slot - 1] * w * data.reward, )"):
+        "the session codes are dense and the last row's session is the last one, so the bincount already has "
+        "n_sessions entries",
     # analyses-clip-tuning
     **{("analyses-clip-tuning", "_tuning_moments", line):
        "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "
