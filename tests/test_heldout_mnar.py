@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -284,3 +286,64 @@ def test_theorem41_terms_checks_and_input_types():
     assert err(args=(args[0], args[1], [0.5, 0.0, 0.25], args[3])) == zero
     assert err(estimator="stratified") == ("estimator must be one of 'naive', 'ips', 'snips', 'gs'; got "
                                            "'stratified'")
+
+
+def test_theorem41_terms_of_a_user_with_nothing_observed_warn_nothing():
+    """User 1 has two relevant items and observed none: SNIPS' n̂_u and Naive's n*_u are 0 there, a division by 0
+    that is silenced (the user is left out: NaN terms), without a warning."""
+    import warnings
+
+    from offeval_core.heldout.mnar import theorem41_terms
+
+    args = ([0, 0, 1, 1], [0.5, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5], [True, False, False, False])
+    for est in ("snips", "naive"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            terms, bias_u, _ = theorem41_terms(*args, estimator=est)
+        assert terms.n_users == 1 and np.isnan(bias_u[1])
+        # user 0: w = 2 on both items (n_u / n*_u = 2; SNIPS 2 · 2 / 2), |w p − 1| = 0
+        assert bias_u[0] == pytest.approx(0.0)
+
+
+def test_user_codes_checks_and_no_pairs():
+    """User codes must be non-negative integers of one dimension (exact messages); no observed pair is its own
+    error; the weights of no pair are empty."""
+    from offeval_core.heldout.mnar import estimator_weights, mnar_estimate
+
+    def err(user, lam, p):
+        with pytest.raises(ValueError) as exc:
+            mnar_estimate(user, lam, p, estimator="naive")
+        return str(exc.value)
+
+    codes = "user must hold non-negative integer user codes (0 … n_users − 1)"
+    assert err([0.0, 1.0], [1.0, 1.0], [0.5, 0.5]) == codes
+    assert err([0, -1], [1.0, 1.0], [0.5, 0.5]) == codes
+    assert err([[0, 1]], [[1.0, 1.0]], [[0.5, 0.5]]) == "user must be 1-D (one entry per observed pair), got shape (1, 2)"
+    assert err([], [], []) == "no observed pairs: user, lam and propensity are empty"
+    w, d = estimator_weights(np.array([], dtype=np.int64), np.array([]), estimator="naive")
+    assert w.shape == d.shape == (0,)
+
+
+def test_theorem41_terms_of_gs_by_hand_and_edge_users():
+    """GS on user 0's strata: stratum 0 has two observed items (P̂ 0.5 and 0.25: ŵ = (2 + 4)/2 = 3 on all three of
+    its items), stratum 1 none (ŵ = 0); with true p = 1/3 the bias is (0 + 0 + 0 + 1)/4 = 1/4. User 1 has a single
+    relevant item and user 2 nothing observed: both left out, without a warning; 0/1 flags read as booleans."""
+    import warnings
+
+    from offeval_core.heldout.mnar import theorem41_terms
+
+    user = [0, 0, 0, 0, 1, 2, 2]
+    p_true = [1 / 3, 1 / 3, 1 / 3, 0.5, 0.5, 0.5, 0.5]
+    p_est = [0.5, 0.25, 0.5, 0.5, 0.5, 0.5, 0.5]
+    obs = [1, 1, 0, 0, 1, 0, 0]
+    strata = [0, 0, 0, 1, 0, 0, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        terms, bias_u, conc_u = theorem41_terms(user, p_true, p_est, obs, estimator="gs", rel_strata=strata)
+        none, nb, _ = theorem41_terms([0, 1], [0.5, 0.5], [0.5, 0.5], [True, True], estimator="ips")
+    assert (terms.estimator, terms.n_users) == ("gs", 1)
+    assert bias_u[0] == pytest.approx(0.25) and np.isnan(bias_u[1:]).all() and np.isnan(conc_u[1:]).all()
+    # Σ_{S*} ŵ² = 9 + 9 = 18 over n_u (n_u − 1) = 12; w_max = 3
+    log_term = math.log(2 / 0.05)
+    assert conc_u[0] == pytest.approx(math.sqrt(2 * log_term * 18 / 12) + 3 * 7 * log_term / 9, rel=1e-12)
+    assert none.n_users == 0 and np.isnan(none.bias) and np.isnan(none.concentration) and np.isnan(nb).all()

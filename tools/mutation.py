@@ -971,6 +971,30 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "n_hat = np.bincount(u, weights=inv * obs, )",
                     "bias_u = np.bincount(u, weights=np.abs(w * p_true - 1.0) * row_ok, )",
                     "sq = np.bincount(u, weights=(w * w) * obs, )")},
+    ("heldout-mnar", "theorem41_terms", "n_obs = np.bincount(u, weights=obs.astype(None), minlength=n_users)"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", "theorem41_terms", line):
+       "SNIPS' weight n_u / P̂ / n̂_u has a positive numerator, so a zero n̂_u divides by zero but never makes "
+       "0 / 0: no invalid value to silence"
+       for line in ('with np.errstate(divide="ignore", invalid=None):', 'with np.errstate(divide="ignore", ):')},
+    **{("heldout-mnar", "theorem41_terms", line):
+       "the key stays one-to-one on (user, stratum) with strata in 0..max, and only np.unique's inverse is used"
+       for line in ("key = u * (int(s.max()) + 1) - s", "key = u * (int(s.max()) + 2) + s")},
+    **{("heldout-mnar", "theorem41_terms", line):
+       "strata are stratum numbers (integers): read as int64 or as numpy infers them they make the same groups"
+       for line in ("s = np.asarray(rel_strata, dtype=None)", "s = np.asarray(rel_strata, )")},
+    **{("heldout-mnar", "popularity_strata", line):
+       "popularity counts sort the same as integers or floats, and numpy reads the sort kind case-insensitively"
+       for line in ("pop = np.asarray(popularity, dtype=None)", "pop = np.asarray(popularity, )",
+                    'order = np.argsort(pop, kind="STABLE")')},
+    ("heldout-mnar", "theorem41_terms", "cnt = np.bincount(g, weights=obs.astype(None))"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", "theorem41_terms", line):
+       "a stratum without an observed item has sums = 0 and cnt = 0: 0 / 0 is an invalid value, never a division "
+       "of a nonzero number by zero"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
+    ("heldout-mnar", "theorem41_terms", "w = np.where(row_ok, w, 1.0)"):
+        "rows of users left out (n_u < 2 or nothing observed) only feed their own user's terms, which are set to NaN",
     # slate-kernels
     ("slate-kernels", "normalised_kernel", "safe_b = np.where(b > 0, b, 2.0)"):
         "b_k = 0 only when every weight at slot k is 0 (weights are ≥ 0), so wr and ww are 0 there: the ratio is "
