@@ -347,3 +347,17 @@ def test_theorem41_terms_of_gs_by_hand_and_edge_users():
     log_term = math.log(2 / 0.05)
     assert conc_u[0] == pytest.approx(math.sqrt(2 * log_term * 18 / 12) + 3 * 7 * log_term / 9, rel=1e-12)
     assert none.n_users == 0 and np.isnan(none.bias) and np.isnan(none.concentration) and np.isnan(nb).all()
+
+
+def test_theorem41_terms_single_observed_items_and_integer_flags():
+    """A stratum with one observed item gives it and its unobserved items ŵ = 1/P̂ (2 and 4 here: no bias with
+    the true p); 0/1 flags mark rows, they are not row numbers (user 1's largest weight is its own 2)."""
+    from offeval_core.heldout.mnar import theorem41_terms
+
+    terms, _, _ = theorem41_terms([0, 0, 0], [0.5, 0.25, 0.25], [0.5, 0.25, 0.5], [True, True, False],
+                                  estimator="gs", rel_strata=[0, 1, 1])
+    assert terms.bias == pytest.approx(0.0, abs=1e-15)
+    _, _, conc_u = theorem41_terms([0, 0, 1, 1], [0.5] * 4, [0.5] * 4, [0, 1, 1, 0], estimator="ips")
+    log_term = math.log(2 / 0.05)
+    # each user: one observed item of weight 2 among two: √(2 L · 4 / 2) + 2 · 7 L / 3
+    np.testing.assert_allclose(conc_u, [math.sqrt(4 * log_term) + 14 * log_term / 3] * 2, rtol=1e-12)

@@ -990,8 +990,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("heldout-mnar", "theorem41_terms", "cnt = np.bincount(g, weights=obs.astype(None))"):
         "numpy's astype(None) is float64",
     **{("heldout-mnar", "theorem41_terms", line):
-       "a stratum without an observed item has sums = 0 and cnt = 0: 0 / 0 is an invalid value, never a division "
-       "of a nonzero number by zero"
+       "every division here that can meet a zero is 0 / 0 (a GS stratum without an observed item: sums = cnt = 0; "
+       "a user left out, n_u ≤ 1: its sums, weights and maximum are 0), an invalid value, never a nonzero number "
+       "over zero (this key covers the GS block's and the final block's errstate, mutated alike)"
        for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
     ("heldout-mnar", "theorem41_terms", "w = np.where(row_ok, w, 1.0)"):
         "rows of users left out (n_u < 2 or nothing observed) only feed their own user's terms, which are set to NaN",
