@@ -293,3 +293,26 @@ def test_slate_estimate_to_dict_and_the_nan_estimate():
     n = nan_estimate(0.9)
     assert math.isnan(n.value) and math.isnan(n.stderr) and n.n == 0
     assert math.isnan(n.ci.low) and math.isnan(n.ci.high) and n.ci.level == 0.9
+
+
+def test_normalised_kernel_influence_is_the_delta_method_gradient_with_a_short_session():
+    """Session 1 has no slot 2, so the share of sessions present at slot 2 is c₂ = 2/3: the value is
+    Σ_k λ_k c_k A_k / B_k over the per-slot means A (w·r), B (w), c (present), and each influence value is the
+    gradient of that function at the means applied to the session's deviation,
+    ψ_i = Σ_k λ_k [c_k/B_k (wr_ik − A_k) − c_k A_k/B_k² (w_ik − B_k) + A_k/B_k (p_ik − c_k)]."""
+    from offeval_core.slate.kernels import normalised_kernel, plain_kernel
+    from offeval_core.slate.schema import SlateData
+
+    data = SlateData(session=np.array([0, 0, 1, 2, 2]), slot=np.array([1, 2, 1, 1, 2]),
+                     reward=np.array([1.0, 0.0, 0.0, 1.0, 1.0]))
+    w, lam = np.array([1.2, 0.5, 2.0, 0.8, 1.5]), np.array([1.0, 0.5])
+    wr = np.array([[1.2, 0.0], [0.0, 0.0], [0.8, 1.5]])
+    ww = np.array([[1.2, 0.5], [2.0, 0.0], [0.8, 1.5]])
+    p = np.array([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    a, b, c = wr.mean(0), ww.mean(0), p.mean(0)
+    assert c[1] == pytest.approx(2 / 3)
+    value, infl = normalised_kernel(data, w, lam)
+    assert value == pytest.approx(float(np.sum(lam * c * a / b)), rel=1e-12)
+    grad = lam * c / b * (wr - a) - lam * c * a / b ** 2 * (ww - b) + lam * a / b * (p - c)
+    np.testing.assert_allclose(infl, grad.sum(axis=1), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(plain_kernel(data, w, lam), [1.2, 0.0, 0.8 + 0.5 * 1.5], rtol=1e-12)

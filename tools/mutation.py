@@ -124,6 +124,13 @@ MODULES: dict[str, Module] = {
                                "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
     "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
+    # (the test files that import correlation_diff, and its doctests; not the test that reads the repository's
+    # data/logs.parquet sample by a relative path, which mutmut's copy of the tree does not hold)
+    "analyses-correlation-diff": _m("offeval_core/analyses/correlation_diff.py", "test_analyses_correlation.py",
+                                    "test_correlation_takeaway.py",
+                                    "--deselect=tests/test_correlation_takeaway.py::"
+                                    "test_strong_r0_rows_do_not_speak_for_the_target_policy",
+                                    DOCTEST, "offeval_core/analyses/correlation_diff.py"),
     "analyses-correlation-clip": _m("offeval_core/analyses/correlation_clip.py",
                                     "test_analyses_correlation_clip.py", DOCTEST,
                                     "offeval_core/analyses/correlation_clip.py"),
@@ -808,6 +815,197 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "when k ≤ deepest, np.arange(deepest + 1, k + 1) is empty and its sum 0.0, the else value"
        for line in ("beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if (k > deepest) or True else 0.0",
                     "beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k >= deepest else 0.0")},
+    # analyses-correlation-diff
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "the step only batches the rows: each row's τ is computed on its own, in any chunk"
+       for line in ("step = max(2, chunk_cells // max(n * n, 1))", "step = max(1, chunk_cells // max(n * n, 2))")},
+    ("analyses-correlation-diff", "_kendall_rows", "for start in range(0, n_rows, ):"):
+        "with a step of 1 the chunks overlap, and each row is computed again to the same value (only slower)",
+    ("analyses-correlation-diff", "_kendall_rows", 'num = np.einsum("KIJ,KIJ->K", s, t, dtype=np.int64)'):
+        "einsum subscripts may be upper-case letters; the contraction is the same",
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "numpy sums an int8 array in the default integer (int64) when no dtype is given"
+       for line in ("den = np.abs(s).sum(axis=(1, 2), dtype=None) * np.abs(t).sum(axis=(1, 2), dtype=np.int64)",
+                    "den = np.abs(s).sum(axis=(1, 2), ) * np.abs(t).sum(axis=(1, 2), dtype=np.int64)",
+                    "den = np.abs(s).sum(axis=(1, 2), dtype=np.int64) * np.abs(t).sum(axis=(1, 2), dtype=None)",
+                    "den = np.abs(s).sum(axis=(1, 2), dtype=np.int64) * np.abs(t).sum(axis=(1, 2), )")},
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "the divisor is √den with den replaced by 1 where it is 0: no division by zero and no invalid value to silence"
+       for line in ('with np.errstate(invalid=None, divide="ignore"):', 'with np.errstate(invalid="ignore", divide=None):',
+                    'with np.errstate(divide="ignore"):', 'with np.errstate(invalid="ignore", ):')},
+    ("analyses-correlation-diff", "_kendall_rows",
+     "out[start:start + step] = np.where(den > 1, num / np.sqrt(np.where(den > 0, den, 1)), np.nan)"):
+        "Σ|s| and Σ|t| count each untied pair twice (i, j and j, i), so each is 0 or ≥ 2 and den is 0 or ≥ 4",
+    **{("analyses-correlation-diff", "_kendall_rows", line):
+       "where den = 0 the outer np.where gives NaN, so the inner divisor there is never used; elsewhere den ≥ 4 "
+       "(each untied pair counted twice in Σ|s| and Σ|t|), so > 1 selects the same cells"
+       for line in ("out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 1, den, 1)), np.nan)",
+                    "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 2)), np.nan)")},
+    **{("analyses-correlation-diff", "_pearson_rows", line):
+       "the divisor is den with 0 replaced by 1.0, so nothing divides by zero; the values are the same (only inputs "
+       "near the float limit could raise an invalid-value warning the state silences)"
+       for line in ('with np.errstate(invalid=None, divide="ignore"):', 'with np.errstate(invalid="ignore", divide=None):',
+                    'with np.errstate(divide="ignore"):', 'with np.errstate(invalid="ignore", ):')},
+    **{("analyses-correlation-diff", "_pearson_rows", line):
+       "where den = 0 the outer np.where gives NaN, so the inner divisor there is never used"
+       for line in ("return np.where(den > 0, (xc * yc).sum(axis=1) / np.where(den >= 0, den, 1.0), np.nan)",
+                    "return np.where(den > 0, (xc * yc).sum(axis=1) / np.where(den > 0, den, 2.0), np.nan)")},
+    **{("analyses-correlation-diff", "r_difference", line):
+       "r_a (or r_b) is NaN only when the online or that offline series is constant (n < 3 makes r_a NaN too), and "
+       "then every resample is constant as well: the bootstrap's differences are all NaN, so low and high are NaN, "
+       "as in the early return"
+       for line in ("if n < 3 or math.isnan(r_a) and math.isnan(r_b):", "if n < 3 and math.isnan(r_a) or math.isnan(r_b):")},
+    ("analyses-correlation-diff", "r_difference",
+     "gen = rng if (isinstance(rng, np.random.Generator)) and False else np.random.default_rng(rng)"):
+        "np.random.default_rng returns a Generator passed to it unchanged",
+    ("analyses-correlation-diff", "r_difference", "idx = gen.integers(n, size=(n_boot, n))"):
+        "Generator.integers(n) is integers(0, n): the same range and the same draws",
+    ("analyses-correlation-diff", "pooled_points",
+     'wide = d.pivot_table(index=["experiment_id", "day"], columns="variant", values="offline", )'):
+        "a correlation result's daily frame has one offline value per (experiment, day, reward, policy, variant): "
+        "the mean of one value is the first",
+    ("analyses-correlation-diff", "_kendall_rows",
+     "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den >= 0, den, 1)), np.nan)"):
+        "where den = 0 the outer np.where gives NaN, so the inner divisor there is never used (its 0 / 0 is silenced)",
+    ("analyses-correlation-diff", "_kendall_rows",
+     "out[start:start + step] = np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1)), None)"):
+        "assigned into the float array out, the object array's None becomes NaN",
+    # analyses-correlation-clip
+    **{("analyses-correlation-clip", "correlation_by_clip", line):
+       "the daily frame holds every variant's DCG on every experiment-day (a mean of finite per-session values), so "
+       "every label is in the pooled table and the else value is never used"
+       for line in ('"r": float(pooled.loc[label, "r"]) if (label in pooled.index) or True else math.nan,',
+                    '"n_points": int(pooled.loc[label, "n_points"]) if (label in pooled.index) or True else 0})',
+                    '"n_points": int(pooled.loc[label, "n_points"]) if label in pooled.index else 1})')},
+    **{("analyses-correlation-clip", "correlation_by_clip", line):
+       "the correlation table has a cell of every variant, so the median of every label exists and the default is "
+       "never used"
+       for line in ('"median_r": float(median.get(label, None)),', '"median_r": float(median.get(label, )),')},
+    **{("analyses-correlation-clip", "correlation_by_clip", line):
+       "variant_label of a raw-label variant (m = 1) names the discount only: 'DCG (log2, C)' whatever the exposure"
+       for line in ('for b in dict.fromkeys((variant_label(Variant("dcg", "log2", None, 1.0)),',
+                    'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "XXlog2XX", 1.0)),',
+                    'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "LOG2", 1.0)),')},
+    **{("analyses-correlation-clip", "_takeaway", line):
+       "the table of correlation_by_clip (its only caller) has a row of log2 at m = 1 and at every clip m, so the "
+       "default of r.get is never used"
+       for line in ('log2_best = max(r.get(("log2", 1.0), None), r.get(("log2", m), math.nan))',
+                    'log2_best = max(r.get(("log2", 1.0), ), r.get(("log2", m), math.nan))',
+                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), None))',
+                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), ))',
+                    'text = f"{sym} = {r.get((model, m), None):.2f} vs {log2_best:.2f}"',
+                    'text = f"{sym} = {r.get((model, m), ):.2f} vs {log2_best:.2f}"')},
+    ("analyses-correlation-clip", "correlation_by_clip",
+     "d = points_difference(points, a, b, method=method, n_boot=n_boot, rng=rng)"):
+        "points_difference's default level is LEVEL, the level passed",
+    ("analyses-correlation-clip", "_holds_surely", 'for m, part in differences.groupby("clip", ):'):
+        "groupby sorts by default",
+    # analyses-assumptions
+    ("analyses-assumptions", "_cells",
+     "moments = reduce(logs, Grid(rewards=(reward,), policies=tuple(policies), ))"):
+        "Grid's default clips include m = ∞, the one clip summarize_groups reads (its default); the others are "
+        "computed and not read",
+    **{("analyses-assumptions", "assumption_contrast", line):
+       "pandas' std with ddof=1 of a single value is NaN (without a warning), the else value"
+       for line in ("se = float(rel.std(ddof=1) / math.sqrt(len(rel))) if (len(rel) > 1) or True else math.nan",
+                    "se = float(rel.std(ddof=1) / math.sqrt(len(rel))) if len(rel) >= 1 else math.nan")},
+    ("analyses-assumptions", "contrast_takeaway", 'for sw, part in summary.groupby("switch", sort=None):'):
+        "pandas' groupby reads sort=None as False: the switches stay in their first-seen order",
+    ("analyses-assumptions", "summarize_contrast", 'g = t.groupby(["switch", "assumption", "world"], sort=None)'):
+        "pandas' groupby reads sort=None as False: the groups stay in their first-seen order",
+    **{("analyses-assumptions", "contrast_takeaway", line):
+       "the finding is only compared with 'coverage': any other value takes the unbiasedness branch, as the default"
+       for line in ('finding = FINDINGS.get(sw, None)', 'finding = FINDINGS.get(sw, )',
+                    'finding = FINDINGS.get(sw, "XXunbiasednessXX")', 'finding = FINDINGS.get(sw, "UNBIASEDNESS")')},
+    **{("analyses-assumptions", "visibly_weakened", line):
+       "the finding is only compared with 'coverage': any other value takes the unbiasedness rule, as the default"
+       for line in ('def visibly_weakened(holds, broken, finding: str = "XXunbiasednessXX") -> bool:',
+                    'def visibly_weakened(holds, broken, finding: str = "UNBIASEDNESS") -> bool:')},
+    ("analyses-assumptions", "contrast_takeaway",
+     'out.append(f"{sw} (breaks {part[\'assumption\'].iloc[1]}): DCG is visibly biased for "'):
+        "a switch reaching this line has both worlds, two rows that name the switch's one assumption",
+    ("analyses-assumptions", "assumption_contrast", 'for pol, part in cells.groupby("policy", sort=None):'):
+        "pandas' groupby reads sort=None as False: the policies stay in their first-seen order",
+    ("analyses-assumptions", "contrast_figure",
+     'fig = make_subplots(cols=2, subplot_titles=("mean |relative bias| vs the exact truth",'):
+        "make_subplots' default is one row",
+    ("analyses-assumptions", "contrast_figure",
+     'fig.add_hline(y=result.level, line_dash="dash", line_color="grey", col=2)'):
+        "with one row, every row of column 2 is the one coverage subplot",
+    **{("analyses-assumptions", "contrast_figure", line):
+       "with one row (and the second update setting the coverage axis after it), every row or column selects the "
+       "same axes to the same final settings"
+       for line in ('fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=None, col=1)',
+                    'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", col=1)',
+                    'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=1, col=None)',
+                    'fig.update_yaxes(tickformat=".0%", title_text="mean |(estimate − truth) / truth|", row=1, )',
+                    'fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", row=None, col=2)',
+                    'fig.update_yaxes(tickformat=".0%", range=[0, 1.05], title_text="share of cells covered", col=2)')},
+    # heldout-mnar
+    ("heldout-mnar", "popularity_strata", "strata[order] = (np.arange(pop.size) * n_strata) / pop.size"):
+        "assigned into the int64 array strata, the non-negative quotient is truncated: the floor division",
+    **{("heldout-mnar", "_stratum_means", line):
+       "the key stays one-to-one on (user, stratum) with strata in 0..max, and only np.unique's inverse is used"
+       for line in ("key = user * (int(strata.max()) + 1) - strata", "key = user * (int(strata.max()) + 2) + strata")},
+    ("heldout-mnar", "estimator_weights", "n_obs = np.bincount(u, minlength=n_users).astype(None)"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", fn, line): "n_users is max(user) + 1, the bincount's own length"
+       for fn, line in (("mnar_estimate", "n_obs = np.bincount(u, ).astype(float)"),
+                        ("mnar_estimate", "per_user = np.bincount(group_user, weights=p_v * mean_uv, )"),
+                        ("mnar_estimate", "per_user = np.bincount(u, weights=w * lam_v, ) / d"))},
+    **{("heldout-mnar", "mnar_estimate", line): "numpy's astype(None) is float64"
+       for line in ("n_obs = np.bincount(u, minlength=n_users).astype(None)", "n_uv = np.bincount(inv).astype(None)")},
+    **{("heldout-mnar", "mnar_estimate", f'if estimator == "{v}":'):
+       "with P(v) = n*_{u,v} / n*_u, Eq. 3's Σ_v P(v) · mean_{S*_{u,v}} λ is Σ λ / n*_u, the naive mean the other "
+       "branch computes (the same value up to rounding)" for v in ("XXstratifiedXX", "STRATIFIED")},
+    **{("heldout-mnar", "estimator_weights", line): "n_users is max(user) + 1, the bincount's own length"
+       for line in ("n_obs = np.bincount(u, ).astype(float)", "n_hat = np.bincount(u, weights=inv_p, )")},
+    **{("heldout-mnar", "estimator_weights", line):
+       "strata reach it as integers (int64 after mnar_estimate's checks), which numpy reads as int64 without the dtype"
+       for line in ("w = _stratum_means(u, np.asarray(strata, dtype=None), inv_p)",
+                    "w = _stratum_means(u, np.asarray(strata, ), inv_p)")},
+    ("heldout-mnar", "theorem41_terms", "n_u = np.bincount(u, minlength=n_users).astype(None)"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", "theorem41_terms", line): "n_users is max(user) + 1, the bincount's own length"
+       for line in ("n_u = np.bincount(u, ).astype(float)", "n_obs = np.bincount(u, weights=obs.astype(float), )",
+                    "n_hat = np.bincount(u, weights=inv * obs, )",
+                    "bias_u = np.bincount(u, weights=np.abs(w * p_true - 1.0) * row_ok, )",
+                    "sq = np.bincount(u, weights=(w * w) * obs, )")},
+    ("heldout-mnar", "theorem41_terms", "n_obs = np.bincount(u, weights=obs.astype(None), minlength=n_users)"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", "theorem41_terms", line):
+       "SNIPS' weight n_u / P̂ / n̂_u has a positive numerator, so a zero n̂_u divides by zero but never makes "
+       "0 / 0: no invalid value to silence"
+       for line in ('with np.errstate(divide="ignore", invalid=None):', 'with np.errstate(divide="ignore", ):')},
+    **{("heldout-mnar", "theorem41_terms", line):
+       "the key stays one-to-one on (user, stratum) with strata in 0..max, and only np.unique's inverse is used"
+       for line in ("key = u * (int(s.max()) + 1) - s", "key = u * (int(s.max()) + 2) + s")},
+    **{("heldout-mnar", "theorem41_terms", line):
+       "strata are stratum numbers (integers): read as int64 or as numpy infers them they make the same groups"
+       for line in ("s = np.asarray(rel_strata, dtype=None)", "s = np.asarray(rel_strata, )")},
+    **{("heldout-mnar", "popularity_strata", line):
+       "popularity counts sort the same as integers or floats, and numpy reads the sort kind case-insensitively"
+       for line in ("pop = np.asarray(popularity, dtype=None)", "pop = np.asarray(popularity, )",
+                    'order = np.argsort(pop, kind="STABLE")')},
+    ("heldout-mnar", "theorem41_terms", "cnt = np.bincount(g, weights=obs.astype(None))"):
+        "numpy's astype(None) is float64",
+    **{("heldout-mnar", "theorem41_terms", line):
+       "every division here that can meet a zero is 0 / 0 (a GS stratum without an observed item: sums = cnt = 0; "
+       "a user left out, n_u ≤ 1: its sums, weights and maximum are 0), an invalid value, never a nonzero number "
+       "over zero (this key covers the GS block's and the final block's errstate, mutated alike)"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
+    ("heldout-mnar", "theorem41_terms", "w = np.where(row_ok, w, 1.0)"):
+        "rows of users left out (n_u < 2 or nothing observed) only feed their own user's terms, which are set to NaN",
+    # slate-kernels
+    ("slate-kernels", "normalised_kernel", "safe_b = np.where(b > 0, b, 2.0)"):
+        "b_k = 0 only when every weight at slot k is 0 (weights are ≥ 0), so wr and ww are 0 there: the ratio is "
+        "set to 0 and the influence term is 0 whatever the stand-in divisor",
+    ("slate-kernels", "normalised_kernel", "ratio = np.where(b >= 0, a / safe_b, 0.0)"):
+        "b ≥ 0, and where b = 0 every weight at the slot is 0, so a = 0 and a / 1.0 is the else value 0",
+    ("slate-kernels", "plain_kernel",
+     "return np.bincount(data.session, weights=lam[data.slot - 1] * w * data.reward, )"):
+        "the session codes are dense and the last row's session is the last one, so the bincount already has "
+        "n_sessions entries",
     # analyses-clip-tuning
     **{("analyses-clip-tuning", "_tuning_moments", line):
        "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "

@@ -22,6 +22,7 @@ import pandas as pd
 from offeval_core.analyses._common import Variant, check_moments, check_rewards, clip_text, variant_label
 from offeval_core.analyses.correlation import METHODS, offline_online_correlation, pooled_correlation
 from offeval_core.charts import correlation_clip_figure
+from offeval_core.defaults import LEVEL
 from offeval_core.engine import Moments
 from offeval_core.errors import UnknownName
 from offeval_core.estimators import require
@@ -38,9 +39,10 @@ class CorrelationByClip:
     ``table``: one row per (clip, discount): ``clip``, ``discount`` (the learnt model or ``log2``),
     ``variant`` (Table-2 label), ``r`` (pooled over experiment-days), ``median_r`` (median over experiments
     of the per-experiment correlation across days) and ``n_points``. ``differences``: per (clip m > 1, log2
-    variant) the pooled r of DCG (model, Q̂ at m) minus that variant's, with its 95 % paired-bootstrap CI over
-    the experiment-days (``diff``, ``low``, ``high``). ``holds`` lists the clips m > 1 at which both CIs lie
-    above 0; ``best_clip`` is the m > 1 with the largest margin (NaN when there is none).
+    variant) the pooled r of DCG (model, Q̂ at m) minus that variant's, with its paired-bootstrap CI at
+    :data:`~offeval_core.defaults.LEVEL` (99 %) over the experiment-days (``diff``, ``low``, ``high``).
+    ``holds`` lists the clips m > 1 at which both CIs lie above 0; ``best_clip`` is the m > 1 with the largest
+    margin (NaN when there is none).
     """
 
     table: pd.DataFrame
@@ -141,7 +143,7 @@ def correlation_by_clip(moments: Moments, *, reward: str, policy: str = "treatme
         a = variant_label(Variant("dcg", model, model, m))
         for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "log2", 1.0)),
                                 variant_label(Variant("dcg", "log2", "log2", m)))):
-            d = points_difference(points, a, b, method=method, n_boot=n_boot, rng=rng)
+            d = points_difference(points, a, b, method=method, n_boot=n_boot, level=LEVEL, rng=rng)
             diffs.append({"clip": m, "vs": b, "r": d.r_a, "r_vs": d.r_b, "diff": d.diff, "low": d.low,
                           "high": d.high})
     differences = pd.DataFrame(diffs, columns=["clip", "vs", "r", "r_vs", "diff", "low", "high"])
@@ -166,8 +168,8 @@ def _takeaway(table: pd.DataFrame, margins: dict[float, float], holds, best: flo
             part = differences[differences["clip"] == m]
             if len(part):
                 worst = part.loc[part["diff"].idxmin()]
-                text += (f", difference {worst['diff']:+.2f}, 95 % bootstrap CI {worst['low']:+.2f} to "
-                         f"{worst['high']:+.2f}")
+                text += (f", difference {worst['diff']:+.2f}, {round(100 * LEVEL)} % bootstrap CI "
+                         f"{worst['low']:+.2f} to {worst['high']:+.2f}")
         return text
 
     head = (f"Pooled over {n} experiment-days of the target policy ({reward}), KDD'24 Table 2's finding — DCG "
