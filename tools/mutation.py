@@ -377,6 +377,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "default" for args in ('on=None, how="inner"', 'how="inner"', "on=list(SETTING_KEYS), ")},
     ("analyses-sensitivity", "sensitivity", "detected = eff.ci.low > 0 if d >= 0 else eff.ci.high < 0"):
         "d is a side's sign, 1 or -1 (SIDES), never 0",
+    ("analyses-sensitivity", "sensitivity",
+     'for row in agg.to_dict("RECORDS"):  # a dict per row: a Series per row cost more than the estimates'):
+        "DataFrame.to_dict lower-cases its orient (pandas 3.1: orient = orient.lower()), so 'RECORDS' is 'records'",
     **{("analyses-sensitivity", "sensitivity", line):
        "the takeaway is set by sensitivity_takeaway right after, which does not read it"
        for line in ('best_clips=best, takeaway=None, policy=policy, discount=discount, exposure=exposure,',
