@@ -859,8 +859,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "without rows np.mean of an empty array is NaN, the else value",
     ("analyses-clip-tuning", "clip_tuning", "dt = np.ones_like(None)"):
         "a scalar 1 broadcasts in dt · w and dt · min(m, w) as the ones it stands for",
-    ("analyses-clip-tuning", "clip_tuning", "require(moments, )"):
-        "without the check, select refuses a clip the moments lack with the same message when its estimate is read",
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "DataFrame.to_dict lower-cases its orient (pandas 3.1: orient = orient.lower()), so 'RECORDS' is 'records'"
+       for line in ('pooled = {float(r["clip"]): r for r in aggregate(rows, ["clip"]).to_dict("RECORDS")}',
+                    'empty = aggregate(rows.iloc[:0]).to_dict("RECORDS")[0]  # a clip value without rows: n = 0, '
+                    'a NaN estimate')},
     **{("analyses-clip-tuning", "recommend_clip", line):
        "the old index becomes an extra column that nothing reads (columns are read by name), and the new index is "
        "0..n-1 either way"
