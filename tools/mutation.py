@@ -183,6 +183,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("discounts", "register_table", line):
        "the temporary file's name is never shown, and read_csv_limited reads from it only .gz/.bz2/.tsv, in neither"
        for line in ('path = Path(tmp) / "XXtable.csvXX"', 'path = Path(tmp) / "TABLE.CSV"')},
+    **{("discounts", "register_table", line):
+       "the registered array is only ever handed out as a copy (read_discount_table returns .copy()), so its write "
+       "flag is never seen"
+       for line in ("values.setflags(write=None)", "values.setflags(write=True)")},
+    ("discounts", "register_table", "_REGISTERED.popitem(last=None)"):
+        "OrderedDict.popitem reads last for its truth: None pops the oldest, as False does",
     **{("discounts", "survival_curve", line):
        "np.bincount already has max(lengths) + 1 entries, and an extra trailing zero count is dropped by "
        "survival_from_counts"
