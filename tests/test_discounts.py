@@ -303,12 +303,18 @@ def test_registered_table_names_values_and_size_limit(monkeypatch):
         register_table(data, name="x.csv")
 
 
-def test_the_registry_keeps_the_most_recently_used_tables_up_to_its_size():
-    """MAX_REGISTERED tables of one's own fill the registry; reading the oldest makes it the most recently used, so
-    one more upload evicts the second oldest instead; uploading a table already held moves it up the same way. An
-    evicted table is named as no longer in memory (in a restricted thread), a kept one gives its values."""
+def test_the_registry_keeps_the_most_recently_used_tables_up_to_its_size(monkeypatch):
+    """MAX_REGISTERED tables fill an empty registry; reading the oldest makes it the most recently used, so one more
+    upload evicts the second oldest instead; uploading a table already held moves it up the same way. An evicted
+    table is named as no longer in memory (in a restricted thread), a kept one gives its values. (The registry is
+    emptied first: tables the process uploaded before would otherwise already hold some of these names.)"""
+    from collections import OrderedDict
+
+    from offeval_core import discounts
     from offeval_core.discounts import MAX_REGISTERED
     from offeval_core.errors import MissingInput
+
+    monkeypatch.setattr(discounts, "_REGISTERED", OrderedDict())
 
     def data(k):
         return f"rank,probability\n1,1\n2,{k / 10_000:.4f}\n".encode()
