@@ -319,6 +319,28 @@ def test_bootstrap_renormalises_and_matches_delta_method():
         imp.bootstrap(logs, reward="click", policy="t", rng="3")
 
 
+def test_bootstrap_counts_the_offline_sessions_and_reads_its_defaults():
+    """Table 1's logs at n = 200: the bootstrap's estimates and effect count the control sessions only (the default
+    arm), 1000 resamples at the default level 0.99 unless asked; n_boot must be an integer ≥ 2."""
+    from offeval_core.defaults import LEVEL
+    from offeval_core.errors import InputError
+
+    logs = read_logs(imp.ncis_counterexample(200, rng=np.random.default_rng(2)))
+    n_control = int((logs.sessions["arm"].astype(str) == "control").sum())
+    assert 0 < n_control < len(logs.sessions)
+    b = imp.bootstrap(logs, reward="value", policy="test", clip=10, rng=0)
+    assert b.n_boot == 1000 and LEVEL == 0.99
+    assert (b.logging.n, b.target.n, b.effect.n) == (n_control, n_control, n_control)
+    assert (b.logging.ci.level, b.target.ci.level, b.effect.ci.level) == (0.99, 0.99, 0.99)
+    two = imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=2, level=0.5, rng=0)
+    assert two.n_boot == 2 and two.target.ci.level == 0.5
+    every = imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=2, rng=0, arm=None)
+    assert every.target.n == len(logs.sessions)
+    for bad in (1, 0, True, 2.0):
+        with pytest.raises(InputError, match=rf"^n_boot must be an integer ≥ 2, got {bad!r}$"):
+            imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=bad, rng=0)
+
+
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen
 
 
