@@ -341,6 +341,22 @@ def test_bootstrap_counts_the_offline_sessions_and_reads_its_defaults():
             imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=bad, rng=0)
 
 
+
+def test_bootstrap_reads_the_capping_and_scale_arguments():
+    """capping='zero' with a bare key is NCIS-zero (Table 1 at c = 10: 1.62 / 0.96 = 1.6875, not max-capped
+    1.74 / 0.97); scale='impression' is the per-impression estimator, which differs on multi-slot sessions."""
+    logs = read_logs(imp.ncis_counterexample(1000))
+    zero = imp.bootstrap(logs, reward="value", policy="test", estimator="ncis", capping="zero", clip=10, n_boot=2,
+                         rng=0)
+    assert zero.target.value == pytest.approx(1.6875, rel=1e-12)
+    multi = random_multislot_logs(3, n_sessions=80)
+    kw = dict(reward="like", policy="t", clip=2, arm=None)
+    per_impression = imp.bootstrap(multi, estimator="ncis", scale="impression", n_boot=2, rng=1, **kw)
+    expected = imp.estimate(multi, estimator="ncis@impression", **kw).target.value
+    assert per_impression.target.value == pytest.approx(expected, rel=1e-10)
+    assert imp.estimate(multi, estimator="ncis", **kw).target.value != pytest.approx(expected, rel=1e-6)
+
+
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen
 
 
