@@ -357,6 +357,26 @@ def test_bootstrap_reads_the_capping_and_scale_arguments():
     assert imp.estimate(multi, estimator="ncis", **kw).target.value != pytest.approx(expected, rel=1e-6)
 
 
+def test_bootstrap_warns_only_for_point_ncis_on_its_arm():
+    """Table 1's sessions have one logged row each: PointNCIS warns that all 200 control sessions (400 with every
+    arm) are in single-row contexts; NCIS gives no such warning."""
+    import warnings
+
+    from offeval_core.errors import EstimatorWarning
+
+    logs = read_logs(imp.ncis_counterexample(200, rng=np.random.default_rng(2)))
+    kw = dict(reward="value", policy="test", clip=10, n_boot=2, rng=0)
+    for arm, shown in (("control", "200 of 200"), (None, "400 of 400")):
+        with pytest.warns(EstimatorWarning) as caught:
+            imp.bootstrap(logs, estimator="point-ncis", arm=arm, **kw)
+        ours = [str(w.message) for w in caught if issubclass(w.category, EstimatorWarning)]
+        assert len(ours) == 1 and ours[0].startswith(f"PointNCIS: {shown} sessions are in contexts with a single ")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        imp.bootstrap(logs, estimator="ncis", **kw)
+    assert not [w for w in caught if issubclass(w.category, EstimatorWarning)]
+
+
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen
 
 
