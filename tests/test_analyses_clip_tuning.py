@@ -411,3 +411,32 @@ def test_recommend_clip_without_an_unclipped_candidate_keeps_the_largest_m():
     t = pd.DataFrame({"clip": [2.0, 1.0], "estimate": [1.1, 1.0], "stderr": [0.1, 0.1], "bias_bound": [2.0, 3.0]})
     r = recommend_clip(t, level=0.95, effect=1.0)
     assert (r.clip, r.slope_clip, r.bias_bound, r.reference) == (2.0, 1.0, 2.0, 1.0)
+
+
+def test_a_clip_value_without_moment_rows_has_a_nan_estimate_and_keeps_its_log_columns():
+    """Moments whose grid names m = 2 but hold no row for it (the rows of m = 2 dropped): that clip's pooled row is
+    empty (n = 0), so its estimate, standard error, interval, bias estimate and worst-case MSE are NaN, while the
+    columns read from the logs stay those of the four sessions (bias bound 2 · (4 − 2) / 4 = 1 · 2 = 2, half the
+    rows clipped, max weight 2); m = 1 and m = ∞ keep their own estimates 0.5625 and 2.0625 (by hand above), not
+    those of another clip value's rows."""
+    import dataclasses
+
+    from offeval_core.engine import Grid, reduce
+
+    kw = {"reward": "click", "discount": "exponential:0.5", "exposure": "exponential:0.5"}
+    logs = read_logs(_four_sessions().rename(columns={"rank__new": "rank__treatment"}))
+    m = reduce(logs, Grid(rewards=("click",), policies=("treatment",), discounts=("exponential:0.5",),
+                          exposures=("exponential:0.5",), clips=(1, 2, math.inf)))
+    without_2 = dataclasses.replace(m, offline=m.offline[m.offline["clip"] != 2].reset_index(drop=True))
+    t = clip_tuning(logs, clips=[1, 2, math.inf], moments=without_2, **kw).table.set_index("clip")
+    assert t.loc[1.0, "estimate"] == pytest.approx(0.5625, rel=1e-12)
+    assert t.loc[math.inf, "estimate"] == pytest.approx(2.0625, rel=1e-12)
+    assert t.loc[1.0, "bias_estimate"] == pytest.approx(1.5, rel=1e-12)
+    for col in ("estimate", "stderr", "ci_low", "ci_high", "variance", "bias_estimate", "mse_bound", "rmse_bound"):
+        assert math.isnan(t.loc[2.0, col]), col
+    assert (t.loc[2.0, "bias_bound"], t.loc[2.0, "clipped_rows"], t.loc[2.0, "max_weight"]) == (2.0, 0.5, 2.0)
+    # without the rows of m = ∞, the unclipped reference is the empty row too: every bias estimate is NaN
+    without_inf = dataclasses.replace(m, offline=m.offline[m.offline["clip"] != math.inf].reset_index(drop=True))
+    t = clip_tuning(logs, clips=[1, 2, math.inf], moments=without_inf, **kw).table.set_index("clip")
+    assert t["estimate"].iloc[:2].tolist() == pytest.approx([0.5625, 1.0625], rel=1e-12)
+    assert t["bias_estimate"].isna().all() and math.isnan(t.loc[math.inf, "estimate"])

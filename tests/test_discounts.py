@@ -319,3 +319,38 @@ def test_an_exposure_curve_with_a_cut_off_is_refused_by_the_reduce_and_the_weigh
         reduce(logs, Grid(rewards=("click",), policies=("t",), discounts=("log2",), exposures=("log2@3",),
                           clips=(1.0, 2.0)))
     assert str(err.value) == text
+
+
+def test_the_registry_keeps_the_most_recently_used_tables_up_to_its_size(monkeypatch):
+    """MAX_REGISTERED tables fill an empty registry; reading the oldest makes it the most recently used, so one more
+    upload evicts the second oldest instead; uploading a table already held moves it up the same way. An evicted
+    table is named as no longer in memory (in a restricted thread), a kept one gives its values. (The registry is
+    emptied first: tables the process uploaded before would otherwise already hold some of these names.)"""
+    from collections import OrderedDict
+
+    from offeval_core import discounts
+    from offeval_core.discounts import MAX_REGISTERED
+    from offeval_core.errors import MissingInput
+
+    monkeypatch.setattr(discounts, "_REGISTERED", OrderedDict())
+
+    def data(k):
+        return f"rank,probability\n1,1\n2,{k / 10_000:.4f}\n".encode()
+
+    def read(name):
+        return _in_a_restricted_thread(lambda: parse_discount(f"table:{name}")(np.array([2])).tolist())
+
+    names = [register_table(data(k), name=f"lru{k}.csv") for k in range(1, MAX_REGISTERED + 1)]
+    assert read(names[0]) == [0.0001]                    # every one of the MAX_REGISTERED is held; the oldest moves up
+    extra = register_table(data(MAX_REGISTERED + 1), name="lru-extra.csv")
+    with pytest.raises(MissingInput) as info:
+        read(names[1])
+    assert str(info.value) == (f"the uploaded discount table {names[1]!r} is no longer in memory; upload it again in "
+                               "the sidebar")
+    assert read(names[0]) == [0.0001] and read(names[2]) == [0.0003] and read(extra) == [(MAX_REGISTERED + 1) / 1e4]
+    # the oldest now is names[3]; uploading it again moves it up, so the next upload evicts names[4]
+    assert register_table(data(4), name="lru4.csv") == names[3]
+    register_table(data(MAX_REGISTERED + 2), name="lru-extra2.csv")
+    assert read(names[3]) == [0.0004]
+    with pytest.raises(MissingInput):
+        read(names[4])

@@ -319,6 +319,64 @@ def test_bootstrap_renormalises_and_matches_delta_method():
         imp.bootstrap(logs, reward="click", policy="t", rng="3")
 
 
+def test_bootstrap_counts_the_offline_sessions_and_reads_its_defaults():
+    """Table 1's logs at n = 200: the bootstrap's estimates and effect count the control sessions only (the default
+    arm), 1000 resamples at the default level 0.99 unless asked; n_boot must be an integer ≥ 2."""
+    from offeval_core.defaults import LEVEL
+    from offeval_core.errors import InputError
+
+    logs = read_logs(imp.ncis_counterexample(200, rng=np.random.default_rng(2)))
+    n_control = int((logs.sessions["arm"].astype(str) == "control").sum())
+    assert 0 < n_control < len(logs.sessions)
+    b = imp.bootstrap(logs, reward="value", policy="test", clip=10, rng=0)
+    assert b.n_boot == 1000 and LEVEL == 0.99
+    assert (b.logging.n, b.target.n, b.effect.n) == (n_control, n_control, n_control)
+    assert (b.logging.ci.level, b.target.ci.level, b.effect.ci.level) == (0.99, 0.99, 0.99)
+    two = imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=2, level=0.5, rng=0)
+    assert two.n_boot == 2 and two.target.ci.level == 0.5
+    every = imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=2, rng=0, arm=None)
+    assert every.target.n == len(logs.sessions)
+    for bad in (1, 0, True, 2.0):
+        with pytest.raises(InputError, match=rf"^n_boot must be an integer ≥ 2, got {bad!r}$"):
+            imp.bootstrap(logs, reward="value", policy="test", clip=10, n_boot=bad, rng=0)
+
+
+
+def test_bootstrap_reads_the_capping_and_scale_arguments():
+    """capping='zero' with a bare key is NCIS-zero (Table 1 at c = 10: 1.62 / 0.96 = 1.6875, not max-capped
+    1.74 / 0.97); scale='impression' is the per-impression estimator, which differs on multi-slot sessions."""
+    logs = read_logs(imp.ncis_counterexample(1000))
+    zero = imp.bootstrap(logs, reward="value", policy="test", estimator="ncis", capping="zero", clip=10, n_boot=2,
+                         rng=0)
+    assert zero.target.value == pytest.approx(1.6875, rel=1e-12)
+    multi = random_multislot_logs(3, n_sessions=80)
+    kw = dict(reward="like", policy="t", clip=2, arm=None)
+    per_impression = imp.bootstrap(multi, estimator="ncis", scale="impression", n_boot=2, rng=1, **kw)
+    expected = imp.estimate(multi, estimator="ncis@impression", **kw).target.value
+    assert per_impression.target.value == pytest.approx(expected, rel=1e-10)
+    assert imp.estimate(multi, estimator="ncis", **kw).target.value != pytest.approx(expected, rel=1e-6)
+
+
+def test_bootstrap_warns_only_for_point_ncis_on_its_arm():
+    """Table 1's sessions have one logged row each: PointNCIS warns that all 200 control sessions (400 with every
+    arm) are in single-row contexts; NCIS gives no such warning."""
+    import warnings
+
+    from offeval_core.errors import EstimatorWarning
+
+    logs = read_logs(imp.ncis_counterexample(200, rng=np.random.default_rng(2)))
+    kw = dict(reward="value", policy="test", clip=10, n_boot=2, rng=0)
+    for arm, shown in (("control", "200 of 200"), (None, "400 of 400")):
+        with pytest.warns(EstimatorWarning) as caught:
+            imp.bootstrap(logs, estimator="point-ncis", arm=arm, **kw)
+        ours = [str(w.message) for w in caught if issubclass(w.category, EstimatorWarning)]
+        assert len(ours) == 1 and ours[0].startswith(f"PointNCIS: {shown} sessions are in contexts with a single ")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        imp.bootstrap(logs, estimator="ncis", **kw)
+    assert not [w for w in caught if issubclass(w.category, EstimatorWarning)]
+
+
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen
 
 

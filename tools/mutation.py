@@ -190,6 +190,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("discounts", "register_table", line):
        "the temporary file's name is never shown, and read_csv_limited reads from it only .gz/.bz2/.tsv, in neither"
        for line in ('path = Path(tmp) / "XXtable.csvXX"', 'path = Path(tmp) / "TABLE.CSV"')},
+    **{("discounts", "register_table", line):
+       "the registered array is only ever handed out as a copy (read_discount_table returns .copy()), so its write "
+       "flag is never seen"
+       for line in ("values.setflags(write=None)", "values.setflags(write=True)")},
+    ("discounts", "register_table", "_REGISTERED.popitem(last=None)"):
+        "OrderedDict.popitem reads last for its truth: None pops the oldest, as False does",
     **{("discounts", "survival_curve", line):
        "np.bincount already has max(lengths) + 1 entries, and an extra trailing zero count is dropped by "
        "survival_from_counts"
@@ -384,6 +390,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "default" for args in ('on=None, how="inner"', 'how="inner"', "on=list(SETTING_KEYS), ")},
     ("analyses-sensitivity", "sensitivity", "detected = eff.ci.low > 0 if d >= 0 else eff.ci.high < 0"):
         "d is a side's sign, 1 or -1 (SIDES), never 0",
+    ("analyses-sensitivity", "sensitivity",
+     'for row in agg.to_dict("RECORDS"):  # a dict per row: a Series per row cost more than the estimates'):
+        "DataFrame.to_dict lower-cases its orient (pandas 3.1: orient = orient.lower()), so 'RECORDS' is 'records'",
     **{("analyses-sensitivity", "sensitivity", line):
        "the takeaway is set by sensitivity_takeaway right after, which does not read it"
        for line in ('best_clips=best, takeaway=None, policy=policy, discount=discount, exposure=exposure,',
@@ -1054,8 +1063,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "without rows np.mean of an empty array is NaN, the else value",
     ("analyses-clip-tuning", "clip_tuning", "dt = np.ones_like(None)"):
         "a scalar 1 broadcasts in dt · w and dt · min(m, w) as the ones it stands for",
-    ("analyses-clip-tuning", "clip_tuning", "require(moments, )"):
-        "without the check, select refuses a clip the moments lack with the same message when its estimate is read",
+    **{("analyses-clip-tuning", "clip_tuning", line):
+       "DataFrame.to_dict lower-cases its orient (pandas 3.1: orient = orient.lower()), so 'RECORDS' is 'records'"
+       for line in ('pooled = {float(r["clip"]): r for r in aggregate(rows, ["clip"]).to_dict("RECORDS")}',
+                    'empty = aggregate(rows.iloc[:0]).to_dict("RECORDS")[0]  # a clip value without rows: n = 0, '
+                    'a NaN estimate')},
     **{("analyses-clip-tuning", "recommend_clip", line):
        "the old index becomes an extra column that nothing reads (columns are read by name), and the new index is "
        "0..n-1 either way"
