@@ -1388,6 +1388,11 @@ def report(state: dict, names, *, survivors: bool) -> int:
     return 0 if worst >= 0.9 else 1
 
 
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell: a ``|`` (``abs`` bars, ``or``) escaped, so it does not end the cell."""
+    return text.replace("|", "\\|")
+
+
 def markdown(state: dict, names) -> str:
     """The rate table and the equivalent survivors of docs/mutation.md, from the recorded results."""
     out = ["| module | source | mutants | killed | rate | survivors | equivalent | untriaged |",
@@ -1405,9 +1410,9 @@ def markdown(state: dict, names) -> str:
         out.append(f"| {name} | `{MODULES[name].source}` | {r['total']} | {r['killed']} | {rate:.1%} | "
                    f"{len(r['survivors'])} | {n_eq} | {len(r['survivors']) - n_eq} |")
         for s, reason in eq:
-            change = " → ".join(f"`{line[1:].strip()}`" for line in s["diff"].splitlines())
+            change = " → ".join(f"`{_cell(line[1:].strip())}`" for line in s["diff"].splitlines())
             eq_lines.append(f"| {name} | `{s['function']}` | {change} | "
-                            + (reason if reason else f"**untriaged** ({s['status']})") + " |")
+                            + (_cell(reason) if reason else f"**untriaged** ({s['status']})") + " |")
     out += ["", "| module | function | change | why it is equivalent |", "|---|---|---|---|", *eq_lines]
     return "\n".join(out).replace("\u01c1", ".")
 
