@@ -218,8 +218,8 @@ def _write(args, source, moments, times, *, logs: str, engine: str, spark_master
     t0, t1, t2 = times
     grid = moments.grid
     sessions = int(source.counts["n"].sum())
-    settings = {"logs": logs, "engine": engine, "spark_master": spark_master,
-                "memory_limit": memory_limit, "duckdb_memory_limit": duckdb_memory_limit, "ndcg_rule": args.ndcg_rule, "sessions": sessions,
+    settings = {"logs": logs, "engine": engine, "spark_master": spark_master, "memory_limit": memory_limit,
+                "duckdb_memory_limit": duckdb_memory_limit, "ndcg_rule": args.ndcg_rule, "sessions": sessions,
                 "rows": source.n_rows, "seconds_scan": round(t1 - t0, 3), "seconds_reduce": round(t2 - t1, 3),
                 "clips": [clip_value(c) for c in grid.clips], "offline_arm": "control"}
     path = write_moments(moments, args.out, settings=settings, force=args.force,
