@@ -152,6 +152,8 @@ def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> 
         if kinds[0] != kinds[1]:
             raise moments_error(source, f"column '{k}' holds {kinds[0]} in the offline rows but {kinds[1]} in the "
                                         "online rows; a group is named the same way in both", column=k)
+    if _grid_holds(off, on, grid, keys):  # the usual case, decided on codes of the labels' distinct values
+        return
     shown = off
     off, on = _labelled(off), _labelled(on)  # labels compared as text, clip values as numbers
     for part, df, names in (("offline", off, [*keys, *LABELS[len(GROUP_KEYS):]]), ("online", on, [*keys, "reward"])):
@@ -191,6 +193,100 @@ def check_grid(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, source: str) -> 
                                     f"their group (n = {int(first['n']):,} where the online rows count "
                                     f"{int(first['n_online']):,}); a group's offline n is its number of sessions",
                             column="n", rows=rows[:_SHOWN] + 1)
+
+
+def _text_codes(col: pd.Series) -> tuple[np.ndarray, list[str]] | None:
+    """Codes of ``col``'s values, equal exactly where :func:`_as_text` gives equal text, and each code's text;
+    None where that cannot be read off the distinct values (missing values, a float zero, which has two texts,
+    dates with times, objects of mixed types)."""
+    if col.isna().any():
+        return None
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        cats = dtype.categories
+        if not (pd.api.types.is_integer_dtype(cats) or pd.api.types.infer_dtype(cats, skipna=False) == "string"):
+            return None
+        return col.cat.codes.to_numpy(dtype=np.int64), [str(c) for c in cats]
+    if pd.api.types.is_float_dtype(dtype):
+        if (col.to_numpy() == 0).any():
+            return None
+    elif pd.api.types.is_object_dtype(dtype):
+        if pd.api.types.infer_dtype(col, skipna=False) not in ("string", "date"):
+            return None
+    elif not (pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)
+              or pd.api.types.is_string_dtype(dtype)):
+        return None
+    codes, uniques = pd.factorize(col)
+    return codes.astype(np.int64, copy=False), [str(u) for u in uniques]
+
+
+def _shared_codes(*coded: tuple[np.ndarray, list[str]]) -> tuple[list[np.ndarray], list[str]]:
+    """The codes of several columns renumbered by text, so that equal text is one code in all of them."""
+    texts = [t for _, ts in coded for t in ts]
+    ids, uniques = pd.factorize(np.asarray(texts, dtype=object))
+    out, start = [], 0
+    for codes, ts in coded:
+        out.append(ids[start:start + len(ts)].astype(np.int64)[codes] if len(ts) else codes)
+        start += len(ts)
+    return out, [str(u) for u in uniques]
+
+
+def _grid_holds(off: pd.DataFrame, on: pd.DataFrame, grid: Grid, keys: list[str]) -> bool:
+    """True when :func:`check_grid`'s rules hold, decided on integer codes of the labels (equal exactly where
+    their text is equal) instead of a text copy of every row; False when a rule fails or a label column cannot
+    be coded (then the text comparison decides and names the first offending row)."""
+    columns: dict[str, tuple[np.ndarray, np.ndarray | None, list]] = {}
+    for c in (*keys, "reward"):  # named the same way in both parts
+        a, b = _text_codes(off[c]), _text_codes(on[c])
+        if a is None or b is None:
+            return False
+        (ca, cb), texts = _shared_codes(a, b)
+        columns[c] = (ca, cb, texts)
+    for c in ("discount", "exposure", "policy", "metric"):
+        a = _text_codes(off[c])
+        if a is None:
+            return False
+        columns[c] = (a[0], None, a[1])
+    clip_codes, clip_values = pd.factorize(pd.to_numeric(off["clip"], errors="coerce").astype(float))
+    columns["clip"] = (clip_codes.astype(np.int64), None, [float(v) for v in clip_values])
+    allowed = {"reward": grid.rewards, "discount": grid.discounts, "exposure": grid.exposures,
+               "clip": [float(c) for c in grid.clips], "policy": (LOGGING_POLICY, *grid.policies), "metric": METRICS}
+    for c, names in allowed.items():
+        codes, _, values = columns[c]
+        listed = np.isin(np.asarray(values, dtype=object), np.asarray(list(names), dtype=object))
+        if len(codes) and not listed[codes].all():
+            return False
+
+    def combined(names: list[str], part: int) -> np.ndarray | None:
+        out = np.zeros(len(off) if part == 0 else len(on), dtype=np.int64)
+        stride = 1
+        for c in names:
+            out += columns[c][part] * stride
+            stride *= max(len(columns[c][2]), 1)
+            if stride >= 2 ** 62:
+                return None
+        return out
+
+    group_off, group_on = combined(list(keys), 0), combined(list(keys), 1)
+    row_off = combined([*keys, "reward", "discount", "exposure", "clip", "policy", "metric"], 0)
+    pair_off, pair_on = combined([*keys, "reward"], 0), combined([*keys, "reward"], 1)
+    if any(k is None for k in (group_off, group_on, row_off, pair_off, pair_on)):
+        return False
+    if pd.Series(row_off).duplicated().any() or pd.Series(pair_on).duplicated().any():
+        return False
+    n_groups = len(np.unique(np.concatenate([group_off, group_on])))  # (without group keys: one, code 0)
+    n_variants = (len(grid.rewards) * len(grid.discounts) * len(grid.exposures) * len(grid.clips)
+                  * (1 + len(grid.policies)) * len(METRICS))
+    if len(off) != n_groups * n_variants:
+        return False
+    # no repeated row, every label listed and as many rows as groups × variants: the offline rows are every
+    # variant of every group, so a missing online (group, reward) row is an offline row without its online n below
+    where = pd.Index(pair_on).get_indexer(pair_off)
+    n = off["n"].to_numpy(dtype=float)
+    n_on = np.append(on["n"].to_numpy(dtype=float), np.nan)[where]  # (-1, no online row: NaN)
+    metric_codes, _, metric_texts = columns["metric"]
+    may_drop = (np.asarray(metric_texts, dtype=object) == "ndcg")[metric_codes] & (grid.ndcg_rule == "drop")
+    return not np.where(may_drop, n > n_on, n != n_on).any()
 
 
 def _grid_mismatch(off: pd.DataFrame, shown: pd.DataFrame, groups: pd.DataFrame, variants: pd.DataFrame,
