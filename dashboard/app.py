@@ -16,6 +16,7 @@ import streamlit as st  # noqa: E402
 
 from dashboard import share, sidebar, ui  # noqa: E402
 from dashboard.data.datasets import UploadGone  # noqa: E402
+from dashboard.data.warmup import page_running  # noqa: E402
 from offeval_core.sanitize import escape_markdown  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -46,17 +47,18 @@ PAGES = [
 
 page = st.navigation(PAGES)
 st.session_state["_page_path"] = page.url_path  # the page's folded controls are its own (ui.controls)
-context = sidebar.render(page.url_path)
-for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
-    st.warning(escape_markdown(note), icon=":material/warning:")
-try:
+with page_running():  # the background preparation starts no new step until this run ends
+    context = sidebar.render(page.url_path)
+    for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
+        st.warning(escape_markdown(note), icon=":material/warning:")
     try:
-        page.run()
-    except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
-        pass
-    except UploadGone as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
-        ui.show_error(exc, context=page.title)
-    for draw in context.after_page:  # the sidebar's slower parts, once the page's own charts are drawn
-        draw()
-finally:  # the URL holds the view that is shown, also when the page ended early
-    share.finish(page.url_path)
+        try:
+            page.run()
+        except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
+            pass
+        except UploadGone as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
+            ui.show_error(exc, context=page.title)
+        for draw in context.after_page:  # the sidebar's slower parts, once the page's own charts are drawn
+            draw()
+    finally:  # the URL holds the view that is shown, also when the page ended early
+        share.finish(page.url_path)

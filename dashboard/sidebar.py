@@ -10,8 +10,10 @@ import streamlit as st
 from dashboard import clip_choice, data, served, ui
 from dashboard.state import (
     CLIP_CHOICES,
+    GLOBAL,
     LEVELS,
     PAGE_CONTROLS,
+    USES,
     Settings,
     parse_query_params,
 )
@@ -32,26 +34,12 @@ CONTROL_KEYS = {f"w_{name}": name for name in PAGE_CONTROLS}
 # widget keys whose values live across pages (a page's widgets are dropped when another page runs)
 PERSIST = (*FIELD_OF, *CONTROL_KEYS)
 LIST_FIELDS = ("variants", "estimators")
-GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
 PAGE_TITLES = {"data": "Data", "sensitivity": "Sensitivity", "correlation": "Correlation",
                "dcg-vs-ndcg": "DCG vs nDCG", "estimator-lab": "Estimator lab", "decisions": "Decisions",
                "clip-tuning": "Clip tuning", "candidates": "Candidates", "which-estimator": "Which estimator?",
                "method": "Method"}
 DECK = ("sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning")
 """The pages presentation mode steps through by default."""
-USES: dict[str, tuple[str, ...]] = {
-    "data": ("dataset",),
-    "sensitivity": GLOBAL,
-    "correlation": ("dataset", "reward", "policy", "discount", "clip"),
-    "dcg-vs-ndcg": ("dataset", "reward", "discount", "exposure", "clip", "level"),
-    "estimator-lab": (),
-    "decisions": GLOBAL,
-    "clip-tuning": GLOBAL,
-    "candidates": ("dataset", "reward", "discount", "exposure", "clip", "level"),
-    "which-estimator": ("dataset", "reward", "policy", "discount", "level"),  # D0 is the learnt PBM; no clip
-    "method": ("dataset",),
-}
-"""The sidebar controls each page reads (by URL path); the others are hidden on that page."""
 PAGE_DEFAULTS_KEY = "_page_defaults"
 WRITTEN_KEY = "_written_params"
 

@@ -312,3 +312,21 @@ def _same(a, b) -> bool:
 
 
 CLIP_CHOICES: tuple[float, ...] = DEFAULT_CLIPS
+
+
+GLOBAL = ("dataset", "reward", "policy", "discount", "exposure", "clip", "level")
+USES: dict[str, tuple[str, ...]] = {
+    "data": ("dataset",),
+    "sensitivity": GLOBAL,
+    "correlation": ("dataset", "reward", "policy", "discount", "clip"),
+    "dcg-vs-ndcg": ("dataset", "reward", "discount", "exposure", "clip", "level"),
+    "estimator-lab": (),
+    "decisions": GLOBAL,
+    "clip-tuning": GLOBAL,
+    "candidates": ("dataset", "reward", "discount", "exposure", "clip", "level"),
+    "which-estimator": ("dataset", "reward", "policy", "discount", "level"),  # D0 is the learnt PBM; no clip
+    "method": ("dataset",),
+}
+"""The sidebar controls each page reads (by URL path); the others are hidden on that page. A page that reads the
+clip also shows the recommended clip under it (``dashboard.clip_choice``), so the background preparation counts
+the clip-tuning result among that page's steps (``dashboard.data.warmup``)."""

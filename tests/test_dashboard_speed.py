@@ -139,6 +139,57 @@ def test_the_preparation_puts_the_steps_of_the_page_the_user_opens_next():
     assert job.steps == seen["steps"]
 
 
+def test_the_preparation_starts_no_step_while_a_page_runs():
+    """While a script run is under way (``app.py`` wraps it in ``page_running``), the preparation starts no new
+    step; the step under way finishes; once every run has ended the rest follow, in order."""
+    import threading
+
+    from dashboard.data import warmup
+
+    ran, started, release = [], threading.Event(), threading.Event()
+
+    def first():
+        started.set()
+        release.wait(10)
+        ran.append("moments of a")
+
+    job = warmup.Warmup(("moments of a", "sensitivity", "decisions"),
+                        _todo=[("moments of a", first), ("sensitivity", lambda: ran.append("sensitivity")),
+                               ("decisions", lambda: ran.append("decisions"))])
+    with warmup.page_running():  # a page already running when the preparation starts: nothing starts
+        thread = threading.Thread(target=warmup._run, args=(job,), daemon=True)
+        thread.start()
+        assert not started.wait(0.5) and ran == []
+    assert started.wait(10)  # the run ended: the first step starts
+    with warmup.page_running(), warmup.page_running():  # two sessions' runs start while it is under way
+        release.set()
+        thread.join(0.5)
+        assert ran == ["moments of a"] and thread.is_alive()  # it finished; the next waits for both runs
+    thread.join(10)
+    assert ran == ["moments of a", "sensitivity", "decisions"] and not thread.is_alive()
+    assert (job.done, job.running) == (3, False)
+
+
+def test_a_page_with_the_clip_slider_gets_the_clip_tuning_step_with_its_own():
+    """The sidebar of a page that reads the clip shows the recommended clip, the clip-tuning result, before the
+    page's script run ends: the preparation computes it with that page's own steps, and not for pages without the
+    clip (Method, Which estimator?) or with their own clip rule (Candidates)."""
+    from dashboard.data.warmup import page_first
+    from dashboard.state import USES
+
+    labels = ["data summary", "moments of a", "sensitivity", "moments of a (log2)", "correlation", "DCG vs nDCG",
+              "decisions", "clip tuning", "candidates"]
+    todo = [(label, None) for label in labels]
+    order = {page: [label for label, _ in page_first(todo, page)] for page in USES}
+    assert order["sensitivity"][:4] == ["moments of a", "sensitivity", "clip tuning", "data summary"]
+    assert order["correlation"][:4] == ["moments of a (log2)", "correlation", "clip tuning", "data summary"]
+    assert order["dcg-vs-ndcg"][:3] == ["DCG vs nDCG", "clip tuning", "data summary"]
+    assert order["decisions"][:3] == ["decisions", "clip tuning", "data summary"]
+    assert order["clip-tuning"][:2] == ["clip tuning", "data summary"]
+    for page in ("data", "method", "which-estimator", "estimator-lab", "candidates"):
+        assert order[page].index("clip tuning") == labels.index("clip tuning") + (page == "candidates"), page
+
+
 def test_background_preparation_computes_each_pages_defaults(tmp_path):
     from dashboard import data
     from dashboard.data.warmup import Warmup, _run, steps

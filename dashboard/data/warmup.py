@@ -16,9 +16,9 @@ Only under a running server (``streamlit run``): in-process tests (AppTest) neve
 
 from __future__ import annotations
 
-import os
-
+import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,11 +38,38 @@ from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
 from offeval_core.analyses.plan import correlation_variants, decision_estimators
 
-__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "prefetch", "progress", "steps", "warm_up"]
+__all__ = ["Warmup", "default_choices", "default_reward", "page_first", "page_running", "prefetch", "progress",
+           "steps", "warm_up"]
 
 _LOG = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _JOBS: dict[str, Warmup] = {}
+_IDLE = threading.Condition()
+_PAGE_RUNS = 0
+PAUSE_CAP = 60.0
+"""Seconds the preparation waits at most for the script runs under way to end before its next step."""
+
+
+@contextlib.contextmanager
+def page_running():
+    """Around a page's script run (``app.py``): the background preparation starts no new step while any script
+    run is under way, so a page never shares the interpreter with work it does not need (Python threads take
+    turns: a page's pandas work would wait for the preparation's). A step under way finishes; a page that needs a value being prepared waits for it, and computes itself a value
+    the preparation has not started."""
+    global _PAGE_RUNS
+    with _IDLE:
+        _PAGE_RUNS += 1
+    try:
+        yield
+    finally:
+        with _IDLE:
+            _PAGE_RUNS -= 1
+            _IDLE.notify_all()
+
+
+def _wait_for_idle(cap: float = PAUSE_CAP) -> None:
+    with _IDLE:
+        _IDLE.wait_for(lambda: _PAGE_RUNS == 0, timeout=cap)
 
 
 @dataclass
@@ -158,7 +185,10 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
 
 
 def _run(job: Warmup) -> None:
-    while (step := job._next()) is not None:
+    while True:
+        _wait_for_idle()
+        if (step := job._next()) is None:
+            return
         label, call = step
         try:
             call()
@@ -169,8 +199,14 @@ def _run(job: Warmup) -> None:
 
 
 def _of_page(label: str, page: str) -> bool:
-    """Whether the preparation step ``label`` computes something the page at url path ``page`` shows."""
+    """Whether the preparation step ``label`` computes something the page at url path ``page`` shows: a page that
+    reads the clip shows the recommended clip under the sidebar's slider, which is the clip-tuning result (the
+    Candidates page's clip has its own rule)."""
+    from dashboard.state import USES
+
     own_moments = label.startswith(("moments of ", "propensity moments of ")) and not label.endswith("(log2)")
+    if label == "clip tuning" and page != "candidates" and "clip" in USES.get(page, ()):
+        return True
     return {
         "data": label == "data summary",
         "sensitivity": own_moments or label == "sensitivity",
