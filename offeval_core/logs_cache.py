@@ -5,7 +5,8 @@ Validation is a function of the bytes read, the reading options (column mapping,
 guessing, questions), the name shown in messages, the input limits and the code. An entry is keyed by all of
 them (the SHA-256 of the file's bytes from :func:`~offeval_core.fingerprint.file_digest`, the others as text,
 and :func:`~offeval_core.file_cache.code_digest`), so it holds exactly what :func:`~offeval_core.logs.read_logs`
-would return for those bytes: the validated frame and session table (Arrow IPC, zstd) and the reading (JSON of
+would return for those bytes: the validated frame and session table (Arrow IPC, LZ4: the demo's
+42 MB take 0.08 s of CPU to read into pandas, zstd's 23 MB 0.18 s) and the reading (JSON of
 the reading's own dataclasses, nothing executable). Only logs that passed validation are stored; a file
 whose signature changed while it was read is neither stored nor looked up.
 
@@ -87,7 +88,7 @@ def _decode(x):
 def _arrow(frame: pd.DataFrame) -> bytes:
     table = pa.Table.from_pandas(frame, preserve_index=False)
     sink = io.BytesIO()
-    with pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+    with pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as writer:
         writer.write_table(table)
     return sink.getvalue()
 
