@@ -344,17 +344,17 @@ def _hand_result(**kw):
 
 
 def test_wide_layout_by_hand():
-    """One row per (experiment, reward, policy label) of the levels, in the table's order (pivot_table without
-    dropna: every combination of the levels, a combination without cells — and e3's row without an r — kept as
-    NaN), columns (variant, r | p_value) in the labels' order."""
+    """One row per (experiment, reward, policy label) of the table, in its order — e3's row without an r kept as
+    NaN, and no row for a combination of the levels that has no cell (e2 with R₀, e1 with Rₜ, e3 with R₀: before,
+    three all-NaN rows that read as correlations not computed) —, columns (variant, r | p_value) in the labels'
+    order."""
     w = _hand_result(labels=("B", "A")).wide()
     nan = math.nan
-    index = pd.MultiIndex.from_tuples([(e, "click", p) for e in ("e2", "e1", "e3") for p in ("Rₜ", "R₀")],
+    index = pd.MultiIndex.from_tuples([("e2", "click", "Rₜ"), ("e1", "click", "R₀"), ("e3", "click", "Rₜ")],
                                       names=["experiment_id", "reward", "policy_label"])
     columns = pd.MultiIndex.from_tuples([("B", "r"), ("B", "p_value"), ("A", "r"), ("A", "p_value")],
                                         names=["variant", "statistic"])
-    want = pd.DataFrame([[0.4, 0.3, 0.9, 0.004], [nan] * 4, [nan] * 4, [0.25, 0.01, 1.0, 0.0], [nan] * 4, [nan] * 4],
-                        index=index, columns=columns)
+    want = pd.DataFrame([[0.4, 0.3, 0.9, 0.004], [0.25, 0.01, 1.0, 0.0], [nan] * 4], index=index, columns=columns)
     pd.testing.assert_frame_equal(w, want)
 
 

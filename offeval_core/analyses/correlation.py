@@ -96,10 +96,12 @@ class CorrelationResult:
         return headline_rows(self.table, self.labels)
 
     def wide(self) -> pd.DataFrame:
-        """Table-2 layout: one row per (experiment, reward, policy), columns (variant, r | p)."""
-        t = self.table
-        w = t.pivot_table(index=["experiment_id", "reward", "policy_label"], columns="variant",
-                          values=["r", "p_value"], aggfunc="first", dropna=False, sort=False)
+        """Table-2 layout: one row per (experiment, reward, policy) of the table, in its order (a row whose r is
+        missing stays, NaN; a combination of levels with no cell is no row), columns (variant, r | p)."""
+        keys = ["experiment_id", "reward", "policy_label"]
+        t = self.table.drop_duplicates([*keys, "variant"])
+        w = t.set_index([*keys, "variant"])[["r", "p_value"]].unstack("variant")
+        w = w.reindex(pd.MultiIndex.from_frame(t[keys].drop_duplicates()))
         w = w.swaplevel(0, 1, axis=1)
         cols = [(v, s) for v in self.labels for s in ("r", "p_value")]
         return w.reindex(columns=pd.MultiIndex.from_tuples(cols, names=["variant", "statistic"]))
