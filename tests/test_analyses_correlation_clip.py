@@ -215,7 +215,10 @@ def test_margins_and_holds_by_hand():
     no_raw = _margins(t[~((t["discount"] == "log2") & (t["clip"] == 1.0))], "pbm")
     assert all(math.isnan(v) for v in no_raw.values())     # max(NaN, b) is NaN
     no_16 = _margins(t[~((t["discount"] == "log2") & (t["clip"] == 16.0))], "pbm")
-    assert no_16 == pytest.approx({4.0: 0.2, 16.0: 0.6 - 0.5, math.inf: -0.15})   # max(raw, NaN) is raw
+    # no verdict against a missing variant (before: max(0.5, NaN) was 0.5, a margin of 0.1 against C alone)
+    assert no_16[4.0] == pytest.approx(0.2) and math.isnan(no_16[16.0]) and no_16[math.inf] == pytest.approx(-0.15)
+    nan_16 = _margins(t.assign(r=np.where((t["discount"] == "log2") & (t["clip"] == 16.0), np.nan, t["r"])), "pbm")
+    assert math.isnan(nan_16[16.0]) and _holds(nan_16) == (4.0,)   # an r that is NaN (< 3 days) the same way
     assert all(math.isnan(v) for v in _margins(t, "other").values())
     d = pd.DataFrame({"clip": [math.inf, 16.0, 16.0, 4.0, 4.0], "low": [0.5, 0.01, 0.02, 0.03, 0.0]})   # sorted
     assert _holds_surely(d) == (16.0, math.inf)

@@ -61,13 +61,23 @@ class CorrelationByClip:
 
 
 def _margins(table: pd.DataFrame, model: str) -> dict[float, float]:
+    """Per clip m > 1: r(model, m) − max(r(log2, C), r(log2, m)), the learnt model's lead over the better log2
+    variant; NaN when any of the three r is missing (no verdict against a variant that has no r).
+
+    >>> t = pd.DataFrame({"discount": ["log2", "pbm", "log2", "pbm", "log2"], "clip": [1.0, 4.0, 4.0, 16.0, 16.0],
+    ...                   "r": [0.5, 0.8, 0.6, 0.9, float("nan")]})
+    >>> {m: round(d, 2) for m, d in _margins(t, "pbm").items()}
+    {4.0: 0.2, 16.0: nan}
+    """
     r = table.set_index(["discount", "clip"])["r"]
-    raw = r.get(("log2", 1.0), math.nan)
-    out = {}
-    for m in sorted(c for c in table["clip"].unique() if c > 1):
-        a, b = r.get((model, m), math.nan), r.get(("log2", m), math.nan)
-        out[float(m)] = float(a - max(raw, b))
-    return out
+    return {float(m): float(r.get((model, m), math.nan) - _better_log2(r, m))
+            for m in sorted(c for c in table["clip"].unique() if c > 1)}
+
+
+def _better_log2(r: pd.Series, m: float) -> float:
+    """max(r(log2, C), r(log2, Q̂ at m)) of pooled r indexed by (discount, clip); NaN when either is missing."""
+    raw, at_m = r.get(("log2", 1.0), math.nan), r.get(("log2", m), math.nan)
+    return math.nan if math.isnan(raw) or math.isnan(at_m) else max(raw, at_m)
 
 
 def _holds_surely(differences: pd.DataFrame) -> tuple[float, ...]:
@@ -162,8 +172,7 @@ def _takeaway(table: pd.DataFrame, margins: dict[float, float], holds, best: flo
     n = int(table["n_points"].max()) if len(table) else 0
 
     def pair(m: float) -> str:
-        log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), math.nan))
-        text = f"{sym} = {r.get((model, m), math.nan):.2f} vs {log2_best:.2f}"
+        text = f"{sym} = {r.get((model, m), math.nan):.2f} vs {_better_log2(r, m):.2f}"
         if differences is not None and len(differences):
             part = differences[differences["clip"] == m]
             if len(part):
