@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from offeval_core.engine.reduction import _expand_groups, _tidy
 
@@ -47,6 +48,6 @@ def test_expand_groups_takes_each_rows_keys_by_its_code():
     assert out.to_dict("list") == {"experiment_id": ["e3", "e1", "e3", "e2"],
                                    "arm": ["control", "control", "control", "treatment"], "n": [1, 2, 3, 4]}
     pd.testing.assert_frame_equal(out, groups.merge(df, on="g", how="right").drop(columns="g"), check_exact=True)
-    # a code without a group (the reduce makes none): its keys are missing, as a merge leaves them
-    odd = _expand_groups(pd.DataFrame({"g": [10, 99], "n": [1, 2]}), groups)
-    assert odd["experiment_id"].tolist()[0] == "e1" and odd["experiment_id"].isna().tolist() == [False, True]
+    # a code without a group (the reduce makes none) is an internal error, never rows with missing keys
+    with pytest.raises(RuntimeError, match="^internal error: group code 99 has no group$"):
+        _expand_groups(pd.DataFrame({"g": [10, 99], "n": [1, 2]}), groups)

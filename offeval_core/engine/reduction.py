@@ -185,8 +185,8 @@ def _expand_groups(df: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     """``df`` with its group code ``g`` replaced by the group's keys (the columns of ``groups`` but ``g``, first):
     the keys' rows taken by position, one copy (a merge hashed and copied every column)."""
     at = pd.Index(groups["g"]).get_indexer(df["g"])
-    if (at < 0).any():  # a code without a group (never from the reduce): the merge, whose missing keys are NaN
-        return groups.merge(df, on="g", how="right").drop(columns="g")
+    if (at < 0).any():  # the reduce takes every code from ``groups``: missing keys would be rows of no group
+        raise RuntimeError(f"internal error: group code {df['g'].to_numpy()[np.flatnonzero(at < 0)[0]]} has no group")
     keys = groups.drop(columns="g").take(at).reset_index(drop=True)
     return pd.concat([keys, df.drop(columns="g").reset_index(drop=True)], axis=1)
 
