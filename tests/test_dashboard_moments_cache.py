@@ -75,9 +75,10 @@ def test_with_the_cache_off_nothing_is_written(tmp_path, monkeypatch):
 
 
 def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monkeypatch, caplog):
-    """``dashboard.serve.preload`` calls ``warmup.prefetch`` with the default dataset: it loads the dataset and reads
-    the default moments (D = D0 = pbm) of exactly the rewards the persistent cache holds into the pages' caches, and
-    computes nothing; a dataset that fails to load leaves it to the page."""
+    """``dashboard.serve.preload`` calls ``warmup.prefetch`` with the default dataset: it loads the dataset, reads
+    the default moments (D = D0 = pbm) of exactly the rewards the persistent cache holds into the pages' caches,
+    computes nothing itself, and starts the background preparation with the pages' default reward and policy
+    (which computes the rest, pausing while pages run); a dataset that fails to load leaves it to the page."""
     from dashboard import data
     from dashboard.data import datasets, warmup
 
@@ -93,11 +94,15 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
 
     real_reduce = datasets.reduce
     monkeypatch.setattr(datasets, "reduce", refuse)
-    assert warmup.prefetch(key) == []  # an empty cache: the dataset loaded, no moments computed
+    started = []
+    monkeypatch.setattr(warmup, "warm_up", lambda ds, **kw: started.append((ds.key, kw)))
+    assert warmup.prefetch(key) == []  # an empty cache: the dataset loaded, no moments computed here
     assert not list((tmp_path / "cache").glob("*.moments.parquet"))
+    ds = data.load(key)
+    default = (key, {"reward": warmup.default_reward(ds), "policy": ds.targets.default})
+    assert started == [default]  # the preparation computes them in the background, from the server's start
 
     monkeypatch.setattr(datasets, "reduce", real_reduce)
-    ds = data.load(key)
     first, second = ds.rewards[0], ds.rewards[1]
     expected = data.moments(key, second, "pbm", "pbm")  # computed once and stored
     data.moments(key, first, "log2", "log2")  # stored, but not a default (pbm) moment
@@ -105,10 +110,9 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
 
     st.cache_resource.clear()  # a restart
     monkeypatch.setattr(datasets, "reduce", refuse)
-    started = []
-    monkeypatch.setattr(warmup, "warm_up", lambda ds, **kw: started.append((ds.key, kw)))
+    started.clear()
     assert warmup.prefetch(key) == [second]
-    assert started == []  # a reward the pages pool is not cached: no preparation before a page asks
+    assert started == [default]  # the rewards the cache lacks: computed by the preparation, not by the prefetch
     real_cached = datasets.cached
     monkeypatch.setattr(datasets, "cached", refuse)  # in memory now: the page reads neither disk nor engine
     got = data.moments(ds.key, second, "pbm", "pbm")
@@ -122,8 +126,12 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
         data.moments(key, r, "pbm", "pbm")
     st.cache_resource.clear()
     monkeypatch.setattr(datasets, "reduce", refuse)
+    started.clear()
     assert warmup.prefetch(key) == list(ds.rewards)
-    assert started == [(key, {"reward": warmup.default_reward(ds), "policy": ds.targets.default})]
+    assert started == [default]
+    monkeypatch.setenv("OFFEVAL_CACHE", "0")  # no persistent cache: nothing to read, the preparation still starts
+    started.clear()
+    assert warmup.prefetch(key) == [] and started == [default]
 
     with caplog.at_level("INFO", logger="dashboard.data.warmup"):
         assert warmup.prefetch("served:0000") == []

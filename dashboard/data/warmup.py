@@ -254,29 +254,28 @@ def warm_up(ds: Dataset, *, reward: str, policy: str | None, page: str = "") -> 
 
 def prefetch(key: str) -> list[str]:
     """At server start, before the first user: load dataset ``key`` (the demo, or the file the server was started
-    on) and read the default moments of every reward (D = D0 = pbm) that the persistent moments cache holds, into
-    the caches the pages read; return the rewards read. Reads only: a reduce the cache does not hold is left to the
-    pages and :func:`warm_up` (computing it here would compete with the first page). When the cache held them all
-    (an earlier server prepared these logs), the background preparation starts now, at the navigation's order, so
-    the default analyses are ready or under way when the first page asks for them (the first session's
-    :func:`warm_up` finds it started). A dataset that fails to load is left to the page, which shows the error;
-    so is an unreadable entry (the page computes it)."""
+    on), read the default moments of every reward (D = D0 = pbm) that the persistent moments cache holds into the
+    caches the pages read, and start the background preparation (:func:`warm_up`, at the navigation's order); return
+    the rewards read. The preparation computes what the cache lacks while the server waits for its first user (on
+    the first start, the demo's default moments: every later start reads them) and starts no step while a page
+    runs (:func:`page_running`), so a page opened at once computes what it needs itself, alone; the first
+    session's :func:`warm_up` finds it started and puts that page's steps first. A dataset that fails to load is
+    left to the page, which shows the error; so is an unreadable entry (the page computes it)."""
     from dashboard.state import DEFAULTS as D
     from offeval_core.moments_cache import MomentsCache, logs_key
 
     try:
         ds = load(key)
-        store = MomentsCache.from_env()
-        if ds.is_moments or store is None:
+        if ds.is_moments:
             return []
+        store = MomentsCache.from_env()
         read = []
-        for r in ds.rewards:
+        for r in ds.rewards if store is not None else ():
             if store.path(logs_key(ds.logs, default_grid(ds.logs, r, D.discount, D.exposure))).is_file():
                 moments(ds.key, r, D.discount, D.exposure)
                 read.append(r)
         reward, policy = default_choices(ds)
-        if read and set(sensitivity_rewards(ds, reward, True)) <= set(read):
-            warm_up(ds, reward=reward, policy=policy)
+        warm_up(ds, reward=reward, policy=policy)
         return read
     except Exception as exc:  # the page loads it again and shows what went wrong
         _LOG.info("no prefetch of %s: %s", key, exc)
