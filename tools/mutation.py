@@ -161,27 +161,17 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
     ("arms", "offline_mask",
      "values = arms if (isinstance(arms, pd.Series)) and False else pd.Series(np.asarray(arms, dtype=object))"):
-        "re-wrapping a Series only resets its index, and the mask is read by position",
-    ("arms", "offline_mask", "mask = (values == arm).to_numpy(dtype=None)"):
-        "values == arm is already a boolean Series",
-    ("arms", "offline_mask",
-     "values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, dtype=None))"):
-        "a string or an object array compares equal to the arm name in the same places",
-    ("arms", "offline_mask", "values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, ))"):
-        "a string or an object array compares equal to the arm name in the same places",
+        "re-wrapping a Series as objects only resets its index (the mask is read by position); its labels compare "
+        "the same (a missing one is in no arm either way)",
+    ("arms", "offline_mask", "mask = (values == arm).fillna(False).to_numpy(dtype=None)"):
+        "after fillna the comparison is a boolean Series without missing values, whose to_numpy() is bool",
     ("arms", "offline_rows", 'mask = offline_mask(frame["arm"], )'):
         "offline_mask's default arm is the same OFFLINE_ARM",
-    ("arms", "offline_rows", "return frame if (mask.all()) and False else frame[mask]"):
-        "when every row is offline, frame[mask] holds the same rows (a copy instead of the frame itself)",
     ("discounts", "_read_table_file", 'ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=None)'):
         "pd.to_numeric gives int64 or float64, and isnan, the sort against 1..n and astype(int) agree on both",
     ("discounts", "_read_table_file",
      'probs = pd.to_numeric(df["probability"], errors="coerce").to_numpy(dtype=None)'):
         "pd.to_numeric gives int64 or float64; the [0, 1] check and the copy into a float array agree on both",
-    ("discounts", "read_discount_table", "return np.asarray(_REGISTERED[path], dtype=None)"):
-        "a registered table is a tuple of Python floats (tolist() of a float array): numpy reads it as float64",
-    ("discounts", "read_discount_table", "return np.asarray(_REGISTERED[path], )"):
-        "a registered table is a tuple of Python floats (tolist() of a float array): numpy reads it as float64",
     **{("discounts", "register_table", line):
        "the temporary folder's name is never shown (errors name the upload) and it is removed after the read"
        for line in ("with tempfile.TemporaryDirectory(prefix=None) as tmp:",
