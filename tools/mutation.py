@@ -164,6 +164,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the adjusted p-values do not depend on alpha (only the rejections do, and holm returns the p-values)",
     ("multiple", "benjamini_hochberg", 'return adjust(p_values, method="bh", ).adjusted'):
         "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
+    ("multiple", "adjust", "adjusted[ok] = multipletests(p[ok], method=METHODS[method])[1]"):
+        "multipletests' corrected p-values (its [1]) do not depend on alpha, only its rejections (its [0]) do",
     ("arms", "offline_mask",
      "values = arms if (isinstance(arms, pd.Series)) and False else pd.Series(np.asarray(arms, dtype=object))"):
         "re-wrapping a Series as objects only resets its index (the mask is read by position); its labels compare "
