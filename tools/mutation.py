@@ -164,6 +164,23 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the adjusted p-values do not depend on alpha (only the rejections do, and holm returns the p-values)",
     ("multiple", "benjamini_hochberg", 'return adjust(p_values, method="bh", ).adjusted'):
         "the adjusted p-values do not depend on alpha (only the rejections do, and this returns the p-values)",
+    **{("verdicts", "ranking_estimators", line):
+       "exposure_weights' default exposure is the learnt pbm, and parse_discount reads the kind case-insensitively"
+       for line in ("_, w = exposure_weights(logs, policy, discount=discount, )",
+                    '_, w = exposure_weights(logs, policy, discount=discount, exposure="PBM")')},
+    **{("verdicts", "ranking_estimators", line):
+       "the reduce then holds every reward (or policy) of the logs as well: select keeps the rows of the one asked, "
+       "whose values do not depend on the others"
+       for line in ('m = reduce_importance(logs, rewards=None, policies=(policy,), clips=(cap,), cappings=("max",),',
+                    'm = reduce_importance(logs, policies=(policy,), clips=(cap,), cappings=("max",),',
+                    'm = reduce_importance(logs, rewards=(reward,), policies=None, clips=(cap,), cappings=("max",),',
+                    'm = reduce_importance(logs, rewards=(reward,), clips=(cap,), cappings=("max",),')},
+    **{("verdicts", "ranking_estimators", line):
+       "the default cappings and scales add zero-capped and impression-scale rows, stored under other metric names "
+       "(cis-zero, cis@impression, …) that select does not read for is, cis, snips, ncis"
+       for line in ('m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(cap,), scales=("session",), '
+                    'weights="exposure", discount=discount, exposure="pbm", strata=None,',
+                    'weights="exposure", discount=discount, exposure="pbm", strata=None,')},
     ("multiple", "adjust", "adjusted[ok] = multipletests(p[ok], method=METHODS[method])[1]"):
         "multipletests' corrected p-values (its [1]) do not depend on alpha, only its rejections (its [0]) do",
     ("arms", "offline_mask",
@@ -354,9 +371,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
     **{("analyses-common", "merge_moments", line):
        "the rows are renumbered by reset_index(drop=True) below, and drop_duplicates compares values, not labels"
-       for line in (f"{frame} = pd.concat([p.{frame} for p in parts], {arg}).drop_duplicates{tail}"
-                    for frame, tail in (("offline", "(subset=keys)"), ("online", "("))
-                    for arg in ("ignore_index=None", "", "ignore_index=False"))},
+       for line in (f"{frame} = pd.concat([p.{frame} for p in parts], {arg})"
+                    for frame in ("offline", "online") for arg in ("ignore_index=None", "", "ignore_index=False"))},
+    ("analyses-common", "merge_moments",
+     "if len(set(rewards)) <= len(rewards):  # parts of other rewards share no row (a Moments has one row per variant)"):
+        "with distinct rewards no two rows share their keys (a part has one row per variant, and the reward is a key "
+        "of both frames), so drop_duplicates would drop nothing: the test only skips that work",
     **{("analyses-dcg-vs-ndcg", "dcg_vs_ndcg", f"val = dict(zip(names, zip(dcg, ndcg, {a}), {b}))"):
        "dcg and ndcg are the column means of x and y, both built with one column per name: the lengths are equal"
        for a, b in (("strict=True", "strict=None"), ("strict=True", ""), ("strict=None", "strict=True"),
