@@ -156,6 +156,9 @@ MODULES: dict[str, Module] = {
                    "offeval_core/verdicts.py"),
 }
 
+_NO_DIVISION_AT_ZERO = ("every division in the block is an np.divide with where= (ndcg_of, _per_relevant), never "
+                        "evaluated at a zero denominator: the errstate silences nothing")
+
 # Survivors shown equivalent: (module, function, changed line after mutation, stripped) -> reason.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("multiple", "holm", 'return adjust(p_values, alpha=alpha).adjusted'):
@@ -467,10 +470,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ("topn_metrics", "srt = -np.sort(-rel, )[:, :k]", "np.sort's default axis is -1, the items'"),
         ("topn_metrics", "n_rel = (rel > 0).sum(axis=1).astype(None)", "numpy's astype(None) is float64"),
         ("topn_metrics", "hits = (ranked > 0).astype(None)", "numpy's astype(None) is float64"),
-        ("topn_metrics", 'with np.errstate(invalid="ignore", divide=None):',
-         "hits ≤ n_rel: a division by n_rel = 0 is 0 / 0 (invalid), never x / 0 with x ≠ 0"),
-        ("topn_metrics", 'with np.errstate(invalid="ignore", ):',
-         "hits ≤ n_rel: a division by n_rel = 0 is 0 / 0 (invalid), never x / 0 with x ≠ 0"),
+        ("topn_metrics", 'with np.errstate(invalid="ignore", divide=None):', _NO_DIVISION_AT_ZERO),
+        ("topn_metrics", 'with np.errstate(invalid="ignore", ):', _NO_DIVISION_AT_ZERO),
+        ("topn_metrics", 'with np.errstate(invalid=None, divide="ignore"):', _NO_DIVISION_AT_ZERO),
+        ("topn_metrics", 'with np.errstate(divide="ignore"):', _NO_DIVISION_AT_ZERO),
+        *[("_per_relevant", line, "np.divide computes integer or float values and counts in float64 into the "
+           "float64 out array, and n > 0 compares them alike (the callers pass counts and sums of 0/1 hits)")
+          for line in ("v, n = np.asarray(values, dtype=None), np.asarray(n_rel, dtype=np.float64)",
+                       "v, n = np.asarray(values, ), np.asarray(n_rel, dtype=np.float64)",
+                       "v, n = np.asarray(values, dtype=np.float64), np.asarray(n_rel, dtype=None)",
+                       "v, n = np.asarray(values, dtype=np.float64), np.asarray(n_rel, )")],
         ("topn_metrics", '"ndcg": np.where(valid, ndcg_of(dcg, idcg, ), np.nan),',
          "iDCG = 0 only without a relevant item, where np.where gives NaN anyway"),
     ]},
