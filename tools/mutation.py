@@ -184,6 +184,27 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(cap,), scales=("session",), '
                     'weights="exposure", discount=discount, exposure="pbm", strata=None,',
                     'weights="exposure", discount=discount, exposure="pbm", strata=None,')},
+    **{("verdicts", "ranking_estimators", line):
+       "the default exposure is the learnt pbm, and parse_discount reads the kind case-insensitively; select reads "
+       "the grid's own label"
+       for line in ('scales=("session",), weights="exposure", discount=discount, strata=None,',
+                    'scales=("session",), weights="exposure", discount=discount, exposure="PBM", strata=None,')},
+    ("verdicts", "ranking_estimators",
+     'scales=("session",), weights="exposure", discount=discount, exposure="pbm", context=None)'):
+        "strata are read only by piece-NCIS, which ranking_estimators does not select",
+    ("verdicts", "ranking_estimators", ")"):
+        "the context is read only by point-NCIS, which ranking_estimators does not select",
+    ("verdicts", "ranking_estimators", "clip=clip))"):
+        "the grid's one exposure is pbm (reduced with exposure='pbm'), select's default",
+    ("verdicts", "verdict", 'caution = ""'):
+        "only `if caution:` reads the initial value, and '' is as falsy as None",
+    ("verdicts", "verdict", "if name == \"support\" and 1 - c.effect <= SUPPORT_MATERIAL:"):
+        "1 − effect never equals 0.05: for a share ≥ 1/2 the difference is exact (Sterbenz), a multiple of 2⁻⁵³, "
+        "which the double 0.05 is not (its last bit is 2⁻⁵⁶); below 1/2 it is above 1/2",
+    **{("verdicts", "verdict_clip", line):
+       "np.quantile interpolates integer and float weights alike in float64"
+       for line in ("return max(float(np.quantile(np.asarray(weights, dtype=None), 0.99)), 1.0)",
+                    "return max(float(np.quantile(np.asarray(weights, ), 0.99)), 1.0)")},
     ("multiple", "adjust", "adjusted[ok] = multipletests(p[ok], method=METHODS[method])[1]"):
         "multipletests' corrected p-values (its [1]) do not depend on alpha, only its rejections (its [0]) do",
     ("arms", "offline_mask",
