@@ -205,6 +205,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "np.quantile interpolates integer and float weights alike in float64"
        for line in ("return max(float(np.quantile(np.asarray(weights, dtype=None), 0.99)), 1.0)",
                     "return max(float(np.quantile(np.asarray(weights, ), 0.99)), 1.0)")},
+    ("slate-weights", "segment_cumprod", "out = np.array(x, dtype=np.float64, )"):
+        "np.array copies by default (copy=True)",
+    ("slate-weights", "segment_cumprod", "for j in range(1, int(position.max()) + 2 if len(position) else 0):"):
+        "no row has the position max + 1: its pass assigns nothing",
+    ("slate-weights", "segment_cumprod", "for j in range(1, int(position.max()) + 1 if len(position) else 1):"):
+        "range(1, 1) is empty, as range(1, 0)",
     ("multiple", "adjust", "adjusted[ok] = multipletests(p[ok], method=METHODS[method])[1]"):
         "multipletests' corrected p-values (its [1]) do not depend on alpha, only its rejections (its [0]) do",
     ("arms", "offline_mask",
