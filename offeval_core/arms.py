@@ -20,7 +20,8 @@ def offline_mask(arms, arm: str | None = OFFLINE_ARM) -> np.ndarray:
     """Boolean mask of the offline rows: ``arms == arm`` when any row is in ``arm``; all rows when ``arm`` is
     None, or when it is the control arm and no row is (logs without a control arm are all the logging
     policy's). Any other arm that no row is in is an :class:`~offeval_core.errors.UnknownName`: estimates
-    asked of the treatment arm never silently come from the control arm.
+    asked of the treatment arm never silently come from the control arm. Labels compare as given (the number 1
+    is not the arm ``"1"``); a missing label is in no arm, whatever the column's dtype.
 
     >>> offline_mask(["control", "treatment"]).tolist(), offline_mask(["a", "b"]).tolist()
     ([True, False], [True, True])
@@ -28,7 +29,8 @@ def offline_mask(arms, arm: str | None = OFFLINE_ARM) -> np.ndarray:
     values = arms if isinstance(arms, pd.Series) else pd.Series(np.asarray(arms, dtype=object))
     if arm is None:
         return np.ones(len(values), dtype=bool)
-    mask = (values == arm).to_numpy(dtype=bool)
+    # (a missing label, pd.NA in a nullable column, is in no arm)
+    mask = (values == arm).fillna(False).to_numpy(dtype=bool)
     if mask.any():
         return mask
     if arm != OFFLINE_ARM and len(values):

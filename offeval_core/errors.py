@@ -11,6 +11,9 @@ shows it with ``st.error`` and a hint chosen by type.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 
 __all__ = [
@@ -200,3 +203,16 @@ class LogsOverLimit(LimitExceeded, LogValidationError):
 class EstimatorWarning(UserWarning):
     """An estimator ran but fell back from its definition on part of the data (e.g. PointNCIS contexts with
     a single logged row share their cell's normaliser); the message says where and why."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_estimator(message: str) -> None:
+    """Warn with an :class:`EstimatorWarning` attributed to the first caller outside this package (the line of
+    the caller's code that asked for the estimate), however deep inside the package the warning is raised; the
+    outermost frame when every frame is the package's."""
+    frame, level = sys._getframe(1), 2      # stacklevel 2 is warn_estimator's caller
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, EstimatorWarning, stacklevel=level)

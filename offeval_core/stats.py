@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy import special as _sc
 from scipy import stats as _sps
 
-from offeval_core.errors import EstimatorWarning, InputError, NonFiniteMoments
+from offeval_core.errors import InputError, NonFiniteMoments, warn_estimator
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
 from offeval_core.validation import check_level
 
@@ -322,10 +321,9 @@ def _delta_variance(*terms: float) -> float:
     size = sum(abs(t) for t in terms)
     value = sum(terms)
     if size > 0 and value <= DELTA_PRECISION * size:
-        warnings.warn("the delta-method standard error of a ratio is below the precision of its moments (the ratio "
-                      "of each unit's values is nearly the same everywhere, e.g. rewards with a large common "
-                      "offset): reported as undefined; subtract the offset from the reward to get it",
-                      EstimatorWarning, stacklevel=3)
+        warn_estimator("the delta-method standard error of a ratio is below the precision of its moments (the "
+                       "ratio of each unit's values is nearly the same everywhere, e.g. rewards with a large common "
+                       "offset): reported as undefined; subtract the offset from the reward to get it")
         return math.nan
     return max(value, 0.0)
 

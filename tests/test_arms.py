@@ -65,3 +65,38 @@ def test_clip_tuning_of_the_treatment_arm_of_control_only_logs_is_refused():
     with pytest.raises(UnknownName, match="no row is in the arm 'treatment'"):
         clip_tuning(read_logs(df), policy="new", arm="treatment", **kw)
     assert clip_tuning(read_logs(df), policy="new", **kw).n_sessions == 2
+
+
+def test_labels_compare_as_given_not_as_numpy_strings():
+    """A list mixing numbers and labels is read as objects: numpy's default would turn the number 1 into the
+    string '1' (np.asarray([1, "control"]) is ['1', 'control']), making it the arm '1'."""
+    assert np.asarray([1, "control"]).tolist() == ["1", "control"]          # what is avoided
+    assert offline_mask([1, "control", "treatment"]).tolist() == [False, True, False]
+    with pytest.raises(UnknownName) as err:
+        offline_mask([1, "control", "treatment"], arm="1")
+    assert str(err.value) == ("no row is in the arm '1': the 3 rows are in other arms "
+                              "(arm='control' reads the logging policy's rows, arm=None every row)")
+    assert offline_mask([1, "control", 1.5], arm=1).tolist() == [True, False, False]
+
+
+def test_a_missing_label_is_in_no_arm_whatever_the_dtype():
+    """pd.NA in a nullable string column compares as <NA>: it is in no arm, as None in an object column and NaN
+    in a str column are (the mask was a ValueError for the nullable column)."""
+    for dtype in ("string", object, "str"):
+        s = pd.Series(["control", None, "treatment"], dtype=dtype)
+        assert offline_mask(s).tolist() == [True, False, False], dtype
+        assert offline_mask(s, arm="treatment").tolist() == [False, False, True], dtype
+        assert offline_mask(s, arm="treatment").dtype == bool
+    # only missing and treatment labels: no control row, so every row (the logging policy's)
+    assert offline_mask(pd.Series([None, "treatment"], dtype="string")).tolist() == [True, True]
+
+
+def test_offline_rows_returns_the_frame_itself_when_every_row_is_offline():
+    """No copy of the logs when the mask keeps every row (all control, or no control row at all)."""
+    all_control = pd.DataFrame({"arm": ["control", "control"], "x": [1, 2]})
+    assert offline_rows(all_control) is all_control
+    only_treatment = pd.DataFrame({"arm": ["treatment"], "x": [1]})
+    assert offline_rows(only_treatment) is only_treatment
+    mixed = pd.DataFrame({"arm": ["control", "treatment"], "x": [1, 2]}, index=[5, 7])
+    kept = offline_rows(mixed)
+    assert kept is not mixed and kept.index.tolist() == [5] and kept["x"].tolist() == [1]

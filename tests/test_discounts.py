@@ -354,3 +354,16 @@ def test_the_registry_keeps_the_most_recently_used_tables_up_to_its_size(monkeyp
     assert read(names[3]) == [0.0004]
     with pytest.raises(MissingInput):
         read(names[4])
+
+
+def test_an_exposure_table_with_a_cut_off_is_accepted(tmp_path):
+    """Only curves are refused a cut-off as exposure models: a table (a rank → probability list) keeps it."""
+    from offeval_core.discounts import check_exposure_cutoff
+
+    path = tmp_path / "bias.csv"
+    pd.DataFrame({"rank": [1, 2, 3], "probability": [1.0, 0.5, 0.2]}).to_csv(path, index=False)
+    table = parse_discount(f"table:{path}@2")
+    assert (table.kind, table.cutoff) == ("table", 2)
+    assert check_exposure_cutoff(table) is None
+    with pytest.raises(SpecError, match="^exposure model 'reciprocal@2' has a cut-off"):
+        check_exposure_cutoff(parse_discount("reciprocal@2"))

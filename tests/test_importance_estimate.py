@@ -252,3 +252,41 @@ def test_midzuno_sen_checks_its_options():
     assert str(err.value) == "capping must be one of 'max', 'zero'; got 'min'"
     with pytest.raises(InputError):
         imp.midzuno_sen_inverse(draw, n=1, clip=0.5)
+
+
+def test_midzuno_sen_gives_up_after_its_tries(monkeypatch):
+    """MIDZUNO_SEN_TRIES first draws are tried, no more: at c = 2, zero-capping gives w = 3 the ratio 0 (never
+    accepted) and w = 1 the ratio 1 (always accepted). Five tries here instead of 10⁶."""
+    import importlib
+
+    est = importlib.import_module("offeval_core.importance.estimate")   # (the package's `estimate` is the function)
+    assert est.MIDZUNO_SEN_TRIES == 10**6
+    monkeypatch.setattr(est, "MIDZUNO_SEN_TRIES", 5)
+    draw = Script([3.0] * 5, [])
+    with pytest.raises(InputError) as err:
+        imp.midzuno_sen_inverse(draw, n=2, clip=2.0, capping="zero", rng=0)
+    assert str(err.value) == "Midzuno-Sen: no draw accepted in 5 tries; the capped share E[W̄/W | x] is ~0"
+    assert draw.sizes == [1] * 5
+    # accepted at the last try: ratio 1, then the other draw w = 1 (ratio 1): 2 / (1 + 1)
+    draw = Script([3.0] * 4 + [1.0], [1.0])
+    assert imp.midzuno_sen_inverse(draw, n=2, clip=2.0, capping="zero", rng=0) == 1.0
+    assert draw.sizes == [1] * 5 + [1]
+
+
+def test_estimator_warnings_point_at_the_callers_line():
+    """Each EstimatorWarning is attributed to the line of the caller's code that asked for the estimate, however
+    deep in the package it is raised: the PointNCIS warning (estimate → warn_pooled_contexts, or called
+    directly) and the delta-method one (estimate → estimate_from_row → ratio_difference → _delta_variance)."""
+    def caught(call):
+        with pytest.warns(EstimatorWarning) as record:
+            call()
+        w = [r for r in record if issubclass(r.category, EstimatorWarning)]
+        assert len(w) == 1
+        return w[0].filename, w[0].lineno
+
+    for call in (lambda: imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis"),
+                 lambda: imp.warn_pooled_contexts(logs()),
+                 lambda: imp.estimate(read_logs(LOG.assign(rank__t=[1, 1, 1, 1, 1, 1]), name="b.csv"),
+                                      reward="click", policy="t", weights="exposure")):
+        # the line in this file where the lambda calls into the package
+        assert caught(call) == (__file__, call.__code__.co_firstlineno)

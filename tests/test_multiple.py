@@ -80,3 +80,30 @@ def test_family_wise_error_and_fdr_control_under_the_null():
     assert any_holm <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)   # ≈ 0.05 (all nulls true: FWER = FDR)
     assert any_bh <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
     assert any_raw > 0.6                                        # 1 − 0.95^20 = 0.64 without adjustment
+
+
+def test_alpha_bounds_boundary_rejection_and_types_by_hand():
+    from offeval_core.errors import InputError
+
+    # alpha in the open interval (0, 1): both ends and beyond are refused with the value named
+    for alpha in (0, 1, 1.5, -0.1):
+        with pytest.raises(InputError) as err:
+            adjust([0.1], alpha=alpha)
+        assert str(err.value) == f"alpha must be in (0, 1), got {alpha!r}"
+    assert adjust([0.1], alpha=0.999).rejected.tolist() == [True]
+    # an adjusted p-value equal to α is rejected: Holm's 2 · 0.025 = 0.05 exactly (and 0.05 unadjusted)
+    res = adjust([0.025, 0.5], method="holm", alpha=0.05)
+    assert res.adjusted.tolist() == [0.05, 0.5] and res.rejected.tolist() == [True, False]
+    assert adjust([0.05, 0.0500001], method="none", alpha=0.05).rejected.tolist() == [True, False]
+    # NaN entries are never rejected: the mask is boolean, False there
+    res = adjust([0.001, np.nan, 0.002], method="bh")
+    assert res.rejected.dtype == bool and res.rejected.tolist() == [True, False, True]
+    # integer p-values are read as floats: the adjusted values are float64 (Holm of 0, 1: 2 · 0, max(0, 1 · 1))
+    res = adjust([0, 1], method="holm")
+    assert res.p_values.dtype == np.float64 and res.adjusted.dtype == np.float64
+    assert res.adjusted.tolist() == [0.0, 1.0]
+    assert adjust(np.array([1, 0]), method="none").adjusted.dtype == np.float64
+    # no family named: none in the caption
+    plain = adjust([0.03, 0.01, 0.5, 0.02])
+    assert plain.family == "" and plain.caption == ("Holm (family-wise error) adjustment: 1 of 4 comparisons "
+                                                    "significant at α = 0.05")

@@ -316,3 +316,21 @@ def test_normalised_kernel_influence_is_the_delta_method_gradient_with_a_short_s
     grad = lam * c / b * (wr - a) - lam * c * a / b ** 2 * (ww - b) + lam * a / b * (p - c)
     np.testing.assert_allclose(infl, grad.sum(axis=1), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(plain_kernel(data, w, lam), [1.2, 0.0, 0.8 + 0.5 * 1.5], rtol=1e-12)
+
+
+def test_segment_cumprod_leaves_its_input_alone_and_iips_names_its_columns():
+    from offeval_core.errors import UnknownName
+    from offeval_core.slate.schema import from_arrays
+    from offeval_core.slate.weights import segment_cumprod, slate_weights
+
+    x = np.array([2.0, 3.0, 5.0, 7.0])
+    assert segment_cumprod(x, np.array([0, 1, 0, 1])).tolist() == [2.0, 6.0, 5.0, 35.0]
+    assert x.tolist() == [2.0, 3.0, 5.0, 7.0]                       # a copy: the caller's array is unchanged
+    ints = segment_cumprod(np.array([2, 3, 4]), np.array([0, 1, 2]))
+    assert ints.dtype == np.float64 and ints.tolist() == [2.0, 6.0, 24.0]
+    assert segment_cumprod(np.array([]), np.array([], dtype=int)).tolist() == []   # no row: no position.max()
+    d = from_arrays([0, 0], [1, 2], [1.0, 0.0], logging_conditional=[0.5, 1.0], target_conditional=[0.8, 1.0])
+    with pytest.raises(UnknownName) as err:
+        slate_weights(d, "iips")
+    assert str(err.value) == ("<arrays>: estimator iips needs the column(s) logging_propensity, "
+                              "target_propensity__<policy>")

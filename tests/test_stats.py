@@ -425,3 +425,18 @@ def test_a_denominator_mean_too_small_to_square_is_a_typed_error():
     # 1e-150 squares to 1e-300, still a double: the ratio 1 / 2e-150 = 5e149 is computed, with se 0 (no spread)
     e = ratio_estimate(2, 1.0, 0.0, 2e-150, 0.0, 0.0, level=0.9)
     assert e.value == 5e149
+
+
+def test_the_precision_warning_points_at_the_line_that_asked_for_the_ratio():
+    """The delta-method warning is attributed to the caller's line (this file's), not to stats.py, for either
+    ratio: x = (1, 2), y = (2, 4) (x/y = 1/2 on both units), and a = b = (1, 3) against c = e = (1, 1)."""
+    from offeval_core.errors import EstimatorWarning
+
+    calls = (lambda: stats.ratio_estimate(2, 3.0, 0.5, 6.0, 2.0, 1.0, level=0.95),
+             lambda: stats.ratio_difference(stats.RatioMoments(2, 4.0, 2.0, 4.0, 2.0, 2.0),
+                                            stats.RatioMoments(2, 2.0, 0.0, 2.0, 0.0, 0.0),
+                                            stats.CrossMoments(0.0, 0.0, 0.0, 0.0), level=0.9))
+    for call in calls:
+        with pytest.warns(EstimatorWarning, match="below the precision of its moments") as record:
+            assert math.isnan(call().stderr)
+        assert [(w.filename, w.lineno) for w in record] == [(__file__, call.__code__.co_firstlineno)]

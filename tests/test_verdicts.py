@@ -347,3 +347,70 @@ def test_slate_dont_names_the_estimator():
 def test_verdict_summary_names_only_the_verdicts_that_have_estimators(by_verdict, sentence):
     """The takeaway of "Which estimator?" lists no empty verdict (never "caution: 0; don't: 0")."""
     assert verdict_summary(by_verdict) == sentence
+
+
+def test_verdict_summary_of_a_partial_mapping():
+    """A verdict missing from the mapping is an empty one."""
+    assert verdict_summary({"trust": ["SNIPS"]}) == "Trusted here: SNIPS."
+    assert verdict_summary({"don't": ["IPS"]}) == "No estimator is trusted here; do not use IPS."
+    assert verdict_summary({}) == "No estimator is trusted here."
+
+
+def test_cascade_dr_verdict_uses_fixed_folds_by_hand():
+    """Cascade-DR's value and its capped value use the same cross-fitting folds (FOLD_SEED): the verdict is the
+    same on every run and the clip sensitivity measures the cap alone. On slate_logs' two control sessions
+    default_rng(0) puts both in fold 1, so the model of each is fitted on no row (rates 0, q = q̄ = 0) and
+    Cascade-DR is RIPS: 3.6, SE 2.4, capped at 3.94 (B's slot-2 weight 4 → 3.94): 3.57, sensitivity 0.03 / 2.4."""
+    from offeval_core.verdicts import FOLD_SEED
+
+    assert FOLD_SEED == 0 and np.random.default_rng(0).integers(0, 2, size=2).tolist() == [1, 1]
+    runs = [{e.estimator: e for e in slate_estimators(slate_logs(), "click", "new", {})}["cascade-dr"]
+            for _ in range(3)]
+    assert all(r == runs[0] for r in runs)
+    c = runs[0]
+    assert (c.value, c.stderr) == (pytest.approx(3.6, abs=1e-12), pytest.approx(2.4, abs=1e-12))
+    assert c.clip_sensitivity == pytest.approx(0.03 / 2.4, abs=1e-12)
+
+
+def test_cascade_dr_verdict_against_the_slate_estimate_with_the_same_folds():
+    """Ten sessions: the verdict's value, SE and clip sensitivity are those of slate.estimate with rng = 0 for
+    both the full and the capped value (c = the RIPS weights' 99th percentile); with folds drawn afresh for each
+    the sensitivity would mix the folds' noise into the cap's effect."""
+    from offeval_core.slate import estimate, from_logs
+    from offeval_core.slate.estimators import weights_for
+
+    sessions = [((1, 0), (0.5, 0.4), (0.6, 0.5)), ((1, 1), (0.5, 0.5), (0.4, 0.5)), ((0, 1), (0.2, 0.5), (0.5, 0.6)),
+                ((1, 1), (0.8, 0.3), (0.4, 0.7)), ((0, 0), (0.5, 0.5), (0.5, 0.5)), ((1, 0), (0.1, 0.9), (0.6, 0.2)),
+                ((0, 1), (0.5, 0.2), (0.5, 0.9)), ((1, 1), (0.3, 0.6), (0.7, 0.4)), ((1, 0), (0.6, 0.6), (0.2, 0.8)),
+                ((0, 1), (0.4, 0.5), (0.9, 0.3))]
+    logs = slate_frame(sessions)
+    c = {e.estimator: e for e in slate_estimators(logs, "click", "new", {})}["cascade-dr"]
+    data = from_logs(logs, reward="click", policy="new")
+    full = estimate(data, estimator="cascade-dr", rng=0).target
+    capped = estimate(data, estimator="cascade-dr", clip=verdict_clip(weights_for(data, "rips")), rng=0).target
+    assert (c.value, c.stderr) == (full.value, full.stderr)
+    assert c.clip_sensitivity == abs(capped.value - full.value) / full.stderr > 0
+
+
+def test_every_weight_zero_is_a_dont_and_a_small_shortfall_does_not_stop_the_other_checks():
+    assert verdict("IPS", (), {}, 0.0, 0.0, 0.0, 0.0) == ("don't", "every weight is zero: no logged session informs it.")
+    # an ESS of one session is not "every weight zero": two sessions, share 1/2, trusted
+    assert verdict("IPS", (), {}, 0.5, 0.05, 0.0, 1.0) == ("trust", TRUST.format(0.5, 0.0))
+    # a small support shortfall (4 %) is a caution, but a later needed check that fires still decides "don't"
+    checks = {"support": check("support", effect=0.96, p=0.01, label="share"),
+              "cascade": check("cascade", effect=0.25, p=0.0012)}
+    assert verdict("IIPS", ("support", "cascade"), checks, 0.9, 0.0, 0.0, 900.0) == (
+        "don't", "IIPS assumes no cascade problem, and the cascade check fires (odds ratio 0.25, p = 0.0012).")
+
+
+def test_ranking_estimators_use_exposure_weights_even_with_propensity_columns():
+    """Logging and target propensity columns in the logs change nothing: the verdicts' DCG / IPS and SNIPS are
+    of the exposure weights D(R(i)) / D0(r_i) (the reduce's default "auto" would take the propensities)."""
+    plain = ranking_logs()
+    with_p = read_logs(plain.frame.pipe(lambda f: pd.DataFrame({
+        "session_id": f["session_id"], "rank": f["rank"], "click": f["click"], "rank__new": f["rank__new"],
+        "arm": f["arm"], "logging_propensity": 0.5, "target_propensity__new": 0.25})))
+    for est in (ranking_estimators(plain, "click", "new", {}, "reciprocal"),
+                ranking_estimators(with_p, "click", "new", {}, "reciprocal")):
+        d = {e.estimator: e for e in est}["dcg"]
+        assert (d.value, d.stderr) == (pytest.approx(5 / 6, abs=1e-12), pytest.approx(1 / 3, abs=1e-12))

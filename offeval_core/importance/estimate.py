@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -12,7 +11,7 @@ import pandas as pd
 
 from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.defaults import LEVEL
-from offeval_core.errors import EstimatorWarning, InputError
+from offeval_core.errors import InputError, warn_estimator
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.importance.keys import CAPPINGS, check_estimator
 from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, reduce_importance, weight_diagnostics
@@ -22,6 +21,8 @@ from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.validation import check_choice, check_clip, check_level, check_rng
 
 __all__ = ["ImportanceResult", "estimate", "midzuno_sen_inverse", "pooled_contexts", "warn_pooled_contexts"]
+
+MIDZUNO_SEN_TRIES = 1_000_000   # first draws tried before Midzuno-Sen gives up (the capped share is then ~0)
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,10 @@ def warn_pooled_contexts(logs: Logs, context="session", *, arm: str | None = OFF
     """Warn (:class:`~offeval_core.errors.EstimatorWarning`) when some PointNCIS contexts have one row."""
     pooled, total = pooled_contexts(logs, context, arm=arm)
     if pooled:
-        warnings.warn(f"PointNCIS: {pooled} of {total} sessions are in contexts with a single logged row, where "
-                      "the plug-in normaliser would be the row's own capped weight (the estimate would collapse "
-                      "to the logging value); they share the normaliser of their (experiment, day, arm) cell "
-                      "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment').",
-                      EstimatorWarning, stacklevel=3)
+        warn_estimator(f"PointNCIS: {pooled} of {total} sessions are in contexts with a single logged row, where "
+                       "the plug-in normaliser would be the row's own capped weight (the estimate would collapse "
+                       "to the logging value); they share the normaliser of their (experiment, day, arm) cell "
+                       "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment').")
 
 
 def midzuno_sen_inverse(draw: Callable[[int, np.random.Generator], np.ndarray], *, n: int, clip: float,
@@ -116,12 +116,13 @@ def midzuno_sen_inverse(draw: Callable[[int, np.random.Generator], np.ndarray], 
         wbar = cap(w, clip, capping)
         return np.divide(wbar, w, out=np.ones_like(w), where=w > 0)
 
-    for _ in range(1_000_000):
+    for _ in range(MIDZUNO_SEN_TRIES):
         r1 = ratio(draw(1, rng))[0]
         if rng.uniform() < r1:
             break
     else:
-        raise InputError("Midzuno-Sen: no draw accepted in 10^6 tries; the capped share E[W̄/W | x] is ~0")
+        raise InputError(f"Midzuno-Sen: no draw accepted in {MIDZUNO_SEN_TRIES:,} tries; the capped share "
+                         "E[W̄/W | x] is ~0")
     rest = ratio(draw(n - 1, rng)) if n > 1 else np.empty(0)
     return n / (r1 + float(rest.sum()))
 
