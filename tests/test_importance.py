@@ -81,6 +81,20 @@ def random_multislot_logs(seed, *, n_sessions=60, max_slots=4):
     return read_logs(pd.DataFrame(rows))
 
 
+def random_ranking_logs(seed, *, n_sessions=60, max_len=4):
+    """Ranking logs without propensities: each session shows 1..max_len items at ranks 1..k, the target policy
+    ranks them in another order (rank__t), graded likes and binary clicks, 3 segments, 2 days."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(n_sessions):
+        k = int(rng.integers(1, max_len + 1))
+        seg, day = rng.choice(["a", "b", "c"]), 1 + s % 2
+        for r, t in zip(range(1, k + 1), rng.permutation(np.arange(1, k + 1)), strict=True):
+            rows.append({"session_id": s, "rank": r, "item_id": f"i{rng.integers(0, 6)}", "segment": seg, "day": day,
+                         "click": float(rng.uniform() < 0.35), "like": float(rng.poisson(0.6)), "rank__t": int(t)})
+    return read_logs(pd.DataFrame(rows))
+
+
 # ------------------------------------------------------------------------------ Table 1 counter-example
 
 
@@ -375,6 +389,129 @@ def test_bootstrap_warns_only_for_point_ncis_on_its_arm():
         warnings.simplefilter("always")
         imp.bootstrap(logs, estimator="ncis", **kw)
     assert not [w for w in caught if issubclass(w.category, EstimatorWarning)]
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_numpy_path_matches_reduce_with_exposure_weights(seed):
+    """The bootstrap's per-session path agrees with the Ibis reduce for every estimator on exposure weights
+    D(R(i)) / D0(r_i) too, where the session scale normalises per group by Σ w_sum (A_g / U_g) / (S_g / W_g)."""
+    logs = random_ranking_logs(seed)
+    kw = dict(weights="exposure", discount="log2", exposure="log2", strata="segment", context="segment")
+    for capping in ("max", "zero"):
+        m = imp.reduce_importance(logs, rewards=("like",), policies=("t",), clips=(1.5,), cappings=(capping,), **kw)
+        per = {c: imp.session_values(logs, reward="like", policy="t", clip=c, capping=capping, **kw)
+               for c in (1.5, math.inf)}
+        assert not per[math.inf]["propensity"].any()
+        for base in imp.BASES:
+            for scale in imp.SCALES:
+                key = imp.estimator_key(base, capping=capping, scale=scale)
+                sessions = per[math.inf if base in ("is", "snips") else 1.5]
+                target, logging = imp.values_from_sessions(sessions, base=base, scale=scale)
+                got = value(m, key, reward="like", clip=1.5, arm=None, discount="log2", exposure="log2").value
+                assert got == pytest.approx(target, rel=1e-10), (base, scale, capping)
+                lrow = row(m, key, reward="like", clip=1.5, arm=None, policy=None, discount="log2",
+                           exposure="log2").iloc[0]
+                assert estimate_from_row(lrow, metric=key, level=0.9).value == pytest.approx(logging, rel=1e-12)
+
+
+@pytest.mark.parametrize(("estimator", "level"), [("is", 0.9), ("ncis@impression", 0.8), ("snips", 0.5)])
+def test_bootstrap_against_a_resample_loop(estimator, level):
+    """Every replicate is the estimator recomputed on one multinomial resample of the sessions (the same draws:
+    rng.multinomial(n, 1/n) in turn): IS = Σ k a / Σ k, per impression Σ k a / Σ k s (NCIS, y = s), SNIPS at
+    the session scale on propensities Σ k a / Σ k s/m; logging = Σ k c / Σ k u. SE = sd (ddof 1), percentile CI,
+    effect = target − logging with p = share of replicated effects ≤ 0. IS and SNIPS read the uncapped weights."""
+    logs = random_multislot_logs(2, n_sessions=40)
+    kw = dict(reward="like", policy="t", clip=2.0, arm=None)
+    b = imp.bootstrap(logs, estimator=estimator, n_boot=50, level=level, rng=7, **kw)
+    clip = math.inf if estimator in ("is", "snips") else 2.0  # IS and SNIPS are uncapped
+    per = imp.session_values(logs, reward="like", policy="t", clip=clip)
+    n = len(per)
+    a, c, s, m = (per[col].to_numpy(float) for col in ("a", "c", "s", "m"))
+    u = m if estimator.endswith("@impression") else np.ones(n)
+    y = {"is": u, "ncis@impression": s, "snips": s / m}[estimator]
+
+    def values(k):
+        return (k @ a) / (k @ y), (k @ c) / (k @ u)
+
+    t0, l0 = values(np.ones(n))
+    rng = np.random.default_rng(7)
+    reps = np.array([values(rng.multinomial(n, np.full(n, 1 / n)).astype(float)) for _ in range(50)])
+    diff = reps[:, 0] - reps[:, 1]
+    lo, hi = (1 - level) / 2, (1 + level) / 2
+    for est, v0, x in ((b.target, t0, reps[:, 0]), (b.logging, l0, reps[:, 1]), (b.effect, t0 - l0, diff)):
+        assert est.value == pytest.approx(v0, rel=1e-12)
+        assert est.stderr == pytest.approx(np.std(x, ddof=1), rel=1e-9)
+        assert (est.ci.low, est.ci.high) == pytest.approx(tuple(np.quantile(x, [lo, hi])), rel=1e-9)
+        assert est.ci.level == level and est.n == n
+    assert b.effect.p_value == np.mean(diff <= 0) and 0 < b.effect.p_value < 1
+    assert b.n_boot == 50
+
+
+def test_bootstrap_effect_p_value_counts_ties_as_not_better():
+    """A target with the logging policy's propensities has weights 1: every resampled effect is exactly 0, and
+    the p-value (share of effects ≤ 0) is 1; a target with twice the propensity on every row (weights 2, rewards
+    ½) has every effect in (0, 1): p = 0."""
+    rows = [{"session_id": s, "rank": 1, "click": 0.5 * (s % 3 != 0), "logging_propensity": 0.25,
+             "target_propensity__same": 0.25, "target_propensity__twice": 0.5} for s in range(30)]
+    logs = read_logs(pd.DataFrame(rows))
+    same = imp.bootstrap(logs, reward="click", policy="same", estimator="is", n_boot=20, rng=0)
+    assert same.effect.value == 0 and same.effect.p_value == 1.0
+    assert (same.effect.ci.low, same.effect.ci.high) == (0.0, 0.0)
+    twice = imp.bootstrap(logs, reward="click", policy="twice", estimator="is", n_boot=20, rng=0)
+    assert twice.effect.value == pytest.approx(1 / 3) and twice.effect.p_value == 0.0
+    assert 0 < twice.effect.ci.low <= twice.effect.ci.high < 1
+
+
+def test_bootstrap_passes_its_keyword_arguments_to_the_session_sums():
+    """context='segment' reaches both the sums (PointNCIS per segment, not pooled sessions) and the warning (no
+    single-row context when sessions are grouped by segment); weights/discount reach the weights."""
+    import warnings
+
+    from offeval_core.errors import EstimatorWarning
+
+    logs = random_multislot_logs(3, n_sessions=80)
+    kw = dict(reward="like", policy="t", clip=2.0, arm=None, n_boot=2, rng=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = imp.bootstrap(logs, estimator="point-ncis", context="segment", strata="segment", **kw)
+    assert not [w for w in caught if issubclass(w.category, EstimatorWarning)]
+    per = imp.session_values(logs, reward="like", policy="t", clip=2.0, context="segment", strata="segment")
+    assert b.target.value == pytest.approx(imp.values_from_sessions(per, base="point-ncis", scale="session")[0],
+                                           rel=1e-12)
+    pooled = imp.session_values(logs, reward="like", policy="t", clip=2.0)
+    assert b.target.value != pytest.approx(imp.values_from_sessions(pooled, base="point-ncis", scale="session")[0],
+                                           rel=1e-6)
+    ranking = random_ranking_logs(1)
+    e = imp.bootstrap(ranking, reward="like", policy="t", estimator="is", weights="exposure", discount="log2",
+                      exposure="log2", clip=math.inf, arm=None, n_boot=2, rng=0)
+    assert e.target.value == pytest.approx(imp.estimate(ranking, reward="like", policy="t", estimator="is",
+                                                        weights="exposure", discount="log2", exposure="log2",
+                                                        arm=None).target.value, rel=1e-12)
+
+
+def test_values_from_sessions_of_one_session():
+    """One session at the session scale: Σ k u = 1, the logging value is its reward (not NaN), IS its a."""
+    per = pd.DataFrame({"m": [2.0], "s": [3.0], "a": [1.5], "c": [1.0], "w_sum": [3.0], "propensity": [True],
+                        "experiment_id": ["e"], "day": [1], "arm": ["control"], "stratum": ["x"], "context": ["x"],
+                        "exact": [0], "p": [0.0]})
+    assert imp.values_from_sessions(per, base="is", scale="session") == (1.5, 1.0)
+    assert imp.values_from_sessions(per, base="ncis", scale="session") == (1.5 / 1.5, 1.0)
+
+
+@pytest.mark.parametrize("estimator", ["is", "snips", "is@impression"])
+def test_bootstrap_of_an_uncapped_estimator_ignores_the_clip(estimator):
+    """IS and SNIPS never cap their weights: at clip 2 the bootstrap's point value is estimate's (the reduce's
+    c = ∞ rows), not the capped CIS / NCIS one."""
+    logs = random_multislot_logs(2, n_sessions=40)
+    kw = dict(reward="like", policy="t", arm=None)
+    boot = imp.bootstrap(logs, estimator=estimator, clip=2.0, n_boot=2, rng=0, **kw)
+    assert boot.target.value == pytest.approx(imp.estimate(logs, estimator=estimator, clip=2.0, **kw).target.value,
+                                              rel=1e-12)
+    assert boot.target.value == pytest.approx(imp.bootstrap(logs, estimator=estimator, n_boot=2, rng=0,
+                                                            **kw).target.value, rel=1e-12)
+    capped = "c" + estimator if estimator.startswith("is") else "ncis"
+    assert boot.target.value != pytest.approx(imp.estimate(logs, estimator=capped, clip=2.0, **kw).target.value,
+                                              rel=1e-6)
 
 
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen
