@@ -51,6 +51,9 @@ PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow and not browser and not
 # keeps its docstring, so every mutant would also carry a copy of the doctest: ``-k`` leaves them out (the
 # function's own doctest runs the mutant through mutmut's trampoline).
 DOCTEST_ARGS = ["--doctest-modules", "-k", "not __mutmut_"]
+# mutmut runs a mutant's tests fastest first and stops at the first failure, timing each test by its call alone;
+# with this plugin a test's time also counts the fixtures it uses (see tools/mutmut_timing.py; ``timed`` modules)
+TIMING_ARGS = ["-p", "mutmut_timing"]
 
 _T = "tests/"
 
@@ -59,10 +62,14 @@ _T = "tests/"
 class Module:
     source: str
     tests: tuple[str, ...]
+    timed: bool = False
+    """mutmut orders a mutant's tests by call duration plus the setup of the fixtures each uses
+    (tools/mutmut_timing.py): for selections where slow module-scoped fixtures back tests whose own call is short."""
 
 
-def _m(source: str, *tests: str) -> Module:
-    return Module(source, tuple(t if t.startswith(("tests/", "offeval_core/", "--")) else _T + t for t in tests))
+def _m(source: str, *tests: str, timed: bool = False) -> Module:
+    return Module(source, tuple(t if t.startswith(("tests/", "offeval_core/", "--")) else _T + t for t in tests),
+                  timed)
 
 
 DOCTEST = "--doctest-modules"
@@ -123,7 +130,10 @@ MODULES: dict[str, Module] = {
                                "--deselect=tests/test_analyses_clip_tuning.py::"
                                "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
-    "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
+    # (test_correlation_exact.py: every cell of moments written by hand, in a second; the world-backed tests stay
+    # and run only for the mutants it does not kill)
+    "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_correlation_exact.py",
+                               "test_analyses_correlation.py", timed=True),
     # (the test files that import correlation_diff, and its doctests; not the test that reads the repository's
     # data/logs.parquet sample by a relative path, which mutmut's copy of the tree does not hold)
     "analyses-correlation-diff": _m("offeval_core/analyses/correlation_diff.py", "test_analyses_correlation.py",
@@ -1141,7 +1151,14 @@ def tests_key(mod: Module) -> str:
 
 def _pytest_args(mod: Module) -> list[str]:
     """The pytest arguments of every run of the module's tests (the selection aside)."""
-    return PYTEST_ARGS + (DOCTEST_ARGS if DOCTEST in mod.tests else [])
+    return PYTEST_ARGS + (DOCTEST_ARGS if DOCTEST in mod.tests else []) + (TIMING_ARGS if mod.timed else [])
+
+
+def _env() -> dict:
+    """The environment of mutmut and of the fresh-process reruns: tools/ importable (the timing plugin)."""
+    path = os.pathsep.join(p for p in (str(ROOT / "tools"), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
+                PYTHONPATH=path)
 
 
 def _load_state() -> dict:
@@ -1223,8 +1240,7 @@ def _forget_test_map(work: Path) -> None:
 
 def _fresh_process(work: Path, mod: Module, key: str) -> int | None:
     """The mutant's exit code from its own pytest process over the module's selection (1 = a test failed)."""
-    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
-               MUTANT_UNDER_TEST=key)
+    env = dict(_env(), MUTANT_UNDER_TEST=key)
     cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *_pytest_args(mod), *_existing_tests(mod)]
     try:
         return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900,
@@ -1253,7 +1269,7 @@ def _status(code) -> str:
 
 def _mutmut(work: Path, *args: str, capture: bool = False, log: Path | None = None) -> subprocess.CompletedProcess:
     """mutmut in the module's work directory, niced (the machine is shared); its progress goes to ``log``."""
-    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0")
+    env = _env()
     cmd = ["nice", "-n", "10", str(BIN / "mutmut"), *args]
     if log is None:
         return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture, stdin=subprocess.DEVNULL)
