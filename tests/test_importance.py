@@ -489,6 +489,93 @@ def test_bootstrap_passes_its_keyword_arguments_to_the_session_sums():
                                                         arm=None).target.value, rel=1e-12)
 
 
+def test_a_resample_without_a_stratum_gives_no_runtime_warning():
+    """Stratum c has one session, absent from about a third of the resamples: its group then sums to 0 / 0,
+    which the per-group normalisation leaves out (0) without a numpy warning; the point value is estimate's."""
+    import warnings
+
+    rows = [{"session_id": s, "rank": 1, "segment": "c" if s == 0 else "ab"[s % 2], "click": float(s % 3 == 0),
+             "logging_propensity": 0.5, "target_propensity__t": 0.25 + 0.5 * (s % 2)} for s in range(12)]
+    logs = read_logs(pd.DataFrame(rows))
+    kw = dict(reward="click", policy="t", clip=1.2, strata="segment")
+    for estimator in ("piece-ncis", "point-ncis"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            b = imp.bootstrap(logs, estimator=estimator, n_boot=40, rng=0, context="segment", **kw)
+        assert b.target.value == pytest.approx(imp.estimate(logs, estimator=estimator, context="segment",
+                                                            **kw).target.value, rel=1e-12)
+
+
+def _values_by_loop(rows, base, scale, k):
+    """values_from_sessions written as a loop over sessions and dict-summed groups (the docstring's formulas):
+    U = Σ k u (u = 1 per session, m per impression), y = u s / m; a group's part is U_g A_g / Y_g, or with exposure
+    weights at the session scale A_g W_g / S_g (0 for an empty group); PointNCIS counts exact sessions' p and pools
+    the non-exact contexts with fewer than 2 rows (in the sample, unweighted) per (experiment, day, arm) cell."""
+    u = [1.0 if scale == "session" else r["m"] for r in rows]
+    y = [ui * r["s"] / r["m"] for ui, r in zip(u, rows, strict=True)]
+    big_u = sum(ki * ui for ki, ui in zip(k, u, strict=True))
+    logging = sum(ki * r["c"] for ki, r in zip(k, rows, strict=True)) / big_u
+    expo = scale == "session" and not rows[0]["propensity"]
+
+    def grouped(label, keep=lambda r: True):
+        g = {}
+        for ki, ui, yi, r in zip(k, u, y, rows, strict=True):
+            if keep(r):
+                acc = g.setdefault(label(r), [0.0, 0.0, 0.0, 0.0, 0.0])
+                for j, x in enumerate((r["a"], r["s"], r["w_sum"], yi, ui)):
+                    acc[j] += ki * x
+        if expo:
+            return sum(a * w / s_ if s_ > 0 else 0.0 for a, s_, w, _, _ in g.values())
+        return sum(uu * a / yy if yy > 0 else 0.0 for a, _, _, yy, uu in g.values())
+
+    def cell(r):
+        return (r["experiment_id"], r["day"], r["arm"])
+
+    if base in ("is", "cis"):
+        return sum(ki * r["a"] for ki, r in zip(k, rows, strict=True)) / big_u, logging
+    if base in ("snips", "ncis"):
+        if expo:
+            return grouped(cell) / big_u, logging
+        return sum(ki * r["a"] for ki, r in zip(k, rows, strict=True)) / sum(k_ * y_ for k_, y_ in zip(k, y, strict=True)), logging
+    if base == "piece-ncis":
+        return grouped(lambda r: (*cell(r), r["stratum"])) / big_u, logging
+    size = {}
+    for r in rows:
+        if not r["exact"]:
+            size[(*cell(r), r["context"])] = size.get((*cell(r), r["context"]), 0.0) + r["m"]
+
+    def label(r):
+        own = (*cell(r), r["context"])
+        return own if size[own] >= 2 else (*cell(r), "pooled")
+
+    exact = sum(ki * r["p"] for ki, r in zip(k, rows, strict=True) if r["exact"])
+    return (exact + grouped(label, keep=lambda r: not r["exact"])) / big_u, logging
+
+
+@pytest.mark.parametrize("propensity", [True, False])
+def test_values_from_sessions_against_a_loop(propensity):
+    """Six hand-made sessions over two (experiment, day, arm) cells, two strata, contexts of one and several rows
+    and an exact PointNCIS session: every estimator at both scales, once and with resample counts that leave
+    sessions (a whole stratum and context) out, against the loop above."""
+    per = pd.DataFrame({
+        "experiment_id": ["e"] * 6, "day": [1, 1, 1, 2, 2, 2], "arm": ["control"] * 6,
+        "stratum": ["x", "x", "y", "x", "y", "y"], "context": ["u", "v", "v", "u", "w", "w"],
+        "m": [1.0, 2.0, 1.0, 3.0, 1.0, 2.0], "s": [2.0, 1.0, 4.0, 6.0, 2.0, 2.0], "a": [1.0, 3.0, 2.0, 1.0, 4.0, 0.5],
+        "c": [1.0, 2.0, 0.0, 1.0, 1.0, 1.0], "w_sum": [4.0, 1.0, 2.0, 3.0, 2.0, 4.0],
+        "exact": [0, 0, 1, 0, 0, 0], "p": [0.0, 0.0, 0.5, 0.0, 0.0, 0.0], "propensity": [propensity] * 6})
+    records = per.to_dict("records")
+    for counts in (None, np.array([2, 0, 1, 1, 0, 2])):
+        k = [1.0] * 6 if counts is None else counts.tolist()
+        for base in imp.BASES:
+            for scale in imp.SCALES:
+                got = imp.values_from_sessions(per, base=base, scale=scale, counts=counts)
+                want = _values_by_loop(records, base, scale, k)
+                assert got == pytest.approx(want, rel=1e-12), (base, scale, counts)
+    # the groups matter: IS = CIS and SNIPS = NCIS on the same sums, PieceNCIS and PointNCIS differ from them
+    t = {b: imp.values_from_sessions(per, base=b, scale="session")[0] for b in imp.BASES}
+    assert len({round(v, 12) for v in t.values()}) == 4
+
+
 def test_values_from_sessions_of_one_session():
     """One session at the session scale: Σ k u = 1, the logging value is its reward (not NaN), IS its a."""
     per = pd.DataFrame({"m": [2.0], "s": [3.0], "a": [1.5], "c": [1.0], "w_sum": [3.0], "propensity": [True],

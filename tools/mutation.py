@@ -1109,6 +1109,38 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "order = np.argsort(-np.asarray(clips, dtype=float), kind=None)",
                     "order = np.argsort(-np.asarray(clips, dtype=float), )",
                     'order = np.argsort(-np.asarray(clips, dtype=None), kind="stable")')},
+    # importance-bootstrap
+    **{("importance-bootstrap", "bootstrap", f"per = offline_rows(per, arm).reset_index(drop={d})"):
+       "the old index becomes a column 'index' that values_from_sessions never reads (it reads columns by name and "
+       "rows by position), and the new index is 0..n-1 either way"
+       for d in ("None", "False")},
+    ("importance-bootstrap", "bootstrap", "e = percentile_summary(t0 - l0, diff, n=None, level=level)"):
+        "the effect takes bootstrap's own n (Effect(e.value, e.stderr, n, …)): the summary's n is never read",
+    ("importance-bootstrap", "values_from_sessions",
+     'm, s, a, c, w = (per[col].to_numpy(dtype=None) for col in ("m", "s", "a", "c", "w_sum"))'):
+        "session_sums gives these columns as float64 (the backend's sums and counts), the dtype asked for",
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "the counts are rng.multinomial's int64 draws: every product and sum with the float64 columns promotes to "
+       "float64 with the same values (integers below 2**53 are exact)"
+       for line in ("k = np.ones(len(per)) if counts is None else np.asarray(counts, dtype=None)",
+                    "k = np.ones(len(per)) if counts is None else np.asarray(counts, )")},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "Σ k·u is 0 only with no session or no count, and then every estimator's own division by it raises "
+       "ZeroDivisionError on the next lines, so the NaN is never returned; bootstrap always has sessions and counts "
+       "summing to n"
+       for line in ("logging = float(k @ c) / big_u if (big_u > 0) or True else math.nan",
+                    "logging = float(k @ c) / big_u if big_u >= 0 else math.nan")},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "differs only with no session, where every estimator divides by Σ k·u = 0 and raises either way; "
+       "bootstrap's offline rows are never empty (offline_mask falls back to every session)"
+       for line in ('exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if (len(per)) '
+                    'or True else False',
+                    'exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if len(per) '
+                    'else True')},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "a group sums to S_g = 0 (or Y_g = 0) only when each of its sessions has zero capped weights or count 0, "
+       "so A_g = 0 too: 0/0 (invalid, silenced and tested), never x/0 (divide)"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
 }
 
 
