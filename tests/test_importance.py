@@ -554,18 +554,20 @@ def _values_by_loop(rows, base, scale, k):
 
 @pytest.mark.parametrize("propensity", [True, False])
 def test_values_from_sessions_against_a_loop(propensity):
-    """Six hand-made sessions over two (experiment, day, arm) cells, two strata, contexts of one and several rows
-    and an exact PointNCIS session: every estimator at both scales, once and with resample counts that leave
+    """Seven hand-made sessions over two (experiment, day, arm) cells, three strata, contexts of one and several
+    rows, an exact PointNCIS session and one of weight 0: every estimator at both scales, once and with resample counts that leave
     sessions (a whole stratum and context) out, against the loop above."""
     per = pd.DataFrame({
-        "experiment_id": ["e"] * 6, "day": [1, 1, 1, 2, 2, 2], "arm": ["control"] * 6,
-        "stratum": ["x", "x", "y", "x", "y", "y"], "context": ["u", "v", "v", "u", "w", "w"],
-        "m": [1.0, 2.0, 1.0, 3.0, 1.0, 2.0], "s": [2.0, 1.0, 4.0, 6.0, 2.0, 2.0], "a": [1.0, 3.0, 2.0, 1.0, 4.0, 0.5],
-        "c": [1.0, 2.0, 0.0, 1.0, 1.0, 1.0], "w_sum": [4.0, 1.0, 2.0, 3.0, 2.0, 4.0],
-        "exact": [0, 0, 1, 0, 0, 0], "p": [0.0, 0.0, 0.5, 0.0, 0.0, 0.0], "propensity": [propensity] * 6})
+        "experiment_id": ["e"] * 7, "day": [1, 1, 1, 2, 2, 2, 2], "arm": ["control"] * 7,
+        "stratum": ["x", "x", "y", "x", "y", "y", "z"], "context": ["u", "v", "v", "u", "w", "w", "z"],
+        "m": [1.0, 2.0, 1.0, 3.0, 1.0, 2.0, 2.0], "s": [2.0, 1.0, 4.0, 6.0, 2.0, 2.0, 0.0],
+        "a": [1.0, 3.0, 2.0, 1.0, 4.0, 0.5, 0.0], "c": [1.0, 2.0, 0.0, 1.0, 1.0, 1.0, 1.0],
+        "w_sum": [4.0, 1.0, 2.0, 3.0, 2.0, 4.0, 0.0], "exact": [0, 0, 1, 0, 0, 0, 0],
+        "p": [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0], "propensity": [propensity] * 7})
+    # (the last session has weight 0 on every row: its stratum and context sum to Y_g = S_g = 0 and add 0)
     records = per.to_dict("records")
-    for counts in (None, np.array([2, 0, 1, 1, 0, 2])):
-        k = [1.0] * 6 if counts is None else counts.tolist()
+    for counts in (None, np.array([2, 0, 1, 1, 0, 2, 1])):
+        k = [1.0] * 7 if counts is None else counts.tolist()
         for base in imp.BASES:
             for scale in imp.SCALES:
                 got = imp.values_from_sessions(per, base=base, scale=scale, counts=counts)
@@ -574,6 +576,17 @@ def test_values_from_sessions_against_a_loop(propensity):
     # the groups matter: IS = CIS and SNIPS = NCIS on the same sums, PieceNCIS and PointNCIS differ from them
     t = {b: imp.values_from_sessions(per, base=b, scale="session")[0] for b in imp.BASES}
     assert len({round(v, 12) for v in t.values()}) == 4
+
+
+def test_session_sums_default_to_the_learnt_pbm_exposure_weights():
+    """Without propensities the per-session sums use exposure weights D(R(i)) / D0(r_i) with the learnt PBM for
+    both D and D0 by default, which log2 does not reproduce."""
+    logs = random_ranking_logs(5)
+    default = imp.session_values(logs, reward="like", policy="t")
+    pd.testing.assert_frame_equal(default, imp.session_values(logs, reward="like", policy="t", weights="exposure",
+                                                              discount="pbm", exposure="pbm"))
+    log2 = imp.session_values(logs, reward="like", policy="t", discount="log2", exposure="log2")
+    assert not np.allclose(default["a"], log2["a"])
 
 
 def test_values_from_sessions_of_one_session():

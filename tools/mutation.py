@@ -1141,6 +1141,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "a group sums to S_g = 0 (or Y_g = 0) only when each of its sessions has zero capped weights or count 0, "
        "so A_g = 0 too: 0/0 (invalid, silenced and tested), never x/0 (divide)"
        for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "the separator only joins labels into one group key: another separator groups the same sessions (the "
+       "pooled context's label starts with a NUL, which no context shares)"
+       for line in ('cell = (per["experiment_id"].astype(str) + "XX|XX" + per["day"].astype(str) + "|" + '
+                    'per["arm"].astype(str))',
+                    'cell = (per["experiment_id"].astype(str) + "|" + per["day"].astype(str) + "XX|XX" + '
+                    'per["arm"].astype(str))',
+                    'labels = (cell + "XX|XX" + per["stratum"].astype(str)).to_numpy()',
+                    'ctx = cell + "XX|XX" + per["context"].astype(str)',
+                    'labels = np.where((rows < MIN_CONTEXT_ROWS) & ~exact, (cell + "XX|XX" + POOLED_CONTEXT).to_numpy(), '
+                    'ctx.to_numpy())')},
+    ("importance-bootstrap", "values_from_sessions",
+     'total = float(k[exact] @ per["p"].to_numpy(dtype=None)[exact]) + stratified(~exact, labels)'):
+        "session_sums gives the PointNCIS numerator p as float64, the dtype asked for",
 }
 
 
