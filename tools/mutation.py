@@ -1155,6 +1155,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("importance-bootstrap", "values_from_sessions",
      'total = float(k[exact] @ per["p"].to_numpy(dtype=None)[exact]) + stratified(~exact, labels)'):
         "session_sums gives the PointNCIS numerator p as float64, the dtype asked for",
+    **{("importance-bootstrap", "session_sums", line):
+       "parse_discount reads the kind case-insensitively: 'PBM' is the learnt pbm (the sums are equal, checked)"
+       for line in ('weights: str = "auto", discount: str = "PBM", exposure: str = "pbm", strata="segment",',
+                    'weights: str = "auto", discount: str = "pbm", exposure: str = "PBM", strata="segment",')},
 }
 
 
