@@ -589,6 +589,24 @@ def test_session_sums_default_to_the_learnt_pbm_exposure_weights():
     assert not np.allclose(default["a"], log2["a"])
 
 
+def test_session_sums_read_the_weights_asked_when_the_logs_have_both_kinds():
+    """Logs with propensities and target ranks: weights='exposure' reads D(R(i)) / D0(r_i) (the sums of the same
+    logs without propensities), 'auto' the propensities."""
+    plain = random_ranking_logs(5)
+    f = plain.frame
+    both = read_logs(pd.DataFrame({"session_id": f["session_id"], "rank": f["rank"], "item_id": f["item_id"],
+                                   "segment": f["segment"], "day": f["day"], "like": f["like"],
+                                   "rank__t": f["rank__t"], "logging_propensity": 0.5,
+                                   "target_propensity__t": 0.25 + 0.5 * (f["rank__t"] == 1)}))
+    kw = dict(reward="like", policy="t", discount="log2", exposure="log2")
+    exposure = imp.session_values(both, weights="exposure", **kw)
+    assert not exposure["propensity"].any()
+    cols = ["session", "m", "s", "a", "c", "w_sum"]
+    pd.testing.assert_frame_equal(exposure[cols], imp.session_values(plain, **kw)[cols])
+    auto = imp.session_values(both, **kw)
+    assert auto["propensity"].all() and not np.allclose(auto["a"], exposure["a"])
+
+
 def test_values_from_sessions_of_one_session():
     """One session at the session scale: Σ k u = 1, the logging value is its reward (not NaN), IS its a."""
     per = pd.DataFrame({"m": [2.0], "s": [3.0], "a": [1.5], "c": [1.0], "w_sum": [3.0], "propensity": [True],
