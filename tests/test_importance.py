@@ -587,6 +587,19 @@ def test_session_sums_default_to_the_learnt_pbm_exposure_weights():
                                                               discount="pbm", exposure="pbm"))
     log2 = imp.session_values(logs, reward="like", policy="t", discount="log2", exposure="log2")
     assert not np.allclose(default["a"], log2["a"])
+    # one row per session, in session order, on a fresh index
+    assert list(default.columns) == ["v", "session", "m", "s", "exact", "w_sum", "w_sumsq", "wc_sumsq", "w_max", "a",
+                                     "c", "p", "experiment_id", "day", "arm", "segment", "stratum", "context",
+                                     "propensity"]
+    assert default["session"].tolist() == list(range(60)) and default.index.equals(pd.RangeIndex(60))
+    # the learnt curve's floor reaches the weights: IS at floor 0.9 is the reduce's
+    floored = imp.session_values(logs, reward="like", policy="t", pbm_floor=0.9)
+    m = imp.reduce_importance(logs, rewards=("like",), policies=("t",), clips=(math.inf,), cappings=("max",),
+                              scales=("session",), pbm_floor=0.9)
+    got = imp.values_from_sessions(floored, base="is", scale="session")[0]
+    assert got == pytest.approx(value(m, "is", reward="like", arm=None, discount="pbm", exposure="pbm").value,
+                                rel=1e-12)
+    assert got != pytest.approx(imp.values_from_sessions(default, base="is", scale="session")[0], rel=1e-6)
 
 
 def test_session_sums_read_the_weights_asked_when_the_logs_have_both_kinds():

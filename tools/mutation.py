@@ -1159,6 +1159,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "parse_discount reads the kind case-insensitively: 'PBM' is the learnt pbm (the sums are equal, checked)"
        for line in ('weights: str = "auto", discount: str = "PBM", exposure: str = "pbm", strata="segment",',
                     'weights: str = "auto", discount: str = "pbm", exposure: str = "PBM", strata="segment",')},
+    **{("importance-bootstrap", "session_sums", line):
+       "session ids are unique, so the sort's stability never matters (pandas reads the kind case-insensitively)"
+       for line in ('return out.sort_values("session", kind=None).reset_index(drop=True)',
+                    'return out.sort_values("session", ).reset_index(drop=True)',
+                    'return out.sort_values("session", kind="STABLE").reset_index(drop=True)')},
     ("importance-bootstrap", "session_sums", 'variants = variants[variants["clip_value"] == clip].assign(v=1)'):
         "v only numbers the variants session_table computes at once; with one variant its value is a label no "
         "reader of the sums uses (values_from_sessions reads m, s, a, c, w_sum, p, exact and the group labels)",
