@@ -553,6 +553,8 @@ def test_pooled_text_by_hand():
         "bootstrap CI holds 0) · "
         f"like, P — {cmp('L1', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')}; "
         f"{cmp('L2', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')} (does not hold on these logs).")
+    # a PBM Q̂ clipped at m = 2 is still de-biased (m > 1): the same finding
+    assert _pooled_text(table.assign(clip=table["clip"].where(table["variant"] != "P", 2.0)), daily, "pearson") == got
     assert _pooled_text(table[table["variant"] != "P"], daily, "pearson") == ""      # no PBM Q̂ variant
     assert _pooled_text(table[~table["variant"].isin(["L1", "L2"])], daily, "pearson") == ""   # no log2 variant
     few = daily[daily["experiment_id"] == "e0"].iloc[:0]

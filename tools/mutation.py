@@ -1167,6 +1167,55 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("importance-bootstrap", "session_sums", 'variants = variants[variants["clip_value"] == clip].assign(v=1)'):
         "v only numbers the variants session_table computes at once; with one variant its value is a label no "
         "reader of the sums uses (values_from_sessions reads m, s, a, c, w_sum, p, exact and the group labels)",
+    # analyses-correlation
+    ("analyses-correlation", "pooled_correlation",
+     'for (reward, variant), part in d.groupby(["reward", "variant"], sort=None):'):
+        "groupby reads sort for its truth: None keeps the order of appearance, as False does",
+    **{("analyses-correlation", "pooled_correlation", line):
+       "online and offline are float64 columns (means per experiment-day), the dtype asked for"
+       for line in ('r, _ = _correlate(part["online"].to_numpy(None), part["offline"].to_numpy(float), method)',
+                    'r, _ = _correlate(part["online"].to_numpy(float), part["offline"].to_numpy(None), method)')},
+    **{("analyses-correlation", "CorrelationResult.series", line):
+       "both sequences are columns of the same frame, so they have the same length and strict never fires"
+       for line in ('"identity": [v for v, same in zip(t["variant"], t["identity"], strict=None) if same]}',
+                    '"identity": [v for v, same in zip(t["variant"], t["identity"], ) if same]}',
+                    '"identity": [v for v, same in zip(t["variant"], t["identity"], strict=False) if same]}',
+                    '"r": dict(zip(t["variant"], t["r"].astype(float), strict=None)),',
+                    '"r": dict(zip(t["variant"], t["r"].astype(float), )),',
+                    '"r": dict(zip(t["variant"], t["r"].astype(float), strict=False)),')},
+    ("analyses-correlation", "CorrelationResult.series", '"r": dict(zip(t["variant"], t["r"].astype(None), strict=True)),'):
+        "r is a float64 column (NaN where no correlation), the dtype asked for",
+    **{("analyses-correlation", "CorrelationResult.series", line):
+       "a row's daily values come from aggregate by (experiment, day), already in day order, so sorting the days "
+       "again changes nothing"
+       for line in ('wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", sort=None)',
+                    'wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", )',
+                    'wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", sort=False)')},
+    ("analyses-correlation", "CorrelationResult.series",
+     'wide = d.pivot_table(index="day", columns="variant", values="offline", sort=True)'):
+        "a row has one offline value per (day, variant): their mean (the default aggfunc) is that value",
+    ("analyses-correlation", "CorrelationResult.styled_html", "sort=None):"):
+        "groupby reads sort for its truth: None keeps the order of appearance, as False does",
+    **{("analyses-correlation", "CorrelationResult.wide", line):
+       "the reindex that follows keeps only the (variant, r | p_value) columns, whatever else was pivoted"
+       for line in ('aggfunc="first", dropna=False, sort=False)',
+                    'values=None, aggfunc="first", dropna=False, sort=False)')},
+    ("analyses-correlation", "CorrelationResult.wide", 'values=["r", "p_value"], dropna=False, sort=False)'):
+        "the table has one cell per (experiment, reward, policy label, variant): the mean (the default aggfunc) of "
+        "one value is that value",
+    ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(None, 1, axis=1)"):
+        "the first column level (r / p_value) has no name, so the level named None is level 0",
+    ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(0, axis=1)"):
+        "swaplevel's second level defaults to the last, which of two levels is level 1",
+    ("analyses-correlation", "CorrelationResult.wide",
+     'values=["r", "p_value"], aggfunc="first", dropna=None, sort=False)'):
+        "pivot_table reads dropna for its truth: None keeps the empty combinations, as False does",
+    ("analyses-correlation", "CorrelationResult.wide",
+     'values=["r", "p_value"], aggfunc="first", dropna=False, sort=None)'):
+        "pivot_table passes sort to groupby, which reads it for its truth: None keeps the order, as False does",
+    ("analyses-correlation", "_pooled_text", "if not pbm_q and not log2:"):
+        "with one of the two lists empty there is no pair to compare: the loops add nothing and '' is returned "
+        "either way (the table then has rows, so reading its first policy does not fail)",
 }
 
 
