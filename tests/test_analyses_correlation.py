@@ -553,6 +553,8 @@ def test_pooled_text_by_hand():
         "bootstrap CI holds 0) · "
         f"like, P — {cmp('L1', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')}; "
         f"{cmp('L2', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')} (does not hold on these logs).")
+    # Kendall's τ of copies and reversals is ±1 too: the same finding, told with τ
+    assert _pooled_text(table, daily, "kendall") == got.replace("r = ", "τ = ")
     # a PBM Q̂ clipped at m = 2 is still de-biased (m > 1): the same finding
     assert _pooled_text(table.assign(clip=table["clip"].where(table["variant"] != "P", 2.0)), daily, "pearson") == got
     assert _pooled_text(table[table["variant"] != "P"], daily, "pearson") == ""      # no PBM Q̂ variant

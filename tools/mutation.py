@@ -1216,6 +1216,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("analyses-correlation", "_pooled_text", "if not pbm_q and not log2:"):
         "with one of the two lists empty there is no pair to compare: the loops add nothing and '' is returned "
         "either way (the table then has rows, so reading its first policy does not fail)",
+    ("analyses-correlation", "_pooled_text",
+     'policy = str(t["policy"].iloc[1])  # the target policy, whatever it is named'):
+        "t holds only the one target policy's rows, at least two of them (a PBM Q̂ and a log2 variant), so its "
+        "second row names the same policy",
 }
 
 
