@@ -1220,6 +1220,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      'policy = str(t["policy"].iloc[1])  # the target policy, whatever it is named'):
         "t holds only the one target policy's rows, at least two of them (a PBM Q̂ and a log2 variant), so its "
         "second row names the same policy",
+    ("analyses-correlation", "_takeaway", 'aggfunc="first").reindex(index=None)'):
+        "& aligns the two Series on their (experiment, reward, policy) index, so the rows sig has beyond common's "
+        "(left out for a missing r) only add False",
+    ("analyses-correlation", "_takeaway", ").reindex(index=common.index)"):
+        "one significance flag per (row, variant): its mean (the default aggfunc) is 1.0 or 0.0, the same truth",
+    ("analyses-correlation", "_takeaway", "n_pos = int(((common[top] >= 0) & sig[top].astype(bool)).sum())"):
+        "a coefficient of exactly 0 has p = 1, never significant, so it is never counted either way",
+    ("analyses-correlation", "_takeaway", "n_pos = int(((common[top] > 0) & sig[top].astype(None)).sum())"):
+        "the flags read as float 1.0 / 0.0 (no NaN: the top variant has an r, so a flag, in every common row), "
+        "which & takes as the same truth values",
 }
 
 
