@@ -1230,6 +1230,25 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("analyses-correlation", "_takeaway", "n_pos = int(((common[top] > 0) & sig[top].astype(None)).sum())"):
         "the flags read as float 1.0 / 0.0 (no NaN: the top variant has an r, so a flag, in every common row), "
         "which & takes as the same truth values",
+    **{("analyses-correlation", "offline_online_correlation", f"for v, label in zip(variants, labels, {a}):"):
+       "labels has one label per variant (duplicates are refused above), so strict never fires"
+       for a in ("strict=None", "", "strict=False")},
+    ("analyses-correlation", "offline_online_correlation",
+     "rows = select(moments, reward=reward, policy=None if (pol == LOGGING_POLICY) and False else pol,"):
+        "select reads policy 'logging' as the logging policy, as it reads None (policy or LOGGING_POLICY)",
+    ("analyses-correlation", "offline_online_correlation", 'for r in agg.to_dict("RECORDS")]'):
+        "pandas' to_dict lower-cases its orient",
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "the two frames share exactly the columns experiment_id and day, on which merge joins by default, inner"
+       for line in ('part = agg[["experiment_id", "day", "offline"]].merge(online, on=None,',
+                    'part = agg[["experiment_id", "day", "offline"]].merge(online, how="inner")', ")")},
+    **{("analyses-correlation", "offline_online_correlation",
+        f'on = on.groupby(["experiment_id", "day", "arm", "reward"], {a})[["n", "sum"]].sum().reset_index()'):
+       "observed acts on categorical keys only; even with them the unobserved combinations have n = 0 (online NaN) "
+       "and no offline estimate, so the inner merge with the offline days drops them"
+       for a in ("observed=None", "", "observed=False")},
+    ("analyses-correlation", "offline_online_correlation", 'on["online"] = on["sum"] / on["n"].where(on["n"] >= 0)'):
+        "a group with n = 0 sessions has sum 0, and 0 / 0 is NaN, as the masked divisor gives",
 }
 
 
