@@ -184,8 +184,7 @@ def test_the_daily_series_by_hand():
                                  "online": math.nan if online is None else float(online), "reward": "like",
                                  "policy": pol, "variant": lab, "metric": v[0], "discount": v[1], "exposure": v[2],
                                  "clip": v[3]})
-    pd.testing.assert_frame_equal(daily.reset_index(drop=True), pd.DataFrame(want)[daily.columns],
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(daily, pd.DataFrame(want)[daily.columns], check_dtype=False)  # a fresh index
 
 
 def test_policy_order_aliases_alpha_and_a_named_target():
