@@ -1249,6 +1249,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for a in ("observed=None", "", "observed=False")},
     ("analyses-correlation", "offline_online_correlation", 'on["online"] = on["sum"] / on["n"].where(on["n"] >= 0)'):
         "a group with n = 0 sessions has sum 0, and 0 / 0 is NaN, as the masked divisor gives",
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "the table is sorted by (experiment, reward, policy order) at the end, stably, and each group's rows are "
+       "contiguous in variant order: the order the groups were visited in does not show"
+       for line in ('for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=None,',
+                    'for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], '
+                    'observed=True):')},
+    ("analyses-correlation", "offline_online_correlation", "observed=None):"):
+        "daily's keys are plain columns (the moments' string keys, the reward and policy names assigned), never "
+        "categorical: observed acts on categoricals only",
 }
 
 
