@@ -1255,9 +1255,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=None,',
                     'for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], '
                     'observed=True):')},
-    ("analyses-correlation", "offline_online_correlation", "observed=None):"):
-        "daily's keys are plain columns (the moments' string keys, the reward and policy names assigned), never "
-        "categorical: observed acts on categoricals only",
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "daily's keys are plain columns (the moments' string keys, the reward and policy names assigned), never "
+       "categorical: observed acts on categoricals only"
+       for line in ("observed=None):", "):", "observed=False):")},
 }
 
 
