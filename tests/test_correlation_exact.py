@@ -290,3 +290,10 @@ def test_a_variant_without_rows_on_a_day_leaves_that_day_out():
     assert res.table["n_days"].tolist() == [5, 4]
     np.testing.assert_allclose(res.table["r"], [0.8, -1.0], rtol=1e-12)
     assert res.warnings == ()
+    # an experiment where a variant has no row at all: its cell counts 0 days and has no r
+    off2 = off1 | _series("e9", "like", "logging", V1, [1, 3, 2, 4, 5])
+    on2 = on1 | _online("e9", "control", "like", [1, 2, 3, 4, 5])
+    res = offline_online_correlation(_moments(off2, on2), variants=[V1, V3], policies=("logging",))
+    e9 = res.table[res.table["experiment_id"] == "e9"]
+    assert e9["n_days"].tolist() == [5, 0] and math.isnan(e9["r"].iloc[1]) and math.isnan(e9["p_value"].iloc[1])
+    assert res.warnings == ("1 cell(s) have no correlation (fewer than 3 days or a constant series)",)

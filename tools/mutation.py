@@ -1259,6 +1259,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "daily's keys are plain columns (the moments' string keys, the reward and policy names assigned), never "
        "categorical: observed acts on categoricals only"
        for line in ("observed=None):", "):", "observed=False):")},
+    ("analyses-correlation", "offline_online_correlation",
+     'for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=False,'):
+        "the table is sorted by (experiment, reward, policy order) at the end, stably, and each group's rows are "
+        "contiguous in variant order: the order the groups were visited in does not show",
+    **{("analyses-correlation", "offline_online_correlation",
+        f"of_variant = dict(tuple(part.groupby(\"variant\", {a})))  # each variant's rows, in their order"):
+       "of_variant is read by label, so the order of its groups does not matter (each keeps its rows' order)"
+       for a in ("sort=None", "", "sort=True")},
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "online and offline are float64 columns, the dtype asked for"
+       for line in ('online, offline = d["online"].to_numpy(None), d["offline"].to_numpy(float)',
+                    'online, offline = d["online"].to_numpy(float), d["offline"].to_numpy(None)')},
 }
 
 
