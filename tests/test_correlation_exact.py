@@ -297,3 +297,14 @@ def test_a_variant_without_rows_on_a_day_leaves_that_day_out():
     e9 = res.table[res.table["experiment_id"] == "e9"]
     assert e9["n_days"].tolist() == [5, 0] and math.isnan(e9["r"].iloc[1]) and math.isnan(e9["p_value"].iloc[1])
     assert res.warnings == ("1 cell(s) have no correlation (fewer than 3 days or a constant series)",)
+
+
+def test_p_equal_to_alpha_is_not_significant():
+    off, on = _world()
+    m = _moments(off, on)
+    p = offline_online_correlation(m, variants=[V1], policies=("logging",)).table["p_value"].iloc[0]
+    assert p == pytest.approx(P_08_5, rel=1e-12)
+    t = offline_online_correlation(m, variants=[V1], policies=("logging",), alpha=p).table
+    assert t["significant"].tolist() == [False, False, False, False]
+    t = offline_online_correlation(m, variants=[V1], policies=("logging",), alpha=np.nextafter(p, 1)).table
+    assert t["significant"].tolist() == [True, False, False, False]
