@@ -308,3 +308,17 @@ def test_p_equal_to_alpha_is_not_significant():
     assert t["significant"].tolist() == [False, False, False, False]
     t = offline_online_correlation(m, variants=[V1], policies=("logging",), alpha=np.nextafter(p, 1)).table
     assert t["significant"].tolist() == [True, False, False, False]
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1.25e-7])
+def test_best_is_the_highest_r_up_to_1e_9_only(eps):
+    """Raising the last offline value of V3 by ε raises its r above V1's 0.8 by ~ (2/10 − 0.8 · 2/10) ε = 0.04 ε
+    (4e-7 and 5e-9, both above the 1e-9 tie tolerance, below 1e-5 relative and 1e-8 absolute): V1 is not best."""
+    _, on = _world()
+    base = [2, 1, 4, 3, 5]
+    off1 = _series("e1", "like", "logging", V1, base) | _series("e1", "like", "logging", V3, [*base[:4], 5 + eps])
+    on1 = {k: v for k, v in on.items() if k[0] == "e1" and k[2] == "control"}
+    t = offline_online_correlation(_moments(off1, on1), variants=[V1, V3], policies=("logging",)).table
+    gap = t["r"].iloc[1] - t["r"].iloc[0]
+    assert gap == pytest.approx(0.04 * eps, rel=1e-3)
+    assert t["best"].tolist() == [False, True]

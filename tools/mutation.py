@@ -1274,6 +1274,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("analyses-correlation", "offline_online_correlation", f"{a})]"):
        "the zipped sequences are columns of one table, of the same length, so strict never fires"
        for a in ("strict=None", "", "strict=False")},
+    **{("analyses-correlation", "offline_online_correlation",
+        f'best = ranked.groupby([table["experiment_id"], table["reward"], table["policy"]], {a}).transform("max")'):
+       "transform returns each row's group maximum on the row's own index, whatever the order of the groups"
+       for a in ("sort=None", "", "sort=True")},
 }
 
 
