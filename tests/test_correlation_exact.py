@@ -322,3 +322,16 @@ def test_best_is_the_highest_r_up_to_1e_9_only(eps):
     gap = t["r"].iloc[1] - t["r"].iloc[0]
     assert gap == pytest.approx(0.04 * eps, rel=1e-3)
     assert t["best"].tolist() == [False, True]
+
+
+def test_four_days_are_enough():
+    """MIN_DAYS = 4: an experiment with four days gets no warning, one with three does."""
+    _, on = _world()
+    on1 = {k: v for k, v in on.items() if k[0] == "e1" and k[2] == "control"}
+    four = _series("e1", "like", "logging", V1, [2, 1, 4, 3])
+    res = offline_online_correlation(_moments(four, on1), variants=[V1], policies=("logging",))
+    assert res.warnings == () and res.table["n_days"].tolist() == [4]
+    three = _series("e1", "like", "logging", V1, [2, 1, 4])
+    res = offline_online_correlation(_moments(three, on1), variants=[V1], policies=("logging",))
+    assert res.warnings == ("experiment e1 has only 3 day(s); a correlation across fewer than 4 days is not "
+                            "informative",)

@@ -1278,6 +1278,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         f'best = ranked.groupby([table["experiment_id"], table["reward"], table["policy"]], {a}).transform("max")'):
        "transform returns each row's group maximum on the row's own index, whatever the order of the groups"
        for a in ("sort=None", "", "sort=True")},
+    **{("analyses-correlation", "offline_online_correlation",
+        f'if s.name == "policy" else s, {a}).reset_index(drop=True)'):
+       "pandas applies kind only when sorting by one column: by three it sorts stably (lexsort) whatever kind says"
+       for a in ("kind=None", "", 'kind="XXstableXX"', 'kind="STABLE"')},
 }
 
 
