@@ -54,7 +54,8 @@ def _moments(offline: dict, online: dict, *, rewards=("like",), policies=("treat
     for (exp, d, arm, reward), v in online.items():
         for seg, n, s in _split(0.0 if v is None else v):
             on.append((exp, DAY[d - 1], arm, seg, reward, 0 if v is None else n, 0.0 if v is None else s, 0.0))
-    grid = Grid(rewards=rewards, policies=policies, discounts=("log2",), exposures=("log2",), clips=(1.0, INF))
+    models = tuple(dict.fromkeys(v[1] for (_, _, _, _, v) in offline))
+    grid = Grid(rewards=rewards, policies=policies, discounts=models, exposures=models, clips=(1.0, INF))
     return Moments(offline=pd.DataFrame(rows, columns=_OFF_COLS),
                    online=pd.DataFrame(on, columns=["experiment_id", "day", "arm", "segment", "reward", "n", "sum",
                                                     "m2"]), grid=grid)
@@ -335,3 +336,16 @@ def test_four_days_are_enough():
     res = offline_online_correlation(_moments(three, on1), variants=[V1], policies=("logging",))
     assert res.warnings == ("experiment e1 has only 3 day(s); a correlation across fewer than 4 days is not "
                             "informative",)
+
+
+def test_the_takeaway_carries_table_2s_pooled_finding():
+    """With a learnt-PBM Q̂ variant and a log2 one on the Rₜ rows, the takeaway ends with the pooled finding over
+    the daily points (the same sentence _takeaway writes from this result's daily frame)."""
+    off, on = _world()
+    vp = ("dcg", "pbm", "pbm", INF)
+    pbm = {(e, d, r, p, vp): 2 * x for (e, d, r, p, v), x in off.items() if v == V1}
+    res = offline_online_correlation(_moments(off | pbm, on), variants=[V1, vp], policies=("treatment",))
+    assert res.takeaway == _takeaway(res.table, res.labels, "pearson", res.daily, alpha=0.05)
+    assert " KDD'24 Table 2's finding (the learnt-PBM de-biased DCG tracks the online reward better than both " \
+           "log2 variants), pooled over the target policy's experiment-days: like, DCG (pbm, Q̂) — vs DCG (log2, C): " \
+           "r = " in res.takeaway
