@@ -349,3 +349,17 @@ def test_the_takeaway_carries_table_2s_pooled_finding():
     assert " KDD'24 Table 2's finding (the learnt-PBM de-biased DCG tracks the online reward better than both " \
            "log2 variants), pooled over the target policy's experiment-days: like, DCG (pbm, Q̂) — vs DCG (log2, C): " \
            "r = " in res.takeaway
+
+
+def test_a_constant_series_has_no_rank_correlation_and_no_warning():
+    """e2's R₀ nDCG series is constant (3, 3, 3): no τ or ρ, and SciPy is not asked (it would warn for ρ)."""
+    import warnings
+
+    off, on = _world()
+    m = _moments(off, on)
+    for method in ("kendall", "spearman"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            t = offline_online_correlation(m, variants=[V1, V3], policies=("logging",), method=method).table
+        cell = t[(t["experiment_id"] == "e2") & (t["metric"] == "ndcg")].iloc[0]
+        assert cell["n_days"] == 3 and math.isnan(cell["r"]) and math.isnan(cell["p_value"])
