@@ -363,3 +363,13 @@ def test_a_constant_series_has_no_rank_correlation_and_no_warning():
             t = offline_online_correlation(m, variants=[V1, V3], policies=("logging",), method=method).table
         cell = t[(t["experiment_id"] == "e2") & (t["metric"] == "ndcg")].iloc[0]
         assert cell["n_days"] == 3 and math.isnan(cell["r"]) and math.isnan(cell["p_value"])
+
+
+def test_series_whose_range_is_one_have_a_rank_correlation():
+    """Online (0.5, 1, 1.5) against offline (1, 3, 2): τ = 1/3; online (1, 2, 3) against offline (1, 1, 2), a
+    tie: τ-b = 2 / √(3 · 2). Both series of range 1 are as good as any."""
+    off = _series("e", "like", "logging", V1, [1, 3, 2]) | _series("e", "like", "logging", V3, [1, 1, 2])
+    for online, (r1, r3) in (([0.5, 1, 1.5], (1 / 3, 2 / math.sqrt(6))), ([1, 2, 3], (1 / 3, 2 / math.sqrt(6)))):
+        t = offline_online_correlation(_moments(off, _online("e", "control", "like", online)), variants=[V1, V3],
+                                       policies=("logging",), method="kendall").table
+        np.testing.assert_allclose(t["r"], [r1, r3], rtol=1e-12)
