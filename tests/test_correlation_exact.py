@@ -373,3 +373,9 @@ def test_series_whose_range_is_one_have_a_rank_correlation():
         t = offline_online_correlation(_moments(off, _online("e", "control", "like", online)), variants=[V1, V3],
                                        policies=("logging",), method="kendall").table
         np.testing.assert_allclose(t["r"], [r1, r3], rtol=1e-12)
+
+
+def test_the_headline_ranks_the_variants_in_the_order_asked():
+    off, on = _world()
+    res = offline_online_correlation(_moments(off, on), variants=[V3, V1])
+    assert res.labels == (L3, L1) and list(res.headline_rows().r.columns) == [L3, L1]

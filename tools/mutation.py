@@ -1220,6 +1220,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      'policy = str(t["policy"].iloc[1])  # the target policy, whatever it is named'):
         "t holds only the one target policy's rows, at least two of them (a PBM Q̂ and a log2 variant), so its "
         "second row names the same policy",
+    ("analyses-correlation", "_common_rows",
+     'wide = rows.pivot_table(index=keys, columns="variant", values="r", aggfunc="first", dropna=None)'):
+        "pivot_table reads dropna for its truth: None keeps the empty combinations, as False does",
+    ("analyses-correlation", "_common_rows",
+     'wide = rows.pivot_table(index=keys, columns="variant", values="r", dropna=False)'):
+        "one r per (row, variant): the mean (the default aggfunc) of one value is that value",
+    **{("analyses-correlation", "_policy_name", f'def _policy_name(policy: str, target: str = "{t}") -> str:'):
+       "the default target is only ever compared with 'logging' (the Rt / Rₜ aliases are kept out of the targets by "
+       "name), so any other name gives the same"
+       for t in ("XXtreatmentXX", "TREATMENT")},
     ("analyses-correlation", "_takeaway", 'aggfunc="first").reindex(index=None)'):
         "& aligns the two Series on their (experiment, reward, policy) index, so the rows sig has beyond common's "
         "(left out for a missing r) only add False",
