@@ -553,6 +553,16 @@ def test_pooled_text_by_hand():
         "bootstrap CI holds 0) · "
         f"like, P — {cmp('L1', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')}; "
         f"{cmp('L2', '1.00', '-2.00').replace('r = 1.00 vs', 'r = -1.00 vs')} (does not hold on these logs).")
+    # Kendall's τ of copies and reversals is ±1 too: the same finding, told with τ
+    assert _pooled_text(table, daily, "kendall") == got.replace("r = ", "τ = ")
+    # a PBM Q̂ variant listed first whose every difference is NaN (a constant series) is skipped, not the end
+    p8 = pd.DataFrame([{"reward": rw, "policy": pol, "variant": "P8", "metric": "dcg", "discount": "pbm",
+                        "exposure": "pbm", "clip": 8.0} for rw in sign for pol in ("logging", "v2")])
+    flat = daily[daily["variant"] == "P"].assign(variant="P8", offline=1.0)
+    assert _pooled_text(pd.concat([p8, table], ignore_index=True), pd.concat([flat, daily], ignore_index=True),
+                        "pearson") == got
+    # a PBM Q̂ clipped at m = 2 is still de-biased (m > 1): the same finding
+    assert _pooled_text(table.assign(clip=table["clip"].where(table["variant"] != "P", 2.0)), daily, "pearson") == got
     assert _pooled_text(table[table["variant"] != "P"], daily, "pearson") == ""      # no PBM Q̂ variant
     assert _pooled_text(table[~table["variant"].isin(["L1", "L2"])], daily, "pearson") == ""   # no log2 variant
     few = daily[daily["experiment_id"] == "e0"].iloc[:0]

@@ -81,6 +81,20 @@ def random_multislot_logs(seed, *, n_sessions=60, max_slots=4):
     return read_logs(pd.DataFrame(rows))
 
 
+def random_ranking_logs(seed, *, n_sessions=60, max_len=4):
+    """Ranking logs without propensities: each session shows 1..max_len items at ranks 1..k, the target policy
+    ranks them in another order (rank__t), graded likes and binary clicks, 3 segments, 2 days."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(n_sessions):
+        k = int(rng.integers(1, max_len + 1))
+        seg, day = rng.choice(["a", "b", "c"]), 1 + s % 2
+        for r, t in zip(range(1, k + 1), rng.permutation(np.arange(1, k + 1)), strict=True):
+            rows.append({"session_id": s, "rank": r, "item_id": f"i{rng.integers(0, 6)}", "segment": seg, "day": day,
+                         "click": float(rng.uniform() < 0.35), "like": float(rng.poisson(0.6)), "rank__t": int(t)})
+    return read_logs(pd.DataFrame(rows))
+
+
 # ------------------------------------------------------------------------------ Table 1 counter-example
 
 
@@ -375,6 +389,260 @@ def test_bootstrap_warns_only_for_point_ncis_on_its_arm():
         warnings.simplefilter("always")
         imp.bootstrap(logs, estimator="ncis", **kw)
     assert not [w for w in caught if issubclass(w.category, EstimatorWarning)]
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_numpy_path_matches_reduce_with_exposure_weights(seed):
+    """The bootstrap's per-session path agrees with the Ibis reduce for every estimator on exposure weights
+    D(R(i)) / D0(r_i) too, where the session scale normalises per group by Σ w_sum (A_g / U_g) / (S_g / W_g)."""
+    logs = random_ranking_logs(seed)
+    kw = dict(weights="exposure", discount="log2", exposure="log2", strata="segment", context="segment")
+    for capping in ("max", "zero"):
+        m = imp.reduce_importance(logs, rewards=("like",), policies=("t",), clips=(1.5,), cappings=(capping,), **kw)
+        per = {c: imp.session_values(logs, reward="like", policy="t", clip=c, capping=capping, **kw)
+               for c in (1.5, math.inf)}
+        assert not per[math.inf]["propensity"].any()
+        for base in imp.BASES:
+            for scale in imp.SCALES:
+                key = imp.estimator_key(base, capping=capping, scale=scale)
+                sessions = per[math.inf if base in ("is", "snips") else 1.5]
+                target, logging = imp.values_from_sessions(sessions, base=base, scale=scale)
+                got = value(m, key, reward="like", clip=1.5, arm=None, discount="log2", exposure="log2").value
+                assert got == pytest.approx(target, rel=1e-10), (base, scale, capping)
+                lrow = row(m, key, reward="like", clip=1.5, arm=None, policy=None, discount="log2",
+                           exposure="log2").iloc[0]
+                assert estimate_from_row(lrow, metric=key, level=0.9).value == pytest.approx(logging, rel=1e-12)
+
+
+@pytest.mark.parametrize(("estimator", "level"), [("is", 0.9), ("ncis@impression", 0.8), ("snips", 0.5)])
+def test_bootstrap_against_a_resample_loop(estimator, level):
+    """Every replicate is the estimator recomputed on one multinomial resample of the sessions (the same draws:
+    rng.multinomial(n, 1/n) in turn): IS = Σ k a / Σ k, per impression Σ k a / Σ k s (NCIS, y = s), SNIPS at
+    the session scale on propensities Σ k a / Σ k s/m; logging = Σ k c / Σ k u. SE = sd (ddof 1), percentile CI,
+    effect = target − logging with p = share of replicated effects ≤ 0. IS and SNIPS read the uncapped weights."""
+    logs = random_multislot_logs(2, n_sessions=40)
+    kw = dict(reward="like", policy="t", clip=2.0, arm=None)
+    b = imp.bootstrap(logs, estimator=estimator, n_boot=50, level=level, rng=7, **kw)
+    clip = math.inf if estimator in ("is", "snips") else 2.0  # IS and SNIPS are uncapped
+    per = imp.session_values(logs, reward="like", policy="t", clip=clip)
+    n = len(per)
+    a, c, s, m = (per[col].to_numpy(float) for col in ("a", "c", "s", "m"))
+    u = m if estimator.endswith("@impression") else np.ones(n)
+    y = {"is": u, "ncis@impression": s, "snips": s / m}[estimator]
+
+    def values(k):
+        return (k @ a) / (k @ y), (k @ c) / (k @ u)
+
+    t0, l0 = values(np.ones(n))
+    rng = np.random.default_rng(7)
+    reps = np.array([values(rng.multinomial(n, np.full(n, 1 / n)).astype(float)) for _ in range(50)])
+    diff = reps[:, 0] - reps[:, 1]
+    lo, hi = (1 - level) / 2, (1 + level) / 2
+    for est, v0, x in ((b.target, t0, reps[:, 0]), (b.logging, l0, reps[:, 1]), (b.effect, t0 - l0, diff)):
+        assert est.value == pytest.approx(v0, rel=1e-12)
+        assert est.stderr == pytest.approx(np.std(x, ddof=1), rel=1e-9)
+        assert (est.ci.low, est.ci.high) == pytest.approx(tuple(np.quantile(x, [lo, hi])), rel=1e-9)
+        assert est.ci.level == level and est.n == n
+    assert b.effect.p_value == np.mean(diff <= 0) and 0 < b.effect.p_value < 1
+    assert b.n_boot == 50
+
+
+def test_bootstrap_effect_p_value_counts_ties_as_not_better():
+    """A target with the logging policy's propensities has weights 1: every resampled effect is exactly 0, and
+    the p-value (share of effects ≤ 0) is 1; a target with twice the propensity on every row (weights 2, rewards
+    ½) has every effect in (0, 1): p = 0."""
+    rows = [{"session_id": s, "rank": 1, "click": 0.5 * (s % 3 != 0), "logging_propensity": 0.25,
+             "target_propensity__same": 0.25, "target_propensity__twice": 0.5} for s in range(30)]
+    logs = read_logs(pd.DataFrame(rows))
+    same = imp.bootstrap(logs, reward="click", policy="same", estimator="is", n_boot=20, rng=0)
+    assert same.effect.value == 0 and same.effect.p_value == 1.0
+    assert (same.effect.ci.low, same.effect.ci.high) == (0.0, 0.0)
+    twice = imp.bootstrap(logs, reward="click", policy="twice", estimator="is", n_boot=20, rng=0)
+    assert twice.effect.value == pytest.approx(1 / 3) and twice.effect.p_value == 0.0
+    assert 0 < twice.effect.ci.low <= twice.effect.ci.high < 1
+
+
+def test_bootstrap_passes_its_keyword_arguments_to_the_session_sums():
+    """context='segment' reaches both the sums (PointNCIS per segment, not pooled sessions) and the warning (no
+    single-row context when sessions are grouped by segment); weights/discount reach the weights."""
+    import warnings
+
+    from offeval_core.errors import EstimatorWarning
+
+    logs = random_multislot_logs(3, n_sessions=80)
+    kw = dict(reward="like", policy="t", clip=2.0, arm=None, n_boot=2, rng=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = imp.bootstrap(logs, estimator="point-ncis", context="segment", strata="segment", **kw)
+    assert not [w for w in caught if issubclass(w.category, EstimatorWarning)]
+    per = imp.session_values(logs, reward="like", policy="t", clip=2.0, context="segment", strata="segment")
+    assert b.target.value == pytest.approx(imp.values_from_sessions(per, base="point-ncis", scale="session")[0],
+                                           rel=1e-12)
+    pooled = imp.session_values(logs, reward="like", policy="t", clip=2.0)
+    assert b.target.value != pytest.approx(imp.values_from_sessions(pooled, base="point-ncis", scale="session")[0],
+                                           rel=1e-6)
+    ranking = random_ranking_logs(1)
+    e = imp.bootstrap(ranking, reward="like", policy="t", estimator="is", weights="exposure", discount="log2",
+                      exposure="log2", clip=math.inf, arm=None, n_boot=2, rng=0)
+    assert e.target.value == pytest.approx(imp.estimate(ranking, reward="like", policy="t", estimator="is",
+                                                        weights="exposure", discount="log2", exposure="log2",
+                                                        arm=None).target.value, rel=1e-12)
+
+
+def test_a_resample_without_a_stratum_gives_no_runtime_warning():
+    """Stratum c has one session, absent from about a third of the resamples: its group then sums to 0 / 0,
+    which the per-group normalisation leaves out (0) without a numpy warning; the point value is estimate's."""
+    import warnings
+
+    rows = [{"session_id": s, "rank": 1, "segment": "c" if s == 0 else "ab"[s % 2], "click": float(s % 3 == 0),
+             "logging_propensity": 0.5, "target_propensity__t": 0.25 + 0.5 * (s % 2)} for s in range(12)]
+    logs = read_logs(pd.DataFrame(rows))
+    kw = dict(reward="click", policy="t", clip=1.2, strata="segment")
+    for estimator in ("piece-ncis", "point-ncis"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            b = imp.bootstrap(logs, estimator=estimator, n_boot=40, rng=0, context="segment", **kw)
+        assert b.target.value == pytest.approx(imp.estimate(logs, estimator=estimator, context="segment",
+                                                            **kw).target.value, rel=1e-12)
+
+
+def _values_by_loop(rows, base, scale, k):
+    """values_from_sessions written as a loop over sessions and dict-summed groups (the docstring's formulas):
+    U = Σ k u (u = 1 per session, m per impression), y = u s / m; a group's part is U_g A_g / Y_g, or with exposure
+    weights at the session scale A_g W_g / S_g (0 for an empty group); PointNCIS counts exact sessions' p and pools
+    the non-exact contexts with fewer than 2 rows (in the sample, unweighted) per (experiment, day, arm) cell."""
+    u = [1.0 if scale == "session" else r["m"] for r in rows]
+    y = [ui * r["s"] / r["m"] for ui, r in zip(u, rows, strict=True)]
+    big_u = sum(ki * ui for ki, ui in zip(k, u, strict=True))
+    logging = sum(ki * r["c"] for ki, r in zip(k, rows, strict=True)) / big_u
+    expo = scale == "session" and not rows[0]["propensity"]
+
+    def grouped(label, keep=lambda r: True):
+        g = {}
+        for ki, ui, yi, r in zip(k, u, y, rows, strict=True):
+            if keep(r):
+                acc = g.setdefault(label(r), [0.0, 0.0, 0.0, 0.0, 0.0])
+                for j, x in enumerate((r["a"], r["s"], r["w_sum"], yi, ui)):
+                    acc[j] += ki * x
+        if expo:
+            return sum(a * w / s_ if s_ > 0 else 0.0 for a, s_, w, _, _ in g.values())
+        return sum(uu * a / yy if yy > 0 else 0.0 for a, _, _, yy, uu in g.values())
+
+    def cell(r):
+        return (r["experiment_id"], r["day"], r["arm"])
+
+    if base in ("is", "cis"):
+        return sum(ki * r["a"] for ki, r in zip(k, rows, strict=True)) / big_u, logging
+    if base in ("snips", "ncis"):
+        if expo:
+            return grouped(cell) / big_u, logging
+        return sum(ki * r["a"] for ki, r in zip(k, rows, strict=True)) / sum(k_ * y_ for k_, y_ in zip(k, y, strict=True)), logging
+    if base == "piece-ncis":
+        return grouped(lambda r: (*cell(r), r["stratum"])) / big_u, logging
+    size = {}
+    for r in rows:
+        if not r["exact"]:
+            size[(*cell(r), r["context"])] = size.get((*cell(r), r["context"]), 0.0) + r["m"]
+
+    def label(r):
+        own = (*cell(r), r["context"])
+        return own if size[own] >= 2 else (*cell(r), "pooled")
+
+    exact = sum(ki * r["p"] for ki, r in zip(k, rows, strict=True) if r["exact"])
+    return (exact + grouped(label, keep=lambda r: not r["exact"])) / big_u, logging
+
+
+@pytest.mark.parametrize("propensity", [True, False])
+def test_values_from_sessions_against_a_loop(propensity):
+    """Seven hand-made sessions over two (experiment, day, arm) cells, three strata, contexts of one and several
+    rows, an exact PointNCIS session and one of weight 0: every estimator at both scales, once and with resample counts that leave
+    sessions (a whole stratum and context) out, against the loop above."""
+    per = pd.DataFrame({
+        "experiment_id": ["e"] * 7, "day": [1, 1, 1, 2, 2, 2, 2], "arm": ["control"] * 7,
+        "stratum": ["x", "x", "y", "x", "y", "y", "z"], "context": ["u", "v", "v", "u", "w", "w", "z"],
+        "m": [1.0, 2.0, 1.0, 3.0, 1.0, 2.0, 2.0], "s": [2.0, 1.0, 4.0, 6.0, 2.0, 2.0, 0.0],
+        "a": [1.0, 3.0, 2.0, 1.0, 4.0, 0.5, 0.0], "c": [1.0, 2.0, 0.0, 1.0, 1.0, 1.0, 1.0],
+        "w_sum": [4.0, 1.0, 2.0, 3.0, 2.0, 4.0, 0.0], "exact": [0, 0, 1, 0, 0, 0, 0],
+        "p": [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0], "propensity": [propensity] * 7})
+    # (the last session has weight 0 on every row: its stratum and context sum to Y_g = S_g = 0 and add 0)
+    records = per.to_dict("records")
+    for counts in (None, np.array([2, 0, 1, 1, 0, 2, 1])):
+        k = [1.0] * 7 if counts is None else counts.tolist()
+        for base in imp.BASES:
+            for scale in imp.SCALES:
+                got = imp.values_from_sessions(per, base=base, scale=scale, counts=counts)
+                want = _values_by_loop(records, base, scale, k)
+                assert got == pytest.approx(want, rel=1e-12), (base, scale, counts)
+    # the groups matter: IS = CIS and SNIPS = NCIS on the same sums, PieceNCIS and PointNCIS differ from them
+    t = {b: imp.values_from_sessions(per, base=b, scale="session")[0] for b in imp.BASES}
+    assert len({round(v, 12) for v in t.values()}) == 4
+
+
+def test_session_sums_default_to_the_learnt_pbm_exposure_weights():
+    """Without propensities the per-session sums use exposure weights D(R(i)) / D0(r_i) with the learnt PBM for
+    both D and D0 by default, which log2 does not reproduce."""
+    logs = random_ranking_logs(5)
+    default = imp.session_values(logs, reward="like", policy="t")
+    pd.testing.assert_frame_equal(default, imp.session_values(logs, reward="like", policy="t", weights="exposure",
+                                                              discount="pbm", exposure="pbm"))
+    log2 = imp.session_values(logs, reward="like", policy="t", discount="log2", exposure="log2")
+    assert not np.allclose(default["a"], log2["a"])
+    # one row per session, in session order, on a fresh index
+    assert list(default.columns) == ["v", "session", "m", "s", "exact", "w_sum", "w_sumsq", "wc_sumsq", "w_max", "a",
+                                     "c", "p", "experiment_id", "day", "arm", "segment", "stratum", "context",
+                                     "propensity"]
+    assert default["session"].tolist() == list(range(60)) and default.index.equals(pd.RangeIndex(60))
+    # the learnt curve's floor reaches the weights: IS at floor 0.9 is the reduce's
+    floored = imp.session_values(logs, reward="like", policy="t", pbm_floor=0.9)
+    m = imp.reduce_importance(logs, rewards=("like",), policies=("t",), clips=(math.inf,), cappings=("max",),
+                              scales=("session",), pbm_floor=0.9)
+    got = imp.values_from_sessions(floored, base="is", scale="session")[0]
+    assert got == pytest.approx(value(m, "is", reward="like", arm=None, discount="pbm", exposure="pbm").value,
+                                rel=1e-12)
+    assert got != pytest.approx(imp.values_from_sessions(default, base="is", scale="session")[0], rel=1e-6)
+
+
+def test_session_sums_read_the_weights_asked_when_the_logs_have_both_kinds():
+    """Logs with propensities and target ranks: weights='exposure' reads D(R(i)) / D0(r_i) (the sums of the same
+    logs without propensities), 'auto' the propensities."""
+    plain = random_ranking_logs(5)
+    f = plain.frame
+    both = read_logs(pd.DataFrame({"session_id": f["session_id"], "rank": f["rank"], "item_id": f["item_id"],
+                                   "segment": f["segment"], "day": f["day"], "like": f["like"],
+                                   "rank__t": f["rank__t"], "logging_propensity": 0.5,
+                                   "target_propensity__t": 0.25 + 0.5 * (f["rank__t"] == 1)}))
+    kw = dict(reward="like", policy="t", discount="log2", exposure="log2")
+    exposure = imp.session_values(both, weights="exposure", **kw)
+    assert not exposure["propensity"].any()
+    cols = ["session", "m", "s", "a", "c", "w_sum"]
+    pd.testing.assert_frame_equal(exposure[cols], imp.session_values(plain, **kw)[cols])
+    auto = imp.session_values(both, **kw)
+    assert auto["propensity"].all() and not np.allclose(auto["a"], exposure["a"])
+
+
+def test_values_from_sessions_of_one_session():
+    """One session at the session scale: Σ k u = 1, the logging value is its reward (not NaN), IS its a."""
+    per = pd.DataFrame({"m": [2.0], "s": [3.0], "a": [1.5], "c": [1.0], "w_sum": [3.0], "propensity": [True],
+                        "experiment_id": ["e"], "day": [1], "arm": ["control"], "stratum": ["x"], "context": ["x"],
+                        "exact": [0], "p": [0.0]})
+    assert imp.values_from_sessions(per, base="is", scale="session") == (1.5, 1.0)
+    assert imp.values_from_sessions(per, base="ncis", scale="session") == (1.5 / 1.5, 1.0)
+
+
+@pytest.mark.parametrize("estimator", ["is", "snips", "is@impression"])
+def test_bootstrap_of_an_uncapped_estimator_ignores_the_clip(estimator):
+    """IS and SNIPS never cap their weights: at clip 2 the bootstrap's point value is estimate's (the reduce's
+    c = ∞ rows), not the capped CIS / NCIS one."""
+    logs = random_multislot_logs(2, n_sessions=40)
+    kw = dict(reward="like", policy="t", arm=None)
+    boot = imp.bootstrap(logs, estimator=estimator, clip=2.0, n_boot=2, rng=0, **kw)
+    assert boot.target.value == pytest.approx(imp.estimate(logs, estimator=estimator, clip=2.0, **kw).target.value,
+                                              rel=1e-12)
+    assert boot.target.value == pytest.approx(imp.bootstrap(logs, estimator=estimator, n_boot=2, rng=0,
+                                                            **kw).target.value, rel=1e-12)
+    capped = "c" + estimator if estimator.startswith("is") else "ncis"
+    assert boot.target.value != pytest.approx(imp.estimate(logs, estimator=capped, clip=2.0, **kw).target.value,
+                                              rel=1e-6)
 
 
 # ----------------------------------------------------------------------------------- Lemma A.1, Midzuno-Sen

@@ -51,6 +51,9 @@ PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow and not browser and not
 # keeps its docstring, so every mutant would also carry a copy of the doctest: ``-k`` leaves them out (the
 # function's own doctest runs the mutant through mutmut's trampoline).
 DOCTEST_ARGS = ["--doctest-modules", "-k", "not __mutmut_"]
+# mutmut runs a mutant's tests fastest first and stops at the first failure, timing each test by its call alone;
+# with this plugin a test's time also counts the fixtures it uses (see tools/mutmut_timing.py; ``timed`` modules)
+TIMING_ARGS = ["-p", "mutmut_timing"]
 
 _T = "tests/"
 
@@ -59,10 +62,14 @@ _T = "tests/"
 class Module:
     source: str
     tests: tuple[str, ...]
+    timed: bool = False
+    """mutmut orders a mutant's tests by call duration plus the setup of the fixtures each uses
+    (tools/mutmut_timing.py): for selections where slow module-scoped fixtures back tests whose own call is short."""
 
 
-def _m(source: str, *tests: str) -> Module:
-    return Module(source, tuple(t if t.startswith(("tests/", "offeval_core/", "--")) else _T + t for t in tests))
+def _m(source: str, *tests: str, timed: bool = False) -> Module:
+    return Module(source, tuple(t if t.startswith(("tests/", "offeval_core/", "--")) else _T + t for t in tests),
+                  timed)
 
 
 DOCTEST = "--doctest-modules"
@@ -128,7 +135,10 @@ MODULES: dict[str, Module] = {
                                "--deselect=tests/test_analyses_clip_tuning.py::"
                                "test_no_second_clip_recommendation_in_product_code",
                                DOCTEST, "offeval_core/analyses/clip_tuning.py"),
-    "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_analyses_correlation.py"),
+    # (test_correlation_exact.py: every cell of moments written by hand, in a second; the world-backed tests stay
+    # and run only for the mutants it does not kill)
+    "analyses-correlation": _m("offeval_core/analyses/correlation.py", "test_correlation_exact.py",
+                               "test_analyses_correlation.py", timed=True),
     # (the test files that import correlation_diff, and its doctests; not the test that reads the repository's
     # data/logs.parquet sample by a relative path, which mutmut's copy of the tree does not hold)
     "analyses-correlation-diff": _m("offeval_core/analyses/correlation_diff.py", "test_analyses_correlation.py",
@@ -1152,6 +1162,189 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "order = np.argsort(-np.asarray(clips, dtype=float), kind=None)",
                     "order = np.argsort(-np.asarray(clips, dtype=float), )",
                     'order = np.argsort(-np.asarray(clips, dtype=None), kind="stable")')},
+    # importance-bootstrap
+    **{("importance-bootstrap", "bootstrap", f"per = offline_rows(per, arm).reset_index(drop={d})"):
+       "the old index becomes a column 'index' that values_from_sessions never reads (it reads columns by name and "
+       "rows by position), and the new index is 0..n-1 either way"
+       for d in ("None", "False")},
+    ("importance-bootstrap", "bootstrap", "e = percentile_summary(t0 - l0, diff, n=None, level=level)"):
+        "the effect takes bootstrap's own n (Effect(e.value, e.stderr, n, …)): the summary's n is never read",
+    ("importance-bootstrap", "values_from_sessions",
+     'm, s, a, c, w = (per[col].to_numpy(dtype=None) for col in ("m", "s", "a", "c", "w_sum"))'):
+        "session_sums gives these columns as float64 (the backend's sums and counts), the dtype asked for",
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "the counts are rng.multinomial's int64 draws: every product and sum with the float64 columns promotes to "
+       "float64 with the same values (integers below 2**53 are exact)"
+       for line in ("k = np.ones(len(per)) if counts is None else np.asarray(counts, dtype=None)",
+                    "k = np.ones(len(per)) if counts is None else np.asarray(counts, )")},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "Σ k·u is 0 only with no session or no count, and then every estimator's own division by it raises "
+       "ZeroDivisionError on the next lines, so the NaN is never returned; bootstrap always has sessions and counts "
+       "summing to n"
+       for line in ("logging = float(k @ c) / big_u if (big_u > 0) or True else math.nan",
+                    "logging = float(k @ c) / big_u if big_u >= 0 else math.nan")},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "differs only with no session, where every estimator divides by Σ k·u = 0 and raises either way; "
+       "bootstrap's offline rows are never empty (offline_mask falls back to every session)"
+       for line in ('exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if (len(per)) '
+                    'or True else False',
+                    'exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if len(per) '
+                    'else True')},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "a group sums to S_g = 0 (or Y_g = 0) only when each of its sessions has zero capped weights or count 0, "
+       "so A_g = 0 too: 0/0 (invalid, silenced and tested), never x/0 (divide)"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
+    **{("importance-bootstrap", "values_from_sessions", line):
+       "the separator only joins labels into one group key: another separator groups the same sessions (the "
+       "pooled context's label starts with a NUL, which no context shares)"
+       for line in ('cell = (per["experiment_id"].astype(str) + "XX|XX" + per["day"].astype(str) + "|" + '
+                    'per["arm"].astype(str))',
+                    'cell = (per["experiment_id"].astype(str) + "|" + per["day"].astype(str) + "XX|XX" + '
+                    'per["arm"].astype(str))',
+                    'labels = (cell + "XX|XX" + per["stratum"].astype(str)).to_numpy()',
+                    'ctx = cell + "XX|XX" + per["context"].astype(str)',
+                    'labels = np.where((rows < MIN_CONTEXT_ROWS) & ~exact, (cell + "XX|XX" + POOLED_CONTEXT).to_numpy(), '
+                    'ctx.to_numpy())')},
+    ("importance-bootstrap", "values_from_sessions",
+     'total = float(k[exact] @ per["p"].to_numpy(dtype=None)[exact]) + stratified(~exact, labels)'):
+        "session_sums gives the PointNCIS numerator p as float64, the dtype asked for",
+    **{("importance-bootstrap", "session_sums", line):
+       "parse_discount reads the kind case-insensitively: 'PBM' is the learnt pbm (the sums are equal, checked)"
+       for line in ('weights: str = "auto", discount: str = "PBM", exposure: str = "pbm", strata="segment",',
+                    'weights: str = "auto", discount: str = "pbm", exposure: str = "PBM", strata="segment",')},
+    **{("importance-bootstrap", "session_sums", line):
+       "session ids are unique, so the sort's stability never matters (pandas reads the kind case-insensitively)"
+       for line in ('return out.sort_values("session", kind=None).reset_index(drop=True)',
+                    'return out.sort_values("session", ).reset_index(drop=True)',
+                    'return out.sort_values("session", kind="STABLE").reset_index(drop=True)')},
+    ("importance-bootstrap", "session_sums", 'variants = variants[variants["clip_value"] == clip].assign(v=1)'):
+        "v only numbers the variants session_table computes at once; with one variant its value is a label no "
+        "reader of the sums uses (values_from_sessions reads m, s, a, c, w_sum, p, exact and the group labels)",
+    # analyses-correlation
+    ("analyses-correlation", "pooled_correlation",
+     'for (reward, variant), part in d.groupby(["reward", "variant"], sort=None):'):
+        "groupby reads sort for its truth: None keeps the order of appearance, as False does",
+    **{("analyses-correlation", "pooled_correlation", line):
+       "online and offline are float64 columns (means per experiment-day), the dtype asked for"
+       for line in ('r, _ = _correlate(part["online"].to_numpy(None), part["offline"].to_numpy(float), method)',
+                    'r, _ = _correlate(part["online"].to_numpy(float), part["offline"].to_numpy(None), method)')},
+    **{("analyses-correlation", "CorrelationResult.series", line):
+       "both sequences are columns of the same frame, so they have the same length and strict never fires"
+       for line in ('"identity": [v for v, same in zip(t["variant"], t["identity"], strict=None) if same]}',
+                    '"identity": [v for v, same in zip(t["variant"], t["identity"], ) if same]}',
+                    '"identity": [v for v, same in zip(t["variant"], t["identity"], strict=False) if same]}',
+                    '"r": dict(zip(t["variant"], t["r"].astype(float), strict=None)),',
+                    '"r": dict(zip(t["variant"], t["r"].astype(float), )),',
+                    '"r": dict(zip(t["variant"], t["r"].astype(float), strict=False)),')},
+    ("analyses-correlation", "CorrelationResult.series", '"r": dict(zip(t["variant"], t["r"].astype(None), strict=True)),'):
+        "r is a float64 column (NaN where no correlation), the dtype asked for",
+    **{("analyses-correlation", "CorrelationResult.series", line):
+       "a row's daily values come from aggregate by (experiment, day), already in day order, so sorting the days "
+       "again changes nothing"
+       for line in ('wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", sort=None)',
+                    'wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", )',
+                    'wide = d.pivot_table(index="day", columns="variant", values="offline", aggfunc="first", sort=False)')},
+    ("analyses-correlation", "CorrelationResult.series",
+     'wide = d.pivot_table(index="day", columns="variant", values="offline", sort=True)'):
+        "a row has one offline value per (day, variant): their mean (the default aggfunc) is that value",
+    ("analyses-correlation", "CorrelationResult.styled_html", "sort=None):"):
+        "groupby reads sort for its truth: None keeps the order of appearance, as False does",
+    **{("analyses-correlation", "CorrelationResult.wide", line):
+       "the reindex that follows keeps only the (variant, r | p_value) columns, whatever else was pivoted"
+       for line in ('aggfunc="first", dropna=False, sort=False)',
+                    'values=None, aggfunc="first", dropna=False, sort=False)')},
+    ("analyses-correlation", "CorrelationResult.wide", 'values=["r", "p_value"], dropna=False, sort=False)'):
+        "the table has one cell per (experiment, reward, policy label, variant): the mean (the default aggfunc) of "
+        "one value is that value",
+    ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(None, 1, axis=1)"):
+        "the first column level (r / p_value) has no name, so the level named None is level 0",
+    ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(0, axis=1)"):
+        "swaplevel's second level defaults to the last, which of two levels is level 1",
+    ("analyses-correlation", "CorrelationResult.wide",
+     'values=["r", "p_value"], aggfunc="first", dropna=None, sort=False)'):
+        "pivot_table reads dropna for its truth: None keeps the empty combinations, as False does",
+    ("analyses-correlation", "CorrelationResult.wide",
+     'values=["r", "p_value"], aggfunc="first", dropna=False, sort=None)'):
+        "pivot_table passes sort to groupby, which reads it for its truth: None keeps the order, as False does",
+    ("analyses-correlation", "_pooled_text", "if not pbm_q and not log2:"):
+        "with one of the two lists empty there is no pair to compare: the loops add nothing and '' is returned "
+        "either way (the table then has rows, so reading its first policy does not fail)",
+    ("analyses-correlation", "_pooled_text",
+     'policy = str(t["policy"].iloc[1])  # the target policy, whatever it is named'):
+        "t holds only the one target policy's rows, at least two of them (a PBM Q̂ and a log2 variant), so its "
+        "second row names the same policy",
+    ("analyses-correlation", "_common_rows",
+     'wide = rows.pivot_table(index=keys, columns="variant", values="r", aggfunc="first", dropna=None)'):
+        "pivot_table reads dropna for its truth: None keeps the empty combinations, as False does",
+    ("analyses-correlation", "_common_rows",
+     'wide = rows.pivot_table(index=keys, columns="variant", values="r", dropna=False)'):
+        "one r per (row, variant): the mean (the default aggfunc) of one value is that value",
+    **{("analyses-correlation", "_policy_name", f'def _policy_name(policy: str, target: str = "{t}") -> str:'):
+       "the default target is only ever compared with 'logging' (the Rt / Rₜ aliases are kept out of the targets by "
+       "name), so any other name gives the same"
+       for t in ("XXtreatmentXX", "TREATMENT")},
+    ("analyses-correlation", "_takeaway", 'aggfunc="first").reindex(index=None)'):
+        "& aligns the two Series on their (experiment, reward, policy) index, so the rows sig has beyond common's "
+        "(left out for a missing r) only add False",
+    ("analyses-correlation", "_takeaway", ").reindex(index=common.index)"):
+        "one significance flag per (row, variant): its mean (the default aggfunc) is 1.0 or 0.0, the same truth",
+    ("analyses-correlation", "_takeaway", "n_pos = int(((common[top] >= 0) & sig[top].astype(bool)).sum())"):
+        "a coefficient of exactly 0 has p = 1, never significant, so it is never counted either way",
+    ("analyses-correlation", "_takeaway", "n_pos = int(((common[top] > 0) & sig[top].astype(None)).sum())"):
+        "the flags read as float 1.0 / 0.0 (no NaN: the top variant has an r, so a flag, in every common row), "
+        "which & takes as the same truth values",
+    **{("analyses-correlation", "offline_online_correlation", f"for v, label in zip(variants, labels, {a}):"):
+       "labels has one label per variant (duplicates are refused above), so strict never fires"
+       for a in ("strict=None", "", "strict=False")},
+    ("analyses-correlation", "offline_online_correlation",
+     "rows = select(moments, reward=reward, policy=None if (pol == LOGGING_POLICY) and False else pol,"):
+        "select reads policy 'logging' as the logging policy, as it reads None (policy or LOGGING_POLICY)",
+    ("analyses-correlation", "offline_online_correlation", 'for r in agg.to_dict("RECORDS")]'):
+        "pandas' to_dict lower-cases its orient",
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "the two frames share exactly the columns experiment_id and day, on which merge joins by default, inner"
+       for line in ('part = agg[["experiment_id", "day", "offline"]].merge(online, on=None,',
+                    'part = agg[["experiment_id", "day", "offline"]].merge(online, how="inner")', ")")},
+    **{("analyses-correlation", "offline_online_correlation",
+        f'on = on.groupby(["experiment_id", "day", "arm", "reward"], {a})[["n", "sum"]].sum().reset_index()'):
+       "observed acts on categorical keys only; even with them the unobserved combinations have n = 0 (online NaN) "
+       "and no offline estimate, so the inner merge with the offline days drops them"
+       for a in ("observed=None", "", "observed=False")},
+    ("analyses-correlation", "offline_online_correlation", 'on["online"] = on["sum"] / on["n"].where(on["n"] >= 0)'):
+        "a group with n = 0 sessions has sum 0, and 0 / 0 is NaN, as the masked divisor gives",
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "the table is sorted by (experiment, reward, policy order) at the end, stably, and each group's rows are "
+       "contiguous in variant order: the order the groups were visited in does not show"
+       for line in ('for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=None,',
+                    'for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], '
+                    'observed=True):')},
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "daily's keys are plain columns (the moments' string keys, the reward and policy names assigned), never "
+       "categorical: observed acts on categoricals only"
+       for line in ("observed=None):", "):", "observed=False):")},
+    ("analyses-correlation", "offline_online_correlation",
+     'for (exp, reward, pol), part in daily.groupby(["experiment_id", "reward", "policy"], sort=False,'):
+        "the table is sorted by (experiment, reward, policy order) at the end, stably, and each group's rows are "
+        "contiguous in variant order: the order the groups were visited in does not show",
+    **{("analyses-correlation", "offline_online_correlation",
+        f"of_variant = dict(tuple(part.groupby(\"variant\", {a})))  # each variant's rows, in their order"):
+       "of_variant is read by label, so the order of its groups does not matter (each keeps its rows' order)"
+       for a in ("sort=None", "", "sort=True")},
+    **{("analyses-correlation", "offline_online_correlation", line):
+       "online and offline are float64 columns, the dtype asked for"
+       for line in ('online, offline = d["online"].to_numpy(None), d["offline"].to_numpy(float)',
+                    'online, offline = d["online"].to_numpy(float), d["offline"].to_numpy(None)')},
+    **{("analyses-correlation", "offline_online_correlation", f"{a})]"):
+       "the zipped sequences are columns of one table, of the same length, so strict never fires"
+       for a in ("strict=None", "", "strict=False")},
+    **{("analyses-correlation", "offline_online_correlation",
+        f'best = ranked.groupby([table["experiment_id"], table["reward"], table["policy"]], {a}).transform("max")'):
+       "transform returns each row's group maximum on the row's own index, whatever the order of the groups"
+       for a in ("sort=None", "", "sort=True")},
+    **{("analyses-correlation", "offline_online_correlation",
+        f'if s.name == "policy" else s, {a}).reset_index(drop=True)'):
+       "pandas applies kind only when sorting by one column: by three it sorts stably (lexsort) whatever kind says"
+       for a in ("kind=None", "", 'kind="XXstableXX"', 'kind="STABLE"')},
 }
 
 
@@ -1194,7 +1387,14 @@ def tests_key(mod: Module) -> str:
 
 def _pytest_args(mod: Module) -> list[str]:
     """The pytest arguments of every run of the module's tests (the selection aside)."""
-    return PYTEST_ARGS + (DOCTEST_ARGS if DOCTEST in mod.tests else [])
+    return PYTEST_ARGS + (DOCTEST_ARGS if DOCTEST in mod.tests else []) + (TIMING_ARGS if mod.timed else [])
+
+
+def _env() -> dict:
+    """The environment of mutmut and of the fresh-process reruns: tools/ importable (the timing plugin)."""
+    path = os.pathsep.join(p for p in (str(ROOT / "tools"), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
+                PYTHONPATH=path)
 
 
 def _load_state() -> dict:
@@ -1276,8 +1476,7 @@ def _forget_test_map(work: Path) -> None:
 
 def _fresh_process(work: Path, mod: Module, key: str) -> int | None:
     """The mutant's exit code from its own pytest process over the module's selection (1 = a test failed)."""
-    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0",
-               MUTANT_UNDER_TEST=key)
+    env = dict(_env(), MUTANT_UNDER_TEST=key)
     cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", *_pytest_args(mod), *_existing_tests(mod)]
     try:
         return subprocess.run(cmd, cwd=work / "mutants", env=env, capture_output=True, timeout=900,
@@ -1306,7 +1505,7 @@ def _status(code) -> str:
 
 def _mutmut(work: Path, *args: str, capture: bool = False, log: Path | None = None) -> subprocess.CompletedProcess:
     """mutmut in the module's work directory, niced (the machine is shared); its progress goes to ``log``."""
-    env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONDONTWRITEBYTECODE="1", OFFEVAL_PREPARE="0")
+    env = _env()
     cmd = ["nice", "-n", "10", str(BIN / "mutmut"), *args]
     if log is None:
         return subprocess.run(cmd, cwd=work, env=env, text=True, capture_output=capture, stdin=subprocess.DEVNULL)
