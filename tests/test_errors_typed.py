@@ -22,6 +22,7 @@ ALLOWED = {
     ("moment_columns.py", "moment column {c!r} needs the sum column"): "the role table is the package's own constant",
     ("log_rules.py", "unknown column role"): "roles come from the schema constant, never from a user",
     ("engine/kernel.py", "this query takes"): "the compiled query and its caller are built together",
+    ("engine/reduction.py", "internal error: group code"): "the reduce takes every group code from the group table",
     ("file_cache.py", "a cache key is 64 hex digits"): "keys are SHA-256 digests computed inside",
     ("logs_cache.py", "cannot store a {name}"): "caught inside LogsCache.put: the entry is not written",
     ("logs_cache.py", "cannot store a {type(x).__name__}"): "caught inside LogsCache.put: the entry is not written",
