@@ -13,7 +13,7 @@ from offeval_core.arms import OFFLINE_ARM, offline_rows
 from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError
 from offeval_core.importance.estimate import warn_pooled_contexts
-from offeval_core.importance.keys import _UNCAPPED, check_estimator
+from offeval_core.importance.keys import check_estimator
 from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, POOLED_CONTEXT, session_table
 from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
 from offeval_core.logs import Logs
@@ -137,9 +137,8 @@ def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", 
     if key.base == "point-ncis":
         warn_pooled_contexts(logs, kwargs.get("context", "session"), arm=arm)
     # IS and SNIPS are uncapped: at any clip they read the weights at c = ∞, as estimate and the reduce do
-    uncapped = key.base in _UNCAPPED
-    per = session_sums(logs, reward=reward, policy=policy, clip=math.inf if uncapped else clip, capping=key.capping,
-                       **kwargs)
+    per = session_sums(logs, reward=reward, policy=policy, clip=math.inf if key.uncapped else clip,
+                       capping=key.capping, **kwargs)
     per = offline_rows(per, arm).reset_index(drop=True)
     n = len(per)
     t0, l0 = values_from_sessions(per, base=key.base, scale=key.scale)

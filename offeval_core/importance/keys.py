@@ -28,6 +28,16 @@ class EstimatorKey(NamedTuple):
     scale: str
     key: str
 
+    @property
+    def uncapped(self) -> bool:
+        """IS and SNIPS take the weights uncapped: every clip reads them at c = ∞ (the reduce derives them from
+        CIS / NCIS at m = ∞; the bootstrap asks for the weights at c = ∞).
+
+        >>> check_estimator("snips").uncapped, check_estimator("ncis").uncapped
+        (True, False)
+        """
+        return self.base in _UNCAPPED
+
 
 def estimator_key(base: str, *, capping: str = "max", scale: str = "session") -> str:
     """Registry key of an importance estimator, e.g. ``ncis-zero@impression``.
