@@ -145,3 +145,23 @@ def open_controls(pg, label: str = "Page controls") -> None:
     if box.locator("details").first.get_attribute("open") is None:
         box.locator("summary").first.click()
     box.locator("details[open]").first.wait_for(timeout=30_000)
+    hold_still(box)
+
+
+def hold_still(locator, *, quiet: float = 0.5, timeout: float = 30) -> None:
+    """Wait until ``locator``'s box has kept its place and size for ``quiet`` seconds. A just-opened expander's
+    widgets take their final size over several frames; on a loaded machine Playwright's own check (the same box
+    in two consecutive frames) can pass between two of them, and a click aimed at a control then lands beside it
+    (the "All rewards" toggle, 1 click in 5 under load: the click hit the block 60 px above it, nothing ran)."""
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while True:
+        box = locator.bounding_box()
+        now = time.monotonic()
+        if box != last:
+            last, since = box, now
+        elif now - since >= quiet:
+            return
+        if now > deadline:
+            raise AssertionError(f"the element kept moving for {timeout:g} s (last box {last})")
+        time.sleep(0.05)

@@ -156,6 +156,7 @@ def test_controls_set_in_the_page_travel_and_back_forward_step_through_them(serv
     toggle = tab.get_by_test_id("stCheckbox").filter(has_text="All rewards").locator("input")
     assert toggle.is_checked()
     tab.get_by_test_id("stCheckbox").filter(has_text="All rewards").click()  # the toggle, as a user clicks it
+    tab.wait_for_function("el => !el.checked", arg=toggle.element_handle(), timeout=10_000)  # the click reached it
     tab.wait_for_url("**sens_all=0*", timeout=60_000)
     settle(tab)
     after_toggle = tab.url
