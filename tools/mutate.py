@@ -132,7 +132,7 @@ MUTANTS: list[Mutant] = [
       "session NCIS on ranking logs normalised by the mean capped weight"),
     M("imp-piece-psi-value-only", f"{IM}/reduce.py", "return ibis.ifelse(big_y > 0, p2.u_ * rg + big_u / big_y * (a - rg * p2.y_), 0.0)",
       "return ibis.ifelse(big_y > 0, p2.u_ * rg, 0.0)", IMP, "same value, wrong SE"),
-    M("imp-point-no-pooling", f"{IM}/reduce.py", "MIN_CONTEXT_ROWS = 2", "MIN_CONTEXT_ROWS = 1", IMP,
+    M("imp-point-no-pooling", f"{IM}/normalisation.py", "MIN_CONTEXT_ROWS = 2", "MIN_CONTEXT_ROWS = 1", IMP,
       "PointNCIS one-row contexts return the logging value"),
     M("imp-numpy-exposure", f"{IM}/bootstrap.py", 'exposure_session = scale == "session" and not bool(per["propensity"].iloc[0])',
       'exposure_session = False and not bool(per["propensity"].iloc[0])', IMP),

@@ -87,11 +87,10 @@ from offeval_core.importance.keys import (
     estimator_key,
     parse_key,
 )
+from offeval_core.importance.normalisation import MIN_CONTEXT_ROWS, POOLED_CONTEXT
 from offeval_core.importance.reduce import (
     EXACT_TOL,
     EXTRA_COLUMNS,
-    MIN_CONTEXT_ROWS,
-    POOLED_CONTEXT,
     add_importance,
     reduce_importance,
     session_table,

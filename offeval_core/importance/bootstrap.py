@@ -14,7 +14,8 @@ from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError
 from offeval_core.importance.estimate import warn_pooled_contexts
 from offeval_core.importance.keys import check_estimator
-from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, POOLED_CONTEXT, session_table
+from offeval_core.importance.normalisation import CELL_KEYS, POOLED_CONTEXT, group_ratio, pooled_context
+from offeval_core.importance.reduce import session_table
 from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
 from offeval_core.logs import Logs
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
@@ -49,50 +50,61 @@ DCG values; this one has the raw importance sums)."""
 def values_from_sessions(per: pd.DataFrame, *, base: str, scale: str, counts: np.ndarray | None = None
                          ) -> tuple[float, float]:
     """(target, logging) value of an estimator from per-session sums, each session counted ``counts``
-    times (bootstrap multiplicities; default once). Normalisation (global, per stratum, per context) is
-    done on the weighted sample, so a bootstrap that calls this per resample re-normalises inside it.
+    times (bootstrap multiplicities; default once). Normalisation (global, per cell, per stratum, per context)
+    is done on the weighted sample, so a bootstrap that calls this per resample re-normalises inside it.
 
-    The same estimators as :func:`~offeval_core.importance.reduce_importance`, written independently in
-    numpy: with exposure weights (``propensity`` column False) at the session scale a group's value is
-    (A_g / U_g) / (S_g / W_g); otherwise A_g / Y_g with y = u · s / m. PointNCIS contexts with one logged
-    row (in the original sample) share one normaliser per cell."""
-    k = np.ones(len(per)) if counts is None else np.asarray(counts, dtype=float)
+    The groups and each group's ratio R_g are those of the reduce (:mod:`~offeval_core.importance.normalisation`);
+    the value is Σ_g U_g R_g / U. NCIS with propensity weights (or per impression) is one global ratio A / Y
+    with y = u · s / m, as the reduce's ratio moments give it. PointNCIS contexts with one logged row (in the
+    original sample) share one normaliser per cell."""
+    return _session_estimator(per, base=base, scale=scale)(counts)
+
+
+def _session_estimator(per: pd.DataFrame, *, base: str, scale: str):
+    """:func:`values_from_sessions` as a function of the multiplicities alone: the groups are found once, so a
+    bootstrap's resamples only re-weight the sums."""
     m, s, a, c, w = (per[col].to_numpy(dtype=float) for col in ("m", "s", "a", "c", "w_sum"))
     u = np.ones_like(m) if scale == "session" else m
     y = s / m * u
-    big_u = float(k @ u)
-    logging = float(k @ c) / big_u if big_u > 0 else math.nan
     exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if len(per) else False
-    if base in ("is", "cis"):
-        return float(k @ a) / big_u, logging
+    exact = per["exact"].to_numpy() == 1 if base == "point-ncis" else np.zeros(len(per), dtype=bool)
+    cell = list(CELL_KEYS)
+    if base in ("snips", "ncis") and exposure_session:
+        keys = cell
+    elif base == "piece-ncis":
+        keys = [*cell, "stratum"]
+    elif base == "point-ncis":
+        rows = pd.Series(m).groupby([per[key].to_numpy() for key in (*cell, "context")] + [exact],
+                                    dropna=False).transform("sum").to_numpy()
+        per = per.assign(context_=per["context"].where(~pooled_context(rows, exact), POOLED_CONTEXT))
+        keys = [*cell, "context_"]
+    else:
+        keys = None
+    plug = ~exact
+    codes = (per.loc[plug, keys].groupby(keys, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+             if keys else None)
+    p_exact = per["p"].to_numpy(dtype=float)[exact]
 
-    def stratified(mask, labels):
-        """Σ_g U_g R_g over the groups of ``labels`` among the ``mask`` sessions."""
-        codes = pd.factorize(pd.Series(labels[mask]))[0]
-        kk = k[mask]
-        ga = np.bincount(codes, kk * a[mask])
+    def values(counts: np.ndarray | None = None) -> tuple[float, float]:
+        k = np.ones(len(m)) if counts is None else np.asarray(counts, dtype=float)
+        big_u = float(k @ u)
+        logging = float(k @ c) / big_u if big_u > 0 else math.nan
+        if base in ("is", "cis"):
+            return float(k @ a) / big_u, logging
+        if codes is None:  # NCIS with propensity weights, or per impression: one ratio
+            return float(k @ a) / float(k @ y), logging
+        kk = k[plug]
+
+        def total(v):
+            return np.bincount(codes, kk * v[plug])
+
+        group_u = total(u)
         with np.errstate(divide="ignore", invalid="ignore"):
-            if exposure_session:
-                gs, gw = np.bincount(codes, kk * s[mask]), np.bincount(codes, kk * w[mask])
-                return float(np.sum(np.where(gs > 0, ga * gw / gs, 0.0)))
-            gy, gu = np.bincount(codes, kk * y[mask]), np.bincount(codes, kk * u[mask])
-            return float(gu @ np.where(gy > 0, ga / gy, 0.0))
+            ratio = group_ratio(total(a), total(y), group_u, total(s), total(w), exposure_session=exposure_session,
+                                where=np.where)
+        return (float(k[exact] @ p_exact) + float(group_u @ ratio)) / big_u, logging
 
-    cell = (per["experiment_id"].astype(str) + "|" + per["day"].astype(str) + "|" + per["arm"].astype(str))
-    everyone = np.ones(len(per), dtype=bool)
-    if base in ("snips", "ncis"):
-        if exposure_session:
-            return stratified(everyone, cell.to_numpy()) / big_u, logging
-        return float(k @ a) / float(k @ y), logging
-    if base == "piece-ncis":
-        labels = (cell + "|" + per["stratum"].astype(str)).to_numpy()
-        return stratified(everyone, labels) / big_u, logging
-    exact = per["exact"].to_numpy() == 1
-    ctx = cell + "|" + per["context"].astype(str)
-    rows = pd.Series(m).groupby([ctx.to_numpy(), exact]).transform("sum").to_numpy()
-    labels = np.where((rows < MIN_CONTEXT_ROWS) & ~exact, (cell + "|" + POOLED_CONTEXT).to_numpy(), ctx.to_numpy())
-    total = float(k[exact] @ per["p"].to_numpy(dtype=float)[exact]) + stratified(~exact, labels)
-    return total / big_u, logging
+    return values
 
 
 @dataclass(frozen=True)
@@ -141,11 +153,12 @@ def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", 
                        capping=key.capping, **kwargs)
     per = offline_rows(per, arm).reset_index(drop=True)
     n = len(per)
-    t0, l0 = values_from_sessions(per, base=key.base, scale=key.scale)
+    values = _session_estimator(per, base=key.base, scale=key.scale)
+    t0, l0 = values()
     reps = np.empty((n_boot, 2))
     p = np.full(n, 1.0 / n)
     for b in range(n_boot):
-        reps[b] = values_from_sessions(per, base=key.base, scale=key.scale, counts=rng.multinomial(n, p))
+        reps[b] = values(rng.multinomial(n, p))
     diff = reps[:, 0] - reps[:, 1]
     e = percentile_summary(t0 - l0, diff, n=n, level=level)
     p_one = float(np.mean(diff <= 0))

@@ -14,7 +14,8 @@ from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError, warn_estimator
 from offeval_core.estimators import aggregate, estimate_from_row, select
 from offeval_core.importance.keys import CAPPINGS, check_estimator
-from offeval_core.importance.reduce import MIN_CONTEXT_ROWS, reduce_importance, weight_diagnostics
+from offeval_core.importance.normalisation import CELL_KEYS, MIN_CONTEXT_ROWS
+from offeval_core.importance.reduce import reduce_importance, weight_diagnostics
 from offeval_core.importance.weights import cap, session_labels
 from offeval_core.logs import Logs
 from offeval_core.results import Effect, Estimate, json_number
@@ -83,7 +84,7 @@ def pooled_contexts(logs: Logs, context="session", *, arm: str | None = OFFLINE_
     sess = logs.sessions
     rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(0).to_numpy()
     labels = session_labels(logs, context, name="context")
-    keys = [sess[k].astype(str).to_numpy() for k in ("experiment_id", "day", "arm")]
+    keys = [sess[k].astype(str).to_numpy() for k in CELL_KEYS]
     per_ctx = pd.Series(rows).groupby([*keys, labels]).transform("sum").to_numpy()
     keep = offline_mask(sess["arm"].astype(str), arm)
     return int(((per_ctx < MIN_CONTEXT_ROWS) & keep).sum()), int(keep.sum())

@@ -26,6 +26,12 @@ from offeval_core.engine import (
 from offeval_core.engine import _online as online_moments
 from offeval_core.estimators import aggregate, select  # noqa: F401  (doctest namespace)
 from offeval_core.importance.keys import CAPPINGS, SCALES, estimator_key
+from offeval_core.importance.normalisation import (
+    CELL_KEYS,
+    POOLED_CONTEXT,
+    group_ratio,
+    pooled_context,
+)
 from offeval_core.importance.weights import (
     PROPENSITY,
     WeightSetup,
@@ -88,30 +94,26 @@ def session_table(source: Source, setup: WeightSetup, policy: str, *, rewards: S
     return per.join(source.sessions, "session")
 
 
-POOLED_CONTEXT = "\x00pooled"
-"""Context label of the PointNCIS contexts with a single logged row, pooled per cell (see :data:`MIN_CONTEXT_ROWS`)."""
-MIN_CONTEXT_ROWS = 2
-"""A PointNCIS plug-in context needs at least this many rows: with one row the plug-in normaliser is the
-row's own capped weight and the estimate collapses to the logging value (propensity weights) or to IS
-(exposure weights); such contexts share one normaliser per (experiment, day, arm) cell instead."""
-
-
 def _normalised(p2: ir.Table, a: ir.Value, group: list, *, exposure_session: bool) -> ir.Value:
     """Per-session ψ of an estimator normalised within ``group`` (Σψ over a group = U_g · R_g).
 
     Propensity weights (or the impression scale): R_g = A_g / Y_g with y = u · s / m, and
     ψ = u R_g + (U_g / Y_g)(a − R_g y). Exposure weights at the session scale: the capped share of the
     target's exposure mass ν_g = S_g / W_g (S = Σ w̄, W = Σ w), R_g = (A_g / U_g) / ν_g, and the
-    linearisation ψ = (a W_g + A_g W − A_g W_g s / S_g) / S_g (docs/importance.md).
+    linearisation of U_g R_g = A_g W_g / S_g in each session's a, s and w:
+    ψ = (W_g a − U_g R_g s) / S_g + U_g R_g w / W_g (docs/importance.md). R_g is
+    :func:`~offeval_core.importance.normalisation.group_ratio`, as in the bootstrap.
     """
     g = dict(group_by=group)
-    big_a = a.sum().over(**g)
+    big_a, big_u = a.sum().over(**g), p2.u_.sum().over(**g)
     if exposure_session:
-        big_s, big_w = p2.s.sum().over(**g), p2.w_sum.sum().over(**g)
-        psi = (a * big_w + big_a * p2.w_sum - big_a * big_w * p2.s / big_s) / big_s
-        return ibis.ifelse(big_s > 0, psi, 0.0)
-    big_y, big_u = p2.y_.sum().over(**g), p2.u_.sum().over(**g)
-    rg = big_a / big_y
+        big_y, big_s, big_w = None, p2.s.sum().over(**g), p2.w_sum.sum().over(**g)
+    else:
+        big_y, big_s, big_w = p2.y_.sum().over(**g), None, None
+    rg = group_ratio(big_a, big_y, big_u, big_s, big_w, exposure_session=exposure_session, where=ibis.ifelse)
+    if exposure_session:
+        total = big_u * rg
+        return ibis.ifelse(big_s > 0, (big_w * a - total * p2.s) / big_s + total * p2.w_sum / big_w, 0.0)
     return ibis.ifelse(big_y > 0, p2.u_ * rg + big_u / big_y * (a - rg * p2.y_), 0.0)
 
 
@@ -122,12 +124,12 @@ def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str]
     and plug-in PointNCIS then normalise by the capped share of the weight mass Σ w̄ / Σ w (whose
     expectation is the share the estimator assumes) instead of the mean capped weight Σ w̄ / m (whose
     expectation is that share only when E[W] = 1 per row, i.e. for propensity ratios)."""
-    cells = ["v", "experiment_id", "day", "arm"]
+    cells = ["v", *CELL_KEYS]
     cell_cols = [per[k] for k in cells]
     hc = dict(group_by=[*cell_cols, per.context, per.exact])
     per = per.mutate(ctx_rows_=per.m.sum().over(**hc))
-    per = per.mutate(ctx_=ibis.ifelse((per.ctx_rows_ < MIN_CONTEXT_ROWS) & (per.exact == 0),
-                                      ibis.literal(POOLED_CONTEXT), per.context))
+    per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), ibis.literal(POOLED_CONTEXT),
+                                      per.context))
     parts = []
     for scale in scales:
         u = ibis.literal(1.0) if scale == "session" else per.m

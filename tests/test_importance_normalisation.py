@@ -1,0 +1,87 @@
+"""The normaliser the normalised importance estimators share (offeval_core/importance/normalisation.py), read by
+the Ibis reduce and by the session bootstrap: the group ratio and the pooling rule by hand, groups told apart by
+their keys (not by a joined text), and the reduce's linearised value of exposure-weighted NCIS against its
+delta-method gradient written out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from offeval_core import importance as imp
+from offeval_core.importance.normalisation import MIN_CONTEXT_ROWS, group_ratio, pooled_context
+from offeval_core.logs import read_logs
+from tests.test_ncis_session_scale import LOG2, ranking_logs, value
+
+
+def test_group_ratio_by_hand_and_groups_without_weight():
+    a, y, u = np.array([3.0, 1.0]), np.array([4.0, 0.0]), np.array([2.0, 5.0])
+    s, w = np.array([1.5, 0.0]), np.array([6.0, 2.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plain = group_ratio(a, y, u, s, w, exposure_session=False, where=np.where)
+        share = group_ratio(a, y, u, s, w, exposure_session=True, where=np.where)
+    assert plain.tolist() == [0.75, 0.0]  # A / Y; Y = 0 gives 0
+    assert share.tolist() == [(3 / 2) / (1.5 / 6), 0.0]  # (A / U) / (S / W); S = 0 gives 0
+
+
+def test_pooled_context_at_its_boundary():
+    rows = np.array([MIN_CONTEXT_ROWS - 1, MIN_CONTEXT_ROWS, MIN_CONTEXT_ROWS - 1, 0])
+    exact = np.array([0, 0, 1, 0])
+    assert pooled_context(rows, exact).tolist() == [True, False, False, True]
+    assert pooled_context(rows, exact == 1).tolist() == [True, False, False, True]
+
+
+def _sessions(**labels) -> pd.DataFrame:
+    """Two sessions of two rows each, propensity weights, each in its own (experiment, day, arm) cell and context:
+    s = Σ w̄ = 1 and 3, a = Σ w̄ r = 1 and 1, so y = s / m = 0.5 and 1.5."""
+    base = {"session": [0, 1], "m": [2.0, 2.0], "s": [1.0, 3.0], "a": [1.0, 1.0], "c": [0.0, 1.0],
+            "w_sum": [1.0, 3.0], "p": [0.0, 0.0], "exact": [0, 0], "propensity": [True, True],
+            "experiment_id": ["x", "x"], "day": ["2024-01-01", "2024-01-01"], "arm": ["a", "a"],
+            "stratum": ["s", "s"], "context": ["c", "c"]}
+    return pd.DataFrame({**base, **labels})
+
+
+@pytest.mark.parametrize("base, labels", [
+    # joined with "|", ("a", "b|c") and ("a|b", "c") are the same text; they are two cells
+    ("point-ncis", dict(arm=["a", "a|b"], context=["b|c", "c"])),
+    ("piece-ncis", dict(arm=["a", "a|b"], stratum=["b|c", "c"])),
+    ("ncis", dict(arm=["a", "a|b"])),
+])
+def test_groups_are_told_apart_by_their_keys_not_by_a_joined_text(base, labels):
+    """Each session alone in its group: U_g R_g = 1 · a / y = 2 and 2/3, the value (2 + 2/3) / 2 = 4/3 (one shared
+    group would give (1 + 1) / (0.5 + 1.5) = 1). NCIS with propensity weights is one global ratio: 1 for both."""
+    per = _sessions(**labels)
+    target, logging = imp.values_from_sessions(per, base=base, scale="session")
+    assert logging == 0.5
+    if base == "ncis":
+        assert target == pytest.approx(1.0, rel=1e-15)
+        per = per.assign(propensity=False)  # exposure weights: NCIS per cell, R = (A / U) / (S / W) = a here
+        assert imp.values_from_sessions(per, base=base, scale="session")[0] == pytest.approx(1.0, rel=1e-15)
+        per = per.assign(w_sum=[2.0, 3.0])  # R = a · w / s: 2 and 1, value 3 / 2
+        assert imp.values_from_sessions(per, base=base, scale="session")[0] == pytest.approx(1.5, rel=1e-15)
+    else:
+        assert target == pytest.approx(4 / 3, rel=1e-15)
+        joined = per.assign(arm="a", context="c", stratum="s")  # one group: 1
+        assert imp.values_from_sessions(joined, base=base, scale="session")[0] == pytest.approx(1.0, rel=1e-15)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_exposure_ncis_standard_error_is_the_delta_method_of_a_w_over_s(seed):
+    """Exposure-weighted NCIS in one (experiment, day, arm) cell is V = Ā W̄ / S̄ over the per-session sums
+    a = Σ w̄ r, s = Σ w̄, w = Σ w. Its delta-method SE, written out here: ψ_i = g · (a_i, s_i, w_i) with the
+    gradient g = (W̄ / S̄, −Ā W̄ / S̄², Ā / S̄), SE = sd(ψ, ddof = 1) / √n. The reduce's linearised values must give
+    the same SE (a ψ with the right sum but a wrong split over sessions would not)."""
+    df = ranking_logs(seed, n=120).assign(day=1)
+    logs = read_logs(df)
+    m = imp.reduce_importance(logs, clips=(1.5,), cappings=("max",), scales=("session",), **LOG2)
+    per = imp.session_sums(logs, reward="click", policy="t", clip=1.5, **LOG2)
+    a, s, w = (per[k].to_numpy() for k in ("a", "s", "w_sum"))
+    n = len(per)
+    g = np.array([w.mean() / s.mean(), -a.mean() * w.mean() / s.mean() ** 2, a.mean() / s.mean()])
+    psi = np.column_stack([a, s, w]) @ g
+    est = value(m, "ncis", clip=1.5)
+    assert est.value == pytest.approx(a.mean() * w.mean() / s.mean(), rel=1e-12)
+    assert est.stderr == pytest.approx(psi.std(ddof=1) / math.sqrt(n), rel=1e-9)
