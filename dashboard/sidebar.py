@@ -16,6 +16,7 @@ from dashboard.state import (
     USES,
     Settings,
     parse_query_params,
+    recommends_clip,
 )
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import register_table, restrict_table_files
@@ -320,8 +321,8 @@ def render(page_url_path: str = "") -> ui.Context:
         # the clip in force, why, and the recommended one a click away: of the sidebar's target policy, named when
         # the page does not show it (DCG vs nDCG: one clip for every rank policy; Candidates has its own rule)
         of = None if "policy" in uses else policy
-        if dataset is not None and (of is None or (page_url_path != "candidates" and policy
-                                                   and dataset.targets.kind(policy) != "propensity")):
+        if dataset is not None and recommends_clip(page_url_path) and (
+                of is None or (policy and dataset.targets.kind(policy) != "propensity")):
             d = "pbm" if ss.get("_bad_w_discount") else ss.get("w_discount", "pbm")
             e = "pbm" if ss.get("_bad_w_exposure") else ss.get("w_exposure", "pbm")
             level = ss.get("w_level") if ss.get("w_level") in LEVELS else LEVEL

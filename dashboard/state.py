@@ -328,5 +328,16 @@ USES: dict[str, tuple[str, ...]] = {
     "method": ("dataset",),
 }
 """The sidebar controls each page reads (by URL path); the others are hidden on that page. A page that reads the
-clip also shows the recommended clip under it (``dashboard.clip_choice``), so the background preparation counts
-the clip-tuning result among that page's steps (``dashboard.data.warmup``)."""
+clip also shows the recommended clip under it (:func:`recommends_clip`)."""
+
+
+def recommends_clip(page: str) -> bool:
+    """Whether the sidebar shows the recommended clip of the target policy under its clip slider on the page at
+    url path ``page`` (``dashboard.clip_choice``): every page that reads the clip but Candidates, whose comparison's
+    clip has its own rule. The sidebar reads it, and the background preparation (``dashboard.data.warmup``), which
+    counts the clip-tuning result among that page's steps.
+
+    >>> [p for p in USES if recommends_clip(p)]
+    ['sensitivity', 'correlation', 'dcg-vs-ndcg', 'decisions', 'clip-tuning']
+    """
+    return "clip" in USES.get(page, ()) and page != "candidates"

@@ -199,13 +199,13 @@ def _run(job: Warmup) -> None:
 
 
 def _of_page(label: str, page: str) -> bool:
-    """Whether the preparation step ``label`` computes something the page at url path ``page`` shows: a page that
-    reads the clip shows the recommended clip under the sidebar's slider, which is the clip-tuning result (the
-    Candidates page's clip has its own rule)."""
-    from dashboard.state import USES
+    """Whether the preparation step ``label`` computes something the page at url path ``page`` shows: the
+    recommended clip under the sidebar's slider (:func:`dashboard.state.recommends_clip`) is the clip-tuning
+    result."""
+    from dashboard.state import recommends_clip
 
     own_moments = label.startswith(("moments of ", "propensity moments of ")) and not label.endswith("(log2)")
-    if label == "clip tuning" and page != "candidates" and "clip" in USES.get(page, ()):
+    if label == "clip tuning" and recommends_clip(page):
         return True
     return {
         "data": label == "data summary",
