@@ -85,3 +85,25 @@ def test_exposure_ncis_standard_error_is_the_delta_method_of_a_w_over_s(seed):
     est = value(m, "ncis", clip=1.5)
     assert est.value == pytest.approx(a.mean() * w.mean() / s.mean(), rel=1e-12)
     assert est.stderr == pytest.approx(psi.std(ddof=1) / math.sqrt(n), rel=1e-9)
+
+
+@pytest.mark.parametrize("base", ["is", "cis", "snips", "ncis", "piece-ncis", "point-ncis"])
+def test_no_session_or_no_count_has_no_value(base):
+    for propensity in (True, False):
+        per = _sessions(propensity=[propensity] * 2)
+        for scale in ("session", "impression"):
+            values = imp.values_from_sessions(per.iloc[:0], base=base, scale=scale)
+            assert all(math.isnan(v) for v in values)
+            values = imp.values_from_sessions(per, base=base, scale=scale, counts=np.zeros(2, dtype=int))
+            assert all(math.isnan(v) for v in values)
+
+
+@pytest.mark.parametrize("base, expected", [
+    # one cell whose day is missing: its sessions share a normaliser, A / Y = 2 / 4 per session counted: 0.5
+    ("piece-ncis", 0.5),
+    # one-row contexts (m = 1) of that cell pooled into one: the same 0.5 (each alone would give (1 + 1/3) / 2)
+    ("point-ncis", 0.5),
+])
+def test_a_missing_key_label_is_a_group_of_its_own(base, expected):
+    per = _sessions(day=[None, None], context=["c1", "c2"], m=[1.0, 1.0])
+    assert imp.values_from_sessions(per, base=base, scale="session")[0] == pytest.approx(expected, rel=1e-15)

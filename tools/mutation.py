@@ -1173,45 +1173,44 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for d in ("None", "False")},
     ("importance-bootstrap", "bootstrap", "e = percentile_summary(t0 - l0, diff, n=None, level=level)"):
         "the effect takes bootstrap's own n (Effect(e.value, e.stderr, n, …)): the summary's n is never read",
-    ("importance-bootstrap", "values_from_sessions",
+    ("importance-bootstrap", "_session_estimator",
      'm, s, a, c, w = (per[col].to_numpy(dtype=None) for col in ("m", "s", "a", "c", "w_sum"))'):
         "session_sums gives these columns as float64 (the backend's sums and counts), the dtype asked for",
-    **{("importance-bootstrap", "values_from_sessions", line):
+    ("importance-bootstrap", "_session_estimator", 'p_exact = per["p"].to_numpy(dtype=None)[exact]'):
+        "session_sums gives the PointNCIS numerator p as float64, the dtype asked for",
+    **{("importance-bootstrap", "_session_estimator", line):
        "the counts are rng.multinomial's int64 draws: every product and sum with the float64 columns promotes to "
        "float64 with the same values (integers below 2**53 are exact)"
-       for line in ("k = np.ones(len(per)) if counts is None else np.asarray(counts, dtype=None)",
-                    "k = np.ones(len(per)) if counts is None else np.asarray(counts, )")},
-    **{("importance-bootstrap", "values_from_sessions", line):
-       "Σ k·u is 0 only with no session or no count, and then every estimator's own division by it raises "
-       "ZeroDivisionError on the next lines, so the NaN is never returned; bootstrap always has sessions and counts "
-       "summing to n"
-       for line in ("logging = float(k @ c) / big_u if (big_u > 0) or True else math.nan",
-                    "logging = float(k @ c) / big_u if big_u >= 0 else math.nan")},
-    **{("importance-bootstrap", "values_from_sessions", line):
-       "differs only with no session, where every estimator divides by Σ k·u = 0 and raises either way; "
-       "bootstrap's offline rows are never empty (offline_mask falls back to every session)"
-       for line in ('exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if (len(per)) '
-                    'or True else False',
-                    'exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if len(per) '
-                    'else True')},
-    **{("importance-bootstrap", "values_from_sessions", line):
-       "a group sums to S_g = 0 (or Y_g = 0) only when each of its sessions has zero capped weights or count 0, "
-       "so A_g = 0 too: 0/0 (invalid, silenced and tested), never x/0 (divide)"
-       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
-    **{("importance-bootstrap", "values_from_sessions", line):
-       "the separator only joins labels into one group key: another separator groups the same sessions (the "
-       "pooled context's label starts with a NUL, which no context shares)"
-       for line in ('cell = (per["experiment_id"].astype(str) + "XX|XX" + per["day"].astype(str) + "|" + '
-                    'per["arm"].astype(str))',
-                    'cell = (per["experiment_id"].astype(str) + "|" + per["day"].astype(str) + "XX|XX" + '
-                    'per["arm"].astype(str))',
-                    'labels = (cell + "XX|XX" + per["stratum"].astype(str)).to_numpy()',
-                    'ctx = cell + "XX|XX" + per["context"].astype(str)',
-                    'labels = np.where((rows < MIN_CONTEXT_ROWS) & ~exact, (cell + "XX|XX" + POOLED_CONTEXT).to_numpy(), '
-                    'ctx.to_numpy())')},
-    ("importance-bootstrap", "values_from_sessions",
-     'total = float(k[exact] @ per["p"].to_numpy(dtype=None)[exact]) + stratified(~exact, labels)'):
-        "session_sums gives the PointNCIS numerator p as float64, the dtype asked for",
+       for line in ("k = np.ones(len(m)) if counts is None else np.asarray(counts, dtype=None)",
+                    "k = np.ones(len(m)) if counts is None else np.asarray(counts, )")},
+    **{("importance-bootstrap", "_session_estimator", line):
+       "the pooled context's label only has to differ from every context label (text): None or NaN is one more "
+       "label, kept as a group of its own (dropna=False)"
+       for line in ('per = per.assign(context_=per["context"].where(~pooled_context(rows, exact), None))',
+                    'per = per.assign(context_=per["context"].where(~pooled_context(rows, exact), ))')},
+    ("importance-bootstrap", "_session_estimator", 'keys = ""'):
+        "an empty text is falsy like None: no groups, one ratio (codes stays None)",
+    **{("importance-bootstrap", "_session_estimator", line):
+       "pandas reads dropna for its truth: None keeps missing labels as a group, as False does"
+       for line in ('dropna=None).transform("sum").to_numpy()',
+                    "codes = (per.loc[plug, keys].groupby(keys, sort=False, dropna=None, observed=True).ngroup()"
+                    ".to_numpy()")},
+    **{("importance-bootstrap", "_session_estimator", line):
+       "sort only numbers the groups: the same sessions share a code, and Σ_g U_g R_g is the same sum in another "
+       "order"
+       for line in ("codes = (per.loc[plug, keys].groupby(keys, sort=None, dropna=False, observed=True).ngroup()"
+                    ".to_numpy()",
+                    "codes = (per.loc[plug, keys].groupby(keys, sort=True, dropna=False, observed=True).ngroup()"
+                    ".to_numpy()",
+                    "codes = (per.loc[plug, keys].groupby(keys, dropna=False, observed=True).ngroup().to_numpy()")},
+    **{("importance-bootstrap", "_session_estimator", line):
+       "observed acts on categorical labels only; an unobserved category would be a group with zero sums, which "
+       "group_ratio's zero rule makes contribute 0"
+       for line in ("codes = (per.loc[plug, keys].groupby(keys, sort=False, dropna=False, observed=None).ngroup()"
+                    ".to_numpy()",
+                    "codes = (per.loc[plug, keys].groupby(keys, sort=False, dropna=False, observed=False).ngroup()"
+                    ".to_numpy()",
+                    "codes = (per.loc[plug, keys].groupby(keys, sort=False, dropna=False, ).ngroup().to_numpy()")},
     **{("importance-bootstrap", "session_sums", line):
        "parse_discount reads the kind case-insensitively: 'PBM' is the learnt pbm (the sums are equal, checked)"
        for line in ('weights: str = "auto", discount: str = "PBM", exposure: str = "pbm", strata="segment",',

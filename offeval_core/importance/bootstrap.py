@@ -56,7 +56,7 @@ def values_from_sessions(per: pd.DataFrame, *, base: str, scale: str, counts: np
     The groups and each group's ratio R_g are those of the reduce (:mod:`~offeval_core.importance.normalisation`);
     the value is Σ_g U_g R_g / U. NCIS with propensity weights (or per impression) is one global ratio A / Y
     with y = u · s / m, as the reduce's ratio moments give it. PointNCIS contexts with one logged row (in the
-    original sample) share one normaliser per cell."""
+    original sample) share one normaliser per cell. Without a session, or with every count 0: (NaN, NaN)."""
     return _session_estimator(per, base=base, scale=scale)(counts)
 
 
@@ -66,7 +66,7 @@ def _session_estimator(per: pd.DataFrame, *, base: str, scale: str):
     m, s, a, c, w = (per[col].to_numpy(dtype=float) for col in ("m", "s", "a", "c", "w_sum"))
     u = np.ones_like(m) if scale == "session" else m
     y = s / m * u
-    exposure_session = scale == "session" and not bool(per["propensity"].iloc[0]) if len(per) else False
+    exposure_session = scale == "session" and len(per) > 0 and not bool(per["propensity"].iloc[0])
     exact = per["exact"].to_numpy() == 1 if base == "point-ncis" else np.zeros(len(per), dtype=bool)
     cell = list(CELL_KEYS)
     if base in ("snips", "ncis") and exposure_session:
@@ -88,7 +88,9 @@ def _session_estimator(per: pd.DataFrame, *, base: str, scale: str):
     def values(counts: np.ndarray | None = None) -> tuple[float, float]:
         k = np.ones(len(m)) if counts is None else np.asarray(counts, dtype=float)
         big_u = float(k @ u)
-        logging = float(k @ c) / big_u if big_u > 0 else math.nan
+        if big_u <= 0:  # no session, or none counted: no value
+            return math.nan, math.nan
+        logging = float(k @ c) / big_u
         if base in ("is", "cis"):
             return float(k @ a) / big_u, logging
         if codes is None:  # NCIS with propensity weights, or per impression: one ratio
@@ -99,7 +101,7 @@ def _session_estimator(per: pd.DataFrame, *, base: str, scale: str):
             return np.bincount(codes, kk * v[plug])
 
         group_u = total(u)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(invalid="ignore"):  # S_g = 0 (or Y_g = 0) only where A_g = 0: 0 / 0, never x / 0
             ratio = group_ratio(total(a), total(y), group_u, total(s), total(w), exposure_session=exposure_session,
                                 where=np.where)
         return (float(k[exact] @ p_exact) + float(group_u @ ratio)) / big_u, logging
