@@ -71,6 +71,10 @@ B = {"segment": "b", "n": 2, "w_rows": 2, "w_sum": 1.5, "w_sumsq": 1.25, "wc_sum
      "mean_weight": 0.75, "exact_share": 0.0}
 
 
+COLUMNS = ["n", "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "n_exact", "max_weight", "ess", "ess_uncapped",
+           "capped_share", "mean_weight", "exact_share"]
+
+
 def check(out, want):
     assert list(out["segment"]) == [w["segment"] for w in want]
     for col in want[0]:
@@ -82,13 +86,14 @@ def test_weight_diagnostics_per_segment_in_sorted_order_without_the_logging_rows
     rows = cis_rows()
     assert set(rows["policy"]) == {"t", "logging"} and len(rows) == 4      # two segments × two policies
     check(imp.weight_diagnostics(rows, by=["segment"]), [A, B])
+    assert list(imp.weight_diagnostics(rows, by=["segment"]).columns) == ["segment", *COLUMNS]
     check(imp.weight_diagnostics(rows.iloc[::-1], by=["segment"]), [A, B])   # sorted, whatever the row order
     check(imp.weight_diagnostics(rows, by=("segment",)), [A, B])
 
 
 def test_weight_diagnostics_over_every_row():
     out = imp.weight_diagnostics(cis_rows())
-    assert len(out) == 1 and list(out.index) == [0]
+    assert len(out) == 1 and list(out.index) == [0] and list(out.columns) == COLUMNS    # no "index" column
     got = out.iloc[0]
     assert (got["n"], got["w_rows"], got["w_sum"], got["w_sumsq"]) == (4, 4, 6.5, 18.25)
     assert (got["wc_sum"], got["wc_sumsq"], got["max_weight"]) == (4.5, 6.25, 4.0)
@@ -112,3 +117,26 @@ def test_weight_diagnostics_of_a_cell_without_weight():
     got = imp.weight_diagnostics(rows).iloc[0]
     assert got["ess"] == 0.0 and got["ess_uncapped"] == 0.0
     assert np.isnan(got["capped_share"]) and got["mean_weight"] == 0.0
+
+
+def exposure_rows(frame_, **kwargs):
+    m = imp.reduce_importance(read_logs(frame_), weights="exposure", discount="log2", exposure="log2", **kwargs)
+    return m.offline[m.offline["policy"] == "t"].set_index(["clip", "metric"])
+
+
+def test_exposure_normalisers_of_a_cell_with_little_or_no_capped_weight():
+    # exposure weights at the session scale normalise by the cell's capped weight mass S = Σ w̄ (Σψ = A W / S).
+    # One session, logged at rank 1, ranked 2nd by the target: w = D(2) / D(1) = 1 / log2(3) < 1 and, uncapped,
+    # W = S, so NCIS, PieceNCIS and PointNCIS are A = w · 1, as IS — a mass S below 1 is still a mass.
+    one = exposure_rows(pd.DataFrame({"session_id": [1], "rank": [1], "click": [1], "rank__t": [2]}),
+                        clips=(math.inf,), cappings=("max",))
+    for metric in ("is", "ncis", "piece-ncis", "point-ncis"):
+        assert one.loc[(math.inf, metric), "sum"] == pytest.approx(1 / math.log2(3), abs=1e-12), metric
+    # the target ranks as logged: every w = 1, which zero-capping at c = 1 removes (S = 0): the normalised
+    # estimators are 0 for each session (not 0 / 0), while IS keeps its 2 clicks
+    same = pd.DataFrame({"session_id": [1, 1, 2, 2], "rank": [1, 2, 1, 2], "click": [1, 0, 0, 1], "rank__t": [1, 2, 1, 2]})
+    zero = exposure_rows(same, clips=(1,), cappings=("zero",))
+    for metric in ("ncis-zero", "piece-ncis-zero", "point-ncis-zero"):
+        assert (zero.loc[(1.0, metric), "sum"], zero.loc[(1.0, metric), "m2"]) == (0.0, 0.0), metric
+    assert (zero.loc[(1.0, "is"), "sum"], zero.loc[(1.0, "is"), "wc_sum"]) == (2.0, 4.0)
+    assert zero.loc[(1.0, "ncis-zero"), "wc_sum"] == 0.0

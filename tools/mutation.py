@@ -1084,6 +1084,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "observed=True is DataFrame.groupby's default in pandas 3",
     ("importance-reduce", "weight_diagnostics", "g = rows.groupby(list(by), observed=True, ) if by else None"):
         "sort=True is DataFrame.groupby's default",
+    **{("importance-reduce", "weight_diagnostics", line):
+       "the block's divisions are between pandas Series, which divide under their own np.errstate(all='ignore'), "
+       "and kish_ess_from_sums sets its own errstate: the block silences nothing (0 / 0 and x / 0 warn nothing "
+       "without it)"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(divide="ignore", invalid=None):',
+                    'with np.errstate(invalid="ignore"):', 'with np.errstate(divide="ignore", ):')},
     # slate-estimators
     ("slate-estimators", "_capped", "return w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
         "np.minimum(w, ∞) holds w's values (NaN stays NaN) in w's float64: a copy of weights fresh from "
