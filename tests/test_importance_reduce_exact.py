@@ -136,7 +136,21 @@ def test_exposure_normalisers_of_a_cell_with_little_or_no_capped_weight():
     # estimators are 0 for each session (not 0 / 0), while IS keeps its 2 clicks
     same = pd.DataFrame({"session_id": [1, 1, 2, 2], "rank": [1, 2, 1, 2], "click": [1, 0, 0, 1], "rank__t": [1, 2, 1, 2]})
     zero = exposure_rows(same, clips=(1,), cappings=("zero",))
-    for metric in ("ncis-zero", "piece-ncis-zero", "point-ncis-zero"):
+    for metric in ("ncis-zero", "piece-ncis-zero", "point-ncis-zero", "piece-ncis-zero@impression",
+                   "point-ncis-zero@impression"):
         assert (zero.loc[(1.0, metric), "sum"], zero.loc[(1.0, metric), "m2"]) == (0.0, 0.0), metric
     assert (zero.loc[(1.0, "is"), "sum"], zero.loc[(1.0, "is"), "wc_sum"]) == (2.0, 4.0)
     assert zero.loc[(1.0, "ncis-zero"), "wc_sum"] == 0.0
+
+
+def test_piece_ncis_influence_values_by_hand():
+    # PieceNCIS per segment (session scale, u = 1, y = w̄): ψ = R + (U / Y)(a − R y), R = A / Y.
+    # Segment b: a = (1, 0), y = (1, 0.5): R = 2/3, U / Y = 4/3, ψ = (10/9, 2/9); its clicks c = (1, 0).
+    # Σψ = U R whatever the sign of the second term; its co-moment with c and the paired difference are not.
+    m = imp.reduce_importance(read_logs(frame()), rewards=("click",), clips=(2,), cappings=("max",))
+    rows = select(m, reward="click", policy="t", metric="piece-ncis", discount=P, exposure=P, clip=2)
+    b = rows[rows["segment"] == "b"].iloc[0]
+    assert (b["n"], b["sum"], b["m2"]) == (2, pytest.approx(4 / 3, abs=1e-12), pytest.approx(32 / 81, abs=1e-12))
+    assert b["co_ref"] == pytest.approx(4 / 9, abs=1e-12)                        # Σ(ψ − 2/3)(c − 1/2)
+    assert b["sum_diff"] == pytest.approx(1 / 3, abs=1e-12)                      # d = ψ − c = (1/9, 2/9)
+    assert b["m2_diff"] == pytest.approx(2 * (1 / 18) ** 2, abs=1e-12)
