@@ -1090,6 +1090,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "without it)"
        for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(divide="ignore", invalid=None):',
                     'with np.errstate(invalid="ignore"):', 'with np.errstate(divide="ignore", ):')},
+    ("importance-reduce", "_long_values",
+     "def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str], exposure: bool = True) -> ir.Table:"):
+        "its one caller, reduce_importance, always passes exposure",
+    **{("importance-reduce", "_long_values", line):
+       "the pooled label is only a partition key of PointNCIS' plug-in window, where NULL is one partition as the "
+       "label is, and no real context is NULL (session_labels gives strings)"
+       for line in ("None, per.context))", "ibis.literal(None), per.context))")},
+    ("importance-reduce", "_long_values", 'p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))'):
+        "ibis reads type names case-insensitively",
     # slate-estimators
     ("slate-estimators", "_capped", "return w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
         "np.minimum(w, ∞) holds w's values (NaN stays NaN) in w's float64: a copy of weights fresh from "
