@@ -97,9 +97,9 @@ MODULES: dict[str, Module] = {
                            "test_worked_examples.py", "test_engine_compiled.py"),
     "engine-lookups": _m("offeval_core/engine/lookups.py", "test_formulas.py", "test_engine.py"),
     "engine-grid": _m("offeval_core/engine/grid.py", "test_engine.py", "test_formulas.py"),
-    "importance-reduce": _m("offeval_core/importance/reduce.py", "test_formulas.py", "test_importance.py",
-                            "test_importance_keys.py", "test_ncis_session_scale.py", "test_importance_point_ncis.py",
-                            "test_importance_normalisation.py"),
+    "importance-reduce": _m("offeval_core/importance/reduce.py", "test_importance_reduce_exact.py", "test_formulas.py",
+                            "test_importance.py", "test_importance_keys.py", "test_ncis_session_scale.py",
+                            "test_importance_point_ncis.py", "test_importance_normalisation.py"),
     "importance-weights": _m("offeval_core/importance/weights.py", "test_formulas.py", "test_importance.py",
                              "test_ncis_session_scale.py", "test_importance_weights.py"),
     "importance-bootstrap": _m("offeval_core/importance/bootstrap.py", "test_formulas.py", "test_importance.py",
@@ -117,8 +117,8 @@ MODULES: dict[str, Module] = {
                                     "test_importance_counterexample.py"),
     "slate-weights": _m("offeval_core/slate/weights.py", "test_slate_estimators.py", "test_slate_dr_exact.py",
                         DOCTEST, "offeval_core/slate/weights.py"),
-    "slate-estimators": _m("offeval_core/slate/estimators.py", "test_slate_estimators.py",
-                           "test_slate_dr_exact.py", "test_slate_adaptive.py"),
+    "slate-estimators": _m("offeval_core/slate/estimators.py", "test_slate_estimators_exact.py",
+                           "test_slate_estimators.py", "test_slate_dr_exact.py", "test_slate_adaptive.py"),
     "slate-kernels": _m("offeval_core/slate/kernels.py", "test_slate_estimators.py", "test_slate_dr_exact.py",
                         "test_slate_adaptive.py"),
     "slate-dr": _m("offeval_core/slate/dr.py", "test_slate_dr_exact.py", "test_slate_estimators.py"),
@@ -1082,6 +1082,42 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "return np.bincount(data.session, weights=lam[data.slot - 1] * w * data.reward, )"):
         "the session codes are dense and the last row's session is the last one, so the bincount already has "
         "n_sessions entries",
+    # importance-reduce
+    ("importance-reduce", "weight_diagnostics", "g = rows.groupby(list(by), sort=True) if by else None"):
+        "observed=True is DataFrame.groupby's default in pandas 3",
+    ("importance-reduce", "weight_diagnostics", "g = rows.groupby(list(by), observed=True, ) if by else None"):
+        "sort=True is DataFrame.groupby's default",
+    **{("importance-reduce", "weight_diagnostics", line):
+       "the block's divisions are between pandas Series, which divide under their own np.errstate(all='ignore'), "
+       "and kish_ess_from_sums sets its own errstate: the block silences nothing (0 / 0 and x / 0 warn nothing "
+       "without it)"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(divide="ignore", invalid=None):',
+                    'with np.errstate(invalid="ignore"):', 'with np.errstate(divide="ignore", ):')},
+    ("importance-reduce", "_long_values",
+     "def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str], exposure: bool = True) -> ir.Table:"):
+        "its one caller, reduce_importance, always passes exposure",
+    **{("importance-reduce", "_long_values", line):
+       "the pooled label is only a partition key of PointNCIS' plug-in window, where NULL is one partition as the "
+       "label is, and no real context is NULL (session_labels gives strings)"
+       for line in ("None, per.context))", "ibis.literal(None), per.context))")},
+    ("importance-reduce", "_long_values", 'p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))'):
+        "ibis reads type names case-insensitively",
+    # slate-estimators
+    ("slate-estimators", "_capped", "return w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
+        "np.minimum(w, ∞) holds w's values (NaN stays NaN) in w's float64: a copy of weights fresh from "
+        "slate_weights, which no caller writes into",
+    **{("slate-estimators", "diagnostics", line):
+       "weights are ratios of propensities, ≥ 0, so a slot's sum s1 is 0 only where every weight of the slot is "
+       "0: the division there is 0 / 0, which numpy flags as invalid, never as divide (a nonzero number over 0)"
+       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(invalid="ignore"):')},
+    **{("slate-estimators", "estimate", line):
+       "influence values are read only through np.std (the SEs of the target, the logging value and their "
+       "paired difference), which a constant shift of them leaves unchanged (up to rounding)"
+       for line in ("log_infl = logged + log_value", "value, infl = float(per.mean()), per + per.mean()")},
+    **{("slate-estimators", "estimate", line):
+       "every branch of the estimator assigns w an array (cascade_dr_values' cumulative weights, adaptive_values' "
+       "row weights, weights_for) before it is read, so its initial value and the None case never show"
+       for line in ('w = ""', "diagnostics(data, w) if (w is not None) or True else None,")},
     # analyses-clip-tuning
     **{("analyses-clip-tuning", "_tuning_moments", line):
        "reduce_importance's defaults are every reward and policy of the logs, and every capping and scale, each "

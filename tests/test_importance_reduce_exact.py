@@ -1,0 +1,156 @@
+"""The importance reduce's two helpers by hand: ``add_importance`` (what it keeps of each reduce: rows, grid,
+online rewards, labels, source) and ``weight_diagnostics`` per key (the sums, the ratios, the order and the
+groups), on four sessions of one row each.
+
+    session   segment  click  buy  π_p    π_t   w = π_t / π_p   w̄ = min(w, 2)
+    1         b        1      0    0.5    0.5   1               1
+    2         b        0      1    0.5    0.25  0.5             0.5
+    3         a        1      0    0.25   1.0   4               2
+    4         a        0      0    0.5    0.5   1               1
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from offeval_core import importance as imp
+from offeval_core.engine import Grid, reduce
+from offeval_core.estimators import select
+from offeval_core.logs import read_logs
+
+P = "propensity"
+
+
+def frame():
+    return pd.DataFrame({"session_id": [1, 2, 3, 4], "rank": 1, "segment": ["b", "b", "a", "a"],
+                         "click": [1, 0, 1, 0], "buy": [0, 1, 0, 0], "rank__t": [1, 1, 1, 1],
+                         "logging_propensity": [0.5, 0.5, 0.25, 0.5], "target_propensity__t": [0.5, 0.25, 1.0, 0.5]})
+
+
+def test_add_importance_keeps_both_reduces_whole(tmp_path):
+    path = tmp_path / "four.csv"
+    frame().to_csv(path, index=False)
+    logs = read_logs(path)
+    base = reduce(logs, Grid(rewards=("click",), policies=("t",), discounts=("log2",), exposures=("log2",),
+                             clips=(math.inf,), ndcg_rule="drop"))
+    both = imp.add_importance(base, logs, rewards=("click", "buy"), clips=(2,), cappings=("max",))
+    extra = imp.reduce_importance(logs, rewards=("click", "buy"), clips=(2,), cappings=("max",))
+    assert len(both.offline) == len(base.offline) + len(extra.offline)
+    assert both.offline.index.equals(pd.RangeIndex(len(both.offline)))          # one label per row
+    pd.testing.assert_frame_equal(both.offline.iloc[len(base.offline):].reset_index(drop=True), extra.offline)
+    assert both.grid.ndcg_rule == "drop"                                        # the base grid's rule
+    assert both.grid.rewards == ("click", "buy") and both.grid.clips == (2.0, math.inf)
+    assert both.grid.discounts == ("log2", P)
+    # the base has click's online moments; buy's come from the importance reduce (per segment: a 0 of 2, b 1 of 2)
+    assert both.online.index.equals(pd.RangeIndex(len(both.online)))
+    assert both.online.iloc[:len(base.online)].equals(base.online)
+    buy = both.online[both.online["reward"] == "buy"]
+    assert buy[["segment", "n", "sum", "m2"]].to_dict("records") == [
+        {"segment": "a", "n": 2, "sum": 0.0, "m2": 0.0}, {"segment": "b", "n": 2, "sum": 1.0, "m2": 0.5}]
+    assert len(both.online) == len(base.online) + 2
+    assert both.discount_labels == {**base.discount_labels, P: "logged propensities π_t / π_p"}
+    assert both.source == logs.source == str(path)
+
+
+def cis_rows():
+    m = imp.reduce_importance(read_logs(frame()), rewards=("click",), clips=(2,), cappings=("max",))
+    rows = select(m, reward="click", policy="t", metric="cis", discount=P, exposure=P, clip=2)
+    logging = select(m, reward="click", policy=None, metric="cis", discount=P, exposure=P, clip=2)
+    return pd.concat([rows, logging], ignore_index=True)
+
+
+A = {"segment": "a", "n": 2, "w_rows": 2, "w_sum": 5.0, "w_sumsq": 17.0, "wc_sum": 3.0, "wc_sumsq": 5.0,
+     "max_weight": 4.0, "ess": 9 / 5, "ess_uncapped": 25 / 17, "capped_share": 1 - 3 / 5, "mean_weight": 5 / 2,
+     "exact_share": 0.0}
+B = {"segment": "b", "n": 2, "w_rows": 2, "w_sum": 1.5, "w_sumsq": 1.25, "wc_sum": 1.5, "wc_sumsq": 1.25,
+     "max_weight": 1.0, "ess": 1.5 ** 2 / 1.25, "ess_uncapped": 1.5 ** 2 / 1.25, "capped_share": 0.0,
+     "mean_weight": 0.75, "exact_share": 0.0}
+
+
+COLUMNS = ["n", "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "n_exact", "max_weight", "ess", "ess_uncapped",
+           "capped_share", "mean_weight", "exact_share"]
+
+
+def check(out, want):
+    assert list(out["segment"]) == [w["segment"] for w in want]
+    for col in want[0]:
+        if col != "segment":
+            assert out[col].tolist() == pytest.approx([w[col] for w in want], abs=1e-12), col
+
+
+def test_weight_diagnostics_per_segment_in_sorted_order_without_the_logging_rows():
+    rows = cis_rows()
+    assert set(rows["policy"]) == {"t", "logging"} and len(rows) == 4      # two segments × two policies
+    check(imp.weight_diagnostics(rows, by=["segment"]), [A, B])
+    assert list(imp.weight_diagnostics(rows, by=["segment"]).columns) == ["segment", *COLUMNS]
+    check(imp.weight_diagnostics(rows.iloc[::-1], by=["segment"]), [A, B])   # sorted, whatever the row order
+    check(imp.weight_diagnostics(rows, by=("segment",)), [A, B])
+
+
+def test_weight_diagnostics_over_every_row():
+    out = imp.weight_diagnostics(cis_rows())
+    assert len(out) == 1 and list(out.index) == [0] and list(out.columns) == COLUMNS    # no "index" column
+    got = out.iloc[0]
+    assert (got["n"], got["w_rows"], got["w_sum"], got["w_sumsq"]) == (4, 4, 6.5, 18.25)
+    assert (got["wc_sum"], got["wc_sumsq"], got["max_weight"]) == (4.5, 6.25, 4.0)
+    assert got["ess"] == pytest.approx(4.5 ** 2 / 6.25) and got["ess_uncapped"] == pytest.approx(6.5 ** 2 / 18.25)
+    assert got["capped_share"] == pytest.approx(2 / 6.5) and got["mean_weight"] == pytest.approx(6.5 / 4)
+    assert got["exact_share"] == 0.0
+
+
+def test_weight_diagnostics_keep_only_the_categories_present():
+    rows = cis_rows()
+    rows["segment"] = pd.Categorical(rows["segment"], categories=["z", "b", "a"])
+    out = imp.weight_diagnostics(rows, by=["segment"])
+    assert list(out["segment"]) == ["b", "a"]                                # category order; no row for z
+    assert out["w_sum"].tolist() == [1.5, 5.0] and out["max_weight"].tolist() == [1.0, 4.0]
+
+
+def test_weight_diagnostics_of_a_cell_without_weight():
+    # no weight mass: ESS 0 (Kish's convention), the capped share and the mean weight 0 / 0
+    rows = cis_rows().iloc[:1].copy()
+    rows[["w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "w_max"]] = 0.0
+    got = imp.weight_diagnostics(rows).iloc[0]
+    assert got["ess"] == 0.0 and got["ess_uncapped"] == 0.0
+    assert np.isnan(got["capped_share"]) and got["mean_weight"] == 0.0
+
+
+def exposure_rows(frame_, **kwargs):
+    m = imp.reduce_importance(read_logs(frame_), weights="exposure", discount="log2", exposure="log2", **kwargs)
+    return m.offline[m.offline["policy"] == "t"].set_index(["clip", "metric"])
+
+
+def test_exposure_normalisers_of_a_cell_with_little_or_no_capped_weight():
+    # exposure weights at the session scale normalise by the cell's capped weight mass S = Σ w̄ (Σψ = A W / S).
+    # One session, logged at rank 1, ranked 2nd by the target: w = D(2) / D(1) = 1 / log2(3) < 1 and, uncapped,
+    # W = S, so NCIS, PieceNCIS and PointNCIS are A = w · 1, as IS — a mass S below 1 is still a mass.
+    one = exposure_rows(pd.DataFrame({"session_id": [1], "rank": [1], "click": [1], "rank__t": [2]}),
+                        clips=(math.inf,), cappings=("max",))
+    for metric in ("is", "ncis", "piece-ncis", "point-ncis"):
+        assert one.loc[(math.inf, metric), "sum"] == pytest.approx(1 / math.log2(3), abs=1e-12), metric
+    # the target ranks as logged: every w = 1, which zero-capping at c = 1 removes (S = 0): the normalised
+    # estimators are 0 for each session (not 0 / 0), while IS keeps its 2 clicks
+    same = pd.DataFrame({"session_id": [1, 1, 2, 2], "rank": [1, 2, 1, 2], "click": [1, 0, 0, 1], "rank__t": [1, 2, 1, 2]})
+    zero = exposure_rows(same, clips=(1,), cappings=("zero",))
+    for metric in ("ncis-zero", "piece-ncis-zero", "point-ncis-zero", "piece-ncis-zero@impression",
+                   "point-ncis-zero@impression"):
+        assert (zero.loc[(1.0, metric), "sum"], zero.loc[(1.0, metric), "m2"]) == (0.0, 0.0), metric
+    assert (zero.loc[(1.0, "is"), "sum"], zero.loc[(1.0, "is"), "wc_sum"]) == (2.0, 4.0)
+    assert zero.loc[(1.0, "ncis-zero"), "wc_sum"] == 0.0
+
+
+def test_piece_ncis_influence_values_by_hand():
+    # PieceNCIS per segment (session scale, u = 1, y = w̄): ψ = R + (U / Y)(a − R y), R = A / Y.
+    # Segment b: a = (1, 0), y = (1, 0.5): R = 2/3, U / Y = 4/3, ψ = (10/9, 2/9); its clicks c = (1, 0).
+    # Σψ = U R whatever the sign of the second term; its co-moment with c and the paired difference are not.
+    m = imp.reduce_importance(read_logs(frame()), rewards=("click",), clips=(2,), cappings=("max",))
+    rows = select(m, reward="click", policy="t", metric="piece-ncis", discount=P, exposure=P, clip=2)
+    b = rows[rows["segment"] == "b"].iloc[0]
+    assert (b["n"], b["sum"], b["m2"]) == (2, pytest.approx(4 / 3, abs=1e-12), pytest.approx(32 / 81, abs=1e-12))
+    assert b["co_ref"] == pytest.approx(4 / 9, abs=1e-12)                        # Σ(ψ − 2/3)(c − 1/2)
+    assert b["sum_diff"] == pytest.approx(1 / 3, abs=1e-12)                      # d = ψ − c = (1/9, 2/9)
+    assert b["m2_diff"] == pytest.approx(2 * (1 / 18) ** 2, abs=1e-12)
