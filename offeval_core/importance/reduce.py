@@ -328,10 +328,10 @@ def weight_diagnostics(rows: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFra
     mx = g["w_max"].max() if by else pd.Series([rows["w_max"].max()])
     out = summed.reset_index() if by else summed.reset_index(drop=True)
     out["max_weight"] = mx.to_numpy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["ess"] = kish_ess_from_sums(out["wc_sum"], out["wc_sumsq"])
-        out["ess_uncapped"] = kish_ess_from_sums(out["w_sum"], out["w_sumsq"])
-        out["capped_share"] = 1 - out["wc_sum"] / out["w_sum"]
-        out["mean_weight"] = out["w_sum"] / out["w_rows"]
-        out["exact_share"] = out["n_exact"] / out["n"]
+    # pandas Series divide under their own errstate and kish_ess_from_sums sets its own: 0 / 0 gives NaN silently
+    out["ess"] = kish_ess_from_sums(out["wc_sum"], out["wc_sumsq"])
+    out["ess_uncapped"] = kish_ess_from_sums(out["w_sum"], out["w_sumsq"])
+    out["capped_share"] = 1 - out["wc_sum"] / out["w_sum"]
+    out["mean_weight"] = out["w_sum"] / out["w_rows"]
+    out["exact_share"] = out["n_exact"] / out["n"]
     return out
