@@ -959,14 +959,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "XXlog2XX", 1.0)),',
                     'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "LOG2", 1.0)),')},
     **{("analyses-correlation-clip", "_takeaway", line):
-       "the table of correlation_by_clip (its only caller) has a row of log2 at m = 1 and at every clip m, so the "
-       "default of r.get is never used"
-       for line in ('log2_best = max(r.get(("log2", 1.0), None), r.get(("log2", m), math.nan))',
-                    'log2_best = max(r.get(("log2", 1.0), ), r.get(("log2", m), math.nan))',
-                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), None))',
-                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), ))',
-                    'text = f"{sym} = {r.get((model, m), None):.2f} vs {log2_best:.2f}"',
-                    'text = f"{sym} = {r.get((model, m), ):.2f} vs {log2_best:.2f}"')},
+       "pair reads the model's r at the best clip (a finite margin, so that r exists) and at m = ∞ when ∞ is a "
+       "clip of the table; the table of correlation_by_clip (the only caller) has a row of the model at every clip, "
+       "so the default of r.get is never used"
+       for line in ('text = f"{sym} = {r.get((model, m), None):.2f} vs {_better_log2(r, m):.2f}"',
+                    'text = f"{sym} = {r.get((model, m), ):.2f} vs {_better_log2(r, m):.2f}"')},
     ("analyses-correlation-clip", "correlation_by_clip",
      "d = points_difference(points, a, b, method=method, n_boot=n_boot, rng=rng)"):
         "points_difference's default level is LEVEL, the level passed",
