@@ -1246,23 +1246,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a row has one offline value per (day, variant): their mean (the default aggfunc) is that value",
     ("analyses-correlation", "CorrelationResult.styled_html", "sort=None):"):
         "groupby reads sort for its truth: None keeps the order of appearance, as False does",
-    **{("analyses-correlation", "CorrelationResult.wide", line):
-       "the reindex that follows keeps only the (variant, r | p_value) columns, whatever else was pivoted"
-       for line in ('aggfunc="first", dropna=False, sort=False)',
-                    'values=None, aggfunc="first", dropna=False, sort=False)')},
-    ("analyses-correlation", "CorrelationResult.wide", 'values=["r", "p_value"], dropna=False, sort=False)'):
-        "the table has one cell per (experiment, reward, policy label, variant): the mean (the default aggfunc) of "
-        "one value is that value",
+    ("analyses-correlation", "CorrelationResult.wide", "t = self.table.drop_duplicates(None)"):
+        "the table has one row per (experiment, reward, policy label, variant) (offline_online_correlation, its "
+        "only maker: duplicate variants refused, labels R₀ / Rₜ of at most two policies), so no row is dropped by "
+        "either subset",
     ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(None, 1, axis=1)"):
         "the first column level (r / p_value) has no name, so the level named None is level 0",
     ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(0, axis=1)"):
         "swaplevel's second level defaults to the last, which of two levels is level 1",
-    ("analyses-correlation", "CorrelationResult.wide",
-     'values=["r", "p_value"], aggfunc="first", dropna=None, sort=False)'):
-        "pivot_table reads dropna for its truth: None keeps the empty combinations, as False does",
-    ("analyses-correlation", "CorrelationResult.wide",
-     'values=["r", "p_value"], aggfunc="first", dropna=False, sort=None)'):
-        "pivot_table passes sort to groupby, which reads it for its truth: None keeps the order, as False does",
     ("analyses-correlation", "_pooled_text", "if not pbm_q and not log2:"):
         "with one of the two lists empty there is no pair to compare: the loops add nothing and '' is returned "
         "either way (the table then has rows, so reading its first policy does not fail)",
