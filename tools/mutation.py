@@ -963,14 +963,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "XXlog2XX", 1.0)),',
                     'for b in dict.fromkeys((variant_label(Variant("dcg", "log2", "LOG2", 1.0)),')},
     **{("analyses-correlation-clip", "_takeaway", line):
-       "the table of correlation_by_clip (its only caller) has a row of log2 at m = 1 and at every clip m, so the "
-       "default of r.get is never used"
-       for line in ('log2_best = max(r.get(("log2", 1.0), None), r.get(("log2", m), math.nan))',
-                    'log2_best = max(r.get(("log2", 1.0), ), r.get(("log2", m), math.nan))',
-                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), None))',
-                    'log2_best = max(r.get(("log2", 1.0), math.nan), r.get(("log2", m), ))',
-                    'text = f"{sym} = {r.get((model, m), None):.2f} vs {log2_best:.2f}"',
-                    'text = f"{sym} = {r.get((model, m), ):.2f} vs {log2_best:.2f}"')},
+       "pair reads the model's r at the best clip (a finite margin, so that r exists) and at m = ∞ when ∞ is a "
+       "clip of the table; the table of correlation_by_clip (the only caller) has a row of the model at every clip, "
+       "so the default of r.get is never used"
+       for line in ('text = f"{sym} = {r.get((model, m), None):.2f} vs {_better_log2(r, m):.2f}"',
+                    'text = f"{sym} = {r.get((model, m), ):.2f} vs {_better_log2(r, m):.2f}"')},
     ("analyses-correlation-clip", "correlation_by_clip",
      "d = points_difference(points, a, b, method=method, n_boot=n_boot, rng=rng)"):
         "points_difference's default level is LEVEL, the level passed",
@@ -1288,23 +1285,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a row has one offline value per (day, variant): their mean (the default aggfunc) is that value",
     ("analyses-correlation", "CorrelationResult.styled_html", "sort=None):"):
         "groupby reads sort for its truth: None keeps the order of appearance, as False does",
-    **{("analyses-correlation", "CorrelationResult.wide", line):
-       "the reindex that follows keeps only the (variant, r | p_value) columns, whatever else was pivoted"
-       for line in ('aggfunc="first", dropna=False, sort=False)',
-                    'values=None, aggfunc="first", dropna=False, sort=False)')},
-    ("analyses-correlation", "CorrelationResult.wide", 'values=["r", "p_value"], dropna=False, sort=False)'):
-        "the table has one cell per (experiment, reward, policy label, variant): the mean (the default aggfunc) of "
-        "one value is that value",
+    ("analyses-correlation", "CorrelationResult.wide", "t = self.table.drop_duplicates(None)"):
+        "the table has one row per (experiment, reward, policy label, variant) (offline_online_correlation, its "
+        "only maker: duplicate variants refused, labels R₀ / Rₜ of at most two policies), so no row is dropped by "
+        "either subset",
     ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(None, 1, axis=1)"):
         "the first column level (r / p_value) has no name, so the level named None is level 0",
     ("analyses-correlation", "CorrelationResult.wide", "w = w.swaplevel(0, axis=1)"):
         "swaplevel's second level defaults to the last, which of two levels is level 1",
-    ("analyses-correlation", "CorrelationResult.wide",
-     'values=["r", "p_value"], aggfunc="first", dropna=None, sort=False)'):
-        "pivot_table reads dropna for its truth: None keeps the empty combinations, as False does",
-    ("analyses-correlation", "CorrelationResult.wide",
-     'values=["r", "p_value"], aggfunc="first", dropna=False, sort=None)'):
-        "pivot_table passes sort to groupby, which reads it for its truth: None keeps the order, as False does",
     ("analyses-correlation", "_pooled_text", "if not pbm_q and not log2:"):
         "with one of the two lists empty there is no pair to compare: the loops add nothing and '' is returned "
         "either way (the table then has rows, so reading its first policy does not fail)",
