@@ -107,3 +107,10 @@ def test_no_session_or_no_count_has_no_value(base):
 def test_a_missing_key_label_is_a_group_of_its_own(base, expected):
     per = _sessions(day=[None, None], context=["c1", "c2"], m=[1.0, 1.0])
     assert imp.values_from_sessions(per, base=base, scale="session")[0] == pytest.approx(expected, rel=1e-15)
+
+
+def test_one_session_with_exposure_weights_is_normalised_by_its_weight_mass():
+    """One session, exposure weights: R = (a / 1) / (s / w) = 1 · 4 / 1 = 4 (the propensity rule's a / (s / m)
+    would give 2)."""
+    per = _sessions(propensity=[False, False], w_sum=[4.0, 3.0]).iloc[:1]
+    assert imp.values_from_sessions(per, base="ncis", scale="session")[0] == pytest.approx(4.0, rel=1e-15)
