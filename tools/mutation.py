@@ -1084,19 +1084,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "observed=True is DataFrame.groupby's default in pandas 3",
     ("importance-reduce", "weight_diagnostics", "g = rows.groupby(list(by), observed=True, ) if by else None"):
         "sort=True is DataFrame.groupby's default",
-    **{("importance-reduce", "weight_diagnostics", line):
-       "the block's divisions are between pandas Series, which divide under their own np.errstate(all='ignore'), "
-       "and kish_ess_from_sums sets its own errstate: the block silences nothing (0 / 0 and x / 0 warn nothing "
-       "without it)"
-       for line in ('with np.errstate(divide=None, invalid="ignore"):', 'with np.errstate(divide="ignore", invalid=None):',
-                    'with np.errstate(invalid="ignore"):', 'with np.errstate(divide="ignore", ):')},
     ("importance-reduce", "_long_values",
      "def _long_values(per: ir.Table, *, rewards: Sequence[str], scales: Sequence[str], exposure: bool = True) -> ir.Table:"):
         "its one caller, reduce_importance, always passes exposure",
     **{("importance-reduce", "_long_values", line):
        "the pooled label is only a partition key of PointNCIS' plug-in window, where NULL is one partition as the "
        "label is, and no real context is NULL (session_labels gives strings)"
-       for line in ("None, per.context))", "ibis.literal(None), per.context))")},
+       for line in ("per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), None,",
+                    "per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), ibis.literal(None),")},
     ("importance-reduce", "_long_values", 'p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))'):
         "ibis reads type names case-insensitively",
     # slate-estimators
