@@ -175,16 +175,26 @@ def test_defaults_prior_ten_and_two_folds():
     assert cross_fitted_model(big, rng=7)[0].tolist() != cross_fitted_model(big, folds=3, rng=7)[0].tolist()
 
 
-def test_cascade_dr_uses_the_folds_of_its_rng():
-    # v = Σ_k W_k (r − q̂) + W_{k−1} q̄ with q̂, q̄ from cross_fitted_model on the same seed, over 30 sessions
+def thirty_two_slot_sessions():
+    """30 sessions of two slots, rewards and conditional propensities drawn with seed 2."""
     rng = np.random.default_rng(2)
     n = 30
-    d = from_arrays(np.repeat(np.arange(n), 2), np.tile([1, 2], n), rng.binomial(1, 0.4, 2 * n),
-                    logging_conditional=rng.uniform(0.2, 0.8, 2 * n), target_conditional=rng.uniform(0.2, 0.8, 2 * n))
-    q, qbar = cross_fitted_model(d, folds=2, rng=5)
+    return from_arrays(np.repeat(np.arange(n), 2), np.tile([1, 2], n), rng.binomial(1, 0.4, 2 * n),
+                       logging_conditional=rng.uniform(0.2, 0.8, 2 * n),
+                       target_conditional=rng.uniform(0.2, 0.8, 2 * n))
+
+
+def cascade_dr_by_hand(d, *, seed: int) -> np.ndarray:
+    """Per-session cascade-DR values v = Σ_k W_k (r − q̂) + W_{k−1} q̄, q̂ and q̄ from cross_fitted_model on two
+    folds drawn with ``seed``."""
+    q, qbar = cross_fitted_model(d, folds=2, rng=seed)
     cum = slate_weights(d, "rips")
-    prev = previous_weight(cum, d)
-    want = np.bincount(d.session, weights=cum * (d.reward - q) + prev * qbar)
+    return np.bincount(d.session, weights=cum * (d.reward - q) + previous_weight(cum, d) * qbar)
+
+
+def test_cascade_dr_uses_the_folds_of_its_rng():
+    d = thirty_two_slot_sessions()
+    want = cascade_dr_by_hand(d, seed=5)
     assert cascade_dr_values(d, lam=np.ones(2), folds=2, rng=5)[0] == pytest.approx(want, abs=1e-12)
 
 

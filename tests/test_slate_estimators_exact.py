@@ -13,7 +13,6 @@ import pytest
 
 from offeval_core.errors import InputError
 from offeval_core.slate import estimate, from_arrays, slot_discount
-from offeval_core.slate.dr import cross_fitted_model
 from offeval_core.slate.estimators import (
     SlateEstimate,
     WeightDiagnostics,
@@ -22,7 +21,7 @@ from offeval_core.slate.estimators import (
     estimate_from_influence,
     weights_for,
 )
-from offeval_core.slate.weights import previous_weight, slate_weights
+from tests.test_slate_dr_exact import cascade_dr_by_hand, thirty_two_slot_sessions
 
 Z90 = 1.6448536269514722  # Φ⁻¹(0.95)
 
@@ -66,19 +65,13 @@ def test_self_normalised_estimators_cap_their_weights():
 
 
 def test_cascade_dr_uses_the_folds_of_its_rng():
-    # 30 sessions: v = Σ_k W_k (r − q̂) + W_{k−1} q̄ with the model cross-fitted on the folds of seed 5
-    rng = np.random.default_rng(2)
-    n = 30
-    d = from_arrays(np.repeat(np.arange(n), 2), np.tile([1, 2], n), rng.binomial(1, 0.4, 2 * n),
-                    logging_conditional=rng.uniform(0.2, 0.8, 2 * n), target_conditional=rng.uniform(0.2, 0.8, 2 * n))
-    q, qbar = cross_fitted_model(d, folds=2, rng=5)
-    cum = slate_weights(d, "rips")
-    per = np.bincount(d.session, weights=cum * (d.reward - q) + previous_weight(cum, d) * qbar)
+    # the mean of the per-session values by hand, with the model cross-fitted on the folds of the estimate's seed
+    d = thirty_two_slot_sessions()
+    per = cascade_dr_by_hand(d, seed=5)
     res = estimate(d, estimator="cascade-dr", rng=5)
     assert res.target.value == pytest.approx(per.mean(), abs=1e-12)
-    assert res.target.stderr == pytest.approx(per.std(ddof=1) / math.sqrt(n), abs=1e-12)
-    q6, qbar6 = cross_fitted_model(d, folds=2, rng=6)          # another seed gives another value
-    per6 = np.bincount(d.session, weights=cum * (d.reward - q6) + previous_weight(cum, d) * qbar6)
+    assert res.target.stderr == pytest.approx(per.std(ddof=1) / math.sqrt(len(per)), abs=1e-12)
+    per6 = cascade_dr_by_hand(d, seed=6)  # another seed gives another value
     assert abs(per6.mean() - per.mean()) > 1e-6
     assert estimate(d, estimator="cascade-dr", rng=6).target.value == pytest.approx(per6.mean(), abs=1e-12)
 
