@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,10 @@ import pandas as pd
 import pytest
 from dashboard_support import environment, metric, open_page
 
+from offeval_core import importance as imp
 from offeval_core.analyses import Variant, clip_tuning, compare_candidates, decision_boxes, sensitivity
 from offeval_core.engine import DEFAULT_CLIPS
+from offeval_core.errors import EstimatorWarning
 from offeval_core.estimators import online_results, summarize_groups
 from offeval_core.formatting import format_number
 from offeval_core.importance import reduce_importance
@@ -296,3 +299,16 @@ def test_candidates_page_equals_the_core_at_the_recommended_cap(served, logs, mo
     assert table["estimate high"].iloc[0] == format_number(res.table["estimate_high"].iloc[0])
     assert metric(at, "A/B test next") == (res.next_policy or "none")
     assert any(i.value.startswith(f"**Clip of the comparison:** m = {cap:g}") for i in at.info)
+
+
+@pytest.mark.parametrize("estimator", ["ncis", "piece-ncis", "point-ncis"])
+def test_the_bootstrap_normalises_as_the_reduce_on_the_real_log(logs, estimator):
+    """The bootstrap's point value (its own pass over the per-session sums, importance/normalisation.py's groups)
+    equals the reduce's estimate on the real log: the normalised estimators at c = 16 (campaigns as strata)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EstimatorWarning)  # PointNCIS pools the one-row (bandit) contexts, said
+        est = imp.estimate(logs, reward="click", policy="bts", estimator=estimator, clip=16, weights="propensity")
+        boot = imp.bootstrap(logs, reward="click", policy="bts", estimator=estimator, clip=16, weights="propensity",
+                             n_boot=2, rng=0)
+    assert boot.target.value == pytest.approx(est.target.value, rel=1e-12)
+    assert boot.logging.value == pytest.approx(est.logging.value, rel=1e-12)
