@@ -50,13 +50,13 @@ def _two_segment_rows(repeat: int = 1):
     c2 = np.tile([0.2, 2.2, 1.5, 2.5], repeat)
     n = len(c2)
     session = np.repeat(np.arange(n), 2)
-    cond = np.column_stack([np.ones(n), c2]).ravel()            # π0 = 0.5 at both slots: π = 0.5 · ratio
+    cond = np.column_stack([np.ones(n), c2]).ravel()            # π0 = 0.25 at both slots: π = 0.25 · ratio ≤ 1
     marg = np.ones(2 * n)                                      # IIPS ratio 1 at both slots
     reward = np.tile([0.0, 1.0], n)
     seg = pd.DataFrame({"segment": np.tile(["a", "a", "b", "b"], repeat)})
     return from_arrays(session, np.tile([1, 2], n), reward, logging_marginal=0.5 * marg,
-                       target_marginal=0.5 * marg, logging_conditional=np.full(2 * n, 0.5),
-                       target_conditional=0.5 * cond, contexts=seg)
+                       target_marginal=0.5 * marg, logging_conditional=np.full(2 * n, 0.25),
+                       target_conditional=0.25 * cond, contexts=seg)
 
 
 def test_choose_splits_on_the_segment_by_hand():

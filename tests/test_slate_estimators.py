@@ -212,6 +212,39 @@ def test_conditional_propensity_validation(column, value, message):
     assert "data row 3" in str(err.value)
 
 
+@pytest.mark.parametrize(("argument", "value", "message"), [
+    ("logging_marginal", 0.0, "<arrays>: column 'logging_marginal' must hold probabilities in (0, 1]; found 0 at data row 3"),
+    ("logging_conditional", 1.5,
+     "<arrays>: column 'logging_conditional' must hold probabilities in (0, 1]; found 1.5 at data row 3"),
+    ("target_marginal", -0.25, "<arrays>: column 'target_marginal' must hold probabilities in [0, 1]; found -0.25 at data row 3"),
+    ("target_conditional", float("nan"),
+     "<arrays>: column 'target_conditional' must hold probabilities in [0, 1]; found nan at data row 3"),
+    ("reward", -1.0, "<arrays>: reward column 'reward' must be non-negative (DCG and nDCG assume gains ≥ 0); found -1 "
+                     "at data row 3"),
+    ("reward", float("inf"), "<arrays>: reward column 'reward' must hold finite numbers (no NaN, empty or inf); found inf "
+                             "at data row 3"),
+])
+def test_arrays_pass_the_rules_read_logs_checks_their_columns_by(argument, value, message):
+    # the entry point for arrays checks what read_logs checks of the same columns: a propensity 0 would give
+    # a weight 1/0, one above 1 a weight below the truth, silently
+    arrays = {k: np.array(v, dtype=np.float64) for k, v in HAND.items() if k not in ("session", "slot")}
+    arrays[argument][2] = value
+    with pytest.raises(InputError) as err:
+        from_arrays(HAND["session"], HAND["slot"], arrays.pop("reward"), **arrays)
+    assert str(err.value) == message
+    assert err.value.column == argument
+
+
+def test_arrays_of_another_length_than_the_sessions_are_refused():
+    # a longer reward array was read at the sessions' positions only: a silent subset
+    with pytest.raises(InputError) as err:
+        from_arrays([0, 0, 1], [1, 2, 1], [1.0, 0.0, 1.0, 1.0])
+    assert str(err.value) == "<arrays>: 'reward' must hold one value per row (3 rows, as 'session'), got (4,)"
+    with pytest.raises(InputError, match=r"'target_marginal' must hold one value per row \(3 rows, as 'session'\), "
+                                         r"got \(2,\)"):
+        from_arrays([0, 0, 1], [1, 2, 1], [1.0, 0.0, 1.0], logging_marginal=[0.5, 0.5, 1.0], target_marginal=[0.5, 0.5])
+
+
 @pytest.mark.parametrize("name", IPS)
 def test_cli_estimate_on_slate_logs(tmp_path, capsys, name):
     path = tmp_path / "slate.csv"

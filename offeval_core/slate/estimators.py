@@ -187,7 +187,6 @@ def estimate(data: SlateData, *, estimator: str = "iips", level: float = LEVEL, 
     log_value = float(logged.mean())
     log_infl = logged - log_value
     note = ""
-    w = None
     if estimator == "cascade-dr":
         per, w, note = cascade_dr_values(data, lam=lam, clip=clip, rng=rng, **options)
         value, infl = float(per.mean()), per - per.mean()
@@ -206,7 +205,7 @@ def estimate(data: SlateData, *, estimator: str = "iips", level: float = LEVEL, 
         estimate_from_influence(log_value, log_infl, level=level),
         estimate_from_influence(value, infl, level=level),
         effect_from_influence(value - log_value, infl - log_infl, level=level),
-        diagnostics(data, w) if w is not None else None,
+        diagnostics(data, w),
         note,
     )
 

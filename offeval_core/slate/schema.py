@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from offeval_core.errors import InputError, UnknownName
+from offeval_core.log_checks import first_problem
+from offeval_core.log_rules import column_rules
 from offeval_core.logs import TARGET_CONDITIONAL_PREFIX, TARGET_PROPENSITY_PREFIX, Logs
 
 __all__ = [
@@ -91,6 +93,9 @@ def from_arrays(session, slot, reward, *, logging_marginal=None, target_marginal
                 source: str = "<arrays>") -> SlateData:
     """Build :class:`SlateData` from per-row arrays (any order); sessions are re-coded densely."""
     session = np.asarray(session)
+    given = {"reward": reward, "logging_marginal": logging_marginal, "target_marginal": target_marginal,
+             "logging_conditional": logging_conditional, "target_conditional": target_conditional}
+    _check_arrays(len(session), {"slot": slot, "item": item, **given}, source)
     codes, _ = pd.factorize(session, sort=True)
     slot = np.asarray(slot, dtype=np.int64)
     order = np.lexsort((slot, codes))
@@ -134,6 +139,27 @@ def from_logs(logs: Logs, *, reward: str, policy: str, arm: str | None = "contro
                        logging_conditional=get(LOGGING_CONDITIONAL),
                        target_conditional=get(cols["target_conditional"]), item=item, contexts=contexts,
                        source=logs.source)
+
+
+# the rule of each value array: the one read_logs applies to the column it comes from
+_ROLES = {"reward": "reward", "logging_marginal": "logging_propensity", "logging_conditional": "logging_propensity",
+          "target_marginal": "target_propensity", "target_conditional": "target_propensity"}
+
+
+def _check_arrays(n: int, arrays: dict, source: str) -> None:
+    """Every given array has one value per row, and the rewards and propensities pass the rules
+    :func:`~offeval_core.logs.read_logs` checks their columns by (rewards finite and ≥ 0, logging
+    propensities in (0, 1], target propensities in [0, 1]); raises :class:`InputError` naming the argument,
+    the first offending values and rows."""
+    for name, a in arrays.items():
+        if a is not None and (np.ndim(a) != 1 or len(a) != n):
+            raise InputError(f"{source}: '{name}' must hold one value per row ({n:,} rows, as 'session'), "
+                             f"got {np.shape(a)}", source=source, column=name)
+    for name, role in _ROLES.items():
+        if arrays[name] is not None:
+            problem = first_problem(column_rules(role, name, pd.Series(np.asarray(arrays[name]))))
+            if problem is not None:
+                raise InputError(f"{source}: {problem}", source=source, column=name)
 
 
 def _check_rows(data: SlateData) -> None:
