@@ -278,3 +278,72 @@ def test_sessions_whose_ideal_dcg_is_zero_give_zero_moments_over_none():
             1.0, 0.5, 1.0, 0.5)
         assert (row["ndcg__a__sum"], row["ndcg__a__m2"], row["ndcg__logging__sum"]) == (0.0, 0.0, 0.0)
         assert (row["dcg__a__co_den"], row["dcg__a__co_diff_den"]) == (0.0, 0.0)
+
+
+def test_prepare_of_in_memory_logs_is_their_one_source_and_a_default_reduce_compiles_nothing(logs):
+    from offeval_core.engine import prepare
+    from offeval_core.engine.kernel import _state
+
+    source = prepare(logs)
+    assert source is logs_source(logs)
+    plans = dict(_state(source)["plans"])
+    assert {(key[1], key[2], key[3]) for key in plans} >= {(("a", "b"), 14, False), (("a", "b"), 14, True)}
+    reduce(logs, Grid(rewards=("like", "click"), policies=("a", "b"), discounts=("log2",), exposures=("pbm",)),
+           cache=None)
+    assert _state(source)["plans"] == plans
+
+
+def test_prepare_for_some_policies_compiles_their_shape_only():
+    from offeval_core.engine import prepare
+    from offeval_core.engine.kernel import _state
+
+    fresh = read_logs(random_logs(np.random.default_rng(8), n_sessions=30, graded=False))
+    source = prepare(source_from_logs(fresh, connect(threads=1)), policies=("b",), n_clips=3)
+    assert sorted(_state(source)["plans"]) == [(("click",), ("b",), 3, True)]
+    reduce(source, Grid(rewards=("click",), policies=("b",), discounts=("log2",), exposures=("pbm",),
+                        clips=(1, 4, math.inf)))
+    assert sorted(_state(source)["plans"]) == [(("click",), ("b",), 3, True)]  # the prepared one ran
+
+
+def test_a_source_without_session_counts_counts_them_and_gives_the_same_moments(logs):
+    import dataclasses
+
+    from offeval_core.engine import prepare
+
+    grid = Grid(rewards=("click", "like"), policies=("a", "b"), discounts=("log2",), exposures=("pbm",),
+                clips=(1, 3, math.inf))
+    with_counts = source_from_logs(logs, connect(threads=1))
+    bare = prepare(dataclasses.replace(source_from_logs(logs, connect(threads=1)), counts=None))
+    assert with_counts.counts is not None
+    want, got = reduce(with_counts, grid), reduce(bare, grid)
+    pd.testing.assert_frame_equal(got.offline, want.offline, check_exact=True)
+    pd.testing.assert_frame_equal(got.online, want.online, check_exact=True)
+    # the counts behind n: every session of its group, rewarded or not
+    n_sessions = logs.sessions.groupby(["experiment_id", "day", "arm", "segment"], observed=True).size()
+    online = got.online[got.online["reward"] == "click"].set_index(["experiment_id", "day", "arm", "segment"])["n"]
+    assert sorted(online.to_numpy().tolist()) == sorted(n_sessions.to_numpy().tolist())
+
+
+def test_a_reduce_of_a_source_names_an_unknown_reward_or_policy_and_what_the_source_has(logs):
+    import dataclasses
+
+    from offeval_core.errors import UnknownName
+
+    source = source_from_logs(logs, connect(threads=1))
+    name = source.name
+    with pytest.raises(UnknownName) as err:
+        reduce(source, Grid(rewards=("clicks",), policies=("a",)))
+    assert str(err.value) == f"unknown reward 'clicks'; the logs {name} have reward columns: click, like, watch"
+    with pytest.raises(UnknownName) as err:
+        reduce(source, Grid(rewards=("click",), policies=("c",)))
+    assert str(err.value) == (f"unknown policy 'c': the logs {name} have no column 'rank__c' "
+                              "(policies found: a, b)")
+    # a source that does not list its rewards or policies: the columns it has, or "none"
+    bare = dataclasses.replace(source, rewards=(), policies=())
+    with pytest.raises(UnknownName) as err:
+        reduce(bare, Grid(rewards=("clicks",), policies=("a",)))
+    assert str(err.value) == (f"unknown reward 'clicks'; the logs {name} have reward columns: "
+                              + ", ".join(source.rows.columns))
+    with pytest.raises(UnknownName) as err:
+        reduce(bare, Grid(rewards=("click",), policies=("c",)))
+    assert str(err.value).endswith("(policies found: none)")
