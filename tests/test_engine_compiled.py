@@ -96,9 +96,13 @@ def test_query_takes_exactly_its_number_of_clip_values(logs):
 
 def test_in_memory_logs_keep_one_source(logs):
     assert logs_source(logs) is logs_source(logs)
+    # both reduces run the one compiled query of their shape on that source (a new source would compile anew)
+    query = compiled_moments(logs_source(logs), rewards=("like",), policies=("a",), n_clips=2, binary=True)
+    runs = query.runs
     grid = Grid(rewards=("like",), policies=("a",), clips=(1, math.inf))
-    a = reduce(logs, grid)
-    b = reduce(logs, Grid(rewards=("like",), policies=("a",), discounts=("log2",), clips=(2, 8)))
+    a = reduce(logs, grid, cache=None)
+    b = reduce(logs, Grid(rewards=("like",), policies=("a",), discounts=("log2",), clips=(2, 8)), cache=None)
+    assert query.runs == runs + 2
     assert set(a.offline["clip"]) == {1.0, math.inf} and set(b.offline["clip"]) == {2.0, 8.0}
     assert set(b.offline["discount"]) == {"log2"}
 
