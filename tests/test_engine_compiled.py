@@ -107,6 +107,22 @@ def test_in_memory_logs_keep_one_source(logs):
     assert set(b.offline["discount"]) == {"log2"}
 
 
+def test_a_reduce_of_in_memory_logs_on_a_given_backend_runs_on_it(logs):
+    def ours(backend):  # the parameter tables of the compiled queries registered on a connection
+        return backend.con.sql("select count(*) from duckdb_views() where view_name like 'offeval_par_%'").fetchall()
+
+    grid = Grid(rewards=("like",), policies=("a",), clips=(1, math.inf))
+    query = compiled_moments(logs_source(logs), rewards=("like",), policies=("a",), n_clips=2, binary=True)
+    runs = query.runs
+    backend = connect(threads=1)
+    assert ours(backend) == [(0,)]
+    got = reduce(logs, grid, backend=backend)
+    assert ours(backend) == [(1,)]  # the query was compiled and run there
+    assert query.runs == runs       # not on the logs' own source
+    want = reduce(logs, grid, cache=None)
+    pd.testing.assert_frame_equal(got.offline, want.offline, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs
