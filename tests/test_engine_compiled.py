@@ -123,6 +123,68 @@ def test_a_reduce_of_in_memory_logs_on_a_given_backend_runs_on_it(logs):
     pd.testing.assert_frame_equal(got.offline, want.offline, check_exact=False, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize(("d", "d0"), [("pbm", "log2"), ("log2", "pbm")])
+def test_a_reduce_learns_pbm_with_its_floor_as_target_discount_and_as_exposure(logs, d, d0):
+    # the logging policy's DCG summed over sessions at m = ∞ is Σ_i c_i D(r_i) / D0(r_i), by hand with the
+    # learnt curve floored at 0.3 (it binds: deep ranks are reached by fewer than 30 % of the sessions)
+    floor = 0.3
+    learnt = learn_pbm(logs, floor=floor)
+    assert (learnt == floor).sum() >= 2
+    curves = {"pbm": lambda r: learnt[r - 1], "log2": lambda r: 1.0 / np.log2(r + 1.0)}
+    f = logs.frame
+    ranks = f["rank"].to_numpy()
+    want = float((f["click"].to_numpy() * curves[d](ranks) / curves[d0](ranks)).sum())
+    m = reduce(logs, Grid(rewards=("click",), policies=("a",), discounts=(d,), exposures=(d0,), clips=(math.inf,)),
+               pbm_floor=floor, cache=None)
+    o = m.offline
+    got = o.loc[(o["metric"] == "dcg") & (o["policy"] == "logging"), "sum"].sum()
+    assert got == pytest.approx(want, rel=1e-12)
+    default = reduce(logs, Grid(rewards=("click",), policies=("a",), discounts=(d,), exposures=(d0,), clips=(math.inf,)),
+                     cache=None).offline
+    assert default.loc[(default["metric"] == "dcg") & (default["policy"] == "logging"), "sum"].sum() != pytest.approx(
+        want, rel=1e-6)  # the default floor gives another curve
+
+
+def test_an_exposure_whose_inverse_is_infinite_is_refused_at_m_infinity_and_capped_by_a_finite_clip(tmp_path):
+    import warnings
+
+    from offeval_core.errors import NonFiniteMoments, SpecError
+
+    # session a: 160 ranks, clicked at rank 1; session b: clicked at rank 2
+    n = 160
+    logs = read_logs(pd.DataFrame({"session_id": ["a"] * n + ["b"] * 2, "rank": [*range(1, n + 1), 1, 2],
+                                   "click": [1.0] + [0.0] * (n - 1) + [0.0, 1.0],
+                                   "rank__p": [*range(n, 0, -1), 2, 1]}))
+    table = tmp_path / "exposure.csv"
+    table.write_text("rank,probability\n1,1\n2,0\n")
+
+    def grid(exposure, clips):
+        return Grid(rewards=("click",), policies=("p",), discounts=("log2",), exposures=(exposure,), clips=clips)
+
+    # 0.01^(r - 1) falls below 1e-300 first at rank 152 (1e-302): 1 / D0 there is past what stands for m = ∞
+    with pytest.raises(NonFiniteMoments) as err:
+        reduce(logs, grid("exponential:0.01", (1, math.inf)), cache=None)
+    assert str(err.value) == (
+        "exposure model 'exponential:0.01' gives rank 152 a probability of 1e-302, so the unclipped (m = ∞) weight "
+        "1 / D0 there is beyond double precision; use a finite clip grid or an exposure model that stays above "
+        "1e-300 at every logged rank")
+    with pytest.raises(SpecError) as err:
+        reduce(logs, grid(f"table:{table}", (1, math.inf)), cache=None)
+    assert str(err.value) == (
+        f"exposure model 'table:{table}' gives probability 0 to some ranks, so 1 / D0 is infinite there; logged "
+        "items were viewed, so an exposure model must be > 0 at every logged rank (drop the cut-off or use a "
+        "finite clip grid)")
+    # a finite clip grid caps the weight: b's click at rank 2 gets min(8, 1 / D0(2)) = 8 under both models,
+    # a's click at rank 1 weight 1; logging DCG at log2 = 1 + 8 / log2(3)
+    for exposure in ("exponential:0.01", f"table:{table}"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no overflow or division warning on the way
+            m = reduce(logs, grid(exposure, (1, 8)), cache=None)
+        o = m.offline
+        dcg = o.loc[(o["metric"] == "dcg") & (o["policy"] == "logging") & (o["clip"] == 8), "sum"].sum()
+        assert dcg == pytest.approx(1 + 8 / math.log2(3), rel=1e-12)
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs

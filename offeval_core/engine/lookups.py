@@ -69,7 +69,8 @@ def variant_table(grid: Grid) -> pd.DataFrame:
 
 def rank_table(discount: DiscountModel, exposure: DiscountModel, max_rank: int) -> pd.DataFrame:
     """Per rank 1..max_rank: the inverse exposure ``w`` = 1 / D0(r) (inf where D0 = 0) and the discount
-    ``d`` = D(r); the queries join ranks on it (ranks outside 1..max_rank find no row: D = 0)."""
-    with np.errstate(divide="ignore"):
+    ``d`` = D(r); the queries join ranks on it (ranks outside 1..max_rank find no row: D = 0). 1 / D0 beyond
+    double precision is inf too (a finite clip caps it; the reduce refuses m = ∞ there)."""
+    with np.errstate(divide="ignore", over="ignore"):
         inv = 1.0 / exposure.table(max_rank)
     return pd.DataFrame({"r": np.arange(1, max_rank + 1, dtype=np.int64), "w": inv, "d": discount.table(max_rank)})
