@@ -185,6 +185,15 @@ def test_an_exposure_whose_inverse_is_infinite_is_refused_at_m_infinity_and_capp
         assert dcg == pytest.approx(1 + 8 / math.log2(3), rel=1e-12)
 
 
+def test_every_discount_of_the_grid_is_labelled_by_its_own_spec(logs):
+    # "pbm" and "pbm@3" are two models: each keeps its label (the cut-off one did overwrite the plain one's)
+    grid = Grid(rewards=("click",), policies=("a",), discounts=("pbm", "pbm@3", "exponential:0.9"),
+                exposures=("log2",), clips=(math.inf,))
+    assert reduce(logs, grid, cache=None).discount_labels == {
+        "pbm": "learnt PBM (session survival)", "pbm@3": "learnt PBM (session survival), cut at 3",
+        "exponential:0.9": parse_discount("exponential:0.9").label, "log2": "1/log₂(r+1)"}
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs
