@@ -107,7 +107,7 @@ def _reduce(source: Source, grid: Grid, *, pbm_floor: float | None) -> Moments:
     if source.groups is not None:
         offline = _expand_groups(offline, source.groups)
         online = _expand_groups(online, source.groups)
-    labels = {spec: m.label for spec, m in zip([*grid.discounts, *grid.exposures], [*discounts, *exposures])}
+    labels = {spec: m.label for spec, m in zip([*grid.discounts, *grid.exposures], [*discounts, *exposures], strict=True)}
     out_keys = list(GROUP_KEYS)
     return Moments(offline=_tidy(offline, out_keys), online=_tidy(online, out_keys), grid=grid,
                    discount_labels=labels, source=source.name)
