@@ -194,6 +194,18 @@ def test_every_discount_of_the_grid_is_labelled_by_its_own_spec(logs):
         "exponential:0.9": parse_discount("exponential:0.9").label, "log2": "1/log₂(r+1)"}
 
 
+def test_the_long_moments_are_float64_and_the_logging_policys_paired_columns_nan(logs):
+    m = reduce(logs, Grid(rewards=("click",), policies=("a",), discounts=("pbm",), exposures=("log2",),
+                          clips=(2, math.inf)), cache=None)
+    o = m.offline
+    assert o["n"].dtype == np.int64
+    for c in ("sum", "m2", "den_sum", "den_m2", "co_den", "sum_diff", "m2_diff", "co_diff_den"):
+        assert o[c].dtype == np.float64, c
+    logging = o[o["policy"] == "logging"]
+    assert logging[["sum_diff", "m2_diff", "co_diff_den"]].isna().all().all()
+    assert o.loc[o["policy"] == "a", ["sum", "sum_diff"]].notna().all().all()
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs

@@ -659,6 +659,54 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-kernel", "_accumulate", "values[:, :len(queried)] = parts[queried].to_numpy(dtype=None)"):
         "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
         "float64 values array casts them the same way",
+    # engine-reduction
+    ("engine-reduction", "reduce", "out = reduce(logs, grid, pbm_floor=pbm_floor, )"):
+        "the inner reduce computes the moments of the same key whichever cache it consults (the environment's, "
+        "off in the tests): an entry holds exactly those moments",
+    ("engine-reduction", "_prepare",
+     "counts = source.counts if (source.counts is not None) and False else _session_counts(source, keys)"):
+        "the sessions per group counted from the session table are the source's own counts (same moments to the "
+        "last bit: test_a_source_without_session_counts_counts_them_and_gives_the_same_moments)",
+    ("engine-reduction", "_reduce", "counts = None"):
+        "then _session_counts counts the sessions per group from the session table: the source's own counts (same "
+        "moments to the last bit: test_a_source_without_session_counts_counts_them_and_gives_the_same_moments)",
+    **{("engine-reduction", "_reduce", line):
+       "every block's rows are placed by their own variant id v, whatever order the blocks come in (and "
+       "variant_table lists them in (dm, em) order anyway)"
+       for line in ('for (dm, em), block in variants.groupby(["dm", "em"], sort=None):',
+                    'for (dm, em), block in variants.groupby(["dm", "em"], ):',
+                    'for (dm, em), block in variants.groupby(["dm", "em"], sort=False):')},
+    ("engine-reduction", "_reduce",
+     'wide.insert(1, "v", block["v"].to_numpy()[wide.pop("k").to_numpy(dtype=np.int64)])'):
+        "_to_long reads the wide frame's columns by name, never by position",
+    ("engine-reduction", "_reduce",
+     'wide.insert(0, "v", block["v"].to_numpy()[wide.pop("k").to_numpy(dtype=None)])'):
+        "k is int64 already (_accumulate builds it with np.arange(..., dtype=np.int64))",
+    **{("engine-reduction", "_reduce", line):
+       "the index is never read: _to_long merges the wide frame first (a new RangeIndex), _tidy takes the "
+       "offline rows by position and resets the index, _expand_groups resets it too"
+       for line in ("wide = pd.concat(wides, ignore_index=None)", "wide = pd.concat(wides, )",
+                    "wide = pd.concat(wides, ignore_index=False)", "offline = pd.concat(offline_parts, ignore_index=None)",
+                    "offline = pd.concat(offline_parts, )", "offline = pd.concat(offline_parts, ignore_index=False)")},
+    ("engine-reduction", "_check_exposures",
+     "beyond = np.flatnonzero(~(w <= INF_CLIP))  # 1 / D0 infinite, or past what stands for m = ∞"):
+        "differs only where 1 / D0 is exactly 1e300, which no exposure model reaches: 1 / 1e-300 is "
+        "9.999999999999999e299, and no exponential p = 10^(-300/k), k = 1..399, gives exactly 1e300 at rank k + 1",
+    **{("engine-reduction", "_to_long", line):
+       "the frames' only common column is v (the wide frame has no discount, exposure or clip_value column), "
+       "so a merge on the common columns is the merge on v"
+       for line in ('wide = wide.merge(variants[["v", "discount", "exposure", "clip_value"]], on=None)',
+                    'wide = wide.merge(variants[["v", "discount", "exposure", "clip_value"]], )')},
+    **{("engine-reduction", "_to_long", line):
+       "the frames' common columns are exactly v and the group keys (counts holds the keys and n, the wide "
+       "frame the keys, v and moment columns, none named n), so a merge on the common columns is this one"
+       for line in ('wide = full.merge(wide.drop(columns=["discount", "exposure", "clip_value"]), on=None, how="left")',
+                    'wide = full.merge(wide.drop(columns=["discount", "exposure", "clip_value"]), how="left")')},
+    ("engine-reduction", "_to_long", 'n_all = wide["n"].to_numpy(dtype=None)'):
+        "n is an int64 count, read only in n_all - n_r (float64) inside add_zeros, which casts to float64",
+    ("engine-reduction", "_to_long", "nan = np.full(n_rows, None)"):
+        "add_zeros and remove_zeros cast each block to float64, where None becomes NaN (the moments stay float64: "
+        "test_the_long_moments_are_float64_and_the_logging_policys_paired_columns_nan)",
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
