@@ -206,6 +206,20 @@ def test_the_long_moments_are_float64_and_the_logging_policys_paired_columns_nan
     assert o.loc[o["policy"] == "a", ["sum", "sum_diff"]].notna().all().all()
 
 
+def test_a_reduce_whose_moments_overflow_is_refused_naming_the_first_row():
+    from offeval_core.errors import NonFiniteMoments
+
+    df = random_logs(np.random.default_rng(3), n_sessions=30)
+    df.loc[df.index[df["click"] > 0][:1], "click"] = 1e200  # its square is beyond double precision
+    with pytest.raises(NonFiniteMoments) as err:
+        reduce(read_logs(df), Grid(rewards=("click",), policies=("a",), discounts=("log2",), exposures=("log2",),
+                                   clips=(math.inf,)), cache=None)
+    assert str(err.value) == (
+        "the moments of reward 'click' are not finite at discount log2, exposure log2, clip inf, policy logging, "
+        "metric dcg (column 'm2'; 4 row(s) in all): the values (or their squares) are beyond double precision "
+        "(about 1.8e308); rescale the reward (e.g. to thousands) or use a finite clip value")
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs

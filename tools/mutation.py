@@ -707,6 +707,24 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-reduction", "_to_long", "nan = np.full(n_rows, None)"):
         "add_zeros and remove_zeros cast each block to float64, where None becomes NaN (the moments stay float64: "
         "test_the_long_moments_are_float64_and_the_logging_policys_paired_columns_nan)",
+    **{("engine-reduction", "_to_long", line):
+       "pandas stores a NumPy unicode array as the same string column as an object array of str"
+       for line in ('cols["reward"] = np.full(n_rows * n_blocks, reward, dtype=None)',
+                    'cols["reward"] = np.full(n_rows * n_blocks, reward, )',
+                    'cols["policy"] = np.repeat(np.array([p for _, p in blocks], dtype=None), n_rows)',
+                    'cols["policy"] = np.repeat(np.array([p for _, p in blocks], ), n_rows)',
+                    'cols["metric"] = np.repeat(np.array([m for m, _ in blocks], dtype=None), n_rows)',
+                    'cols["metric"] = np.repeat(np.array([m for m, _ in blocks], ), n_rows)')},
+    **{("engine-reduction", "_to_long", line):
+       "ok only decides whether check_finite_moments looks: here it looks at finite moments too, and finds "
+       "nothing there (it skips the logging policy's paired columns itself)"
+       for line in ("logging_rows = np.repeat(np.array([p != LOGGING_POLICY for _, p in blocks]), n_rows)",
+                    "paired = np.array([c in OWN_COLUMNS for c in LONG_COLUMNS])",
+                    "ok = np.isfinite(values) & (np.isnan(values) & logging_rows[:, None] & paired[None, :])")},
+    ("engine-reduction", "_to_long",
+     "ok = np.isfinite(values) | (np.isnan(values) | logging_rows[:, None] & paired[None, :])"):
+        "a moment is NaN only where its own row also holds an infinite one (an infinite value makes its sum "
+        "infinite: every value is >= 0; inf - inf in co_diff_den needs an infinite co_den), which is still caught",
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
