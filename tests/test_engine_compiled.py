@@ -220,6 +220,29 @@ def test_a_reduce_whose_moments_overflow_is_refused_naming_the_first_row():
         "(about 1.8e308); rescale the reward (e.g. to thousands) or use a finite clip value")
 
 
+def test_the_online_moments_of_rewards_positive_on_different_rows_are_each_rewards_own():
+    # click and buy are positive on different rows (never both): each reward's per-session sums by hand
+    df = random_logs(np.random.default_rng(11), n_sessions=40, graded=True)
+    rng = np.random.default_rng(12)
+    df["buy"] = np.where(df["click"] > 0, 0.0, (rng.random(len(df)) < 0.2) * rng.integers(1, 5, len(df)))
+    logs = read_logs(df)
+    m = reduce(logs, Grid(rewards=("click", "buy"), policies=("a",), discounts=("log2",), exposures=("log2",),
+                          clips=(math.inf,)), cache=None)
+    per = logs.frame.groupby("session")[["click", "buy"]].sum().join(logs.sessions.set_index("session"))
+    keys = ["experiment_id", "day", "arm", "segment"]
+    for k in keys:
+        per[k] = per[k].astype(str)
+    assert (per["buy"] > 0).sum() > 5 and (per["click"] > 0).sum() > 5
+    for reward in ("click", "buy"):
+        got = m.online[m.online["reward"] == reward]
+        assert len(got) == per.groupby(keys).ngroups
+        for _, row in got.iterrows():
+            x = per.loc[(per[keys] == row[keys].astype(str).to_numpy()).all(axis=1), reward].to_numpy()
+            assert row["n"] == len(x)
+            assert row["sum"] == pytest.approx(x.sum(), rel=1e-12, abs=1e-12)
+            assert row["m2"] == pytest.approx(((x - x.mean()) ** 2).sum(), rel=1e-9, abs=1e-9)
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs

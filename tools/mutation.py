@@ -725,6 +725,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "ok = np.isfinite(values) | (np.isnan(values) | logging_rows[:, None] & paired[None, :])"):
         "a moment is NaN only where its own row also holds an infinite one (an infinite value makes its sum "
         "infinite: every value is >= 0; inf - inf in co_diff_den needs an infinite co_den), which is still caught",
+    **{("engine-reduction", "_online", line):
+       "a miss of the per-source cache computes the same table again (only its cost changes)"
+       for line in ("cached = None", "cached = state[\"online\"].get(None)")},
+    ("engine-reduction", "_online",
+     "anypos = functools.reduce(lambda a, b: a | b, [t[r] >= 0 for r in everything])"):
+        "rewards are >= 0, so every row enters: sessions without a positive reward then add their zeros in the "
+        "query instead of in add_zeros, the same n, sum and m2 (up to rounding)",
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
