@@ -225,6 +225,9 @@ def test_the_online_moments_of_rewards_positive_on_different_rows_are_each_rewar
     df = random_logs(np.random.default_rng(11), n_sessions=40, graded=True)
     rng = np.random.default_rng(12)
     df["buy"] = np.where(df["click"] > 0, 0.0, (rng.random(len(df)) < 0.2) * rng.integers(1, 5, len(df)))
+    quiet = (df["day"] == 0) & (df["arm"] == "treatment")  # a group of sessions without any reward: n, Σ 0, m2 0
+    df.loc[quiet, ["click", "buy"]] = 0.0
+    assert quiet.any()
     logs = read_logs(df)
     m = reduce(logs, Grid(rewards=("click", "buy"), policies=("a",), discounts=("log2",), exposures=("log2",),
                           clips=(math.inf,)), cache=None)

@@ -732,6 +732,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "anypos = functools.reduce(lambda a, b: a | b, [t[r] >= 0 for r in everything])"):
         "rewards are >= 0, so every row enters: sessions without a positive reward then add their zeros in the "
         "query instead of in add_zeros, the same n, sum and m2 (up to rounding)",
+    ("engine-reduction", "_online",
+     'per = pos.group_by(["session", *keys]).aggregate(**{f"r{i}": pos[r].cast("FLOAT64").sum()'):
+        "ibis reads type names case-insensitively: 'FLOAT64' is float64",
+    **{("engine-reduction", "_online", line):
+       "the frames' common columns are exactly the group keys (counts adds n, the part k, sum and m2), so a "
+       "merge on the common columns is the merge on the keys"
+       for line in ('part = counts.merge(part, on=None, how="left").fillna({"k": 0, "sum": 0.0, "m2": 0.0})',
+                    'part = counts.merge(part, how="left").fillna({"k": 0, "sum": 0.0, "m2": 0.0})')},
+    ("engine-reduction", "_online",
+     'part = counts.merge(part, on=keys, how="left").fillna({"k": 1, "sum": 0.0, "m2": 0.0})'):
+        "a group without a rewarded session then pools one 'rewarded' session of value 0 with n - 1 zeros: "
+        "n, Σ = 0 and m2 = 0 all the same (n is the counts' own column)",
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
