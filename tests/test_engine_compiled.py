@@ -220,6 +220,20 @@ def test_a_reduce_whose_moments_overflow_is_refused_naming_the_first_row():
         "(about 1.8e308); rescale the reward (e.g. to thousands) or use a finite clip value")
 
 
+def test_an_observed_reward_whose_moments_overflow_is_refused_when_the_source_is_prepared():
+    from offeval_core.engine import prepare
+    from offeval_core.errors import NonFiniteMoments
+
+    df = random_logs(np.random.default_rng(3), n_sessions=30)
+    df.loc[df.index[df["click"] > 0][:1], "click"] = 1e200
+    with pytest.raises(NonFiniteMoments) as err:
+        prepare(source_from_logs(read_logs(df), connect(threads=1)))
+    assert str(err.value) == (
+        "the moments of the observed reward 'click' are not finite (column 'm2'; 1 row(s) in all): the values (or "
+        "their squares) are beyond double precision (about 1.8e308); rescale the reward (e.g. to thousands) or use "
+        "a finite clip value")
+
+
 def test_the_online_moments_of_rewards_positive_on_different_rows_are_each_rewards_own():
     # click and buy are positive on different rows (never both): each reward's per-session sums by hand
     df = random_logs(np.random.default_rng(11), n_sessions=40, graded=True)

@@ -744,6 +744,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      'part = counts.merge(part, on=keys, how="left").fillna({"k": 1, "sum": 0.0, "m2": 0.0})'):
         "a group without a rewarded session then pools one 'rewarded' session of value 0 with n - 1 zeros: "
         "n, Σ = 0 and m2 = 0 all the same (n is the counts' own column)",
+    **{("engine-reduction", "_online", line):
+       "add_zeros casts its arrays to float64 (the counts are whole numbers, exact in float64)"
+       for line in ('k = part.pop("k").to_numpy(dtype=None)', 'n = part["n"].to_numpy(dtype=None)',
+                    'rewarded = np.column_stack([k, part["sum"].to_numpy(dtype=None), part["m2"].to_numpy(dtype=float)])',
+                    'rewarded = np.column_stack([k, part["sum"].to_numpy(dtype=float), part["m2"].to_numpy(dtype=None)])')},
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "

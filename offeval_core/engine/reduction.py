@@ -306,7 +306,8 @@ def check_finite_moments(frame: pd.DataFrame, *, what: str, roles=OFFLINE_ROLES)
     row = frame.iloc[rows[0]]
     where = ", ".join(f"{k} {format_clip(row[k]) if k == 'clip' else row[k]}" for k in _VARIANT if k in frame.columns)
     column = cols[int(np.flatnonzero(bad[rows[0]])[0])]
-    raise NonFiniteMoments(f"the moments of {what} are not finite at {where} (column '{column}'; {len(rows):,} "
+    at = f" at {where}" if where else ""  # (per-group rows of coded groups name no variant)
+    raise NonFiniteMoments(f"the moments of {what} are not finite{at} (column '{column}'; {len(rows):,} "
                            f"row(s) in all): {OVERFLOW_HINT}", column=column)
 
 
