@@ -122,6 +122,9 @@ def test_prepare_compiles_every_shape_a_dashboard_reduce_needs(logs):
     source = prepare(source_from_logs(logs, connect(threads=1)))
     plans = dict(_state(source)["plans"])
     assert sorted(key[3] for key in plans) == [False, True]  # a graded (click) and a binary (like) reward
+    # each query names its shape: the source's rewards, every policy, the 14 default clip values, binary or not
+    assert {(p.rewards, p.policies, p.n_clips, p.binary) for p in plans.values()} == {
+        (("click", "like", "watch"), ("a", "b"), 14, False), (("click", "like", "watch"), ("a", "b"), 14, True)}
     for reward, d, d0, _ in COMBOS:
         reduce(source, Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,)))
     assert _state(source)["plans"] == plans  # nothing compiled after prepare
@@ -270,6 +273,12 @@ def test_sessions_whose_ideal_dcg_is_zero_give_zero_moments_over_none():
     got = fresh_moments(source, reward="click", policies=("a",), discount=d_one_zero,
                         exposure=parse_discount("log2"), clips=(1, math.inf), keys=source.keys, binary=False)
     assert got["k"].tolist() == [0, 1]
+    # the frame: clip number, group key, the query's aggregates, then the paired co-moments computed from them
+    moments = [f"{m}__{p}__{s}" for m in ("dcg", "ndcg") for p, stats in (
+        ("logging", ("sum", "m2", "co_den")), ("a", ("sum", "m2", "co_den", "sum_diff", "m2_diff"))) for s in stats]
+    assert got.columns.tolist() == ["k", "g", "n_r", "n_pos", "den_sum", "den_m2", "pden_sum", "pden_m2", *moments,
+                                    "dcg__a__co_diff_den", "ndcg__a__co_diff_den"]
+    assert got["k"].dtype == got["n_r"].dtype == got["n_pos"].dtype == np.int64  # counts stay integers
     for _, row in got.iterrows():
         assert (row["n_r"], row["n_pos"], row["den_sum"], row["den_m2"], row["pden_sum"], row["pden_m2"]) == (
             2, 0, 0.0, 0.0, 0.0, 0.0)
@@ -278,3 +287,42 @@ def test_sessions_whose_ideal_dcg_is_zero_give_zero_moments_over_none():
             1.0, 0.5, 1.0, 0.5)
         assert (row["ndcg__a__sum"], row["ndcg__a__m2"], row["ndcg__logging__sum"]) == (0.0, 0.0, 0.0)
         assert (row["dcg__a__co_den"], row["dcg__a__co_diff_den"]) == (0.0, 0.0)
+
+
+def test_the_long_table_of_more_than_128_rewards_keeps_every_reward_index():
+    """The long table of rewarded rows stacks one part per reward with the reward's index q, an int64 in every
+    part: with 129 rewards q reaches 128, past the int8 a bare literal of 0..127 takes, and the parts of a union
+    must share one type. By hand: 128 parts of ``click`` (rewarded at s0's rank 2, c = 3, and s1's rank 1, c = 1)
+    and a 129th of ``like`` (rewarded at s0's rank 1 only, c = 1): 257 rows, q = 128 holding ``like``'s one row.
+    (The index a reward has in a source of 129 reward columns; the same name repeated keeps the table narrow.)"""
+    from offeval_core.engine.kernel import _long_rewarded
+
+    df = pd.DataFrame({"session_id": ["s0", "s0", "s1"], "rank": [1, 2, 1], "rank__a": [2, 1, 1],
+                       "click": [0.0, 3.0, 1.0], "like": [1.0, 0.0, 0.0]})
+    source = source_from_logs(read_logs(df, rewards=["click", "like"]), connect(threads=1))
+    long = source.backend.execute(_long_rewarded(source, ("click",) * 128 + ("like",)))
+    assert long["q"].dtype == np.int64 and len(long) == 257
+    long = long.sort_values(["q", "rank", "c"]).reset_index(drop=True)
+    assert long["q"].tolist() == [q for q in range(128) for _ in range(2)] + [128]
+    assert long["c"].tolist() == [1.0, 3.0] * 128 + [1.0]
+    assert long["rank"].tolist() == [1, 2] * 128 + [1] and long["rank__a"].tolist() == [1, 1] * 128 + [2]
+
+
+def test_compiled_queries_on_one_backend_own_their_parameter_tables(logs):
+    """Every compiled query has parameter, rank and clip tables of its own names: sources may share a backend (one
+    DuckDB connection passed to both; connect_spark's session is the process's one), and each source's lock only
+    serialises its own runs, so two queries writing one table name could run on each other's tables. Two sources
+    of one connection, two queries each (a binary and a graded reward): 12 table names, all different, and each
+    query still gives the moments of its own logs after the other source's query ran."""
+    con = connect(threads=1)
+    other = read_logs(random_logs(np.random.default_rng(12), n_sessions=20, graded=True))
+    sources = [source_from_logs(logs, con), source_from_logs(other, con)]
+    queries = [compiled_moments(s, rewards=("click",), policies=("a",), n_clips=2, binary=b)
+               for s in sources for b in (False, True)]
+    names = [n for q in queries for n in (q._par, q._lut, q._clip)]
+    assert len(set(names)) == len(names) == 12
+    disc, clips = parse_discount("log2"), (2, math.inf)
+    first = queries[0].run(reward="click", discount=disc, exposure=disc, clips=clips)
+    queries[2].run(reward="click", discount=disc, exposure=disc, clips=clips)
+    again = queries[0].run(reward="click", discount=disc, exposure=disc, clips=clips)
+    pd.testing.assert_frame_equal(again, first, check_exact=True)

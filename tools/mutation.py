@@ -659,6 +659,70 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("engine-kernel", "_accumulate", "values[:, :len(queried)] = parts[queried].to_numpy(dtype=None)"):
         "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
         "float64 values array casts them the same way",
+    **{("engine-kernel", "_accumulate", line):
+       "k and b are int64 in the query's result (the clip table's int64 numbers and int64 literals of -1), and "
+       "np.arange of a Python int is int64: the dtype asked for"
+       for line in ('k, b = parts["k"].to_numpy(dtype=None), parts["b"].to_numpy(dtype=np.int64)',
+                    'k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=None)',
+                    'frame.insert(0, "k", np.repeat(np.arange(n_clips, dtype=None), len(groups)))',
+                    'frame.insert(0, "k", np.repeat(np.arange(n_clips, ), len(groups)))')},
+    ("engine-kernel", "_accumulate", "free = np.zeros((n_clips + 2, len(groups), len(stats)))  # (b, group, statistic)"):
+        "the extra slot b = n_clips + 1 holds zeros after every other, and the running merge is read only at the "
+        "clip values' positions (< n_clips)",
+    ("engine-kernel", "_accumulate", "frame.insert(1 - i, key, np.tile(groups[key].to_numpy(), n_clips))"):
+        "every source the package builds has one group key (the code g), where 1 - i = 1 + i; with several keys "
+        "(a Source built by hand) only the order of the key columns differs, and every reader takes them by name",
+    **{("engine-kernel", "_put", line):
+       "DuckDB then takes the other backends' route: ibis's create_table(overwrite, temp) makes a temporary table of "
+       "the same rows under the name, which the compiled SQL reads the same"
+       for line in ('if kind == "XXduckdbXX":', 'if kind == "DUCKDB":')},
+    **{("engine-kernel", "_put", line):
+       "every frame put (_par_frame, rank_table, _binding_frame) has a RangeIndex, which preserve_index=None (the "
+       "default) keeps as metadata only, not as a column"
+       for line in ("backend.con.register(name, pa.Table.from_pandas(frame, preserve_index=None))",
+                    "backend.con.register(name, pa.Table.from_pandas(frame, ))")},
+    ("engine-kernel", "_accumulate", "frame = pd.DataFrame(out.reshape(-2, len(stats)), columns=stats)"):
+        "numpy reads any negative dimension of reshape as the one to infer, as -1",
+    **{("engine-kernel", "_long_rewarded", line):
+       "ibis reads type names case-insensitively: 'FLOAT64' is float64 and 'INT64' int64"
+       for line in ('parts = [t.filter(t[r] > 0).select(q=ibis.literal(q, type="INT64"), session=t.session,',
+                    '**{k: t[k] for k in keys}, rank=t["rank"].cast("INT64"),',
+                    'c=t[r].cast("FLOAT64"), **{p: t[p].cast("int64") for p in pols})',
+                    'c=t[r].cast("float64"), **{p: t[p].cast("INT64") for p in pols})')},
+    **{("engine-kernel", "_long_rewarded", line):
+       "ibis.union of a single table is that table's rows: one reward's rewarded rows are then materialised on the "
+       "source's backend instead of read as a filter of the rows, the same rows"
+       for line in ("long = source.backend._cached_table(ibis.union(*parts)) if (len(parts) > 1) or True else parts[0]",
+                    "long = source.backend._cached_table(ibis.union(*parts)) if len(parts) >= 1 else parts[0]")},
+    **{("engine-kernel", fn, line):
+       "a backend without a name is neither 'duckdb' nor 'pyspark' with either default: the other backends' branch"
+       for fn in ("_put", "_run_sql")
+       for line in ('kind = getattr(backend, "name", "XXXX")', 'kind = getattr(backend, "name", None)')},
+    **{("engine-kernel", "CompiledMoments.__init__", line):
+       "the tables put before compiling only give the compiled SQL their names and schema (their rows are not in "
+       "the SQL text), and run() replaces all three before every run; np.array of a Python int is int64 already"
+       for line in ("_put(backend, self._par, self._par_frame(1, [1.0] * n_clips))",
+                    "_put(backend, self._par, self._par_frame(0, [2.0] * n_clips))",
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=None), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], ), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([2], dtype=np.int64), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [2.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [2.0]}))',
+                    "_put(backend, self._clip, _binding_frame(_clip_frame([2.0] * n_clips)))")},
+    ("engine-kernel", "CompiledMoments.__init__",
+     "expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=None)"):
+        "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
+        "per clip value) gives the same iDCG and DCG values",
+    ("engine-kernel", "CompiledMoments.__init__",
+     "self._expr = None  # keeps the tables the SQL names alive as long as the query"):
+        "every table the SQL names is held elsewhere as long as the query: the source's rows (a memtable) by "
+        "self.source, the long table of several rewards by the source's state, the three small tables by the "
+        "backend under their names (compiled, gc.collect(), run: the same moments)",
+    **{("engine-kernel", "CompiledMoments._par_frame", line):
+       "np.array of a Python int is int64 and of a Python float (_clip_value returns one) float64 already"
+       for line in ('return pd.DataFrame({"q": np.array([q], dtype=None),', 'return pd.DataFrame({"q": np.array([q], ),',
+                    '**{f"m{k}": np.array([_clip_value(m)], dtype=None) for k, m in enumerate(clips)}})',
+                    '**{f"m{k}": np.array([_clip_value(m)], ) for k, m in enumerate(clips)}})')},
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
