@@ -326,3 +326,23 @@ def test_compiled_queries_on_one_backend_own_their_parameter_tables(logs):
     queries[2].run(reward="click", discount=disc, exposure=disc, clips=clips)
     again = queries[0].run(reward="click", discount=disc, exposure=disc, clips=clips)
     pd.testing.assert_frame_equal(again, first, check_exact=True)
+
+
+def test_the_second_moment_of_ideal_dcg_over_the_sessions_where_it_is_positive():
+    """pden_m2 is iDCG's centred second moment over the sessions with iDCG > 0 only (the drop rule's sessions), next
+    to den_m2 over every rewarded session. D = (0, 1, 1) (a table) and D0 = 1 at every rank (w = 1, no clip
+    binds): s1 rewards one item (c = 1), so iDCG = 1 · D(1) = 0; s2 two (1, 1): iDCG = 0 + 1 = 1; s3 two (2, 2):
+    iDCG = 2. Over all three: n_r = 3, Σ = 3, Σ(x − 1)² = 2; over the two with iDCG > 0: n_pos = 2, Σ = 3,
+    Σ(x − 3/2)² = 1/2 (the variance of all three times n_pos would be 4/3, that of the two times n_r 3/4)."""
+    df = pd.DataFrame({"session_id": ["s1", "s2", "s2", "s3", "s3"], "rank": [1, 1, 2, 1, 2],
+                       "click": [1.0, 1.0, 1.0, 2.0, 2.0]})
+    source = source_from_logs(read_logs(df), connect(threads=1))
+    d = DiscountModel("table", values=(0.0, 1.0, 1.0), source="zero-first.csv")
+    flat = DiscountModel("table", values=(1.0, 1.0, 1.0), source="flat.csv")
+    got = fresh_moments(source, reward="click", policies=(), discount=d, exposure=flat, clips=(1, math.inf),
+                        keys=source.keys, binary=False)
+    assert got["k"].tolist() == [0, 1]
+    for _, row in got.iterrows():
+        assert (row["n_r"], row["den_sum"], row["den_m2"]) == (3, 3.0, 2.0)
+        assert (row["n_pos"], row["pden_sum"], row["pden_m2"]) == (2, 3.0, 0.5)
+        assert (row["ndcg__logging__sum"], row["ndcg__logging__m2"]) == (2.0, pytest.approx(2 / 3, rel=1e-12))

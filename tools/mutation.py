@@ -681,6 +681,31 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "default) keeps as metadata only, not as a column"
        for line in ("backend.con.register(name, pa.Table.from_pandas(frame, preserve_index=None))",
                     "backend.con.register(name, pa.Table.from_pandas(frame, ))")},
+    ("engine-kernel", "_moments", "pos = pos.mutate(maxw=pos.w.max().over(group_by=None),"):
+        "the largest 1/D0 of all rows is ≥ each session's own, so clip values that do not bind in a session are "
+        "computed as its binding pairs, where c · min(m, w) = c · w gives its unclipped values (ranked in the same "
+        "order): the same values, more pairs computed",
+    ("engine-kernel", "_moments", "free = pos.filter(pos.b <= n_clips)"):
+        "sessions where every clip value binds then also give unclipped rows with b = n_clips, which _accumulate "
+        "puts in the running merge's last slot, read at no clip value's position (< n_clips)",
+    ("engine-kernel", "_moments",
+     'n_bind = functools.reduce(lambda a, b: a + b, [flag(pos[f"m{k}"] <= pos.maxw) for k in range(n_clips)])'):
+        "a clip value equal to a session's largest 1/D0 clips nothing there (min(m, w) = w): counted as binding, "
+        "the session's pair at it gives its unclipped values, ranked in the same order",
+    **{("engine-kernel", "_moments", line):
+       "maxw is read only by n_bind, built on the table before this select; nothing after it reads maxw"
+       for line in ('pos = pos.select("session", *keys, "rank", "c", "w", "u", None, "dj", *[f"p{i}" for i in range(n_pol)],',
+                    'pos = pos.select("session", *keys, "rank", "c", "w", "u", "dj", *[f"p{i}" for i in range(n_pol)],')},
+    **{("engine-kernel", "_co", line): "no caller passes where: _stats' co-moments are over every row"
+       for line in ('return v.cov(y, how="pop", where=None) * n', 'return v.cov(y, how="pop", ) * n')},
+    **{("engine-kernel", "_values", line):
+       "the extra column e0 = d0 − d0 (f0 = n0 − n0) is never read: _stats reads the differences e1…, f1… of the "
+       "target policies only"
+       for line in ('return x.mutate(**{f"e{i}": x[f"d{i}"] - x.d0 for i in range(k)},',
+                    '**{f"f{i}": x[f"n{i}"] - x.n0 for i in range(k)})')},
+    ("engine-kernel", "_put", "backend.con.register(name, pa.Table.from_pandas(frame, preserve_index=True))"):
+        "the RangeIndex becomes an extra column of the registered table, which the compiled SQL (naming its "
+        "columns) never reads",
     ("engine-kernel", "_accumulate", "frame = pd.DataFrame(out.reshape(-2, len(stats)), columns=stats)"):
         "numpy reads any negative dimension of reshape as the one to infer, as -1",
     **{("engine-kernel", "_long_rewarded", line):
