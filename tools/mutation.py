@@ -696,6 +696,25 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "maxw is read only by n_bind, built on the table before this select; nothing after it reads maxw"
        for line in ('pos = pos.select("session", *keys, "rank", "c", "w", "u", None, "dj", *[f"p{i}" for i in range(n_pol)],',
                     'pos = pos.select("session", *keys, "rank", "c", "w", "u", "dj", *[f"p{i}" for i in range(n_pol)],')},
+    **{("engine-kernel", "_moments", line):
+       "the clip number of the unclipped rows is never read: _accumulate tells them by b ≥ 0 and places them by b "
+       "(ibis reads 'INT64' as int64)"
+       for line in ('free = free.mutate(k=ibis.literal(+1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)',
+                    'free = free.mutate(k=ibis.literal(-2, type="int64")).select("k", "b", *keys, "idcg", *dcgs)',
+                    'free = free.mutate(k=ibis.literal(-1, type="INT64")).select("k", "b", *keys, "idcg", *dcgs)')},
+    **{("engine-kernel", "_moments", line):
+       "any negative b marks a binding pair for _accumulate (b < 0), and ibis reads 'INT64' as int64"
+       for line in ('per = per.mutate(b=ibis.literal(-2, type="int64")).select("k", "b", *keys, "idcg", *dcgs)',
+                    'per = per.mutate(b=ibis.literal(-1, type="INT64")).select("k", "b", *keys, "idcg", *dcgs)')},
+    **{("engine-kernel", "_clip_frame", line):
+       "_clip_value returns Python floats, which numpy makes float64 already"
+       for line in ("m = np.array([_clip_value(c) for c in clips], dtype=None)",
+                    "m = np.array([_clip_value(c) for c in clips], )")},
+    ("engine-kernel", "_clip_frame", 'order[np.argsort(m, kind=None)] = np.arange(len(m))'):
+        "only equal clip values (a run given one twice) can swap places, and equal values bind in the same sessions, "
+        "so no session's count of binding values b falls between them: each gets the same pairs either way",
+    ("engine-kernel", "_moments", "bound = pos.filter(pos.b >= 0)"):
+        "rows of sessions where no clip value binds (b = 0) find no clip row to join: the clip table's b starts at 1",
     **{("engine-kernel", "_co", line): "no caller passes where: _stats' co-moments are over every row"
        for line in ('return v.cov(y, how="pop", where=None) * n', 'return v.cov(y, how="pop", ) * n')},
     **{("engine-kernel", "_values", line):
