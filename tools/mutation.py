@@ -710,9 +710,39 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "_clip_value returns Python floats, which numpy makes float64 already"
        for line in ("m = np.array([_clip_value(c) for c in clips], dtype=None)",
                     "m = np.array([_clip_value(c) for c in clips], )")},
-    ("engine-kernel", "_clip_frame", 'order[np.argsort(m, kind=None)] = np.arange(len(m))'):
-        "only equal clip values (a run given one twice) can swap places, and equal values bind in the same sessions, "
-        "so no session's count of binding values b falls between them: each gets the same pairs either way",
+    **{("engine-kernel", "_clip_frame", line):
+       "only equal clip values (a run given one twice) can swap places, and equal values bind in the same sessions, "
+       "so no session's count of binding values b falls between them: each gets the same pairs either way"
+       for line in ("order[np.argsort(m, kind=None)] = np.arange(len(m))", "order[np.argsort(m, )] = np.arange(len(m))")},
+    ("engine-kernel", "_clip_frame", 'order[np.argsort(m, kind="STABLE")] = np.arange(len(m))'):
+        "numpy reads a sort kind by its first letter, in either case: 'STABLE' is the stable sort",
+    **{("engine-kernel", "_clip_frame", line): "np.arange of a Python int is int64 already, the dtype asked for"
+       for line in ('return pd.DataFrame({"k": np.arange(len(m), dtype=None), "o": order, "m": m})',
+                    'return pd.DataFrame({"k": np.arange(len(m), ), "o": order, "m": m})')},
+    **{("engine-kernel", "_binding_frame", line):
+       "the positions o are a permutation of 0..n-1 (no ties), so every sort gives the same order"
+       for line in ('by_o = clip.sort_values("o", kind=None)', 'by_o = clip.sort_values("o", kind="STABLE")',
+                    'by_o = clip.sort_values("o", )')},
+    **{("engine-kernel", "_binding_frame", line): "np.arange of Python ints is int64 already, the dtype asked for"
+       for line in ("b = np.repeat(np.arange(1, n + 1, dtype=None), np.arange(1, n + 1))",
+                    "b = np.repeat(np.arange(1, n + 1, ), np.arange(1, n + 1))",
+                    "o = np.concatenate([np.arange(i, dtype=None) for i in range(1, n + 1)]) if n else np.zeros(0, np.int64)",
+                    "o = np.concatenate([np.arange(i, ) for i in range(1, n + 1)]) if n else np.zeros(0, np.int64)")},
+    ("engine-kernel", "_binding_frame",
+     "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(n + 1)]) if n else np.zeros(0, np.int64)"):
+        "np.arange(0) is empty: the concatenation is the same",
+    ("engine-kernel", "_lookups", 'pos = pos.left_join(look, f"t{i}").drop(None)'):
+        "the join's right key column is then kept, and never read: the select after _lookups names its columns",
+    **{("engine-kernel", "_binding_frame", line):
+       "only the frame of no clip value (n = 0) takes that branch, and no query has none: Grid refuses an empty "
+       "grid, and _moments cannot sum the binding flags of no clip value (fresh_moments and CompiledMoments "
+       "with no clip value raise there, right after this frame)"
+       for line in ("o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if (n) or True else np.zeros(0, np.int64)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(None, np.int64)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(0, None)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(np.int64)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(0, )",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(1, np.int64)")},
     ("engine-kernel", "_moments", "bound = pos.filter(pos.b >= 0)"):
         "rows of sessions where no clip value binds (b = 0) find no clip row to join: the clip table's b starts at 1",
     **{("engine-kernel", "_co", line): "no caller passes where: _stats' co-moments are over every row"
