@@ -4,6 +4,7 @@ Both sides run on single-threaded DuckDB connections, so sums are taken in the s
 comparison is exact (no tolerance)."""
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -211,7 +212,8 @@ def test_a_reduce_whose_moments_overflow_is_refused_naming_the_first_row():
 
     df = random_logs(np.random.default_rng(3), n_sessions=30)
     df.loc[df.index[df["click"] > 0][:1], "click"] = 1e200  # its square is beyond double precision
-    with pytest.raises(NonFiniteMoments) as err:
+    with pytest.raises(NonFiniteMoments) as err, warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the error alone, no warning of inf − inf before it
         reduce(read_logs(df), Grid(rewards=("click",), policies=("a",), discounts=("log2",), exposures=("log2",),
                                    clips=(math.inf,)), cache=None)
     assert str(err.value) == (
@@ -279,6 +281,9 @@ def test_prepare_compiles_every_shape_a_dashboard_reduce_needs(logs):
     source = prepare(source_from_logs(logs, connect(threads=1)))
     plans = dict(_state(source)["plans"])
     assert sorted(key[3] for key in plans) == [False, True]  # a graded (click) and a binary (like) reward
+    # each query names its shape: the source's rewards, every policy, the 14 default clip values, binary or not
+    assert {(p.rewards, p.policies, p.n_clips, p.binary) for p in plans.values()} == {
+        (("click", "like", "watch"), ("a", "b"), 14, False), (("click", "like", "watch"), ("a", "b"), 14, True)}
     for reward, d, d0, _ in COMBOS:
         reduce(source, Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,)))
     assert _state(source)["plans"] == plans  # nothing compiled after prepare
@@ -308,7 +313,9 @@ def test_reused_query_gives_the_moments_of_every_session_and_clip_value(logs, cl
         disc, expo = source_discount(d, source), source_discount(d0, source)
         query = compiled_moments(source, rewards=(reward,), policies=("a", "b"), n_clips=len(clips),
                                  binary=BINARY[reward])
-        got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # the binding rows' b is never NULL: no cast warning
+            got = query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
         want = _direct(source, reward=reward, policies=("a", "b"), discount=disc, exposure=expo, clips=clips,
                        binary=BINARY[reward])
         order = ["k", *source.keys]
@@ -427,6 +434,12 @@ def test_sessions_whose_ideal_dcg_is_zero_give_zero_moments_over_none():
     got = fresh_moments(source, reward="click", policies=("a",), discount=d_one_zero,
                         exposure=parse_discount("log2"), clips=(1, math.inf), keys=source.keys, binary=False)
     assert got["k"].tolist() == [0, 1]
+    # the frame: clip number, group key, the query's aggregates, then the paired co-moments computed from them
+    moments = [f"{m}__{p}__{s}" for m in ("dcg", "ndcg") for p, stats in (
+        ("logging", ("sum", "m2", "co_den")), ("a", ("sum", "m2", "co_den", "sum_diff", "m2_diff"))) for s in stats]
+    assert got.columns.tolist() == ["k", "g", "n_r", "n_pos", "den_sum", "den_m2", "pden_sum", "pden_m2", *moments,
+                                    "dcg__a__co_diff_den", "ndcg__a__co_diff_den"]
+    assert got["k"].dtype == got["n_r"].dtype == got["n_pos"].dtype == np.int64  # counts stay integers
     for _, row in got.iterrows():
         assert (row["n_r"], row["n_pos"], row["den_sum"], row["den_m2"], row["pden_sum"], row["pden_m2"]) == (
             2, 0, 0.0, 0.0, 0.0, 0.0)
@@ -504,3 +517,64 @@ def test_a_reduce_of_a_source_names_an_unknown_reward_or_policy_and_what_the_sou
     with pytest.raises(UnknownName) as err:
         reduce(bare, Grid(rewards=("click",), policies=("c",)))
     assert str(err.value).endswith("(policies found: none)")
+
+
+def test_the_long_table_of_more_than_128_rewards_keeps_every_reward_index():
+    """The long table of rewarded rows stacks one part per reward with the reward's index q, an int64 in every
+    part: with 129 rewards q reaches 128, past the int8 a bare literal of 0..127 takes, and the parts of a union
+    must share one type. By hand: 128 parts of ``click`` (rewarded at s0's rank 2, c = 3, and s1's rank 1, c = 1)
+    and a 129th of ``like`` (rewarded at s0's rank 1 only, c = 1): 257 rows, q = 128 holding ``like``'s one row.
+    (The index a reward has in a source of 129 reward columns; the same name repeated keeps the table narrow.)"""
+    from offeval_core.engine.kernel import _long_rewarded
+
+    df = pd.DataFrame({"session_id": ["s0", "s0", "s1"], "rank": [1, 2, 1], "rank__a": [2, 1, 1],
+                       "click": [0.0, 3.0, 1.0], "like": [1.0, 0.0, 0.0]})
+    source = source_from_logs(read_logs(df, rewards=["click", "like"]), connect(threads=1))
+    long = source.backend.execute(_long_rewarded(source, ("click",) * 128 + ("like",)))
+    assert long["q"].dtype == np.int64 and len(long) == 257
+    long = long.sort_values(["q", "rank", "c"]).reset_index(drop=True)
+    assert long["q"].tolist() == [q for q in range(128) for _ in range(2)] + [128]
+    assert long["c"].tolist() == [1.0, 3.0] * 128 + [1.0]
+    assert long["rank"].tolist() == [1, 2] * 128 + [1] and long["rank__a"].tolist() == [1, 1] * 128 + [2]
+
+
+def test_compiled_queries_on_one_backend_own_their_parameter_tables(logs):
+    """Every compiled query has parameter, rank and clip tables of its own names: sources may share a backend (one
+    DuckDB connection passed to both; connect_spark's session is the process's one), and each source's lock only
+    serialises its own runs, so two queries writing one table name could run on each other's tables. Two sources
+    of one connection, two queries each (a binary and a graded reward): 12 table names, all different, and each
+    query still gives the moments of its own logs after the other source's query ran."""
+    con = connect(threads=1)
+    other = read_logs(random_logs(np.random.default_rng(12), n_sessions=20, graded=True))
+    sources = [source_from_logs(logs, con), source_from_logs(other, con)]
+    queries = [compiled_moments(s, rewards=("click",), policies=("a",), n_clips=2, binary=b)
+               for s in sources for b in (False, True)]
+    names = [n for q in queries for n in (q._par, q._lut, q._clip)]
+    assert len(set(names)) == len(names) == 12
+    disc, clips = parse_discount("log2"), (2, math.inf)
+    first = queries[0].run(reward="click", discount=disc, exposure=disc, clips=clips)
+    queries[2].run(reward="click", discount=disc, exposure=disc, clips=clips)
+    again = queries[0].run(reward="click", discount=disc, exposure=disc, clips=clips)
+    pd.testing.assert_frame_equal(again, first, check_exact=True)
+
+
+def test_the_second_moment_of_ideal_dcg_over_the_sessions_where_it_is_positive():
+    """pden_m2 is iDCG's centred second moment over the sessions with iDCG > 0 only (the drop rule's sessions), next
+    to den_m2 over every rewarded session. D = (0, 1, 1) (a table) and D0 = 1 at every rank (w = 1, no clip
+    binds): s1 rewards one item (c = 1), so iDCG = 1 · D(1) = 0; s2 two (1, 1): iDCG = 0 + 1 = 1; s3 two (2, 2):
+    iDCG = 2. Over all three: n_r = 3, Σ = 3, Σ(x − 1)² = 2; over the two with iDCG > 0: n_pos = 2, Σ = 3,
+    Σ(x − 3/2)² = 1/2 (the variance of all three times n_pos would be 4/3, that of the two times n_r 3/4)."""
+    df = pd.DataFrame({"session_id": ["s1", "s2", "s2", "s3", "s3"], "rank": [1, 1, 2, 1, 2],
+                       "click": [1.0, 1.0, 1.0, 2.0, 2.0]})
+    source = source_from_logs(read_logs(df), connect(threads=1))
+    d = DiscountModel("table", values=(0.0, 1.0, 1.0), source="zero-first.csv")
+    flat = DiscountModel("table", values=(1.0, 1.0, 1.0), source="flat.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the unclipped rows are never NULL-numbered: no cast warning
+        got = fresh_moments(source, reward="click", policies=(), discount=d, exposure=flat, clips=(1, math.inf),
+                            keys=source.keys, binary=False)
+    assert got["k"].tolist() == [0, 1]
+    for _, row in got.iterrows():
+        assert (row["n_r"], row["den_sum"], row["den_m2"]) == (3, 3.0, 2.0)
+        assert (row["n_pos"], row["pden_sum"], row["pden_m2"]) == (2, 3.0, 0.5)
+        assert (row["ndcg__logging__sum"], row["ndcg__logging__m2"]) == (2.0, pytest.approx(2 / 3, rel=1e-12))

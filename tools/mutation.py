@@ -749,6 +749,144 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('k = part.pop("k").to_numpy(dtype=None)', 'n = part["n"].to_numpy(dtype=None)',
                     'rewarded = np.column_stack([k, part["sum"].to_numpy(dtype=None), part["m2"].to_numpy(dtype=float)])',
                     'rewarded = np.column_stack([k, part["sum"].to_numpy(dtype=float), part["m2"].to_numpy(dtype=None)])')},
+    **{("engine-kernel", "_accumulate", line):
+       "k and b are int64 in the query's result (the clip table's int64 numbers and int64 literals of -1), and "
+       "np.arange of a Python int is int64: the dtype asked for"
+       for line in ('k, b = parts["k"].to_numpy(dtype=None), parts["b"].to_numpy(dtype=np.int64)',
+                    'k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=None)',
+                    'frame.insert(0, "k", np.repeat(np.arange(n_clips, dtype=None), len(groups)))',
+                    'frame.insert(0, "k", np.repeat(np.arange(n_clips, ), len(groups)))')},
+    ("engine-kernel", "_accumulate", "free = np.zeros((n_clips + 2, len(groups), len(stats)))  # (b, group, statistic)"):
+        "the extra slot b = n_clips + 1 holds zeros after every other, and the running merge is read only at the "
+        "clip values' positions (< n_clips)",
+    ("engine-kernel", "_accumulate", "frame.insert(1 - i, key, np.tile(groups[key].to_numpy(), n_clips))"):
+        "every source the package builds has one group key (the code g), where 1 - i = 1 + i; with several keys "
+        "(a Source built by hand) only the order of the key columns differs, and every reader takes them by name",
+    **{("engine-kernel", "_put", line):
+       "DuckDB then takes the other backends' route: ibis's create_table(overwrite, temp) makes a temporary table of "
+       "the same rows under the name, which the compiled SQL reads the same"
+       for line in ('if kind == "XXduckdbXX":', 'if kind == "DUCKDB":')},
+    **{("engine-kernel", "_put", line):
+       "every frame put (_par_frame, rank_table, _binding_frame) has a RangeIndex, which preserve_index=None (the "
+       "default) keeps as metadata only, not as a column"
+       for line in ("backend.con.register(name, pa.Table.from_pandas(frame, preserve_index=None))",
+                    "backend.con.register(name, pa.Table.from_pandas(frame, ))")},
+    ("engine-kernel", "_moments", "pos = pos.mutate(maxw=pos.w.max().over(group_by=None),"):
+        "the largest 1/D0 of all rows is ≥ each session's own, so clip values that do not bind in a session are "
+        "computed as its binding pairs, where c · min(m, w) = c · w gives its unclipped values (ranked in the same "
+        "order): the same values, more pairs computed",
+    ("engine-kernel", "_moments", "free = pos.filter(pos.b <= n_clips)"):
+        "sessions where every clip value binds then also give unclipped rows with b = n_clips, which _accumulate "
+        "puts in the running merge's last slot, read at no clip value's position (< n_clips)",
+    ("engine-kernel", "_moments",
+     'n_bind = functools.reduce(lambda a, b: a + b, [flag(pos[f"m{k}"] <= pos.maxw) for k in range(n_clips)])'):
+        "a clip value equal to a session's largest 1/D0 clips nothing there (min(m, w) = w): counted as binding, "
+        "the session's pair at it gives its unclipped values, ranked in the same order",
+    **{("engine-kernel", "_moments", line):
+       "maxw is read only by n_bind, built on the table before this select; nothing after it reads maxw"
+       for line in ('pos = pos.select("session", *keys, "rank", "c", "w", "u", None, "dj", *[f"p{i}" for i in range(n_pol)],',
+                    'pos = pos.select("session", *keys, "rank", "c", "w", "u", "dj", *[f"p{i}" for i in range(n_pol)],')},
+    **{("engine-kernel", "_moments", line):
+       "the clip number of the unclipped rows is never read: _accumulate tells them by b ≥ 0 and places them by b "
+       "(ibis reads 'INT64' as int64)"
+       for line in ('free = free.mutate(k=ibis.literal(+1, type="int64")).select("k", "b", *keys, "idcg", *dcgs)',
+                    'free = free.mutate(k=ibis.literal(-2, type="int64")).select("k", "b", *keys, "idcg", *dcgs)',
+                    'free = free.mutate(k=ibis.literal(-1, type="INT64")).select("k", "b", *keys, "idcg", *dcgs)')},
+    **{("engine-kernel", "_moments", line):
+       "any negative b marks a binding pair for _accumulate (b < 0), and ibis reads 'INT64' as int64"
+       for line in ('per = per.mutate(b=ibis.literal(-2, type="int64")).select("k", "b", *keys, "idcg", *dcgs)',
+                    'per = per.mutate(b=ibis.literal(-1, type="INT64")).select("k", "b", *keys, "idcg", *dcgs)')},
+    **{("engine-kernel", "_clip_frame", line):
+       "_clip_value returns Python floats, which numpy makes float64 already"
+       for line in ("m = np.array([_clip_value(c) for c in clips], dtype=None)",
+                    "m = np.array([_clip_value(c) for c in clips], )")},
+    **{("engine-kernel", "_clip_frame", line):
+       "only equal clip values (a run given one twice) can swap places, and equal values bind in the same sessions, "
+       "so no session's count of binding values b falls between them: each gets the same pairs either way"
+       for line in ("order[np.argsort(m, kind=None)] = np.arange(len(m))", "order[np.argsort(m, )] = np.arange(len(m))")},
+    ("engine-kernel", "_clip_frame", 'order[np.argsort(m, kind="STABLE")] = np.arange(len(m))'):
+        "numpy reads a sort kind by its first letter, in either case: 'STABLE' is the stable sort",
+    **{("engine-kernel", "_clip_frame", line): "np.arange of a Python int is int64 already, the dtype asked for"
+       for line in ('return pd.DataFrame({"k": np.arange(len(m), dtype=None), "o": order, "m": m})',
+                    'return pd.DataFrame({"k": np.arange(len(m), ), "o": order, "m": m})')},
+    **{("engine-kernel", "_binding_frame", line):
+       "the positions o are a permutation of 0..n-1 (no ties), so every sort gives the same order"
+       for line in ('by_o = clip.sort_values("o", kind=None)', 'by_o = clip.sort_values("o", kind="STABLE")',
+                    'by_o = clip.sort_values("o", )')},
+    **{("engine-kernel", "_binding_frame", line): "np.arange of Python ints is int64 already, the dtype asked for"
+       for line in ("b = np.repeat(np.arange(1, n + 1, dtype=None), np.arange(1, n + 1))",
+                    "b = np.repeat(np.arange(1, n + 1, ), np.arange(1, n + 1))",
+                    "o = np.concatenate([np.arange(i, dtype=None) for i in range(1, n + 1)]) if n else np.zeros(0, np.int64)",
+                    "o = np.concatenate([np.arange(i, ) for i in range(1, n + 1)]) if n else np.zeros(0, np.int64)")},
+    ("engine-kernel", "_binding_frame",
+     "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(n + 1)]) if n else np.zeros(0, np.int64)"):
+        "np.arange(0) is empty: the concatenation is the same",
+    ("engine-kernel", "_lookups", 'pos = pos.left_join(look, f"t{i}").drop(None)'):
+        "the join's right key column is then kept, and never read: the select after _lookups names its columns",
+    **{("engine-kernel", "_binding_frame", line):
+       "only the frame of no clip value (n = 0) takes that branch, and no query has none: Grid refuses an empty "
+       "grid, and _moments cannot sum the binding flags of no clip value (fresh_moments and CompiledMoments "
+       "with no clip value raise there, right after this frame)"
+       for line in ("o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if (n) or True else np.zeros(0, np.int64)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(None, np.int64)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(0, None)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(np.int64)",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(0, )",
+                    "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(1, np.int64)")},
+    ("engine-kernel", "_moments", "bound = pos.filter(pos.b >= 0)"):
+        "rows of sessions where no clip value binds (b = 0) find no clip row to join: the clip table's b starts at 1",
+    **{("engine-kernel", "_co", line): "no caller passes where: _stats' co-moments are over every row"
+       for line in ('return v.cov(y, how="pop", where=None) * n', 'return v.cov(y, how="pop", ) * n')},
+    **{("engine-kernel", "_values", line):
+       "the extra column e0 = d0 − d0 (f0 = n0 − n0) is never read: _stats reads the differences e1…, f1… of the "
+       "target policies only"
+       for line in ('return x.mutate(**{f"e{i}": x[f"d{i}"] - x.d0 for i in range(k)},',
+                    '**{f"f{i}": x[f"n{i}"] - x.n0 for i in range(k)})')},
+    ("engine-kernel", "_put", "backend.con.register(name, pa.Table.from_pandas(frame, preserve_index=True))"):
+        "the RangeIndex becomes an extra column of the registered table, which the compiled SQL (naming its "
+        "columns) never reads",
+    ("engine-kernel", "_accumulate", "frame = pd.DataFrame(out.reshape(-2, len(stats)), columns=stats)"):
+        "numpy reads any negative dimension of reshape as the one to infer, as -1",
+    **{("engine-kernel", "_long_rewarded", line):
+       "ibis reads type names case-insensitively: 'FLOAT64' is float64 and 'INT64' int64"
+       for line in ('parts = [t.filter(t[r] > 0).select(q=ibis.literal(q, type="INT64"), session=t.session,',
+                    '**{k: t[k] for k in keys}, rank=t["rank"].cast("INT64"),',
+                    'c=t[r].cast("FLOAT64"), **{p: t[p].cast("int64") for p in pols})',
+                    'c=t[r].cast("float64"), **{p: t[p].cast("INT64") for p in pols})')},
+    **{("engine-kernel", "_long_rewarded", line):
+       "ibis.union of a single table is that table's rows: one reward's rewarded rows are then materialised on the "
+       "source's backend instead of read as a filter of the rows, the same rows"
+       for line in ("long = source.backend._cached_table(ibis.union(*parts)) if (len(parts) > 1) or True else parts[0]",
+                    "long = source.backend._cached_table(ibis.union(*parts)) if len(parts) >= 1 else parts[0]")},
+    **{("engine-kernel", fn, line):
+       "a backend without a name is neither 'duckdb' nor 'pyspark' with either default: the other backends' branch"
+       for fn in ("_put", "_run_sql")
+       for line in ('kind = getattr(backend, "name", "XXXX")', 'kind = getattr(backend, "name", None)')},
+    **{("engine-kernel", "CompiledMoments.__init__", line):
+       "the tables put before compiling only give the compiled SQL their names and schema (their rows are not in "
+       "the SQL text), and run() replaces all three before every run; np.array of a Python int is int64 already"
+       for line in ("_put(backend, self._par, self._par_frame(1, [1.0] * n_clips))",
+                    "_put(backend, self._par, self._par_frame(0, [2.0] * n_clips))",
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=None), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], ), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([2], dtype=np.int64), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [2.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [2.0]}))',
+                    "_put(backend, self._clip, _binding_frame(_clip_frame([2.0] * n_clips)))")},
+    ("engine-kernel", "CompiledMoments.__init__",
+     "expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=None)"):
+        "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
+        "per clip value) gives the same iDCG and DCG values",
+    ("engine-kernel", "CompiledMoments.__init__",
+     "self._expr = None  # keeps the tables the SQL names alive as long as the query"):
+        "every table the SQL names is held elsewhere as long as the query: the source's rows (a memtable) by "
+        "self.source, the long table of several rewards by the source's state, the three small tables by the "
+        "backend under their names (compiled, gc.collect(), run: the same moments)",
+    **{("engine-kernel", "CompiledMoments._par_frame", line):
+       "np.array of a Python int is int64 and of a Python float (_clip_value returns one) float64 already"
+       for line in ('return pd.DataFrame({"q": np.array([q], dtype=None),', 'return pd.DataFrame({"q": np.array([q], ),',
+                    '**{f"m{k}": np.array([_clip_value(m)], dtype=None) for k, m in enumerate(clips)}})',
+                    '**{f"m{k}": np.array([_clip_value(m)], ) for k, m in enumerate(clips)}})')},
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "

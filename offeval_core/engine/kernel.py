@@ -242,8 +242,9 @@ def _accumulate(parts: pd.DataFrame, order: np.ndarray, keys: Sequence[str], pol
     values = np.empty((len(parts), len(stats)))
     values[:, :len(queried)] = parts[queried].to_numpy(dtype=np.float64)
     pos = {c: i for i, c in enumerate(queried)}
-    values[:, len(queried):] = (values[:, [pos[t] for _, t, _ in paired]]  # co_den(target) − co_den(logging)
-                                - values[:, [pos[lg] for _, _, lg in paired]])
+    with np.errstate(invalid="ignore"):  # inf − inf of overflowed moments is NaN: the reduce refuses them after
+        values[:, len(queried):] = (values[:, [pos[t] for _, t, _ in paired]]  # co_den(target) − co_den(logging)
+                                    - values[:, [pos[lg] for _, _, lg in paired]])
     values = empty_as_zero(values, layout)
     k, b = parts["k"].to_numpy(dtype=np.int64), parts["b"].to_numpy(dtype=np.int64)
     free = np.zeros((n_clips + 1, len(groups), len(stats)))  # (b, group, statistic)
