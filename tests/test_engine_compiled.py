@@ -262,6 +262,22 @@ def test_the_online_moments_of_rewards_positive_on_different_rows_are_each_rewar
             assert row["m2"] == pytest.approx(((x - x.mean()) ** 2).sum(), rel=1e-9, abs=1e-9)
 
 
+def test_an_exposure_table_above_zero_everywhere_is_accepted_at_m_infinity(logs, tmp_path):
+    # a table of viewing probabilities 1, 0.9, …, 0.2 over ranks 1..9 (no zero, no cut-off) is a valid D0 at m = ∞:
+    # the logging DCG at D = log2 is Σ_i c_i · log2-discount(r_i) / D0(r_i)
+    probs = np.linspace(1.0, 0.2, 9)
+    table = tmp_path / "viewed.csv"
+    table.write_text("rank,probability\n" + "".join(f"{r},{float(p)!r}\n" for r, p in enumerate(probs, 1)))
+    f = logs.frame
+    r = f["rank"].to_numpy()
+    assert r.max() <= 9
+    want = float((f["click"].to_numpy() / np.log2(r + 1.0) / probs[r - 1]).sum())
+    m = reduce(logs, Grid(rewards=("click",), policies=("a",), discounts=("log2",), exposures=(f"table:{table}",),
+                          clips=(math.inf,)), cache=None)
+    o = m.offline
+    assert o.loc[(o["metric"] == "dcg") & (o["policy"] == "logging"), "sum"].sum() == pytest.approx(want, rel=1e-12)
+
+
 def test_learnt_model_from_a_curve_matches_the_one_learnt_from_logs(logs):
     from_logs = parse_discount("pbm@6", logs=logs, floor=0.05)
     from_histogram = source_discount("pbm@6", logs_source(logs), floor=0.05)  # the cached source has no logs
