@@ -887,6 +887,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('return pd.DataFrame({"q": np.array([q], dtype=None),', 'return pd.DataFrame({"q": np.array([q], ),',
                     '**{f"m{k}": np.array([_clip_value(m)], dtype=None) for k, m in enumerate(clips)}})',
                     '**{f"m{k}": np.array([_clip_value(m)], ) for k, m in enumerate(clips)}})')},
+    ("engine-reduction", "_online", 'check_finite_moments(part, what=f"the observed reward {r!r}", )'):
+        "of the offline roles the online frame holds exactly n, sum and m2, with the same kinds as the online "
+        "roles: the same columns are checked",
+    **{("engine-reduction", "_online", line):
+       "the index is never read: _reduce passes the frame through _expand_groups and _tidy, which reset it"
+       for line in ("return pd.concat(parts, ignore_index=None)", "return pd.concat(parts, )",
+                    "return pd.concat(parts, ignore_index=False)")},
     # engine-grid
     **{("engine-grid", "ndcg_of", line):
        "the other operand is float64, so np.divide computes in float64 either way (numbers and pandas nullable "
