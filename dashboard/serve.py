@@ -11,7 +11,8 @@ ends with ``os._exit`` after flushing its output.
 While the server waits for its first user, a background thread imports what the app's first script run imports (:func:`preload`:
 the modules ``app.py`` and every page name, with pandas, Ibis, DuckDB and Plotly behind them), so the first page
 a user opens does not wait for them, then loads the default dataset (the demo, or the file the server was started
-on) and reads its default moments from the persistent cache when it holds them.
+on) and reads its default moments from the persistent cache when it holds them, and last imports what the library
+imports only inside the functions that use it (:data:`DEFERRED_IMPORTS`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from pathlib import Path
 __all__ = ["app_imports", "main", "preload"]
 
 _HERE = Path(__file__).resolve().parent
+
+DEFERRED_IMPORTS = ("scipy.stats", "statsmodels.stats.multitest", "statsmodels.stats.contingency_tables")
+"""What ``offeval_core`` imports inside the functions that use it (correlations, p-value adjustments, the
+Mantel-Haenszel test): about 0.5 s of imports the app's first script run does not make. :func:`preload` imports
+them after the first page's needs, so the page that first calls one does not wait for it either."""
 
 
 def app_imports() -> list[str]:
@@ -53,7 +59,7 @@ def preload(*, wait: float = 30.0) -> None:
     """Once Streamlit's runtime exists (its own start-up imports done), import :func:`app_imports`; a module that
     fails to import is left to the page, which shows the error. Then, unless ``OFFEVAL_PREPARE=0``, load the
     default dataset and read its cached default moments (:func:`dashboard.data.warmup.prefetch`). Plotly's
-    template is built before either (:func:`_warm_charts`)."""
+    template is built before either (:func:`_warm_charts`); :data:`DEFERRED_IMPORTS` are imported last."""
     from streamlit.runtime import Runtime
 
     for _ in range(int(wait / 0.05)):
@@ -74,6 +80,11 @@ def preload(*, wait: float = 30.0) -> None:
             warmup.prefetch(served.served_key() if served.served() else "demo")
     except Exception:  # the first page loads the data itself and shows what went wrong
         pass
+    for name in DEFERRED_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the function that needs it imports it again and reports it
+            pass
 
 
 def _warm_charts() -> None:

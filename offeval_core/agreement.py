@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sps
 
 from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError, WrongType
@@ -128,6 +127,8 @@ def agreement(x, y, *, names=None) -> Agreement:
         (labels[a], labels[b]) if xv[a] > xv[b] else (labels[b], labels[a]) for a, b in zip(ia, ib, strict=True)
     )
     n_pairs = n * (n - 1) // 2
+    from scipy import stats as _sps  # (imported here: ~0.45 s that most callers never need)
+
     if n >= 3 and np.ptp(xv) > 0 and np.ptp(yv) > 0:
         pr = _sps.pearsonr(xv, yv)
         r, rp = float(pr.statistic), float(pr.pvalue)

@@ -34,8 +34,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
-from statsmodels.stats.contingency_tables import StratifiedTable
+from scipy.special import ndtr
 
 from offeval_core.arms import offline_rows
 from offeval_core.defaults import LEVEL
@@ -148,6 +147,8 @@ def _cmh(x: np.ndarray, y: np.ndarray, strata: np.ndarray, *, level: float):
     if ok.sum() == 0:
         return None
     tables = np.stack([np.stack([a0[ok], b0[ok]]), np.stack([c0[ok], d0[ok]])]).astype(float)
+    from statsmodels.stats.contingency_tables import StratifiedTable  # (imported here: ~0.5 s, rarely needed)
+
     st = StratifiedTable(tables)
     with np.errstate(divide="ignore", invalid="ignore"):   # complete separation: OR 0 or ∞, CI undefined
         lo, hi = st.oddsratio_pooled_confint(alpha=1 - level)
@@ -250,7 +251,7 @@ def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, l
                                "variation in the rewards above within an item.", identified=False)
     z = normal_quantile(level)
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
-    pv = float(sps.norm.cdf(b / se)) if se > 0 else math.nan   # one-sided: a fall
+    pv = float(ndtr(b / se)) if se > 0 else math.nan   # one-sided: a fall
     fires = bool(pv < alpha)
     finding = (f"a reward above changes the reward rate by {rel:+.1%} [{lo:+.1%}, {hi:+.1%}] {given}, "
                f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if why else "") + ".")
@@ -291,7 +292,7 @@ def check_interaction(logs: Logs, reward: str, *, categories: Mapping | pd.Serie
                                "or no variation in same-category items above within an item.", identified=False)
     z = normal_quantile(level)
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
-    pv = float(2 * sps.norm.sf(abs(b / se))) if se > 0 else math.nan
+    pv = float(2 * ndtr(-abs(b / se))) if se > 0 else math.nan
     fires = bool(pv < alpha)
     finding = (f"each same-category item above changes the reward rate by {rel:+.1%} [{lo:+.1%}, {hi:+.1%}] "
                f"given the item and rank, p = {pv:.2g}: "
@@ -358,7 +359,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
         first_slot = np.r_[True, sess[1:] != sess[:-1]]
         w1 = w[first_slot]                                       # one slot per session: independent units
         m, se = float(w1.mean()), float(w1.std(ddof=1) / math.sqrt(len(w1)))
-        pv = float(sps.norm.cdf((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
+        pv = float(ndtr((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
         fires = pv < alpha
         finding = (f"the mean importance weight at the top slot is {m:.3f} [{m - z * se:.3f}, {m + z * se:.3f}] "
                    f"(1 with full support), p = {pv:.2g}: "
@@ -379,7 +380,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
     m, se = float(per.mean()), float(per.std(ddof=1) / math.sqrt(len(per)))
     deepest = int(f["rank"].max())
     beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k > deepest else 0.0
-    pv = float(sps.norm.cdf((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
+    pv = float(ndtr((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
     fires = pv < alpha
     finding = (f"IPS sees {m:.1%} [{m - z * se:.1%}, {m + z * se:.1%}] of the {policy} policy's exposure under {d.spec}; "
                f"{beyond:.1%} of it lies beyond the deepest logged rank {deepest} (of {k}), p = {pv:.2g}: "

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
 from offeval_core.errors import InputError, SpecError
 
@@ -65,6 +64,8 @@ def adjust(p_values, *, method: str = "holm", alpha: float = 0.05, family: str =
     adjusted = p.copy()
     ok = ~np.isnan(p)
     if METHODS[method] is not None and ok.any():
+        from statsmodels.stats.multitest import multipletests  # (imported here: ~0.6 s, not needed before)
+
         adjusted[ok] = multipletests(p[ok], alpha=alpha, method=METHODS[method])[1]
     rejected = np.where(ok, adjusted <= alpha, False)
     return Adjusted(method, alpha, p, adjusted, rejected, family)

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from offeval_core.agreement import Agreement, agreement, inverted_share_bootstrap
 from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError
 from offeval_core.heldout.io import Qrels, Run
 from offeval_core.heldout.lab_result import EstimatorLab, lab_bias_takeaway, lab_takeaway
-from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism
+from offeval_core.heldout.mechanism import AgreementMechanism, agreement_mechanism, kendall_tau
 from offeval_core.heldout.metrics import MetricSpec, evaluate_run, log2_discount, topn_metrics
 from offeval_core.heldout.mnar import (
     BoundTerms,
@@ -281,7 +280,7 @@ def estimator_lab(
             for e in est_names:
                 est = np.array(by_k[k][e])
                 tau_rows.append({"seed": sd, "k": k, "estimator": e,
-                                 "kendall_tau": float(_sps.kendalltau(est, truth).statistic)})
+                                 "kendall_tau": kendall_tau(est, truth)})
                 for m in range(zoo.n_models):
                     rows.append({"seed": sd, "k": k, "model": zoo.names[m], "estimator": e, "estimate": est[m],
                                  "truth_mcar": truth[m], "truth_complete": complete[m]})
@@ -290,7 +289,7 @@ def estimator_lab(
             for s, vals in strata_vals.items():
                 if vals:
                     strata_rows.append({"seed": sd, "n_strata": s,
-                                        "kendall_tau": float(_sps.kendalltau(vals, truth).statistic)})
+                                        "kendall_tau": kendall_tau(vals, truth)})
     est_df = pd.DataFrame(rows)
     tau_df = pd.DataFrame(tau_rows)
     est_df["error"] = est_df["estimate"] - est_df["truth_mcar"]
