@@ -37,6 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".mutation"
 STATE = WORK / "state.json"
+# Each module's mutant results, committed: a checkout without ``.mutation/`` (a fresh clone) starts a module's run
+# from them, so a run stopped part-way (``--record``) or done on another machine is continued, not redone; mutmut
+# itself runs again every mutant of a function whose source changed since (it compares each function's hash).
+RECORDS = ROOT / "tools" / "mutation_records"
 BIN = Path(sys.executable).parent
 
 # Lines whose mutants say nothing about a formula: the text of an error message or of a user-facing sentence
@@ -1807,6 +1811,90 @@ def _summarise(name: str, mod: Module, work: Path) -> dict:
     return {"total": total, "killed": killed, "counts": counts, "survivors": survivors}
 
 
+def pack_record(meta: dict, prefix: str) -> dict:
+    """mutmut's results of one source file (its mutants' keys start with ``prefix``, the module's dotted name),
+    compact: per function its source hash and the exit codes of its mutants 1, 2, … (None: not run yet).
+
+    >>> meta = {"exit_code_by_key": {"m.x_f__mutmut_2": 0, "m.x_f__mutmut_1": 1, "m.x_g__mutmut_1": None},
+    ...         "hash_by_function_name": {"x_f": "a1", "x_g": "b2", "x_h": "c3"}}
+    >>> pack_record(meta, "m")
+    {'x_f': {'hash': 'a1', 'codes': [1, 0]}, 'x_g': {'hash': 'b2', 'codes': [None]}, 'x_h': {'hash': 'c3', 'codes': []}}
+    """
+    by_function: dict[str, dict[int, int | None]] = {}
+    for key, code in meta["exit_code_by_key"].items():
+        stem, _, number = key.rpartition("__mutmut_")
+        if not stem.startswith(prefix + ".") or not number.isdigit():
+            raise ValueError(f"{key}: not a mutant of {prefix}")
+        by_function.setdefault(stem[len(prefix) + 1:], {})[int(number)] = code
+    unknown = sorted(set(by_function) - set(meta["hash_by_function_name"]))
+    if unknown:
+        raise ValueError(f"{prefix}: mutants of functions without a hash: {', '.join(unknown)}")
+    out: dict[str, dict] = {}
+    for function, h in sorted(meta["hash_by_function_name"].items()):
+        codes = by_function.get(function, {})
+        if sorted(codes) != list(range(1, len(codes) + 1)):
+            raise ValueError(f"{prefix}.{function}: mutant numbers {sorted(codes)} are not 1…{len(codes)}")
+        out[function] = {"hash": h, "codes": [codes[i] for i in range(1, len(codes) + 1)]}
+    return out
+
+
+def unpack_record(packed: dict, prefix: str) -> dict:
+    """The meta file mutmut reads (``mutants/<source>.meta``) from :func:`pack_record`'s form.
+
+    >>> meta = {"exit_code_by_key": {"m.x_f__mutmut_1": 1, "m.x_f__mutmut_2": None},
+    ...         "hash_by_function_name": {"x_f": "a1"}}
+    >>> back = unpack_record(pack_record(meta, "m"), "m")
+    >>> back["exit_code_by_key"] == meta["exit_code_by_key"], back["hash_by_function_name"]
+    (True, {'x_f': 'a1'})
+    """
+    codes = {f"{prefix}.{function}__mutmut_{i}": c
+             for function, entry in packed.items() for i, c in enumerate(entry["codes"], start=1)}
+    return {"exit_code_by_key": codes, "hash_by_function_name": {f: e["hash"] for f, e in packed.items()},
+            "type_check_error_by_key": {}, "durations_by_key": {}, "estimated_durations_by_key": {}}
+
+
+def _prefix(mod: Module) -> str:
+    """The dotted name mutmut gives the module's mutants (``offeval_core/stats.py`` → ``offeval_core.stats``)."""
+    return mod.source.removesuffix(".py").replace("/", ".")
+
+
+def _record_path(name: str) -> Path:
+    return RECORDS / f"{name}.json"
+
+
+def save_record(name: str) -> Path | None:
+    """Write the module's committed record from its work directory (also part-way through a run, or after one was
+    stopped: mutmut writes each result as it comes)."""
+    mod = MODULES[name]
+    meta = _meta(WORK / name, mod)
+    if not meta["exit_code_by_key"]:
+        return None
+    codes = meta["exit_code_by_key"].values()
+    record = {"module": name, "source": source_key(mod), "tests": tests_key(mod), "selection": _existing_tests(mod),
+              "when": time.strftime("%Y-%m-%d %H:%M"), "mutants": len(codes),
+              "not_run": sum(c is None for c in codes), "results": pack_record(meta, _prefix(mod))}
+    RECORDS.mkdir(exist_ok=True)
+    path = _record_path(name)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _seed_from_record(name: str, mod: Module, work: Path) -> dict | None:
+    """A work directory without results starts from the module's committed record (returned), if there is one."""
+    meta_path = work / "mutants" / (mod.source + ".meta")
+    path = _record_path(name)
+    if meta_path.exists() or not path.exists():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    meta_path.parent.mkdir(parents=True, exist_ok=True)
+    meta_path.write_text(json.dumps(unpack_record(record["results"], _prefix(mod))))
+    print(f"   from the record of {record['when']}: {record['mutants'] - record['not_run']} of {record['mutants']} "
+          "mutants run (mutmut reruns the functions changed since)", flush=True)
+    return record
+
+
 def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0) -> dict:
     mod = MODULES[name]
     work = _prepare(name, mod)
@@ -1814,6 +1902,9 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
     skey, tkey = source_key(mod), tests_key(mod)
     if full and (work / "mutants").exists():
         shutil.rmtree(work / "mutants")
+    record = None if full else _seed_from_record(name, mod, work)
+    if record is not None and not prev:
+        prev = {"tests": record["tests"], "selection": record["selection"]}
     t0 = time.perf_counter()
     print(f"== {name}: {mod.source} against {' '.join(_existing_tests(mod))}", flush=True)
     _forget_crashes(work, mod)
@@ -1858,6 +1949,7 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
     state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
                    "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
     _save_state(state, name)
+    save_record(name)
     return state[name]
 
 
@@ -1935,6 +2027,9 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="the rate table and survivors for docs/mutation.md")
     ap.add_argument("--full", action="store_true", help="rerun every mutant of the chosen modules")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machine is shared)")
+    ap.add_argument("--record", action="store_true",
+                    help="write the chosen modules' committed records (tools/mutation_records/) from their work "
+                         "directories, run nothing (e.g. after stopping a run part-way)")
     ap.add_argument("--check", type=int, default=0,
                     help="rerun about this many killed mutants in isolated workers to confirm the kills")
     args = ap.parse_args(argv)
@@ -1945,6 +2040,11 @@ def main(argv=None) -> int:
     if args.list:
         for n in names:
             print(f"{n:28s} {MODULES[n].source:42s} {' '.join(_existing_tests(MODULES[n]))}")
+        return 0
+    if args.record:
+        for n in args.modules:
+            path = save_record(n)
+            print(f"{n}: {path.relative_to(ROOT) if path else 'no results in ' + str(WORK / n)}")
         return 0
     state = _load_state()
     if args.markdown:
