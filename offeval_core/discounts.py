@@ -318,11 +318,12 @@ def _read_table_file(path, *, shown: str) -> np.ndarray:
         raise InputError(f"{label}: column 'rank' must list every rank 1..n exactly once", source=shown,
                          column="rank")
     bad = np.flatnonzero(~((probs >= 0) & (probs <= 1)))
-    if len(bad):
-        raise InputError(
-            f"{label}: column 'probability' must be in [0, 1]; rows {', '.join(str(i + 1) for i in bad[:5])} are not",
-            source=shown, column="probability", rows=[int(i) + 1 for i in bad[:5]],
-        )
+    if len(bad):  # (text that is not a number is told apart from a number outside the range)
+        outside, text = bad[~np.isnan(probs[bad])][:5], bad[np.isnan(probs[bad])][:5]
+        said = [f"rows {', '.join(str(i + 1) for i in rows)} {what}"
+                for rows, what in ((outside, "are outside it"), (text, "are not numbers")) if len(rows)]
+        raise InputError(f"{label}: column 'probability' must hold numbers in [0, 1]; {' and '.join(said)}",
+                         source=shown, column="probability", rows=[int(i) + 1 for i in bad[:5]])
     out = np.empty(n)
     out[ranks.astype(int) - 1] = probs
     return out

@@ -190,7 +190,9 @@ def test_table_spec_label_and_values(tmp_path):
     ("rank,probability\n", InputError, "column 'rank' must list every rank 1..n exactly once"),
     ("rank,probability\nfirst,1\n", InputError, "column 'rank' must list every rank 1..n exactly once"),
     ("rank,probability\n1,1\n2,1.5\n3,-0.1\n4,high\n", InputError,
-     "column 'probability' must be in [0, 1]; rows 2, 3, 4 are not"),
+     "column 'probability' must hold numbers in [0, 1]; rows 2, 3 are outside it and rows 4 are not numbers"),
+    ("rank,probability\n1,np.float64(1.0)\n2,\n", InputError,
+     "column 'probability' must hold numbers in [0, 1]; rows 1, 2 are not numbers"),
     ("", UnreadableInput, "the file is empty (0 bytes)"),
 ])
 def test_bad_tables_name_the_table(tmp_path, text, error, message):
