@@ -1331,8 +1331,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "label is, and no real context is NULL (session_labels gives strings)"
        for line in ("per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), None,",
                     "per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), ibis.literal(None),")},
-    ("importance-reduce", "_long_values", 'p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))'):
-        "ibis reads type names case-insensitively",
+    **{("importance-reduce", "_long_values", line): "ibis reads type names case-insensitively"
+       for line in ('p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))',
+                    'p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("FLOAT64"))')},
     # slate-estimators
     ("slate-estimators", "_capped", "return w if (math.isinf(clip)) and False else np.minimum(w, clip)"):
         "np.minimum(w, ∞) holds w's values (NaN stays NaN) in w's float64: a copy of weights fresh from "
