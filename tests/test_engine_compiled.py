@@ -596,3 +596,29 @@ def test_the_second_moment_of_ideal_dcg_over_the_sessions_where_it_is_positive()
         assert (row["n_r"], row["den_sum"], row["den_m2"]) == (3, 3.0, 2.0)
         assert (row["n_pos"], row["pden_sum"], row["pden_m2"]) == (2, 3.0, 0.5)
         assert (row["ndcg__logging__sum"], row["ndcg__logging__m2"]) == (2.0, pytest.approx(2 / 3, rel=1e-12))
+
+
+def test_a_paired_difference_whose_moments_overflow_alone_is_refused():
+    """Two sessions: the target ranks the rewarded item where the logging policy did not, and the other way round.
+    With D = log2 cut at 1 and D0 = log2, x_target = (0, a·log2 3), x_logging = (a, 0): m2 of the target is
+    (a·log2 3)² / 2 = 1.26e308 at a = 1e154 (finite), but d = x_target − x_logging = (−a, a·log2 3) has
+    m2_diff = (a·(1 + log2 3))² / 2 = 3.34e308, beyond double precision: the paired column alone overflows."""
+    from offeval_core.errors import NonFiniteMoments
+
+    def logs(a):
+        return read_logs(pd.DataFrame({"session_id": ["s1", "s2", "s1", "s2"], "rank": [1, 2, 2, 1],
+                                       "click": [a, a, 0.0, 0.0], "rank__a": [2, 1, 1, 2], "day": 0,
+                                       "arm": "control", "segment": "g"}))
+
+    grid = Grid(rewards=("click",), policies=("a",), discounts=("log2@1",), exposures=("log2",), clips=(math.inf,))
+    row = reduce(logs(1.0), grid, cache=None).offline.set_index(["policy", "metric"]).loc[("a", "dcg")]
+    log3 = math.log2(3)
+    assert row["m2"] == pytest.approx(log3 ** 2 / 2, rel=1e-12)
+    assert row["m2_diff"] == pytest.approx((1 + log3) ** 2 / 2, rel=1e-12)
+    with pytest.raises(NonFiniteMoments) as err, warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        reduce(logs(1e154), grid, cache=None)
+    assert str(err.value) == (
+        "the moments of reward 'click' are not finite at discount log2@1, exposure log2, clip inf, policy a, "
+        "metric dcg (column 'm2_diff'; 1 row(s) in all): the values (or their squares) are beyond double precision "
+        "(about 1.8e308); rescale the reward (e.g. to thousands) or use a finite clip value")
