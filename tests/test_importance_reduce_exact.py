@@ -157,3 +157,37 @@ def test_piece_ncis_influence_values_by_hand():
     assert b["co_ref"] == pytest.approx(4 / 9, abs=1e-12)                        # Σ(ψ − 2/3)(c − 1/2)
     assert b["sum_diff"] == pytest.approx(1 / 3, abs=1e-12)                      # d = ψ − c = (1/9, 2/9)
     assert b["m2_diff"] == pytest.approx(2 * (1 / 18) ** 2, abs=1e-12)
+
+
+def test_paired_moments_of_an_impression_scale_estimator_by_hand():
+    """CIS per impression at c = 2 on four sessions of 1-3 rows (π_p, π_t per row; w̄ = min(π_t / π_p, 2)):
+
+        session  rows (click, π_p, π_t)                        a = Σ w̄ r   c = Σ r   y = m   d = a − c
+        1        (1, .5, .5) (0, .25, .5)                      1           1         2       0
+        2        (0, .5, .25)                                  0           0         1       0
+        3        (1, .25, 1) (1, .5, .5) (0, .5, .25)          2 + 1 = 3   2         3       1
+        4        (1, .5, 1)                                    2           1         1       1
+
+    Σd = 2, d̄ = 1/2, m2_diff = 4 · 1/4 = 1; ȳ = 7/4, Σ(y − ȳ)² = 2.75 and
+    co_diff_den = Σ(d − d̄)(y − ȳ) = −1/8 + 3/8 + 5/8 − 3/8 = 1/2. The paired effect Σd / Σy = 2/7 shares the
+    denominator y of both policies, so its standard error reads co_diff_den (no other test of the importance
+    reduce reads that column)."""
+    from offeval_core.estimators import estimate_from_row
+    from offeval_core.stats import ratio_estimate
+
+    df = pd.DataFrame({"session_id": [1, 1, 2, 3, 3, 3, 4], "rank": [1, 2, 1, 1, 2, 3, 1],
+                       "click": [1, 0, 0, 1, 1, 0, 1],
+                       "logging_propensity": [0.5, 0.25, 0.5, 0.25, 0.5, 0.5, 0.5],
+                       "target_propensity__t": [0.5, 0.5, 0.25, 1.0, 0.5, 0.25, 1.0]})
+    m = imp.reduce_importance(read_logs(df), rewards=("click",), clips=(2,), cappings=("max",),
+                              scales=("impression",))
+    o = m.offline
+    row = o[(o["policy"] == "t") & (o["metric"] == "cis@impression") & (o["clip"] == 2)].iloc[0]
+    assert (row["n"], row["sum"], row["den_sum"], row["sum_diff"]) == (4, 6.0, 7.0, 2.0)
+    assert row["m2_diff"] == pytest.approx(1.0, abs=1e-12)
+    assert row["den_m2"] == pytest.approx(2.75, abs=1e-12)
+    assert row["co_diff_den"] == pytest.approx(0.5, abs=1e-12)
+    effect = estimate_from_row(row, metric="cis@impression", level=0.95, diff=True)
+    by_hand = ratio_estimate(4, 2.0, 1.0, 7.0, 2.75, 0.5, level=0.95)
+    assert effect.value == pytest.approx(2 / 7, abs=1e-12)
+    assert effect.stderr == pytest.approx(by_hand.stderr, rel=1e-12)

@@ -1331,6 +1331,17 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "label is, and no real context is NULL (session_labels gives strings)"
        for line in ("per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), None,",
                     "per = per.mutate(ctx_=ibis.ifelse(pooled_context(per.ctx_rows_, per.exact), ibis.literal(None),")},
+    ("importance-reduce", "_aggregate", 'n_exact=long.exact.cast("INT64").sum(),'):
+        "ibis reads type names case-insensitively",
+    **{("importance-reduce", "_to_long", line):
+       "the wide moments (grouped by v, the group keys, reward, kernel and scale) share only v with the variants' "
+       "v, clip_value and capping, so the merge's common columns are its key"
+       for line in ('wide = wide.merge(variants[["v", "clip_value", "capping"]], on=None)',
+                    'wide = wide.merge(variants[["v", "clip_value", "capping"]], )')},
+    **{("importance-reduce", "_to_long", line): "three columns of one frame always have the same length"
+       for line in ('for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], strict=None)]',
+                    'for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], strict=False)]',
+                    'for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], )]')},
     **{("importance-reduce", "_long_values", line): "ibis reads type names case-insensitively"
        for line in ('p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))',
                     'p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("FLOAT64"))')},
