@@ -34,7 +34,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr
 
 from offeval_core.arms import offline_rows
 from offeval_core.defaults import LEVEL
@@ -45,7 +44,7 @@ from offeval_core.logs import POLICY_PREFIX, TARGET_CONDITIONAL_PREFIX, TARGET_P
 from offeval_core.multiple import holm
 from offeval_core.policies import choose_target_policy, target_policies
 from offeval_core.results import json_number
-from offeval_core.stats import normal_quantile
+from offeval_core.stats import normal_quantile, one_sided_p, two_sided_p
 from offeval_core.verdicts import EstimatorCheck, ranking_estimators, slate_estimators
 
 __all__ = [
@@ -251,7 +250,7 @@ def _rewards_above(p: pd.DataFrame, *, name: str, question: str, alpha: float, l
                                "variation in the rewards above within an item.", identified=False)
     z = normal_quantile(level)
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
-    pv = float(ndtr(b / se)) if se > 0 else math.nan   # one-sided: a fall
+    pv = one_sided_p(-b, se) if se > 0 else math.nan   # one-sided: a fall
     fires = bool(pv < alpha)
     finding = (f"a reward above changes the reward rate by {rel:+.1%} [{lo:+.1%}, {hi:+.1%}] {given}, "
                f"p = {pv:.2g} (one-sided, a fall)" + (f"; {why}" if why else "") + ".")
@@ -292,7 +291,7 @@ def check_interaction(logs: Logs, reward: str, *, categories: Mapping | pd.Serie
                                "or no variation in same-category items above within an item.", identified=False)
     z = normal_quantile(level)
     rel, lo, hi = b / base, (b - z * se) / base, (b + z * se) / base
-    pv = float(2 * ndtr(-abs(b / se))) if se > 0 else math.nan
+    pv = two_sided_p(b, se) if se > 0 else math.nan
     fires = bool(pv < alpha)
     finding = (f"each same-category item above changes the reward rate by {rel:+.1%} [{lo:+.1%}, {hi:+.1%}] "
                f"given the item and rank, p = {pv:.2g}: "
@@ -359,7 +358,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
         first_slot = np.r_[True, sess[1:] != sess[:-1]]
         w1 = w[first_slot]                                       # one slot per session: independent units
         m, se = float(w1.mean()), float(w1.std(ddof=1) / math.sqrt(len(w1)))
-        pv = float(ndtr((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
+        pv = one_sided_p(1 - m, se) if se > 0 else (0.0 if m < 1 else 1.0)  # one-sided: below 1
         fires = pv < alpha
         finding = (f"the mean importance weight at the top slot is {m:.3f} [{m - z * se:.3f}, {m + z * se:.3f}] "
                    f"(1 with full support), p = {pv:.2g}: "
@@ -380,7 +379,7 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
     m, se = float(per.mean()), float(per.std(ddof=1) / math.sqrt(len(per)))
     deepest = int(f["rank"].max())
     beyond = float(d(np.arange(deepest + 1, k + 1)).sum() / total) if k > deepest else 0.0
-    pv = float(ndtr((m - 1) / se)) if se > 0 else (0.0 if m < 1 else 1.0)
+    pv = one_sided_p(1 - m, se) if se > 0 else (0.0 if m < 1 else 1.0)  # one-sided: below 1
     fires = pv < alpha
     finding = (f"IPS sees {m:.1%} [{m - z * se:.1%}, {m + z * se:.1%}] of the {policy} policy's exposure under {d.spec}; "
                f"{beyond:.1%} of it lies beyond the deepest logged rank {deepest} (of {k}), p = {pv:.2g}: "
