@@ -191,3 +191,31 @@ def test_paired_moments_of_an_impression_scale_estimator_by_hand():
     by_hand = ratio_estimate(4, 2.0, 1.0, 7.0, 2.75, 0.5, level=0.95)
     assert effect.value == pytest.approx(2 / 7, abs=1e-12)
     assert effect.stderr == pytest.approx(by_hand.stderr, rel=1e-12)
+
+
+def test_the_logging_rows_read_the_logging_moments_and_leave_the_paired_columns_empty():
+    """The same four sessions: the logging policy's NCIS-per-impression row has the logging denominator u = m
+    (Σ = 7, Σ(u − ū)² = 2.75), not the target's y = Σ w̄ per session (3, 0.5, 3.5, 2: Σ = 9, Σ(y − ȳ)² = 5.25);
+    its paired columns are empty; the frame has exactly the moments schema's columns, n as integers and every
+    moment as float64."""
+    df = pd.DataFrame({"session_id": [1, 1, 2, 3, 3, 3, 4], "rank": [1, 2, 1, 1, 2, 3, 1],
+                       "click": [1, 0, 0, 1, 1, 0, 1],
+                       "logging_propensity": [0.5, 0.25, 0.5, 0.25, 0.5, 0.5, 0.5],
+                       "target_propensity__t": [0.5, 0.5, 0.25, 1.0, 0.5, 0.25, 1.0]})
+    o = imp.reduce_importance(read_logs(df), rewards=("click",), clips=(2,), cappings=("max",),
+                              scales=("impression",)).offline
+    ncis = o[(o["metric"] == "ncis@impression") & (o["clip"] == 2)].set_index("policy")
+    assert (ncis.loc["t", "den_sum"], ncis.loc["logging", "den_sum"]) == (9.0, 7.0)
+    assert ncis.loc["t", "den_m2"] == pytest.approx(5.25, abs=1e-12)
+    assert ncis.loc["logging", "den_m2"] == pytest.approx(2.75, abs=1e-12)
+    assert ncis.loc["logging", "sum"] == 4.0 and ncis.loc["logging", "co_den"] == ncis.loc["t", "ref_co_den"]
+    logging_rows = o[o["policy"] == "logging"]
+    assert logging_rows[["sum_diff", "m2_diff", "co_diff_den"]].isna().all().all()
+    assert o[o["policy"] == "t"][["sum_diff", "m2_diff", "co_diff_den"]].notna().all().all()
+    moments = ["sum", "m2", "den_sum", "den_m2", "co_den", "sum_diff", "m2_diff", "co_diff_den", "ref_sum", "ref_m2",
+               "ref_den_sum", "ref_den_m2", "ref_co_den", "co_ref", "co_ref_den", "den_co_ref", "den_co_ref_den",
+               "w_rows", "w_sum", "w_sumsq", "wc_sum", "wc_sumsq", "w_max", "n_exact"]
+    assert o.columns.tolist() == ["experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "clip",
+                                  "policy", "metric", "n", *moments]
+    assert o["n"].dtype == np.int64
+    assert {c: str(o[c].dtype) for c in moments} == dict.fromkeys(moments, "float64")

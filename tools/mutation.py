@@ -1342,6 +1342,21 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], strict=None)]',
                     'for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], strict=False)]',
                     'for k, c, s in zip(wide["kernel"], wide["capping"], wide["scale"], )]')},
+    **{("importance-reduce", "_to_long", line): "three columns of one frame always have the same length"
+       for line in ('for k, s in zip(part["kernel"], part["scale"], strict=None)]',
+                    'for k, s in zip(part["kernel"], part["scale"], )]',
+                    'for k, s in zip(part["kernel"], part["scale"], strict=False)]')},
+    **{("importance-reduce", "_to_long", line):
+       "reduce_importance concatenates every policy's frame with ignore_index=True before anyone reads an index, "
+       "and within _to_long columns are only assigned from the same frame (the same index object)"
+       for line in ('out = pd.concat([wide, *uncapped], ignore_index=None).drop(columns=["v", "kernel", "scale", '
+                    '"capping"])',
+                    'out = pd.concat([wide, *uncapped], ).drop(columns=["v", "kernel", "scale", "capping"])',
+                    'out = pd.concat([wide, *uncapped], ignore_index=False).drop(columns=["v", "kernel", "scale", '
+                    '"capping"])',
+                    "return pd.concat([log, out], ignore_index=None)",
+                    "return pd.concat([log, out], )",
+                    "return pd.concat([log, out], ignore_index=False)")},
     **{("importance-reduce", "_long_values", line): "ibis reads type names case-insensitively"
        for line in ('p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))',
                     'p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("FLOAT64"))')},
