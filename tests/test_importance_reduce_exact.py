@@ -11,6 +11,7 @@ groups), on four sessions of one row each.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import warnings
 
@@ -219,3 +220,26 @@ def test_the_logging_rows_read_the_logging_moments_and_leave_the_paired_columns_
                                   "policy", "metric", "n", *moments]
     assert o["n"].dtype == np.int64
     assert {c: str(o[c].dtype) for c in moments} == dict.fromkeys(moments, "float64")
+
+
+@pytest.mark.parametrize("days", [
+    [dt.date(2024, 1, 1)] * 3 + [dt.date(2024, 1, 2)] * 4,  # DuckDB returns dates as timestamps
+    [20240101.0] * 3 + [20240102.0] * 4,                    # the logs keep float days as objects; DuckDB as float64
+], ids=["dates", "float days"])
+def test_the_importance_moments_give_day_the_logs_own_type(days):
+    """Sessions 1, 2 on the first day, 3, 4 on the second: each day's rows carry the logs' own day values and
+    type, in the offline and the online moments alike (so the two merge on day)."""
+    df = pd.DataFrame({"session_id": [1, 1, 2, 3, 3, 3, 4], "rank": [1, 2, 1, 1, 2, 3, 1], "day": days,
+                       "click": [1, 0, 0, 1, 1, 0, 1],
+                       "logging_propensity": [0.5, 0.25, 0.5, 0.25, 0.5, 0.5, 0.5],
+                       "target_propensity__t": [0.5, 0.5, 0.25, 1.0, 0.5, 0.25, 1.0]})
+    logs = read_logs(df)
+    m = imp.reduce_importance(logs, rewards=("click",), clips=(2,), cappings=("max",), scales=("impression",))
+    first, second = logs.sessions["day"].iloc[0], logs.sessions["day"].iloc[-1]
+    for frame in (m.offline, m.online):
+        assert frame["day"].dtype == logs.sessions["day"].dtype
+        assert {type(d) for d in frame["day"]} == {type(first)}
+        assert frame.groupby("day")["n"].first().to_dict() == {first: 2, second: 2}
+    cis = m.offline[(m.offline["policy"] == "t") & (m.offline["metric"] == "cis@impression")
+                    & (m.offline["clip"] == 2)].set_index("day")
+    assert cis["sum"].to_dict() == {first: 1.0, second: 5.0}  # Σ w̄ r: sessions 1 + 2 = 1 + 0, 3 + 4 = 3 + 2
