@@ -243,3 +243,45 @@ def test_the_importance_moments_give_day_the_logs_own_type(days):
     cis = m.offline[(m.offline["policy"] == "t") & (m.offline["metric"] == "cis@impression")
                     & (m.offline["clip"] == 2)].set_index("day")
     assert cis["sum"].to_dict() == {first: 1.0, second: 5.0}  # Σ w̄ r: sessions 1 + 2 = 1 + 0, 3 + 4 = 3 + 2
+
+
+def _two_policies():
+    """The four sessions of the module docstring with a second ranked policy u that has no target propensity."""
+    return read_logs(frame().assign(rank__u=1))
+
+
+def test_the_importance_reduce_reads_only_the_rewards_it_is_asked_for():
+    m = imp.reduce_importance(_two_policies(), rewards=("buy",), clips=(2,), cappings=("max",))
+    assert set(m.offline["reward"]) == set(m.online["reward"]) == {"buy"}
+    cis = m.offline[(m.offline["policy"] == "t") & (m.offline["metric"] == "cis") & (m.offline["clip"] == 2)]
+    assert cis["sum"].sum() == 0.5  # buy only in session 2, whose capped weight is 0.5
+
+
+def test_the_importance_reduce_takes_every_ranked_policy_with_exposure_weights_and_the_logged_ones_otherwise():
+    logs = _two_policies()
+    assert set(imp.reduce_importance(logs, clips=(2,)).offline["policy"]) == {"logging", "t"}
+    exposure = imp.reduce_importance(logs, clips=(2,), weights="exposure", discount="log2", exposure="log2")
+    assert set(exposure.offline["policy"]) == {"logging", "t", "u"}
+
+
+def test_an_unknown_scale_is_refused_by_name():
+    from offeval_core.errors import SpecError
+
+    with pytest.raises(SpecError) as err:
+        imp.reduce_importance(_two_policies(), scales=("daily",))
+    assert str(err.value) == "scale must be one of 'session', 'impression'; got 'daily'"
+
+
+def test_the_importance_reduce_runs_on_a_given_backend():
+    from offeval_core.engine import connect
+
+    def views(backend):
+        return backend.con.sql("select count(*) from duckdb_views() where not internal").fetchall()[0][0]
+
+    logs = _two_policies()
+    backend = connect(threads=1)
+    assert views(backend) == 0
+    got = imp.reduce_importance(logs, clips=(2,), backend=backend)
+    assert views(backend) >= 1  # the session table was registered there
+    want = imp.reduce_importance(logs, clips=(2,))
+    pd.testing.assert_frame_equal(got.offline, want.offline, check_exact=False, rtol=1e-12, atol=1e-12)
