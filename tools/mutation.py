@@ -1357,6 +1357,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "return pd.concat([log, out], ignore_index=None)",
                     "return pd.concat([log, out], )",
                     "return pd.concat([log, out], ignore_index=False)")},
+    **{("importance-reduce", "session_table", line):
+       "lp is read only by the exact ν of propensity weights; with exposure weights the column is carried, not read"
+       for line in ('lp = t["logging_propensity"] if setup.mode == "propensity" else ibis.literal(None)',
+                    'lp = t["logging_propensity"] if setup.mode == "propensity" else ibis.literal(2.0)')},
     **{("importance-reduce", "_long_values", line): "ibis reads type names case-insensitively"
        for line in ('p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))',
                     'p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("FLOAT64"))')},
