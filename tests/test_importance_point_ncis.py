@@ -45,3 +45,29 @@ def test_plug_in_where_the_logged_actions_do_not_enumerate_it():
                      estimator="point-ncis", clip=1.5, context="segment")
     assert r.target.value == pytest.approx(0.75, abs=1e-12)
     assert r.diagnostics["exact_share"] == 0.0
+
+
+def test_two_logged_items_with_the_same_propensities_are_two_actions_of_the_enumeration():
+    # π_p = (0.5, 0.5), π_t = (0.5, 0.5): both items have w = 1, so (π_p, w) alone cannot tell them apart; the
+    # logged actions still enumerate π_p (Σ π_p = 1), ν = 0.5 · 1 + 0.5 · 1 = 1 and PointNCIS is exact: the
+    # mean click 2 / 4 (the plug-in, Σ W̄ r / Σ W̄, would give the same value but not exact_share 1)
+    def flat():
+        items, clicks = ("A", "A", "B", "B"), (1, 0, 1, 0)
+        return read_logs(pd.DataFrame({
+            "session_id": range(4), "rank": 1, "item_id": list(items), "segment": "s", "click": list(clicks),
+            "logging_propensity": 0.5, "target_propensity__new": 0.5}))
+
+    r = imp.estimate(flat(), reward="click", policy="new", estimator="point-ncis", clip=1.5, context="segment")
+    assert r.target.value == pytest.approx(0.5, abs=1e-12)
+    assert r.diagnostics["exact_share"] == 1.0
+
+
+def test_an_enumerated_context_the_target_never_shows_is_not_exact():
+    # π_t = 0 for both logged items: W̄ = 0 everywhere, so ν = Σ π_p W̄ = 0 and Σ W̄ r / ν is undefined; the
+    # context is not exact, and the plug-in of a cell without capped weight is 0 (no NaN)
+    zero = read_logs(pd.DataFrame({
+        "session_id": range(4), "rank": 1, "item_id": ["A", "A", "A", "B"], "segment": "s", "click": [1, 1, 0, 0],
+        "logging_propensity": 0.5, "target_propensity__new": 0.0}))
+    r = imp.estimate(zero, reward="click", policy="new", estimator="point-ncis", clip=1.5, context="segment")
+    assert r.target.value == 0.0
+    assert r.diagnostics["exact_share"] == 0.0

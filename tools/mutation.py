@@ -1361,6 +1361,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "lp is read only by the exact ν of propensity weights; with exposure weights the column is carried, not read"
        for line in ('lp = t["logging_propensity"] if setup.mode == "propensity" else ibis.literal(None)',
                     'lp = t["logging_propensity"] if setup.mode == "propensity" else ibis.literal(2.0)')},
+    ("importance-reduce", "session_table", "nu = nu.mutate(ok=((nu.mass - 1.0).abs() <= EXACT_TOL) & (nu.nu > 0))"):
+        "|mass − 1| never equals EXACT_TOL: for a mass in [0.5, 2] the difference is exact and a multiple of 2^-53, "
+        "which the double nearest 1e-6 is not (its 2^53 multiple has denominator 2^19); elsewhere it is ≥ 0.5",
+    **{("importance-reduce", "session_table", line): "ibis reads type names case-insensitively"
+       for line in ('base = t.select("session", "rank", "item_id", *rewards, w=w.cast("FLOAT64"), lp=lp.cast("float64"))',
+                    'base = t.select("session", "rank", "item_id", *rewards, w=w.cast("float64"), lp=lp.cast("FLOAT64"))')},
     **{("importance-reduce", "_long_values", line): "ibis reads type names case-insensitively"
        for line in ('p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))',
                     'p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("FLOAT64"))')},
