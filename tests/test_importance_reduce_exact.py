@@ -259,9 +259,28 @@ def test_the_importance_reduce_reads_only_the_rewards_it_is_asked_for():
 
 def test_the_importance_reduce_takes_every_ranked_policy_with_exposure_weights_and_the_logged_ones_otherwise():
     logs = _two_policies()
-    assert set(imp.reduce_importance(logs, clips=(2,)).offline["policy"]) == {"logging", "t"}
+    propensity = imp.reduce_importance(logs, clips=(2,))
+    assert set(propensity.offline["policy"]) == {"logging", "t"}
+    assert propensity.discount_labels == {"propensity": "logged propensities π_t / π_p"}
     exposure = imp.reduce_importance(logs, clips=(2,), weights="exposure", discount="log2", exposure="log2")
     assert set(exposure.offline["policy"]) == {"logging", "t", "u"}
+    assert exposure.discount_labels == {}  # log2 needs no label of the importance reduce's own
+    # exposure ratios have no exact PointNCIS normaliser (no logged propensities to enumerate): every session is
+    # plug-in, so PointNCIS is not CIS (which the exact part with ν = 1 would give); items logged at ranks 2, 1, 2, 1
+    # and ranked 1, 1, 3, 2 by t have the weights log2(r + 1) / log2(R + 1) = 1.58, 1, 0.79, 0.63, and the
+    # clip 1.2 binds, so the plug-in normaliser (the capped share of the weight mass) is not 1
+    moved = read_logs(frame().assign(rank=[2, 1, 2, 1], rank__t=[1, 1, 3, 2]))
+    exposure = imp.reduce_importance(moved, clips=(1.2,), weights="exposure", discount="log2", exposure="log2")
+    targets = exposure.offline[exposure.offline["policy"] != "logging"]   # (the logging rows leave n_exact empty)
+    assert len(targets) and (targets["n_exact"] == 0).all()
+    rows = targets[(targets["policy"] == "t") & (targets["clip"] == 1.2)].groupby("metric")[["sum"]].sum()
+    assert rows.loc["point-ncis", "sum"] != pytest.approx(rows.loc["cis", "sum"])
+
+
+def test_the_importance_moments_name_the_logs_they_come_from(tmp_path):
+    path = tmp_path / "four.csv"
+    frame().to_csv(path, index=False)
+    assert imp.reduce_importance(read_logs(path), clips=(2,)).source == str(path)
 
 
 def test_an_unknown_scale_is_refused_by_name():

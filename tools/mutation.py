@@ -1367,6 +1367,24 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("importance-reduce", "session_table", line): "ibis reads type names case-insensitively"
        for line in ('base = t.select("session", "rank", "item_id", *rewards, w=w.cast("FLOAT64"), lp=lp.cast("float64"))',
                     'base = t.select("session", "rank", "item_id", *rewards, w=w.cast("float64"), lp=lp.cast("FLOAT64"))')},
+    **{("importance-reduce", "reduce_importance", line):
+       "_match_day assigns day from the same frame (the same index object) and _tidy takes the rows by position "
+       "and resets the index before anyone reads it"
+       for line in ("offline = pd.concat(parts, ignore_index=None)  # the uncapped rows (IS, SNIPS) may overflow "
+                    "where capped",
+                    "offline = pd.concat(parts, )  # the uncapped rows (IS, SNIPS) may overflow where capped",
+                    "offline = pd.concat(parts, ignore_index=False)  # the uncapped rows (IS, SNIPS) may overflow "
+                    "where capped")},
+    ("importance-reduce", "session_table", "ok, nu_e = ibis.literal(False), ibis.literal(2.0)"):
+        "ν is read only where ok, and with exposure weights ok is False on every row",
+    **{("importance-reduce", "session_table", line): "ibis reads type names case-insensitively"
+       for line in ('aggs = {"m": x.count().cast("FLOAT64"), "s": x.wbar.sum(), "exact": x.ok.cast("int64").min(),',
+                    'aggs = {"m": x.count().cast("float64"), "s": x.wbar.sum(), "exact": x.ok.cast("INT64").min(),')},
+    **{("importance-reduce", "session_table", line):
+       "p__r is read only in sessions whose every row is exact (exact = min(ok) = 1), where no row takes the else "
+       "value; SUM skips NULLs"
+       for line in ('aggs[f"p__{r}"] = ibis.ifelse(x.ok, x.wbar * x[r] / x.nu, None).sum()',
+                    'aggs[f"p__{r}"] = ibis.ifelse(x.ok, x.wbar * x[r] / x.nu, 1.0).sum()')},
     **{("importance-reduce", "_long_values", line): "ibis reads type names case-insensitively"
        for line in ('p2 = per.mutate(u_=u.cast("FLOAT64"), y_=y_ncis.cast("float64"))',
                     'p2 = per.mutate(u_=u.cast("float64"), y_=y_ncis.cast("FLOAT64"))')},
