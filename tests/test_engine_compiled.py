@@ -600,9 +600,10 @@ def test_the_second_moment_of_ideal_dcg_over_the_sessions_where_it_is_positive()
 
 def test_a_paired_difference_whose_moments_overflow_alone_is_refused():
     """Two sessions: the target ranks the rewarded item where the logging policy did not, and the other way round.
-    With D = log2 cut at 1 and D0 = log2, x_target = (0, a·log2 3), x_logging = (a, 0): m2 of the target is
-    (a·log2 3)² / 2 = 1.26e308 at a = 1e154 (finite), but d = x_target − x_logging = (−a, a·log2 3) has
-    m2_diff = (a·(1 + log2 3))² / 2 = 3.34e308, beyond double precision: the paired column alone overflows."""
+    With D = log2 cut at 1 and D0 = log2, x_target = (0, a·log2 3), x_logging = (a, 0): at a = 8e153 every value
+    and its square are finite (the largest, (a·log2 3)² = 1.61e308, under 1.8e308, whichever way the backend sums
+    squares) and m2 of the target is (a·log2 3)² / 2 = 8.04e307, but d = x_target − x_logging = (−a, a·log2 3)
+    has m2_diff = (a·(1 + log2 3))² / 2 = 2.14e308, beyond double precision: the paired column alone overflows."""
     from offeval_core.errors import NonFiniteMoments
 
     def logs(a):
@@ -617,7 +618,7 @@ def test_a_paired_difference_whose_moments_overflow_alone_is_refused():
     assert row["m2_diff"] == pytest.approx((1 + log3) ** 2 / 2, rel=1e-12)
     with pytest.raises(NonFiniteMoments) as err, warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        reduce(logs(1e154), grid, cache=None)
+        reduce(logs(8e153), grid, cache=None)
     assert str(err.value) == (
         "the moments of reward 'click' are not finite at discount log2@1, exposure log2, clip inf, policy a, "
         "metric dcg (column 'm2_diff'; 1 row(s) in all): the values (or their squares) are beyond double precision "
