@@ -664,6 +664,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
         "float64 values array casts them the same way",
     # engine-reduction
+    **{("engine-reduction", "_session_counts", line):
+       "a cache miss: the counts are computed again from the same sessions, the same table"
+       for line in ('if "XXcountsXX" not in state:', 'if "COUNTS" not in state:')},
     ("engine-reduction", "reduce", "out = reduce(logs, grid, pbm_floor=pbm_floor, )"):
         "the inner reduce computes the moments of the same key whichever cache it consults (the environment's, "
         "off in the tests): an entry holds exactly those moments",
