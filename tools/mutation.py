@@ -664,6 +664,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
         "float64 values array casts them the same way",
     # engine-reduction
+    **{("engine-reduction", "_reduce", "labels = {spec: m.label for spec, m in zip([*grid.discounts, *grid.exposures], "
+        f"[*discounts, *exposures], {a})}}"):
+       "discounts and exposures are built one per grid spec, so the two lists always have the same length"
+       for a in ("strict=None", "", "strict=False")},
     **{("engine-reduction", "_session_counts", line):
        "a cache miss: the counts are computed again from the same sessions, the same table"
        for line in ('if "XXcountsXX" not in state:', 'if "COUNTS" not in state:')},
