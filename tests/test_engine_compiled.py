@@ -623,3 +623,16 @@ def test_a_paired_difference_whose_moments_overflow_alone_is_refused():
         "the moments of reward 'click' are not finite at discount log2@1, exposure log2, clip inf, policy a, "
         "metric dcg (column 'm2_diff'; 1 row(s) in all): the values (or their squares) are beyond double precision "
         "(about 1.8e308); rescale the reward (e.g. to thousands) or use a finite clip value")
+
+
+def test_the_reduce_puts_the_group_and_variant_columns_first_and_sorts_the_rows_by_them():
+    """The moments' rows in a stable order whatever order the backend returns them in: group keys, reward and the
+    variant columns first, rows sorted by them (as sort_values would; policy names alphabetically, 'logging' among
+    them)."""
+    grid = Grid(rewards=("click",), policies=("b", "a"), discounts=("log2", "reciprocal"), exposures=("log2",),
+                clips=(4, 1, math.inf))
+    o = reduce(read_logs(random_logs(np.random.default_rng(5), n_sessions=40)), grid, cache=None).offline
+    front = ["experiment_id", "day", "arm", "segment", "reward", "discount", "exposure", "clip", "policy", "metric"]
+    assert o.columns[:len(front)].tolist() == front
+    assert set(o["policy"]) == {"a", "b", "logging"} and set(o["clip"]) == {1.0, 4.0, math.inf}
+    pd.testing.assert_frame_equal(o, o.sort_values(front, kind="stable").reset_index(drop=True))
