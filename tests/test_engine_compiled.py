@@ -636,3 +636,15 @@ def test_the_reduce_puts_the_group_and_variant_columns_first_and_sorts_the_rows_
     assert o.columns[:len(front)].tolist() == front
     assert set(o["policy"]) == {"a", "b", "logging"} and set(o["clip"]) == {1.0, 4.0, math.inf}
     pd.testing.assert_frame_equal(o, o.sort_values(front, kind="stable").reset_index(drop=True))
+
+
+def test_an_empty_moments_frame_keeps_its_columns_in_order():
+    from offeval_core.engine.reduction import _tidy
+
+    empty = pd.DataFrame({"sum": pd.Series(dtype=float), "policy": pd.Series(dtype=object),
+                          "experiment_id": pd.Series(dtype=object), "day": pd.Series(dtype="int64"),
+                          "arm": pd.Series(dtype=object), "segment": pd.Series(dtype=object),
+                          "reward": pd.Series(dtype=object), "clip": pd.Series(dtype=float)})
+    out = _tidy(empty, ["experiment_id", "day", "arm", "segment"])
+    assert out.columns.tolist() == ["experiment_id", "day", "arm", "segment", "reward", "clip", "policy", "sum"]
+    assert len(out) == 0 and out.index.equals(pd.RangeIndex(0))

@@ -669,9 +669,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "grid), so no code is −1 and the stand-in for a missing value is never taken"
        for line in ("codes.append(np.where(None, len(uniques), code))  # missing last, as sort_values puts them",
                     "codes.append(np.where(code < 0, None, code))  # missing last, as sort_values puts them")},
-    ("engine-reduction", "_tidy",
-     "order = np.lexsort(codes[::-1]) if (len(df)) or True else np.zeros(0, dtype=np.int64)"):
-        "np.lexsort of empty keys is an empty integer order too",
     **{("engine-reduction", "_reduce", "labels = {spec: m.label for spec, m in zip([*grid.discounts, *grid.exposures], "
         f"[*discounts, *exposures], {a})}}"):
        "discounts and exposures are built one per grid spec, so the two lists always have the same length"

@@ -321,7 +321,7 @@ def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:
     for c in front:
         code, uniques = pd.factorize(df[c], sort=True)
         codes.append(np.where(code < 0, len(uniques), code))  # missing last, as sort_values puts them
-    order = np.lexsort(codes[::-1]) if len(df) else np.zeros(0, dtype=np.int64)
+    order = np.lexsort(codes[::-1])  # (an empty frame: empty codes, an empty order)
     df = df[front + rest].take(order).reset_index(drop=True)
     for k in ("experiment_id", "arm", "segment"):
         df[k] = df[k].astype(str)
