@@ -648,3 +648,21 @@ def test_an_empty_moments_frame_keeps_its_columns_in_order():
     out = _tidy(empty, ["experiment_id", "day", "arm", "segment"])
     assert out.columns.tolist() == ["experiment_id", "day", "arm", "segment", "reward", "clip", "policy", "sum"]
     assert len(out) == 0 and out.index.equals(pd.RangeIndex(0))
+
+
+def test_the_finiteness_check_lets_the_weight_diagnostics_overflow_but_not_a_moment():
+    """Σw² of uncapped weights (w_sumsq, an ``add`` column) and the largest weight (w_max, a ``max`` column) may
+    overflow while the capped estimates stay finite: their summaries say so. A moment column may not."""
+    from offeval_core import importance as imp
+    from offeval_core.engine import check_finite_moments
+    from offeval_core.errors import NonFiniteMoments
+
+    df = pd.DataFrame({"session_id": [1, 2], "rank": 1, "click": [1, 0], "logging_propensity": [0.5, 0.5],
+                       "target_propensity__t": [0.5, 0.25]})
+    o = imp.reduce_importance(read_logs(df), clips=(2,)).offline
+    target = o["policy"] == "t"
+    check_finite_moments(o.assign(w_sumsq=np.where(target, math.inf, o["w_sumsq"]),
+                                  w_max=np.where(target, math.inf, o["w_max"])), what="the test")
+    with pytest.raises(NonFiniteMoments) as err:
+        check_finite_moments(o.assign(m2=np.where(target, math.inf, o["m2"])), what="the test")
+    assert err.value.column == "m2"
