@@ -87,3 +87,26 @@ def test_a_work_directory_without_results_starts_from_the_record_and_one_with_re
     seeded = json.loads((work / "mutants" / (mod.source + ".meta")).read_text())
     assert seeded["exit_code_by_key"] == meta["exit_code_by_key"]
     assert mutation._seed_from_record("importance-reduce", mod, work) is None  # results there: left as they are
+
+
+def test_a_partial_run_counts_the_mutants_not_run_apart_from_its_rate(tmp_path):
+    mod = mutation.MODULES["importance-reduce"]
+    meta = {"exit_code_by_key": {f"{PREFIX}.x_f__mutmut_1": 1, f"{PREFIX}.x_f__mutmut_2": 36,
+                                 f"{PREFIX}.x_g__mutmut_1": None, f"{PREFIX}.x_g__mutmut_2": None,
+                                 f"{PREFIX}.x_g__mutmut_3": None},
+            "hash_by_function_name": {"x_f": "ab", "x_g": "cd"}}
+    (tmp_path / "mutants" / mod.source).parent.mkdir(parents=True)
+    (tmp_path / "mutants" / (mod.source + ".meta")).write_text(json.dumps(meta))
+    result = mutation._summarise("importance-reduce", mod, tmp_path)
+    assert (result["total"], result["killed"], result["not_run"], result["survivors"]) == (2, 2, 3, [])
+
+
+@given(st.lists(st.sampled_from(["estimate", "_long_values", "Moments.require", "f__g", "f"]), unique=True,
+                min_size=1))
+def test_the_functions_patterns_name_exactly_the_mutants_of_those_functions(functions):
+    import fnmatch
+    keys = [f"{PREFIX}.{f}__mutmut_{i}" for f in ["x_estimate", "x__long_values", "xǁMomentsǁrequire", "x_f__g",
+                                                    "x_f", "x_fg"] for i in (1, 12)]
+    patterns = mutation.function_patterns(PREFIX, functions)
+    chosen = {k for k in keys if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+    assert chosen == {k for k in keys if mutation._function(k) in functions}

@@ -1870,12 +1870,22 @@ def _summarise(name: str, mod: Module, work: Path) -> dict:
     counts: dict[str, int] = {}
     for code in codes.values():
         counts[_status(code)] = counts.get(_status(code), 0) + 1
-    alive = sorted(k for k, code in codes.items() if _status(code) not in ("killed", "timeout"))
+    alive = sorted(k for k, code in codes.items() if _status(code) not in ("killed", "timeout", "not checked"))
     diffs = _diffs(work, mod, alive)
     survivors = [{"key": k, "status": _status(codes[k]), "function": _function(k), "diff": diffs[k]} for k in alive]
     killed = counts.get("killed", 0) + counts.get("timeout", 0)
-    total = sum(counts.values())
-    return {"total": total, "killed": killed, "counts": counts, "survivors": survivors}
+    not_run = counts.get("not checked", 0)
+    total = sum(counts.values()) - not_run
+    return {"total": total, "killed": killed, "not_run": not_run, "counts": counts, "survivors": survivors}
+
+
+def function_patterns(prefix: str, functions) -> list[str]:
+    """mutmut's names of the mutants of the named functions (``f`` or ``Class.method``), as patterns.
+
+    >>> function_patterns("offeval_core.stats", ["pearson", "Moments.require"])
+    ['offeval_core.stats.x_pearson__mutmut_*', 'offeval_core.stats.xǁMomentsǁrequire__mutmut_*']
+    """
+    return [f"{prefix}.x{'ǁ' + f.replace('.', 'ǁ') if '.' in f else '_' + f}__mutmut_*" for f in functions]
 
 
 def pack_record(meta: dict, prefix: str) -> dict:
@@ -1962,7 +1972,8 @@ def _seed_from_record(name: str, mod: Module, work: Path) -> dict | None:
     return record
 
 
-def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0) -> dict:
+def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0, functions=()) -> dict:
+    """Run the module's mutants (only those of ``functions`` when given: a partial run, recorded as such)."""
     mod = MODULES[name]
     work = _prepare(name, mod)
     prev = state.get(name, {})
@@ -1980,12 +1991,12 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
     before = _meta(work, mod)["exit_code_by_key"]
     log = work / "run.log"
     log.write_text("")
-    proc = _mutmut(work, "run", "--max-children", str(jobs), log=log)
+    proc = _mutmut(work, "run", "--max-children", str(jobs), *function_patterns(_prefix(mod), functions), log=log)
     if proc.returncode:
         tail = "\n".join(log.read_text(errors="replace").replace("\r", "\n").splitlines()[-30:])
         raise SystemExit(f"{tail}\nmutmut failed on {name} (exit {proc.returncode}); the whole log: {log}")
     selection = _existing_tests(mod)
-    if not full and prev.get("tests") != tkey and prev.get("selection", selection) == selection:
+    if not full and not functions and prev.get("tests") != tkey and prev.get("selection", selection) == selection:
         # (a changed selection makes mutmut itself rerun every mutant)
         # the tests changed (or were never recorded): mutmut keeps every earlier result, so the mutants that
         # survived an earlier run are run again against the current tests
@@ -2013,6 +2024,8 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0)
             print(f"   WARNING: {len(flipped)} of {len(sample)} killed mutants are not killed in a fresh process: "
                   + ", ".join(flipped), flush=True)
     result = _summarise(name, mod, work)
+    if result["not_run"]:  # a partial run: `make mutate` runs the module again until every mutant has run
+        skey = tkey = "partial"
     state[name] = {"source": skey, "tests": tkey, "selection": selection, "seconds": round(time.perf_counter() - t0),
                    "when": time.strftime("%Y-%m-%d %H:%M"), "result": result}
     _save_state(state, name)
@@ -2030,8 +2043,9 @@ def _line(name: str, entry: dict) -> str:
     r = entry["result"]
     rate = r["killed"] / r["total"] if r["total"] else float("nan")
     untriaged = sum(1 for s in r["survivors"] if not equivalence(name, s))
+    partial = f"  ({r['not_run']} not run yet)" if r.get("not_run") else ""
     return (f"{name:28s} {r['killed']:5d} / {r['total']:5d} killed ({rate:6.1%})  survivors {len(r['survivors']):3d}"
-            f" (untriaged {untriaged:3d})  {entry['seconds']:5d} s  {entry['when']}")
+            f" (untriaged {untriaged:3d})  {entry['seconds']:5d} s  {entry['when']}{partial}")
 
 
 def report(state: dict, names, *, survivors: bool) -> int:
@@ -2075,7 +2089,8 @@ def markdown(state: dict, names) -> str:
         eq = [(s, equivalence(name, s)) for s in r["survivors"]]
         n_eq = sum(1 for _, reason in eq if reason)
         rate = r["killed"] / r["total"] if r["total"] else float("nan")
-        out.append(f"| {name} | `{MODULES[name].source}` | {r['total']} | {r['killed']} | {rate:.1%} | "
+        partial = f" (and {r['not_run']} not run yet)" if r.get("not_run") else ""
+        out.append(f"| {name} | `{MODULES[name].source}` | {r['total']}{partial} | {r['killed']} | {rate:.1%} | "
                    f"{len(r['survivors'])} | {n_eq} | {len(r['survivors']) - n_eq} |")
         for s, reason in eq:
             change = " → ".join(f"`{_cell(line[1:].strip())}`" for line in s["diff"].splitlines())
@@ -2097,6 +2112,9 @@ def main(argv=None) -> int:
     ap.add_argument("--record", action="store_true",
                     help="write the chosen modules' committed records (tools/mutation_records/) from their work "
                          "directories, run nothing (e.g. after stopping a run part-way)")
+    ap.add_argument("--functions", nargs="+", default=(), metavar="FUNCTION",
+                    help="with one module: run only the mutants of these functions (f or Class.method), e.g. "
+                         "the ones changed since the module's last full run; the module is recorded as partial")
     ap.add_argument("--check", type=int, default=0,
                     help="rerun about this many killed mutants in isolated workers to confirm the kills")
     args = ap.parse_args(argv)
@@ -2104,6 +2122,8 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown module(s) {', '.join(unknown)}; known: {', '.join(MODULES)}")
     names = args.modules or list(MODULES)
+    if args.functions and len(args.modules) != 1:
+        ap.error("--functions needs exactly one module")
     if args.list:
         for n in names:
             print(f"{n:28s} {MODULES[n].source:42s} {' '.join(_existing_tests(MODULES[n]))}")
@@ -2124,7 +2144,7 @@ def main(argv=None) -> int:
                          and entry["tests"] == tests_key(MODULES[n]))
             if unchanged and not args.full and not args.modules:
                 continue
-            run_module(n, full=args.full, jobs=args.jobs, state=state, check=args.check)
+            run_module(n, full=args.full, jobs=args.jobs, state=state, check=args.check, functions=args.functions)
             print(_line(n, state[n]), flush=True)
     print()
     return report(state, names, survivors=args.survivors)
