@@ -12,6 +12,11 @@ engine has, and fall back to plain SQL where it lacks them:
   ``try_cast`` to a plain ``CAST`` on PostgreSQL, which stops the query at the first such value, so there only
   text shaped like a number is cast (:class:`GuardedCastColumns`).
 
+- **sorted lists** (a group's values collected into one sorted list, a slice of a list and the dot product of
+  two lists of one length): DuckDB; the graded iDCG then sorts each (session, clip value)'s labels in its
+  group-by instead of ranking them in a window, about 0.8 s less of the demo's ``watch_time`` reduce (2.5 s →
+  1.7 s); elsewhere the window (:func:`sorts_lists`).
+
 Booleans are counted as ``CASE WHEN … THEN 1 ELSE 0 END`` everywhere (:func:`flag`): PostgreSQL casts a
 boolean to a 32-bit integer only.
 """
@@ -21,10 +26,12 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 
 import ibis
+import ibis.expr.datatypes as dt
 
 from offeval_core.engine.ibis_columns import IbisColumns
 
-__all__ = ["GuardedCastColumns", "columns_for", "flag", "has_bitsets", "hashes_structs"]
+__all__ = ["GuardedCastColumns", "columns_for", "flag", "has_bitsets", "hashes_structs", "list_dot_product",
+           "list_slice", "sorts_lists"]
 
 _NATIVE = ("duckdb", "pyspark")  # the engines whose SQL has every feature above (tested on both)
 
@@ -46,6 +53,21 @@ def hashes_structs(backend) -> bool:
 def has_bitsets(backend) -> bool:
     """Whether the backend has ``bit_or`` over 64-bit integers and ``bit_count`` of one (DuckDB, Spark SQL)."""
     return _kind(backend) in _NATIVE
+
+
+def sorts_lists(backend) -> bool:
+    """Whether the backend sorts a collected list and multiplies two lists (:func:`list_dot_product`): DuckDB."""
+    return _kind(backend) == "duckdb"
+
+
+@ibis.udf.scalar.builtin(signature=((dt.Array(dt.float64), dt.Array(dt.float64)), dt.float64))
+def list_dot_product(a, b):
+    """Σ_j a_j · b_j of two lists of one length (DuckDB's ``list_dot_product``)."""
+
+
+@ibis.udf.scalar.builtin(signature=((dt.Array(dt.float64), dt.int64, dt.int64), dt.Array(dt.float64)))
+def list_slice(a, begin, end):
+    """The items ``begin``..``end`` of a list, counted from 1, both included (DuckDB's ``list_slice``)."""
 
 
 # Text a PostgreSQL NUMERIC reads without error whose value pandas also reads as a number: an optional sign,

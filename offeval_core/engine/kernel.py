@@ -13,7 +13,7 @@ are those of m = ∞. So the unclipped values of each session are computed once 
 of binding clip values), and only the (session, binding clip value) pairs are computed clip by clip
 (:func:`_moments`, finished by :func:`_accumulate`). Sorting the labels once per session serves every clip
 value and policy when the reward is binary (c · min(m, w) then sorts like w); for graded rewards the labels
-are ranked per binding clip value. :mod:`offeval_core.engine.per_session` keeps the direct form (every
+are sorted per binding clip value (in a list on DuckDB, in a window elsewhere). :mod:`offeval_core.engine.per_session` keeps the direct form (every
 session at every clip value), the reference this one is tested against.
 
 **Compile once, run many.** Building and compiling the Ibis expression of that query costs about a second,
@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offeval_core.discounts import DiscountModel
-from offeval_core.engine.dialects import flag
+from offeval_core.engine.dialects import flag, list_dot_product, list_slice, sorts_lists
 from offeval_core.engine.grid import INF_CLIP, METRICS, ndcg_of
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source, _fetch_table
@@ -171,7 +171,7 @@ def _lookups(pos: ir.Table, lut: ir.Table, *, n_policies: int) -> ir.Table:
 
 
 def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_clips: int,
-             policies: Sequence[str], keys: Sequence[str], binary: bool) -> ir.Table:
+             policies: Sequence[str], keys: Sequence[str], binary: bool, lists: bool = False) -> ir.Table:
     """The moments of one reward and (D, D0), computed only where a clip value changes a session (finished
     by :func:`_accumulate`).
 
@@ -185,7 +185,9 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     clip value) pairs, about a tenth of sessions × clip values on the demo logs, per clip value (rows with
     clip number ``k`` and ``b`` = −1); one group-by sums every moment per (``k``, ``b``, group). Binary rewards
     rank the labels once per session (c · min(m, 1/D0) sorts like 1/D0 for every m); graded rewards are
-    ranked per binding clip value.
+    ranked per binding clip value: with ``lists`` (:func:`~offeval_core.engine.dialects.sorts_lists`) each
+    pair's labels are collected into one sorted list, iDCG = its dot product with (D(1), …, D(n)); without,
+    in a window.
     """
     n_pol = len(policies) + 1
     pos = _lookups(pos, lut, n_policies=n_pol)
@@ -211,6 +213,11 @@ def _moments(pos: ir.Table, lut: ir.Table, clip: ir.Table, wide: ir.Table, *, n_
     if binary:
         per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys},
                                                         idcg=(pair.lab * pair.dj).sum(), **sums)
+    elif lists:  # the negated labels sorted ascending: the labels in descending order, negated (exactly)
+        per = pair.group_by(["session", "k"]).aggregate(**{k: pair[k].min() for k in keys}, **sums,
+                                                        neg=(-pair.lab).collect().sort())
+        per = per.cross_join(lut.aggregate(dv=lut.d.collect(order_by=lut.r)))
+        per = per.mutate(idcg=-list_dot_product(per.neg, list_slice(per.dv, 1, per.neg.length())))
     else:  # the labels ranked per binding clip value, in a narrow window (the DCG sums need no order)
         ideal = pair.select("session", "k", "rank", "lab")
         ideal = ideal.mutate(j=ibis.row_number().over(group_by=[ideal.session, ideal.k],
@@ -303,7 +310,7 @@ def fresh_moments(source: Source, *, reward: str, policies: Sequence[str], disco
     clip = _clip_frame(clips)
     wide = ibis.memtable(pd.DataFrame({f"m{k}": [m] for k, m in enumerate(clip["m"])}))
     expr = _moments(pos, lut, ibis.memtable(_binding_frame(clip)), wide, n_clips=len(clips), policies=policies, keys=keys,
-                    binary=binary)
+                    binary=binary, lists=sorts_lists(source.backend))
     return _accumulate(_fetch_table(source.backend, expr), clip["o"].to_numpy(), keys, policies)
 
 
@@ -376,7 +383,8 @@ class CompiledMoments:
         pos = pos.select("session", *keys, "rank", "c",
                          **{f"t{i}": pos[POLICY_PREFIX + p] for i, p in enumerate(policies, 1)})
         wide = par.select(*[f"m{k}" for k in range(n_clips)])
-        expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=binary)
+        expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=binary,
+                        lists=sorts_lists(backend))
         backend._run_pre_execute_hooks(expr)  # registers the small in-memory tables the SQL names
         self.sql = backend.compile(expr)
         self._expr = expr  # keeps the tables the SQL names alive as long as the query
