@@ -2003,8 +2003,14 @@ def run_module(name: str, *, full: bool, jobs: int, state: dict, check: int = 0,
         codes = _meta(work, mod)["exit_code_by_key"]
         again = sorted(k for k, c in before.items() if c is not None and _status(c) not in ("killed", "timeout")
                        and codes.get(k) == c)
+        # a survivor recorded as equivalent survives every test (it computes the same thing): not run again
+        diffs = _diffs(work, mod, again)
+        known = {k for k in again if equivalence(name, {"function": _function(k), "diff": diffs[k]})}
+        again = [k for k in again if k not in known]
+        if again or known:
+            print(f"   tests changed: rerunning {len(again)} earlier survivors ({len(known)} recorded as equivalent "
+                  "are not run again)", flush=True)
         if again:
-            print(f"   tests changed: rerunning {len(again)} earlier survivors", flush=True)
             _mutmut(work, "run", "--max-children", str(jobs), *again, log=log)
     # Workers fork from mutmut's process: fast, but a worker that crashes says nothing about its mutant, and a
     # timeout on a loaded machine may be the machine's. Those mutants, and a sample of the killed ones as a
