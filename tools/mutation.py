@@ -890,7 +890,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [2.0]}))',
                     "_put(backend, self._clip, _binding_frame(_clip_frame([2.0] * n_clips)))")},
     ("engine-kernel", "CompiledMoments.__init__",
-     "expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=None)"):
+     "expr = _moments(pos, lut, clip, wide, n_clips=n_clips, policies=policies, keys=keys, binary=None,"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
     ("engine-kernel", "CompiledMoments.__init__",
@@ -952,9 +952,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "the kept old index becomes an extra column of part that nothing reads (columns are taken by name), and the "
        "new index is 0..n-1 either way"
        for line in ("part = acts.iloc[idx].reset_index(drop=None)", "part = acts.iloc[idx].reset_index(drop=False)")},
-    ("engine-kernel", "fresh_moments", "binary=None)"):
+    ("engine-kernel", "fresh_moments", "binary=None, lists=sorts_lists(source.backend))"):
         "binary only picks the faster route: for a reward with one positive value the graded route (labels ranked "
         "per clip value) gives the same iDCG and DCG values",
+    **{("engine-kernel", "fresh_moments", line):
+       "lists only picks the graded iDCG's route on DuckDB: the window ranks give the same moments as the sorted "
+       "lists (to the last bits: test_duckdbs_sorted_label_lists_give_the_idcg_of_the_window_ranks), only slower; "
+       "the compiled query, which the reduce runs, is held to the lists by that test"
+       for line in ("binary=binary, lists=None)", "binary=binary, )", "binary=binary, lists=sorts_lists(None))")},
     ("estimators", "impression_online_results", "arm=None)"):
         "the logging policy's rows are its own uncapped sums (weight 1), the same at every clip, and every "
         "importance grid holds c = ∞ (capping_variants adds it), which select reads without the clip",
