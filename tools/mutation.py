@@ -849,6 +849,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(np.int64)",
                     "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(0, )",
                     "o = np.concatenate([np.arange(i, dtype=np.int64) for i in range(1, n + 1)]) if n else np.zeros(1, np.int64)")},
+    ("engine-kernel", "_moments", "policies: Sequence[str], keys: Sequence[str], binary: bool, lists: bool = True) "
+                                  "-> ir.Table:"):
+        "the default is never used: both callers (fresh_moments, CompiledMoments) pass lists",
     ("engine-kernel", "_moments", "bound = pos.filter(pos.b >= 0)"):
         "rows of sessions where no clip value binds (b = 0) find no clip row to join: the clip table's b starts at 1",
     **{("engine-kernel", "_co", line): "no caller passes where: _stats' co-moments are over every row"
