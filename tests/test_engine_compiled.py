@@ -79,23 +79,18 @@ def test_reused_query_gives_the_moments_of_a_fresh_build(logs):
     assert (binary.runs, graded.runs) == (2, 5)
 
 
-def test_duckdbs_sorted_label_lists_give_the_idcg_of_the_window_ranks(logs, monkeypatch):
+def test_duckdbs_sorted_label_lists_give_the_idcg_of_the_window_ranks(logs):
     """On DuckDB a graded reward's iDCG per (session, binding clip value) is its labels collected into one sorted
-    list, dot D(1..n); other backends rank the labels in a window (the Spark and PostgreSQL tests compare that
-    path with DuckDB's). Both give the same moments, with the ties of equal grades capped at the same clip
-    value (at m = 1 every label is its grade), and the DuckDB query is the list one."""
-    from offeval_core.engine import kernel
-
-    graded = [combo for combo in COMBOS if not BINARY[combo[0]]]
-    lists, window = (source_from_logs(logs, connect(threads=1)) for _ in range(2))
-
-    def query(source, reward, clips):
-        return compiled_moments(source, rewards=(reward,), policies=("a", "b"), n_clips=len(clips), binary=False)
-
-    sorted_lists = [query(lists, reward, clips) for reward, _, _, clips in graded]
-    monkeypatch.setattr(kernel, "sorts_lists", lambda backend: False)
-    for (reward, d, d0, clips), got in zip(graded, sorted_lists, strict=True):
-        want = query(window, reward, clips)
+    list, dot D(1..n); on a connection with a memory limit (a list cannot spill to disk) and on other backends
+    (the Spark and PostgreSQL tests compare that route with DuckDB's) a window ranks them. Both give the same
+    moments, with the ties of equal grades capped at the same clip value (at m = 1 every label is its grade)."""
+    lists = source_from_logs(logs, connect(threads=1))
+    window = source_from_logs(logs, connect(threads=1, memory_limit="1GB"))
+    for reward, d, d0, clips in COMBOS:
+        if BINARY[reward]:
+            continue
+        got, want = (compiled_moments(src, rewards=(reward,), policies=("a", "b"), n_clips=len(clips), binary=False)
+                     for src in (lists, window))
         sql, window_sql = got.sql.upper(), want.sql.upper()
         assert "LIST_DOT_PRODUCT" in sql and "LIST_DOT_PRODUCT" not in window_sql
         assert window_sql.count("ROW_NUMBER") == sql.count("ROW_NUMBER") + 1  # (one more: the labels' ranks)
@@ -104,6 +99,13 @@ def test_duckdbs_sorted_label_lists_give_the_idcg_of_the_window_ranks(logs, monk
         w = want.run(discount=source_discount(d, window), exposure=source_discount(d0, window), **args)
         assert len(g) == len(w) > 0
         pd.testing.assert_frame_equal(g, w, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+def test_only_a_duckdb_connection_without_a_memory_limit_of_its_own_sorts_lists():
+    from offeval_core.engine.dialects import sorts_lists
+
+    assert sorts_lists(connect()) and sorts_lists(connect(threads=1))
+    assert not sorts_lists(connect(memory_limit="2GB")) and not sorts_lists(connect(memory_limit="100MB"))
 
 
 def test_compiled_query_equals_the_expression_with_literal_clips(logs):
