@@ -55,17 +55,24 @@ PAGES = {
 TIMEOUT = 600_000
 
 
+CHARTLESS = ("Method",)
+"""Pages whose default view draws no chart; every other page is done only once it shows one."""
+
+
 def done(pg, title: str) -> None:
-    """Wait until ``title`` is the page's heading, the script run has finished and every chart is drawn."""
+    """Wait until ``title`` is the page's heading, the script run has finished and every chart is drawn, and at
+    least one is on a page that has charts: the frontend loads its chart code on the first chart, and until then
+    the chart's element is not in the page (a run that ended is not a chart drawn)."""
     pg.wait_for_function(
-        """(title) => {
+        """([title, need]) => {
             const app = document.querySelector('[data-testid="stApp"]');
             if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
             const h = [...document.querySelectorAll('h1')].map(e => e.innerText.trim());
             if (!h.some(t => t.startsWith(title))) return false;
             const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+            if (need && !charts.length) return false;
             return [...charts].every(c => c.querySelector('.main-svg'));
-        }""", arg=title, timeout=TIMEOUT, polling=20)
+        }""", arg=[title, title not in CHARTLESS], timeout=TIMEOUT, polling=20)
 
 
 def open_by_url(browser, url: str, title: str) -> float:

@@ -8,11 +8,13 @@ abort), and DuckDB's bindings would list their live objects as leaks. Nothing is
 has stopped (uploads live in memory; their temporary files are deleted right after reading), so the process
 ends with ``os._exit`` after flushing its output.
 
-While the server waits for its first user, a background thread imports what the app's first script run imports (:func:`preload`:
-the modules ``app.py`` and every page name, with pandas, Ibis, DuckDB and Plotly behind them), so the first page
-a user opens does not wait for them, then loads the default dataset (the demo, or the file the server was started
-on) and reads its default moments from the persistent cache when it holds them, and last imports what the library
-imports only inside the functions that use it (:data:`DEFERRED_IMPORTS`).
+While the server waits for its first user, a background thread (:func:`preload`) first loads the default dataset
+(the demo, or the file the server was started on) and reads its default moments from the persistent cache when it
+holds them, so the first page a user opens does not wait for them; then, one module at a time and only while no
+script run is under way, it imports what the app's script runs import (the modules ``app.py`` and every page
+name, with pandas, Ibis, DuckDB and Plotly behind them), builds Plotly's template and last imports what the library
+imports only inside the functions that use it (:data:`DEFERRED_IMPORTS`). A page opened meanwhile imports what it
+needs itself instead of sharing the interpreter with imports of the other pages (Python threads take turns).
 """
 
 from __future__ import annotations
@@ -56,23 +58,19 @@ def app_imports() -> list[str]:
 
 
 def preload(*, wait: float = 30.0) -> None:
-    """Once Streamlit's runtime exists (its own start-up imports done), import :func:`app_imports`; a module that
-    fails to import is left to the page, which shows the error. Then, unless ``OFFEVAL_PREPARE=0``, load the
-    default dataset and read its cached default moments (:func:`dashboard.data.warmup.prefetch`). Plotly's
-    template is built before either (:func:`_warm_charts`); :data:`DEFERRED_IMPORTS` are imported last."""
+    """Once Streamlit's runtime exists (its own start-up imports done), unless ``OFFEVAL_PREPARE=0``, load the
+    default dataset and read its cached default moments (:func:`dashboard.data.warmup.prefetch`): what a page opened
+    right after a restart waits for longest. Then import :func:`app_imports` (a module that fails to import is left
+    to the page, which shows the error), build Plotly's template (:func:`_warm_charts`) and import
+    :data:`DEFERRED_IMPORTS`, each step only when no script run is under way
+    (:func:`dashboard.data.warmup.page_running`)."""
     from streamlit.runtime import Runtime
 
     for _ in range(int(wait / 0.05)):
         if Runtime.exists():
             break
         time.sleep(0.05)
-    for name in app_imports():
-        try:
-            importlib.import_module(name)
-        except Exception:  # the first script run imports it again and reports it
-            pass
-    _warm_charts()
-    try:
+    try:  # first what the first page waits for longest: the dataset and its cached moments
         from dashboard import served
         from dashboard.data import warmup
 
@@ -80,11 +78,32 @@ def preload(*, wait: float = 30.0) -> None:
             warmup.prefetch(served.served_key() if served.served() else "demo")
     except Exception:  # the first page loads the data itself and shows what went wrong
         pass
+    # a page run imports what it needs itself: the other pages' imports wait, module by module, until none is under way
+    for name in app_imports():
+        _wait_for_idle()
+        try:
+            importlib.import_module(name)
+        except Exception:  # the first script run imports it again and reports it
+            pass
+    _wait_for_idle()
+    _warm_charts()
     for name in DEFERRED_IMPORTS:
+        _wait_for_idle()
         try:
             importlib.import_module(name)
         except Exception:  # the function that needs it imports it again and reports it
             pass
+
+
+def _wait_for_idle() -> None:
+    """Until no script run is under way (:func:`dashboard.data.warmup.page_running`): imports a first page does not
+    make are not made while it runs (the two threads would take turns)."""
+    try:
+        from dashboard.data.warmup import _wait_for_idle as wait
+
+        wait()
+    except Exception:  # nothing to wait for
+        pass
 
 
 def _warm_charts() -> None:

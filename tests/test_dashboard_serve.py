@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from dashboard.serve import app_imports
@@ -42,3 +43,32 @@ def test_the_first_script_run_does_not_import_what_the_library_imports_only_wher
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           timeout=300)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr[-2000:]
+
+
+def test_preload_reads_the_data_first_and_imports_the_rest_only_when_no_page_runs(monkeypatch):
+    """A page opened right after a restart waits for the dataset and its cached moments, not for the other pages'
+    imports: the preload prefetches first, then waits until no script run is under way before importing."""
+    import threading
+    import types
+
+    from dashboard import serve
+    from dashboard.data import warmup
+
+    events = []
+    monkeypatch.delenv("OFFEVAL_DATA", raising=False)
+    monkeypatch.setenv("OFFEVAL_PREPARE", "1")
+    monkeypatch.setattr(warmup, "prefetch", lambda key: events.append(("prefetch", key)))
+    monkeypatch.setattr(serve, "importlib", types.SimpleNamespace(import_module=lambda n: events.append(("import", n))))
+    monkeypatch.setattr(serve, "_warm_charts", lambda: events.append(("charts",)))
+    thread = threading.Thread(target=serve.preload, kwargs={"wait": 0}, daemon=True)
+    with warmup.page_running():
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not events and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the preload would import now if it did not wait for the page
+        assert events == [("prefetch", "demo")]
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert events == [("prefetch", "demo"), *(("import", n) for n in app_imports()), ("charts",),
+                      *(("import", n) for n in serve.DEFERRED_IMPORTS)]
