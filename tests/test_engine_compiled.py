@@ -695,3 +695,28 @@ def test_the_finiteness_check_lets_the_weight_diagnostics_overflow_but_not_a_mom
     with pytest.raises(NonFiniteMoments) as err:
         check_finite_moments(o.assign(m2=np.where(target, math.inf, o["m2"])), what="the test")
     assert err.value.column == "m2"
+
+
+def test_the_moments_do_not_depend_on_the_order_of_the_rank_tables_rows(logs, monkeypatch):
+    """D(j) of the j-th largest label is read by rank (the join on r, and the sorted lists' D vector collected in
+    order of r), not by the rank table's row order: the rows reversed give the same moments, fresh and compiled."""
+    from offeval_core.engine import kernel
+
+    source = source_from_logs(logs, connect(threads=1))
+    real = kernel.rank_table
+
+    def moments(reward, d, d0, clips):
+        disc, expo = source_discount(d, source), source_discount(d0, source)
+        fresh = fresh_moments(source, reward=reward, policies=("a", "b"), discount=disc, exposure=expo, clips=clips,
+                              keys=source.keys, binary=BINARY[reward])
+        query = compiled_moments(source, rewards=(reward,), policies=("a", "b"), n_clips=len(clips),
+                                 binary=BINARY[reward])
+        return fresh, query.run(reward=reward, discount=disc, exposure=expo, clips=clips)
+
+    want = [moments(*combo) for combo in COMBOS]
+    monkeypatch.setattr(kernel, "rank_table", lambda *a, **k: real(*a, **k).iloc[::-1].reset_index(drop=True))
+    assert kernel.rank_table(parse_discount("log2"), parse_discount("log2"), 3)["r"].tolist() == [3, 2, 1]
+    for combo, (fresh, compiled) in zip(COMBOS, want, strict=True):
+        got_fresh, got_compiled = moments(*combo)
+        pd.testing.assert_frame_equal(got_fresh, fresh, check_exact=False, rtol=1e-12, atol=1e-12)
+        pd.testing.assert_frame_equal(got_compiled, compiled, check_exact=False, rtol=1e-12, atol=1e-12)
