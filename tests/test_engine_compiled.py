@@ -695,6 +695,18 @@ def test_the_finiteness_check_lets_the_weight_diagnostics_overflow_but_not_a_mom
     with pytest.raises(NonFiniteMoments) as err:
         check_finite_moments(o.assign(m2=np.where(target, math.inf, o["m2"])), what="the test")
     assert err.value.column == "m2"
+    # an undefined moment too (NaN, not only ±inf), named by its variant with the clip as the pages write it (2,
+    # not 2.0); only the logging policy's paired columns may be empty (they are, here), not its own
+    with pytest.raises(NonFiniteMoments) as err:
+        check_finite_moments(o.assign(m2=np.where(target, math.nan, o["m2"])), what="the test")
+    assert err.value.column == "m2"
+    assert ("the moments of the test are not finite at experiment_id all, day 1, arm control, segment all, discount "
+            "propensity, exposure propensity, clip 2, policy t, metric cis (column 'm2'; 40 row(s) in all)") in str(
+        err.value)
+    assert o.loc[~target, "sum_diff"].isna().all()
+    with pytest.raises(NonFiniteMoments) as err:
+        check_finite_moments(o.assign(m2=np.where(target, o["m2"], math.nan)), what="the test")
+    assert err.value.column == "m2" and "policy logging" in str(err.value)
 
 
 def test_the_moments_do_not_depend_on_the_order_of_the_rank_tables_rows(logs, monkeypatch):

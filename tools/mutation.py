@@ -664,6 +664,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the queried columns are int64 counts and float64 aggregates (NULL read as NaN), and assigning into the "
         "float64 values array casts them the same way",
     # engine-reduction
+    **{("engine-reduction", "_tidy", f'front = [*keys, "reward"] + [c for c in ("discount", "exposure", "clip", "policy", '
+                                     f'"{m}") if c in df.columns]'):
+       "the only frames with a metric column are _to_long's, where it already follows policy and, within one "
+       "(…, policy), its rows come in METRICS order (dcg, ndcg), which is its sorted order: the stable lexsort "
+       "without it leaves both where they are" for m in ("XXmetricXX", "METRIC")},
+    **{("engine-reduction", "check_finite_moments", line):
+       "every column the check reads is a numpy float64 or int64 column of the reduce's own frames: to_numpy gives "
+       "the same floats (or ints, all finite) without the dtype, and there is no pd.NA for na_value to replace"
+       for line in ("values = frame[cols].to_numpy(dtype=None, na_value=np.nan)",
+                    "values = frame[cols].to_numpy(dtype=np.float64, na_value=None)",
+                    "values = frame[cols].to_numpy(na_value=np.nan)",
+                    "values = frame[cols].to_numpy(dtype=np.float64, )")},
     **{("engine-reduction", "_tidy", line):
        "no front column holds a missing value (read_logs refuses empty group keys; the variant columns come from the "
        "grid), so no code is −1 and the stand-in for a missing value is never taken"
