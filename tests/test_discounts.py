@@ -193,6 +193,10 @@ def test_table_spec_label_and_values(tmp_path):
      "column 'probability' must hold numbers in [0, 1]; rows 2, 3 are outside it and rows 4 are not numbers"),
     ("rank,probability\n1,np.float64(1.0)\n2,\n", InputError,
      "column 'probability' must hold numbers in [0, 1]; rows 1, 2 are not numbers"),
+    # at most the first five rows of each kind (seven outside, six text)
+    ("rank,probability\n" + "".join(f"{r},2\n" for r in range(1, 8)) + "".join(f"{r},x\n" for r in range(8, 14)),
+     InputError, "must hold numbers in [0, 1]; rows 1, 2, 3, 4, 5 are outside it and rows 8, 9, 10, 11, 12 are not "
+     "numbers"),
     ("", UnreadableInput, "the file is empty (0 bytes)"),
 ])
 def test_bad_tables_name_the_table(tmp_path, text, error, message):
