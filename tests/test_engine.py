@@ -432,3 +432,21 @@ def test_reduce_cache_key_and_entry_carry_the_pbm_floor_and_the_logs_source(tmp_
     shared = reduce(copy, grid, pbm_floor=0.5, cache=store)
     assert len(list((tmp_path / "cache").iterdir())) == 1 and shared.source == "copy.csv"
     pd.testing.assert_frame_equal(shared.offline, plain.offline)
+
+
+def test_the_rank_table_gives_inf_without_a_warning_where_one_over_d0_overflows_or_divides_by_zero():
+    """w = 1 / D0(r) is inf where D0 = 0 (a division by zero) and where D0 is so small that 1 / D0 leaves double
+    precision (an overflow: 1 / 1e-310), silently: a finite clip caps it, and the reduce refuses m = ∞ there."""
+    from offeval_core.discounts import parse_discount
+    from offeval_core.engine.lookups import rank_table
+
+    class Exposure:  # D0 = 1, 1e-310 (subnormal), 0
+        def table(self, n):
+            return np.array([1.0, 1e-310, 0.0])[:n]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = rank_table(parse_discount("log2"), Exposure(), 3)
+    assert table["r"].tolist() == [1, 2, 3]
+    assert table["w"].tolist() == [1.0, math.inf, math.inf]
+    assert table["d"].tolist() == pytest.approx([1.0, 1 / math.log2(3), 0.5])
