@@ -79,31 +79,24 @@ def preload(*, wait: float = 30.0) -> None:
     except Exception:  # the first page loads the data itself and shows what went wrong
         pass
     # a page run imports what it needs itself: the other pages' imports wait, module by module, until none is under way
+    try:
+        from dashboard.data.warmup import wait_for_idle
+    except Exception:  # the first script run imports it again and reports it
+        return
     for name in app_imports():
-        _wait_for_idle()
+        wait_for_idle()
         try:
             importlib.import_module(name)
         except Exception:  # the first script run imports it again and reports it
             pass
-    _wait_for_idle()
+    wait_for_idle()
     _warm_charts()
     for name in DEFERRED_IMPORTS:
-        _wait_for_idle()
+        wait_for_idle()
         try:
             importlib.import_module(name)
         except Exception:  # the function that needs it imports it again and reports it
             pass
-
-
-def _wait_for_idle() -> None:
-    """Until no script run is under way (:func:`dashboard.data.warmup.page_running`): imports a first page does not
-    make are not made while it runs (the two threads would take turns)."""
-    try:
-        from dashboard.data.warmup import _wait_for_idle as wait
-
-        wait()
-    except Exception:  # nothing to wait for
-        pass
 
 
 def _warm_charts() -> None:

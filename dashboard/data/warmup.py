@@ -39,7 +39,7 @@ from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
 from offeval_core.analyses.plan import correlation_variants, decision_estimators
 
 __all__ = ["Warmup", "default_choices", "default_reward", "page_first", "page_running", "prefetch", "progress",
-           "steps", "warm_up"]
+           "steps", "warm_up", "wait_for_idle"]
 
 _LOG = logging.getLogger(__name__)
 _LOCK = threading.Lock()
@@ -67,7 +67,8 @@ def page_running():
             _IDLE.notify_all()
 
 
-def _wait_for_idle(cap: float = PAUSE_CAP) -> None:
+def wait_for_idle(cap: float = PAUSE_CAP) -> None:
+    """Until no script run is under way (:func:`page_running`), at most ``cap`` seconds."""
     with _IDLE:
         _IDLE.wait_for(lambda: _PAGE_RUNS == 0, timeout=cap)
 
@@ -186,7 +187,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
 
 def _run(job: Warmup) -> None:
     while True:
-        _wait_for_idle()
+        wait_for_idle()
         if (step := job._next()) is None:
             return
         label, call = step
