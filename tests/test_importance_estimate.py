@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 
 from offeval_core import importance as imp
-from offeval_core.errors import EstimatorWarning, InputError, SpecError, UnknownName
+from offeval_core.errors import EstimatorWarning, InputError, SpecError, UnknownName, WrongType
 from offeval_core.logs import read_logs
 
 LOG = pd.DataFrame({
@@ -164,18 +164,55 @@ def test_pooled_contexts_by_hand():
     df = pd.DataFrame({"session_id": [1, 1, 2, 3, 4, 5, 5, 6], "rank": [1, 2, 1, 1, 1, 1, 2, 1],
                        "click": 0, "segment": ["a", "a", "a", "b", "c", "a", "a", "c"],
                        "arm": ["control"] * 5 + ["treatment"] * 3})
-    logs = read_logs(df, name="c.csv")
+    logs = read_logs(df.assign(rank__t=df["rank"]), name="c.csv")
+
+    def per(context="session"):
+        return imp.session_sums(logs, reward="click", policy="t", context=context)
+
     # per session: control 1 (2 rows), 2, 3, 4 (1 row each); treatment 5 (2 rows), 6 (1 row)
-    assert imp.pooled_contexts(logs) == (3, 4)
-    assert imp.pooled_contexts(logs, arm=None) == (4, 6)
-    assert imp.pooled_contexts(logs, arm="treatment") == (1, 2)
+    assert imp.pooled_contexts(per()) == (3, 4)
+    assert imp.pooled_contexts(per(), arm=None) == (4, 6)
+    assert imp.pooled_contexts(per(), arm="treatment") == (1, 2)
     # by segment within each arm: control a has 3 rows, b 1, c 1; treatment a 2, c 1
-    assert imp.pooled_contexts(logs, "segment") == (2, 4)
-    assert imp.pooled_contexts(logs, "segment", arm=None) == (3, 6)
-    assert imp.pooled_contexts(logs, None, arm=None) == (0, 6)
+    assert imp.pooled_contexts(per("segment")) == (2, 4)
+    assert imp.pooled_contexts(per("segment"), arm=None) == (3, 6)
+    assert imp.pooled_contexts(per(None), arm=None) == (0, 6)
     with pytest.raises(InputError) as err:
-        imp.pooled_contexts(logs, pd.Series({1: "u"}))
+        per(pd.Series({1: "u"}))
     assert str(err.value) == "context: no value for 5 session(s), e.g. session_id 2, 3, 4, 5, 6"
+    with pytest.raises(WrongType) as err:  # the logs themselves are not the sessions' sums
+        imp.pooled_contexts(logs)
+    assert str(err.value) == ("per must be a per-session table of importance.session_sums (columns m, exact, "
+                              "experiment_id, day, arm, context), got Logs")
+
+
+# Propensity logs by segment (the PointNCIS context), one row per session: "one" and "two" log one action
+# with propensity 1 (an exact ν, w = 0.5 and 0.8); in "w" the rank-1 actions b and c have propensities summing
+# to 1 (exact), the rank-2 action d of session 4 does not (0.5); "y" logs one action of propensity 0.5.
+EXACT = pd.DataFrame({"session_id": [1, 2, 3, 4, 5, 6], "rank": [1, 1, 1, 2, 1, 1], "click": [1, 0, 1, 1, 0, 1],
+                      "item_id": ["a", "b", "c", "d", "e", "f"], "segment": ["one", "w", "w", "w", "y", "two"],
+                      "logging_propensity": [1.0, 0.5, 0.5, 0.5, 0.5, 1.0],
+                      "target_propensity__t": [0.5, 0.5, 0.5, 0.5, 0.5, 0.8]})
+
+
+def test_pooled_contexts_count_what_the_estimator_pools_not_rows_per_context():
+    """A context is pooled by its plug-in (inexact) sessions' rows alone, as the reduce and the bootstrap pool
+    it: one-row contexts with an exact ν ("one", "two") are not pooled, and session 4, the only inexact session
+    of "w" (3 rows), is. Counting rows per context said 3 of 6 (sessions 1, 5, 6)."""
+    logs = read_logs(EXACT, name="p.csv")
+    per = imp.session_sums(logs, reward="click", policy="t", context="segment", clip=10)
+    assert per["exact"].tolist() == [1, 1, 1, 0, 0, 1]
+    assert imp.pooled_sessions(per).tolist() == [False, False, False, True, True, False]
+    assert imp.pooled_contexts(per) == (2, 6)
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 2 of 6 sessions are in contexts with a single logged"):
+        r = imp.estimate(logs, reward="click", policy="t", estimator="point-ncis", context="segment", clip=10)
+    # exact sessions: w̄ r / ν = 0.5 / 0.5, 0, 1 / (0.5 + 0.5), 0.8 / 0.8; sessions 4 and 5 share one plug-in
+    # normaliser: U R = 2 · (1 · 1 + 1 · 0) / (1 + 1) = 1; the mean over 6 sessions: 4 / 6
+    assert r.target.value == pytest.approx(4 / 6, rel=1e-12)
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 2 of 6 sessions "):
+        boot = imp.bootstrap(logs, reward="click", policy="t", estimator="point-ncis", context="segment", clip=10,
+                             n_boot=3, rng=0)
+    assert boot.target.value == pytest.approx(4 / 6, rel=1e-12)
 
 
 def test_point_ncis_warns_only_when_a_context_has_one_row():
@@ -191,14 +228,15 @@ def test_point_ncis_warns_only_when_a_context_has_one_row():
     # every session (arm=None): 6 of 6; the default context is the session
     with pytest.warns(EstimatorWarning, match="^PointNCIS: 6 of 6 sessions are in contexts with a single logged row"):
         imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis", arm=None)
+    per = imp.session_sums(logs(), reward="click", policy="t")
     with pytest.warns(EstimatorWarning, match="^PointNCIS: 4 of 4 sessions "):
-        imp.warn_pooled_contexts(logs())
+        imp.warn_pooled_contexts(per)
     with warnings.catch_warnings():
         warnings.simplefilter("error", EstimatorWarning)
         # segments of two sessions: no single-row context; other estimators never warn
         r = imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis", context="segment", clip=2.5)
         imp.estimate(logs(), reward="click", policy="t", estimator="ncis")
-        imp.warn_pooled_contexts(logs(), "segment")
+        imp.warn_pooled_contexts(imp.session_sums(logs(), reward="click", policy="t", context="segment"))
     # context = segment: a normaliser per segment, as piece-NCIS over those segments
     assert r.target.value == pytest.approx(0.5 * 1.8 / 2.0 + 0.5 * 2.5 / 4.5, rel=1e-12)
 
@@ -285,7 +323,7 @@ def test_estimator_warnings_point_at_the_callers_line():
         return w[0].filename, w[0].lineno
 
     for call in (lambda: imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis"),
-                 lambda: imp.warn_pooled_contexts(logs()),
+                 lambda: imp.warn_pooled_contexts(imp.session_sums(logs(), reward="click", policy="t")),
                  lambda: imp.estimate(read_logs(LOG.assign(rank__t=[1, 1, 1, 1, 1, 1]), name="b.csv"),
                                       reward="click", policy="t", weights="exposure")):
         # the line in this file where the lambda calls into the package

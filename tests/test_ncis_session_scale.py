@@ -94,7 +94,7 @@ def test_point_ncis_one_row_contexts_share_the_cell_normaliser_with_a_warning():
     with pytest.warns(EstimatorWarning):
         boot = imp.bootstrap(logs, reward="value", policy="test", estimator="point-ncis", clip=10, n_boot=5, rng=0)
     assert boot.target.value == pytest.approx(ncis.target.value, rel=1e-12)
-    assert imp.pooled_contexts(logs, "segment") == (0, 1000)
+    assert imp.pooled_contexts(imp.session_sums(logs, reward="value", policy="test", context="segment")) == (0, 1000)
 
 
 @pytest.mark.slow

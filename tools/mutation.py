@@ -107,9 +107,11 @@ MODULES: dict[str, Module] = {
     "importance-weights": _m("offeval_core/importance/weights.py", "test_formulas.py", "test_importance.py",
                              "test_ncis_session_scale.py", "test_importance_weights.py"),
     "importance-bootstrap": _m("offeval_core/importance/bootstrap.py", "test_formulas.py", "test_importance.py",
-                               "test_importance_keys.py", "test_importance_normalisation.py"),
+                               "test_importance_keys.py", "test_importance_normalisation.py",
+                               "test_importance_estimate.py"),
     "importance-normalisation": _m("offeval_core/importance/normalisation.py", "test_importance_normalisation.py",
-                                   "test_ncis_session_scale.py", "test_importance_point_ncis.py", DOCTEST,
+                                   "test_ncis_session_scale.py", "test_importance_point_ncis.py",
+                                   "test_importance_estimate.py", DOCTEST,
                                    "offeval_core/importance/normalisation.py"),
     "importance-estimate": _m("offeval_core/importance/estimate.py", "test_importance.py", "test_formulas.py",
                               "test_importance_estimate.py",
@@ -1066,13 +1068,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "which are read back with the grid's own label, and the result does not carry it"
        for line in ('capping: str | None = None, scale: str | None = None, weights: str = "auto", discount: str = "PBM",',
                     'exposure: str = "PBM", strata="segment", context="session", arm: str | None = OFFLINE_ARM,')},
-    **{("importance-estimate", "pooled_contexts", line):
-       "every session of validated logs has at least one row, so the counts per session have no gap to fill"
-       for line in ('rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(None).to_numpy()',
-                    'rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(1).to_numpy()')},
-    ("importance-estimate", "pooled_contexts",
-     'rows = logs.frame.groupby("session").size().reindex(None).fillna(0).to_numpy()'):
-        "the counts are indexed by the session codes 0..n-1 in order (groupby sorts), which is sess['session'] itself",
     ("importance-estimate", "estimate",
      "m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(clip,), scales=(scale,), weights=weights, "
      "discount=discount, exposure=exposure, strata=strata,"):

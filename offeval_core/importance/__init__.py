@@ -75,8 +75,6 @@ from offeval_core.importance.estimate import (
     ImportanceResult,
     estimate,
     midzuno_sen_inverse,
-    pooled_contexts,
-    warn_pooled_contexts,
 )
 from offeval_core.importance.keys import (
     BASES,
@@ -87,7 +85,13 @@ from offeval_core.importance.keys import (
     estimator_key,
     parse_key,
 )
-from offeval_core.importance.normalisation import MIN_CONTEXT_ROWS, POOLED_CONTEXT
+from offeval_core.importance.normalisation import (
+    MIN_CONTEXT_ROWS,
+    POOLED_CONTEXT,
+    pooled_contexts,
+    pooled_sessions,
+    warn_pooled_contexts,
+)
 from offeval_core.importance.reduce import (
     EXACT_TOL,
     EXTRA_COLUMNS,
@@ -142,6 +146,7 @@ __all__ = [
     "per_session",
     "percentile_summary",
     "pooled_contexts",
+    "pooled_sessions",
     "reduce_importance",
     "resolve_weights",
     "session_labels",

@@ -12,9 +12,14 @@ import pandas as pd
 from offeval_core.arms import OFFLINE_ARM, offline_rows
 from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError
-from offeval_core.importance.estimate import warn_pooled_contexts
 from offeval_core.importance.keys import check_estimator
-from offeval_core.importance.normalisation import CELL_KEYS, POOLED_CONTEXT, group_ratio, pooled_context
+from offeval_core.importance.normalisation import (
+    CELL_KEYS,
+    POOLED_CONTEXT,
+    group_ratio,
+    pooled_sessions,
+    warn_pooled_contexts,
+)
 from offeval_core.importance.reduce import session_table
 from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
 from offeval_core.logs import Logs
@@ -74,9 +79,7 @@ def _session_estimator(per: pd.DataFrame, *, base: str, scale: str):
     elif base == "piece-ncis":
         keys = [*cell, "stratum"]
     elif base == "point-ncis":
-        rows = pd.Series(m).groupby([per[key].to_numpy() for key in (*cell, "context")] + [exact],
-                                    dropna=False).transform("sum").to_numpy()
-        per = per.assign(context_=per["context"].where(~pooled_context(rows, exact), POOLED_CONTEXT))
+        per = per.assign(context_=per["context"].where(~pooled_sessions(per), POOLED_CONTEXT))
         keys = [*cell, "context_"]
     else:
         keys = None
@@ -148,11 +151,11 @@ def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", 
     impression); ``rng`` is None, an int seed or a Generator. IS and SNIPS are uncapped: they ignore ``clip``.
     """
     key, rng = _bootstrap_iv(estimator, capping, scale, n_boot, level, rng)
-    if key.base == "point-ncis":
-        warn_pooled_contexts(logs, kwargs.get("context", "session"), arm=arm)
     # IS and SNIPS are uncapped: at any clip they read the weights at c = ∞, as estimate and the reduce do
     per = session_sums(logs, reward=reward, policy=policy, clip=math.inf if key.uncapped else clip,
                        capping=key.capping, **kwargs)
+    if key.base == "point-ncis":
+        warn_pooled_contexts(per, arm=arm)
     per = offline_rows(per, arm).reset_index(drop=True)
     n = len(per)
     values = _session_estimator(per, base=key.base, scale=key.scale)

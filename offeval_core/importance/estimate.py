@@ -7,21 +7,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from offeval_core.arms import OFFLINE_ARM, offline_mask
+from offeval_core.arms import OFFLINE_ARM
 from offeval_core.defaults import LEVEL
-from offeval_core.errors import InputError, warn_estimator
+from offeval_core.errors import InputError
 from offeval_core.estimators import aggregate, estimate_from_row, select
+from offeval_core.importance.bootstrap import session_sums
 from offeval_core.importance.keys import CAPPINGS, check_estimator
-from offeval_core.importance.normalisation import CELL_KEYS, MIN_CONTEXT_ROWS
+from offeval_core.importance.normalisation import warn_pooled_contexts
 from offeval_core.importance.reduce import reduce_importance, weight_diagnostics
-from offeval_core.importance.weights import cap, session_labels
+from offeval_core.importance.weights import cap
 from offeval_core.logs import Logs
 from offeval_core.results import Effect, Estimate, json_number
 from offeval_core.validation import check_choice, check_clip, check_level, check_rng
 
-__all__ = ["ImportanceResult", "estimate", "midzuno_sen_inverse", "pooled_contexts", "warn_pooled_contexts"]
+__all__ = ["ImportanceResult", "estimate", "midzuno_sen_inverse"]
 
 MIDZUNO_SEN_TRIES = 1_000_000   # first draws tried before Midzuno-Sen gives up (the capped share is then ~0)
 
@@ -51,6 +51,7 @@ def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", c
     """One Gilotte estimator of ``policy`` on the ``arm`` sessions, with delta-method CIs.
 
     >>> from offeval_core.logs import read_logs
+    >>> import pandas as pd
     >>> logs = read_logs(pd.DataFrame({"session_id": [1, 2], "rank": [1, 1], "click": [1, 0],
     ...     "logging_propensity": [0.5, 0.5], "target_propensity__new": [0.9, 0.1]}))
     >>> # NCIS with c = 1.5: Σ w̄ r / Σ w̄ = 1.5 / (1.5 + 0.2)
@@ -60,8 +61,10 @@ def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", c
     check_level(level)
     clip = check_clip(clip)
     base, capping, scale, key = check_estimator(estimator, capping=capping, scale=scale)
-    if base == "point-ncis":
-        warn_pooled_contexts(logs, context, arm=arm)
+    if base == "point-ncis":  # the contexts of the sessions' own sums, as the reduce pools them
+        warn_pooled_contexts(session_sums(logs, reward=reward, policy=policy, clip=clip, capping=capping,
+                                          weights=weights, discount=discount, exposure=exposure, strata=strata,
+                                          context=context), arm=arm)
     m = reduce_importance(logs, rewards=(reward,), policies=(policy,), clips=(clip,), cappings=(capping,),
                           scales=(scale,), weights=weights, discount=discount, exposure=exposure, strata=strata,
                           context=context)
@@ -76,28 +79,6 @@ def estimate(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", c
     return ImportanceResult(key, scale, estimate_from_row(lrow, metric=key, level=level),
                             estimate_from_row(trow, metric=key, level=level),
                             estimate_from_row(trow, metric=key, level=level, diff=True), diagnostics)
-
-
-def pooled_contexts(logs: Logs, context="session", *, arm: str | None = OFFLINE_ARM) -> tuple[int, int]:
-    """(sessions in PointNCIS contexts with fewer than :data:`MIN_CONTEXT_ROWS` logged rows, sessions) on
-    the offline sessions: those contexts share their (experiment, day, arm) cell's normaliser."""
-    sess = logs.sessions
-    rows = logs.frame.groupby("session").size().reindex(sess["session"]).fillna(0).to_numpy()
-    labels = session_labels(logs, context, name="context")
-    keys = [sess[k].astype(str).to_numpy() for k in CELL_KEYS]
-    per_ctx = pd.Series(rows).groupby([*keys, labels]).transform("sum").to_numpy()
-    keep = offline_mask(sess["arm"].astype(str), arm)
-    return int(((per_ctx < MIN_CONTEXT_ROWS) & keep).sum()), int(keep.sum())
-
-
-def warn_pooled_contexts(logs: Logs, context="session", *, arm: str | None = OFFLINE_ARM) -> None:
-    """Warn (:class:`~offeval_core.errors.EstimatorWarning`) when some PointNCIS contexts have one row."""
-    pooled, total = pooled_contexts(logs, context, arm=arm)
-    if pooled:
-        warn_estimator(f"PointNCIS: {pooled} of {total} sessions are in contexts with a single logged row, where "
-                       "the plug-in normaliser would be the row's own capped weight (the estimate would collapse "
-                       "to the logging value); they share the normaliser of their (experiment, day, arm) cell "
-                       "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment').")
 
 
 def midzuno_sen_inverse(draw: Callable[[int, np.random.Generator], np.ndarray], *, n: int, clip: float,

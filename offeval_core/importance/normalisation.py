@@ -3,12 +3,20 @@ whose sessions share it and the group's ratio, defined once. The Ibis reduce
 (:mod:`~offeval_core.importance.reduce`) reads them on window sums to build each session's linearised value;
 the session bootstrap (:mod:`~offeval_core.importance.bootstrap`) reads them on the resampled sums. Both take
 columns that support ``*``, ``/`` and comparisons (Ibis expressions or numpy arrays) and the backend's
-``where(condition, value, otherwise)``.
+``where(condition, value, otherwise)``. Which sessions' PointNCIS contexts are pooled, and the warning that says
+how many, read the per-session sums the bootstrap reads (:func:`pooled_sessions`).
 """
 
 from __future__ import annotations
 
-__all__ = ["CELL_KEYS", "MIN_CONTEXT_ROWS", "POOLED_CONTEXT", "group_ratio", "pooled_context"]
+import numpy as np
+import pandas as pd
+
+from offeval_core.arms import OFFLINE_ARM, offline_rows
+from offeval_core.errors import WrongType, warn_estimator
+
+__all__ = ["CELL_KEYS", "MIN_CONTEXT_ROWS", "POOLED_CONTEXT", "group_ratio", "pooled_context", "pooled_contexts",
+           "pooled_sessions", "warn_pooled_contexts"]
 
 CELL_KEYS = ("experiment_id", "day", "arm")
 """A normaliser never crosses an (experiment, day, arm) cell: NCIS normalises per cell (exposure weights),
@@ -31,6 +39,48 @@ def pooled_context(context_rows, exact):
     [True, False, False]
     """
     return (context_rows < MIN_CONTEXT_ROWS) & (exact == 0)
+
+
+def pooled_sessions(per: pd.DataFrame) -> np.ndarray:
+    """Per session of a per-session table (:func:`~offeval_core.importance.bootstrap.session_sums`: ``m`` rows,
+    ``exact``, the cell keys and ``context``): whether its PointNCIS context is pooled, counting the rows of its
+    (cell, context, exactness) group as the reduce does (:func:`pooled_context`).
+
+    Three sessions of one cell and context, one row each, the second with an exact ν: the two plug-in sessions
+    hold 2 rows together (kept); alone, the first would be pooled.
+
+    >>> per = pd.DataFrame({"experiment_id": "e", "day": 1, "arm": "control", "context": "x",
+    ...                     "m": [1, 1, 1], "exact": [0, 1, 0]})
+    >>> pooled_sessions(per).tolist(), pooled_sessions(per.iloc[:2]).tolist()
+    ([False, False, False], [True, False])
+    """
+    need = ["m", "exact", *CELL_KEYS, "context"]
+    if not isinstance(per, pd.DataFrame) or any(c not in per.columns for c in need):
+        raise WrongType("per must be a per-session table of importance.session_sums (columns "
+                        f"{', '.join(need)}), got {type(per).__name__}")
+    exact = per["exact"].to_numpy() == 1
+    groups = [per[k].to_numpy() for k in (*CELL_KEYS, "context")] + [exact]
+    rows = pd.Series(per["m"].to_numpy(dtype=float)).groupby(groups, dropna=False).transform("sum").to_numpy()
+    return pooled_context(rows, exact)
+
+
+def pooled_contexts(per: pd.DataFrame, *, arm: str | None = OFFLINE_ARM) -> tuple[int, int]:
+    """(sessions whose PointNCIS context is pooled, sessions) among the ``arm`` sessions of a per-session table
+    (:func:`pooled_sessions`): those contexts share their (experiment, day, arm) cell's normaliser."""
+    pooled = pd.Series(pooled_sessions(per), index=per.index)
+    kept = offline_rows(per, arm).index
+    return int(pooled.loc[kept].sum()), len(kept)
+
+
+def warn_pooled_contexts(per: pd.DataFrame, *, arm: str | None = OFFLINE_ARM) -> None:
+    """Warn (:class:`~offeval_core.errors.EstimatorWarning`) when some ``arm`` sessions' PointNCIS contexts are
+    pooled (:func:`pooled_contexts`)."""
+    pooled, total = pooled_contexts(per, arm=arm)
+    if pooled:
+        warn_estimator(f"PointNCIS: {pooled} of {total} sessions are in contexts with a single logged row, where "
+                       "the plug-in normaliser would be the row's own capped weight (the estimate would collapse "
+                       "to the logging value); they share the normaliser of their (experiment, day, arm) cell "
+                       "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment').")
 
 
 def group_ratio(big_a, big_y, big_u, big_s, big_w, *, exposure_session: bool, where):
