@@ -31,10 +31,23 @@ __all__ = ["app_imports", "main", "preload"]
 
 _HERE = Path(__file__).resolve().parent
 
-DEFERRED_IMPORTS = ("scipy.stats", "statsmodels.stats.multitest", "statsmodels.stats.contingency_tables")
+DEFERRED_IMPORTS = ("scipy.stats", "statsmodels.stats.multitest", "statsmodels.stats.contingency_tables", "duckdb")
 """What ``offeval_core`` imports inside the functions that use it (correlations, p-value adjustments, the
-Mantel-Haenszel test): about 0.5 s of imports the app's first script run does not make. :func:`preload` imports
+Mantel-Haenszel test, the embedded engine's first connection): about 0.6 s of imports the app's first script run
+does not make. :func:`preload` imports
 them after the first page's needs, so the page that first calls one does not wait for it either."""
+
+NOT_PRELOADED = {
+    "dashboard": "the command line's `offeval dashboard` starts the app; the app is already running",
+    "kaleido": "PNG/SVG export only, on the user's request (a browser process, not an import worth its memory)",
+    "pyspark": "the Spark engine of `offeval reduce --engine spark`; the dashboard reduces on DuckDB",
+    "tqdm": "the command line's progress bars",
+    "ibis.common.exceptions": "the database route of `offeval reduce` (ibis itself is already imported)",
+    "threadpoolctl": "the held-out lab's model zoo, imported with it",
+}
+"""Third-party modules ``offeval_core`` imports inside functions that :func:`preload` leaves alone (module or package
+name → why). Every other such import is already imported by the app's first script run or is in
+:data:`DEFERRED_IMPORTS` (``tests/test_dashboard_serve.py`` checks it)."""
 
 
 def app_imports() -> list[str]:

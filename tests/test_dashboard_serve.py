@@ -45,6 +45,41 @@ def test_the_first_script_run_does_not_import_what_the_library_imports_only_wher
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr[-2000:]
 
 
+def function_level_imports() -> set[str]:
+    """The third-party modules ``offeval_core`` imports inside function bodies."""
+    found = set()
+    for path in (ROOT / "offeval_core").rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Import):
+                        found.update(a.name for a in node.names)
+                    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                        found.add(node.module)
+    return {n for n in found if n.split(".")[0] not in sys.stdlib_module_names and n.split(".")[0] != "offeval_core"}
+
+
+def test_every_function_level_import_of_the_library_is_preloaded_or_left_with_a_reason():
+    """A new import inside a library function of a heavy module (as scipy.stats was, ~0.3 s) would otherwise be paid
+    by the first page that calls the function: it must be imported by the app's first run, be in DEFERRED_IMPORTS,
+    or be in NOT_PRELOADED with the reason."""
+    from dashboard.serve import DEFERRED_IMPORTS, NOT_PRELOADED
+
+    found = function_level_imports()
+    assert {"scipy.stats", "statsmodels.stats.multitest", "pyspark.sql", "kaleido"} <= found
+    code = ("import importlib, sys; from dashboard.serve import app_imports\n"
+            "for n in app_imports(): importlib.import_module(n)\n"
+            f"print(sorted(n for n in {sorted(found)!r} if n in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          timeout=300)
+    first_run = set(ast.literal_eval(proc.stdout.strip().splitlines()[-1]))
+    left = {n for n in found if any(n == k or n.startswith(k + ".") for k in NOT_PRELOADED)}
+    assert found - first_run - set(DEFERRED_IMPORTS) - left == set()
+    # and every entry of the two lists is still imported somewhere inside a function
+    assert set(DEFERRED_IMPORTS) <= found
+    assert all(any(n == k or n.startswith(k + ".") for n in found) for k in NOT_PRELOADED)
+
+
 def test_preload_reads_the_data_first_and_imports_the_rest_only_when_no_page_runs(monkeypatch):
     """A page opened right after a restart waits for the dataset and its cached moments, not for the other pages'
     imports: the preload prefetches first, then waits until no script run is under way before importing."""
