@@ -7,8 +7,9 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
-from offeval_core.errors import OffevalError
+from offeval_core.errors import EstimatorWarning, OffevalError
 from offeval_core.limits import ENV
 from offeval_core.sanitize import TerminalStream
 
@@ -92,9 +93,19 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     saved = {var: os.environ.get(var) for var in ENV.values()}
+    shown = warnings.showwarning
+
+    def note(message, category, *rest, **kw):  # an estimator's fallback: one line, not a Python warning
+        if issubclass(category, EstimatorWarning):
+            print(f"offeval {args.command}: note: {message}", file=sys.stderr)
+        else:
+            shown(message, category, *rest, **kw)
+
     try:
         os.environ.update(_limits_env(args))
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = note
+            return int(args.func(args) or 0)
     except OffevalError as exc:  # offeval's own errors only: anything else is a bug and shows its traceback
         print(f"offeval {args.command}: error: {exc}", file=sys.stderr)
         if hint := map_hint(exc):

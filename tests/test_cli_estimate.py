@@ -87,6 +87,28 @@ def test_point_ncis_per_impression_with_bootstrap(capsys, counter_csv):
     assert b["target"]["ci"][0] <= 2.1 <= b["target"]["ci"][1]
 
 
+@pytest.mark.parametrize("boot", [(), ("--bootstrap", "5", "--seed", "1")])
+def test_point_ncis_says_how_many_sessions_share_their_cells_normaliser(capsys, tmp_path, boot):
+    """The pooled PointNCIS contexts are counted as the estimator pools them (one-row contexts with an exact ν are
+    not; see tests/test_importance_estimate.py), said once on stderr as a note with or without the bootstrap, not
+    as a Python warning, and the JSON on stdout stays whole."""
+    from test_importance_estimate import EXACT
+
+    path = tmp_path / "exact.csv"
+    EXACT.to_csv(path, index=False)
+    code, out, err = run(capsys, path, "--reward", "click", "--policy", "t", "--estimator", "point-ncis",
+                         "--context", "segment", "--clip", "10", "--json", *boot)
+    assert code == 0
+    assert err.splitlines() == [
+        "offeval estimate: note: PointNCIS: 2 of 6 sessions are in contexts with a single logged row, where the "
+        "plug-in normaliser would be the row's own capped weight (the estimate would collapse to the logging "
+        "value); they share the normaliser of their (experiment, day, arm) cell instead, i.e. NCIS. Pass a context "
+        "column that groups sessions (e.g. context='segment'; on the command line --context segment)."]
+    (g,) = json.loads(out)["groups"]
+    assert g["target"]["value"] == pytest.approx(4 / 6, rel=1e-12)
+    assert g["diagnostics"]["exact_normaliser_share"] == pytest.approx(4 / 6)
+
+
 def test_by_segment_groups(capsys, counter_csv):
     code, out, _ = run(capsys, counter_csv, "--reward", "value", "--policy", "test", "--estimator", "is",
                        "--by", "segment", "--json")

@@ -224,7 +224,7 @@ def test_point_ncis_warns_only_when_a_context_has_one_row():
         "PointNCIS: 4 of 4 sessions are in contexts with a single logged row, where the plug-in normaliser would "
         "be the row's own capped weight (the estimate would collapse to the logging value); they share the "
         "normaliser of their (experiment, day, arm) cell instead, i.e. NCIS. Pass a context column that groups "
-        "sessions (e.g. context='segment').")
+        "sessions (e.g. context='segment'; on the command line --context segment).")
     # every session (arm=None): 6 of 6; the default context is the session
     with pytest.warns(EstimatorWarning, match="^PointNCIS: 6 of 6 sessions are in contexts with a single logged row"):
         imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis", arm=None)

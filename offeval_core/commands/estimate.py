@@ -164,6 +164,10 @@ def _run_importance(args, logs, clip, by, base, mapping) -> int:
     key = imp.check_estimator(base, capping=args.capping, scale=args.scale).key
     strata = _strata_arg(args.strata, args, logs, mapping, name="strata")
     context = _strata_arg(args.context, args, logs, mapping, name="context")
+    if base == "point-ncis" and not args.bootstrap:  # (the bootstrap says it itself)
+        imp.warn_pooled_contexts(imp.session_sums(logs, reward=args.reward, policy=args.policy, clip=clip,
+                                                  capping=args.capping, weights=args.weights, discount=args.discount,
+                                                  exposure=args.exposure, strata=strata, context=context))
     moments = imp.reduce_importance(logs, rewards=(args.reward,), policies=(args.policy,), clips=(clip,),
                                     cappings=(args.capping,), scales=(args.scale,), weights=args.weights,
                                     discount=args.discount, exposure=args.exposure, strata=strata, context=context)

@@ -80,7 +80,8 @@ def warn_pooled_contexts(per: pd.DataFrame, *, arm: str | None = OFFLINE_ARM) ->
         warn_estimator(f"PointNCIS: {pooled} of {total} sessions are in contexts with a single logged row, where "
                        "the plug-in normaliser would be the row's own capped weight (the estimate would collapse "
                        "to the logging value); they share the normaliser of their (experiment, day, arm) cell "
-                       "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment').")
+                       "instead, i.e. NCIS. Pass a context column that groups sessions (e.g. context='segment'; "
+                       "on the command line --context segment).")
 
 
 def group_ratio(big_a, big_y, big_u, big_s, big_w, *, exposure_session: bool, where):
