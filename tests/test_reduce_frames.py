@@ -40,6 +40,23 @@ def test_tidy_sorts_by_the_variant_columns_with_missing_values_last_and_keeps_ti
     assert len(_tidy(_frame().iloc[:0], KEYS)) == 0
 
 
+def test_tidy_gives_categorical_keys_the_text_astype_gives_them_a_missing_key_included():
+    """Categorical keys (as the engine's groups come back) are turned into text from their categories; a missing
+    key stays missing, as astype(str) leaves it, never another category's text (a take of code -1 would give the
+    last category)."""
+    frame = _frame().assign(experiment_id=lambda f: pd.Categorical(f["experiment_id"], categories=["e2", "e1"]),
+                            arm=lambda f: pd.Categorical([7, 7, 7, 7, 7, 7, 8]),
+                            segment=lambda f: pd.Categorical(f["segment"], categories=["s", "t"]))
+    out = _tidy(frame, KEYS)
+    want = frame.sort_values([*KEYS, "reward", "clip", "policy"], kind="stable").reset_index(drop=True)
+    for k in ("experiment_id", "arm", "segment"):
+        want[k] = want[k].astype(str)
+    pd.testing.assert_frame_equal(out, want, check_exact=True)
+    assert out["segment"].isna().tolist() == [False] * 5 + [True, False] and "t" not in set(out["segment"])
+    assert out["arm"].tolist() == ["7"] * 6 + ["8"]
+    assert str(out["experiment_id"].dtype) == "str"
+
+
 def test_expand_groups_takes_each_rows_keys_by_its_code():
     groups = pd.DataFrame({"g": [10, 11, 12], "experiment_id": ["e1", "e2", "e3"], "arm": ["control", "treatment",
                                                                                             "control"]})

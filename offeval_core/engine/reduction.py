@@ -271,10 +271,12 @@ def _to_long(wide, counts, variants, names, grid, reward, keys) -> pd.DataFrame:
             block = add_zeros(block, np.tile(n_all - n_r, k), layout)
         parts.append(block)
     values = np.concatenate(parts)
-    cols = {c: np.tile(wide[c].to_numpy(), n_blocks) for c in [*keys, "discount", "exposure", "clip_value"]}
-    cols["reward"] = np.full(n_rows * n_blocks, reward, dtype=object)
-    cols["policy"] = np.repeat(np.array([p for _, p in blocks], dtype=object), n_rows)
-    cols["metric"] = np.repeat(np.array([m for m, _ in blocks], dtype=object), n_rows)
+    # the text columns taken from their few values (building them from Python strings was most of this function)
+    tiled = np.tile(np.arange(n_rows), n_blocks)
+    cols = {c: wide[c].array.take(tiled) for c in [*keys, "discount", "exposure", "clip_value"]}
+    cols["reward"] = _text([reward], np.zeros(n_rows * n_blocks, dtype=np.intp))
+    cols["policy"] = _text([p for _, p in blocks], np.repeat(np.arange(n_blocks), n_rows))
+    cols["metric"] = _text([m for m, _ in blocks], np.repeat(np.arange(n_blocks), n_rows))
     cols |= {c: values[:, j] for j, c in enumerate(LONG_COLUMNS)}
     out = pd.DataFrame(cols).rename(columns={"clip_value": "clip"})
     out["n"] = out["n"].round().astype(np.int64)
@@ -324,5 +326,19 @@ def _tidy(df: pd.DataFrame, keys) -> pd.DataFrame:
     order = np.lexsort(codes[::-1])  # (an empty frame: empty codes, an empty order)
     df = df[front + rest].take(order).reset_index(drop=True)
     for k in ("experiment_id", "arm", "segment"):
-        df[k] = df[k].astype(str)
+        col = df[k]
+        if isinstance(col.dtype, pd.CategoricalDtype) and (col.cat.codes >= 0).all():  # the categories' text, taken
+            df[k] = _text(col.cat.categories.astype(str), col.cat.codes.to_numpy())
+        else:
+            df[k] = col.astype(str)
     return df
+
+
+def _text(values, codes: np.ndarray):
+    """A text column (pandas' ``str`` dtype) of ``values[codes]``, taken from the few values (not built from a
+    Python string per row).
+
+    >>> _text(["a", "b"], np.array([1, 0, 1])).tolist()
+    ['b', 'a', 'b']
+    """
+    return pd.array(list(values), dtype="str").take(codes)
