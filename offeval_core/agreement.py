@@ -22,6 +22,7 @@ import numpy as np
 from offeval_core.defaults import LEVEL
 from offeval_core.errors import InputError, WrongType
 from offeval_core.results import ConfidenceInterval
+from offeval_core.stats import resample_counts
 from offeval_core.validation import check_level, check_rng
 
 __all__ = ["Agreement", "agreement", "inverted_pair_mask", "inverted_share_bootstrap"]
@@ -202,7 +203,7 @@ def inverted_share_bootstrap(
     chunk = max(1, 2_000_000 // n_units)  # resamples drawn at once: about 2 M unit counts in memory
     shares: list[float] = []
     for start in range(0, n_boot, chunk):
-        counts = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=min(chunk, n_boot - start))
+        counts = resample_counts(n_units, min(chunk, n_boot - start), rng)
         mx = counts @ xm / n_units
         my = counts @ ym / n_units
         shares.extend(inverted_pair_mask(mx[j], my[j]).sum() / n_pairs for j in range(len(counts)))

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from resample_support import replay_counts
 from scipy import stats as sps
 
 from offeval_core import importance as imp
@@ -238,10 +239,8 @@ def test_bootstrap_quantiles_se_and_p_value_against_numpy():
     b = imp.bootstrap(logs, estimator="ncis", n_boot=25, level=0.8, rng=3, **kw)
     per = imp.session_sums(logs, **kw)
     per = per[per["arm"] == "control"].reset_index(drop=True)
-    rng = np.random.default_rng(3)
-    n = len(per)
-    reps = np.array([imp.values_from_sessions(per, base="ncis", scale="session",
-                                              counts=rng.multinomial(n, np.full(n, 1 / n))) for _ in range(25)])
+    reps = np.array([imp.values_from_sessions(per, base="ncis", scale="session", counts=k)
+                     for k in replay_counts(3, len(per), 25)])
     diff = reps[:, 0] - reps[:, 1]
     assert (b.target.ci.low, b.target.ci.high) == pytest.approx(tuple(np.quantile(reps[:, 0], [0.1, 0.9])), rel=1e-12)
     assert (b.effect.ci.low, b.effect.ci.high) == pytest.approx(tuple(np.quantile(diff, [0.1, 0.9])), rel=1e-12)

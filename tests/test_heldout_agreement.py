@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from resample_support import replay_counts
 from scipy import stats
 
 from offeval_core.agreement import agreement, inverted_share_bootstrap
@@ -146,13 +147,13 @@ def test_nullable_integer_columns_are_numbers():
 
 
 def test_bootstrap_default_resamples_chunks_and_two_units():
-    # the default is 1000 resamples: the percentiles of the explicit loop over 1000 multinomial draws
+    # the default is 1000 resamples: the percentiles of the explicit loop over 1000 resamples, replayed
     x = np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0], [1.0, 1.5, 1.0], [0.5, 0.0, 2.5]])
     y = x[:, [1, 0, 2]] + np.array([[0.0, 0.2, -0.3], [0.1, 0.0, 0.4], [-0.2, 0.3, 0.0], [0.0, 0.0, 0.1]])
 
     def loop(xm, ym, n_boot, seed, level):
         n = len(xm)
-        counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot)
+        counts = replay_counts(seed, n, n_boot)
         shares = []
         for c in counts:
             mx, my = c @ xm / n, c @ ym / n
@@ -161,19 +162,19 @@ def test_bootstrap_default_resamples_chunks_and_two_units():
             shares.append(inv / (k * (k - 1) / 2))
         return np.quantile(shares, [0.5 - level / 2, 0.5 + level / 2])
 
-    # (274 of the 1000 shares are 0, so at level 0.452 the 27.4 % point falls between a 0 and a 1/3)
-    lo, hi = loop(x, y, 1000, 7, 0.452)
-    ci = inverted_share_bootstrap(x, y, rng=7, level=0.452)
+    # (261 of the 1000 shares are 0, so at level 0.479 the 26.05 % point falls between a 0 and a 1/3)
+    lo, hi = loop(x, y, 1000, 7, 0.479)
+    ci = inverted_share_bootstrap(x, y, rng=7, level=0.479)
     assert (ci.low, ci.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
-    assert 0 < lo < 1 / 3 and loop(x, y, 999, 7, 0.452)[0] != lo and loop(x, y, 1001, 7, 0.452)[0] != lo
-    # 2001 units: the draws come in chunks of 2,000,000 // 2001 = 999 resamples (999 + 1 here), the same
-    # draws as one chunk of 1000 (341 of its shares are 0: at level 0.318 the 34.1 % point falls between 0 and 1/3)
+    assert 0 < lo < 1 / 3 and loop(x, y, 999, 7, 0.479)[0] != lo and loop(x, y, 1001, 7, 0.479)[0] != lo
+    # 2001 units: the draws come in chunks of 2,000,000 // 2001 = 999 resamples (999 + 1 here), replayed so
+    # (351 of its shares are 0: at level 0.299 the 35.05 % point falls between 0 and 1/3)
     big = np.random.default_rng(8).normal(size=(2001, 3))
     big_y = big + np.random.default_rng(9).normal(size=(2001, 3))
-    lo, hi = loop(big, big_y, 1000, 1, 0.318)
-    ci = inverted_share_bootstrap(big, big_y, n_boot=1000, rng=1, level=0.318)
+    lo, hi = loop(big, big_y, 1000, 1, 0.299)
+    ci = inverted_share_bootstrap(big, big_y, n_boot=1000, rng=1, level=0.299)
     assert (ci.low, ci.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
-    assert 0 < lo < 1 / 3 and loop(big, big_y, 1998, 1, 0.318)[0] != lo   # 999 + 999 draws would move it
+    assert 0 < lo < 1 / 3 and loop(big, big_y, 1998, 1, 0.299)[0] != lo   # 999 + 999 draws would move it
     # two units and two policies are enough; one of either is not
     same = [[0.0, 1.0], [1.0, 3.0]]
     assert inverted_share_bootstrap(same, same, n_boot=10, rng=0).as_list() == [0.0, 0.0]

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from resample_support import replay_counts
 
 from offeval_core import importance as imp
 from offeval_core.engine import Grid, reduce
@@ -416,13 +417,13 @@ def test_numpy_path_matches_reduce_with_exposure_weights(seed):
 
 @pytest.mark.parametrize(("estimator", "level"), [("is", 0.9), ("ncis@impression", 0.8), ("snips", 0.5)])
 def test_bootstrap_against_a_resample_loop(estimator, level):
-    """Every replicate is the estimator recomputed on one multinomial resample of the sessions (the same draws:
-    rng.multinomial(n, 1/n) in turn): IS = Σ k a / Σ k, per impression Σ k a / Σ k s (NCIS, y = s), SNIPS at
+    """Every replicate is the estimator recomputed on one multinomial resample of the sessions (the same draws,
+    replayed: tests/resample_support.py): IS = Σ k a / Σ k, per impression Σ k a / Σ k s (NCIS, y = s), SNIPS at
     the session scale on propensities Σ k a / Σ k s/m; logging = Σ k c / Σ k u. SE = sd (ddof 1), percentile CI,
     effect = target − logging with p = share of replicated effects ≤ 0. IS and SNIPS read the uncapped weights."""
     logs = random_multislot_logs(2, n_sessions=40)
     kw = dict(reward="like", policy="t", clip=2.0, arm=None)
-    b = imp.bootstrap(logs, estimator=estimator, n_boot=50, level=level, rng=7, **kw)
+    b = imp.bootstrap(logs, estimator=estimator, n_boot=50, level=level, rng=0, **kw)  # (a seed with 0 < p < 1)
     clip = math.inf if estimator in ("is", "snips") else 2.0  # IS and SNIPS are uncapped
     per = imp.session_values(logs, reward="like", policy="t", clip=clip)
     n = len(per)
@@ -434,8 +435,7 @@ def test_bootstrap_against_a_resample_loop(estimator, level):
         return (k @ a) / (k @ y), (k @ c) / (k @ u)
 
     t0, l0 = values(np.ones(n))
-    rng = np.random.default_rng(7)
-    reps = np.array([values(rng.multinomial(n, np.full(n, 1 / n)).astype(float)) for _ in range(50)])
+    reps = np.array([values(k) for k in replay_counts(0, n, 50)])
     diff = reps[:, 0] - reps[:, 1]
     lo, hi = (1 - level) / 2, (1 + level) / 2
     for est, v0, x in ((b.target, t0, reps[:, 0]), (b.logging, l0, reps[:, 1]), (b.effect, t0 - l0, diff)):

@@ -440,3 +440,22 @@ def test_the_precision_warning_points_at_the_line_that_asked_for_the_ratio():
         with pytest.warns(EstimatorWarning, match="below the precision of its moments") as record:
             assert math.isnan(call().stderr)
         assert [(w.filename, w.lineno) for w in record] == [(__file__, call.__code__.co_firstlineno)]
+
+
+def test_resample_counts_are_multinomial_counts_of_uniform_draws():
+    """Each resample draws n units with replacement: the counts of the same uniform indices, counted row by row,
+    sum to n per resample and have the multinomial(n; 1/n) moments: variance 1 − 1/n, covariance −1/n between two
+    units (20,000 resamples of 5 units: standard errors about 0.009 and 0.006)."""
+    from resample_support import replay_counts
+
+    from offeval_core.stats import resample_counts
+
+    c = resample_counts(7, 3, np.random.default_rng(5))
+    assert c.dtype == np.float64 and c.shape == (3, 7)
+    idx = np.random.default_rng(5).integers(0, 7, size=(3, 7))
+    assert c.tolist() == [np.bincount(row, minlength=7).tolist() for row in idx]
+    assert np.array_equal(resample_counts(7, 3, np.random.default_rng(5)), replay_counts(5, 7, 3))
+    big = resample_counts(5, 20_000, np.random.default_rng(1))
+    assert (big.sum(axis=1) == 5).all()
+    assert big.var(axis=0, ddof=1) == pytest.approx([0.8] * 5, abs=0.04)
+    assert np.cov(big[:, 0], big[:, 1])[0, 1] == pytest.approx(-0.2, abs=0.03)

@@ -21,6 +21,7 @@ from offeval_core.defaults import LEVEL
 from offeval_core.engine.grid import ndcg_of
 from offeval_core.errors import InputError
 from offeval_core.results import ConfidenceInterval
+from offeval_core.stats import resample_counts
 from offeval_core.validation import check_level
 
 __all__ = ["AgreementMechanism", "agreement_mechanism", "ideal_dcg_from", "mechanism_takeaway", "toy_zoo"]
@@ -96,7 +97,7 @@ def agreement_mechanism(dcg_u, ndcg_u, idcg_u=None, *, n_boot: int = 300, level:
     gaps, inv = _pairs(dcg, ndcg)
     share = float(inv.mean())
     boots = np.empty((n_boot, 3))
-    counts = rng.multinomial(n_users, np.full(n_users, 1.0 / n_users), size=n_boot)
+    counts = resample_counts(n_users, n_boot, rng)
     bd, bn = counts @ dcg_u / n_users, counts @ ndcg_u / n_users
     for b in range(n_boot):
         boots[b] = (np.corrcoef(bd[b], bn[b])[0, 1], kendall_tau(bd[b], bn[b]), _pairs(bd[b], bn[b])[1].mean())

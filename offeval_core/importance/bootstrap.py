@@ -24,6 +24,7 @@ from offeval_core.importance.reduce import session_table
 from offeval_core.importance.weights import capping_variants, importance_source, resolve_weights
 from offeval_core.logs import Logs
 from offeval_core.results import ConfidenceInterval, Effect, Estimate
+from offeval_core.stats import resample_counts
 from offeval_core.validation import check_clip, check_level, check_rng
 
 __all__ = ["BootstrapResult", "bootstrap", "percentile_summary", "session_sums", "session_values",
@@ -161,9 +162,10 @@ def bootstrap(logs: Logs, *, reward: str, policy: str, estimator: str = "ncis", 
     values = _session_estimator(per, base=key.base, scale=key.scale)
     t0, l0 = values()
     reps = np.empty((n_boot, 2))
-    p = np.full(n, 1.0 / n)
-    for b in range(n_boot):
-        reps[b] = values(rng.multinomial(n, p))
+    chunk = max(1, 2_000_000 // max(n, 1))  # resamples drawn at once: about 2 M session counts in memory
+    for start in range(0, n_boot, chunk):
+        for b, counts in enumerate(resample_counts(n, min(chunk, n_boot - start), rng), start):
+            reps[b] = values(counts)
     diff = reps[:, 0] - reps[:, 1]
     e = percentile_summary(t0 - l0, diff, n=n, level=level)
     p_one = float(np.mean(diff <= 0))
