@@ -127,6 +127,20 @@ def check_exposure_cutoff(exposure: DiscountModel) -> None:
                         "D, not to the exposure model D0 of logged (viewed) ranks")
 
 
+_CUTOFF = re.compile(r"(.*)@([^@/]*)")
+"""A spec's cut-off: ``model@n`` (the model's text cannot hold '@' and a table file's path cannot end in one)."""
+
+
+def has_cutoff(spec: str) -> bool:
+    """Whether a discount spec ends in a cut-off ``@n`` (then it can be the target discount D, never an exposure
+    model D0 at m = ∞: logged items were viewed).
+
+    >>> has_cutoff("log2@10"), has_cutoff("exponential:0.8"), has_cutoff(" pbm@3 ")
+    (True, False, True)
+    """
+    return _CUTOFF.fullmatch(spec.strip()) is not None
+
+
 def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None) -> DiscountModel:
     """Build a discount model from its spec string.
 
@@ -143,7 +157,7 @@ def parse_discount(spec: str, *, logs=None, floor: float = PBM_FLOOR, curve=None
         )
     text = spec.strip()
     cutoff = None
-    match = re.fullmatch(r"(.*)@([^@/]*)", text)
+    match = _CUTOFF.fullmatch(text)
     if match:
         text, cut = match.group(1), match.group(2)
         if not re.fullmatch(r"[0-9]{1,9}", cut.strip()) or int(cut) < 1:  # str.isdigit() also takes '²'

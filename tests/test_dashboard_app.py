@@ -116,6 +116,40 @@ def test_correlation_method_and_drilldown(logs):
     assert len(arr(series["data"][0]["x"])) == 3
 
 
+def test_correlation_takes_a_discount_with_a_parameter_and_equals_the_core(logs):
+    """A sidebar discount with a parameter ('exponential:0.85', one of the offered kinds) is part of the variants'
+    text ('dcg:exponential:0.85:inf'): the page read it back as metric 'dcg:exponential' and stopped with a
+    traceback. Now its variant is among the defaults and its r is the core's."""
+    from offeval_core.analyses import Variant, offline_online_correlation
+    from offeval_core.engine import DEFAULT_CLIPS, Grid, reduce
+
+    at = app("correlation", discount="exponential:0.85")
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert "dcg:exponential:0.85:inf" in at.multiselect(key="w_variants").value
+    assert "DCG (exponential:0.85, Q̂)" in at.multiselect(key="w_variants").options
+    reward, policy = at.session_state["w_reward"], at.session_state["w_policy"]
+    m = reduce(logs, Grid(rewards=(reward,), policies=logs.policies, discounts=("exponential:0.85",),
+                          exposures=("exponential:0.85",), clips=DEFAULT_CLIPS))
+    core = offline_online_correlation(m, variants=[Variant("dcg", "exponential:0.85", "exponential:0.85", math.inf)],
+                                      rewards=(reward,), policies=("logging", policy))
+    body = at.main.get("html")[0].proto.body
+    assert "DCG (exponential:0.85, Q̂)" in body
+    assert len(core.table) > 0
+    for r in core.table["r"]:
+        assert f"{r:.2f}" in body
+
+
+def test_correlation_leaves_out_a_discount_with_a_cut_off_and_says_why():
+    """A cut-off ('log2@10', offered in the sidebar) cannot be an exposure model D0 at m = ∞, and the table's
+    variants take D = D0: the whole table stopped with an error; now that variant is left out, with the reason."""
+    at = app("correlation", discount="log2@10")
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert not [o for o in at.multiselect(key="w_variants").options if "@" in o]
+    assert any("D = log2@10 has a cut-off, which an exposure model D0 cannot have" in cap.value
+               for cap in at.caption)
+    assert at.main.get("html")[0].proto.body.count("DCG (log2, Q̂)") >= 1
+
+
 def test_correlation_across_clip_values_is_the_cores(logs):
     from dashboard.render import policy_headline
     from offeval_core.analyses import correlation_by_clip

@@ -1528,15 +1528,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("importance-bootstrap", "_session_estimator", 'p_exact = per["p"].to_numpy(dtype=None)[exact]'):
         "session_sums gives the PointNCIS numerator p as float64, the dtype asked for",
     **{("importance-bootstrap", "_session_estimator", line):
-       "the counts are rng.multinomial's int64 draws: every product and sum with the float64 columns promotes to "
-       "float64 with the same values (integers below 2**53 are exact)"
+       "the counts are stats.resample_counts' float64 counts (or a caller's integer counts, which every product "
+       "and sum with the float64 columns promotes to float64 with the same values: integers below 2**53 are exact)"
        for line in ("k = np.ones(len(m)) if counts is None else np.asarray(counts, dtype=None)",
                     "k = np.ones(len(m)) if counts is None else np.asarray(counts, )")},
     **{("importance-bootstrap", "_session_estimator", line):
        "the pooled context's label only has to differ from every context label (text): None or NaN is one more "
        "label, kept as a group of its own (dropna=False)"
-       for line in ('per = per.assign(context_=per["context"].where(~pooled_context(rows, exact), None))',
-                    'per = per.assign(context_=per["context"].where(~pooled_context(rows, exact), ))')},
+       for line in ('per = per.assign(context_=per["context"].where(~pooled_sessions(per), None))',
+                    'per = per.assign(context_=per["context"].where(~pooled_sessions(per), ))')},
     ("importance-bootstrap", "_session_estimator", 'keys = ""'):
         "an empty text is falsy like None: no groups, one ratio (codes stays None)",
     **{("importance-bootstrap", "_session_estimator", line):

@@ -11,6 +11,7 @@ from dashboard import data, ui
 from offeval_core.analyses import Variant
 from offeval_core.analyses import variant_label as vlabel
 from offeval_core.analyses.plan import PROPENSITY_CURVES, correlation_variants
+from offeval_core.discounts import has_cutoff
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.sanitize import escape_markdown
@@ -40,11 +41,15 @@ def _to_text(v: Variant) -> str:
 
 
 def _from_text(t: str) -> Variant:
-    metric, model, clip = t.rsplit(":", 2)
+    metric, rest = t.split(":", 1)  # an estimator name has no ':', a model may (exponential:0.85, table:name)
+    model, clip = rest.rsplit(":", 1)
     return Variant(metric, model, model, parse_clip(clip))
 
 
-models = list(dict.fromkeys(["log2", "pbm", s.discount]))
+models = list(dict.fromkeys(["log2", "pbm", *(() if has_cutoff(s.discount) else (s.discount,))]))
+if has_cutoff(s.discount) and not c.propensity:
+    st.caption(f"The sidebar's D = {ui.md_escape(s.discount)} has a cut-off, which an exposure model D0 cannot have "
+               "(logged items were viewed); the table's variants take D = D0, so it is not among them.")
 clip_opts = list(dict.fromkeys([1.0, s.clip, math.inf]))
 if c.propensity:  # the logged propensities: one weight model, the cap c of the importance estimators
     models = [PROPENSITY]

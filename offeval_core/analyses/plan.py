@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from offeval_core.analyses._common import Variant, as_variant
+from offeval_core.discounts import has_cutoff
 from offeval_core.errors import UnknownName
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.registry import ESTIMATORS
@@ -92,13 +93,16 @@ def decision_estimators(discount: str, clip: float, *, exposure: str | None = No
 def correlation_variants(discount: str, clip: float) -> tuple[Variant, ...]:
     """The offline-online correlation's default columns, for the Correlation page and the report alike: KDD'24
     Table 2's five (``analyses.default_variants``: log2 and the learnt pbm, C and Q̂ at m = ∞, nDCG (pbm, Q̂)),
-    then DCG (D = D0 = ``discount``, Q̂ clipped at ``clip``) unless it is one of them; for a propensity policy
+    then DCG (D = D0 = ``discount``, Q̂ clipped at ``clip``) unless it is one of them or ``discount`` has a cut-off
+    (no exposure model can: :func:`~offeval_core.discounts.has_cutoff`); for a propensity policy
     (D = ``propensity``) the importance estimators of :func:`propensity_estimators` at the cap ``clip``.
 
     >>> [(v.discount, v.clip) for v in correlation_variants("pbm", math.inf)][-1]   # Table 2's five only
     ('pbm', inf)
     >>> [(v.metric, v.discount, v.clip) for v in correlation_variants("exponential:0.8", 16.0)][5:]
     [('dcg', 'exponential:0.8', 16.0)]
+    >>> len(correlation_variants("log2@10", 16.0))                                  # Table 2's five only
+    5
     >>> [v.metric for v in correlation_variants("propensity", 16.0)]
     ['is', 'snips', 'cis', 'ncis']
     """
@@ -106,6 +110,8 @@ def correlation_variants(discount: str, clip: float) -> tuple[Variant, ...]:
 
     if discount == PROPENSITY:
         return propensity_estimators(clip)
+    if has_cutoff(discount):
+        return default_variants()
     return tuple(dict.fromkeys((*default_variants(), Variant("dcg", discount, discount, float(clip)))))
 
 
