@@ -215,6 +215,26 @@ def test_pooled_contexts_count_what_the_estimator_pools_not_rows_per_context():
     assert boot.target.value == pytest.approx(4 / 6, rel=1e-12)
 
 
+def test_the_warning_counts_with_the_estimates_own_weights_clip_and_capping():
+    """Whether a ν is exact depends on the weights (exposure ratios never have one) and on the capped weights (a
+    zero-capped weight of 0 gives ν = 0): the count uses the estimate's own. Zero-capping at c = 1 drops every
+    weight 1 (sessions 2-5): "w"'s rank-1 ν is 0, so sessions 2, 3 and 4 share one plug-in group of 3 rows and only
+    session 5 is pooled; the value is (1 + 1) / 6 (sessions 1 and 6 exact, every other capped weight 0). With
+    exposure weights (rank__t = the logged rank: w = 1) no ν is exact: "one", "y" and "two" are pooled."""
+    logs = read_logs(EXACT, name="p.csv")
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 1 of 6 sessions "):
+        r = imp.estimate(logs, reward="click", policy="t", estimator="point-ncis", context="segment", clip=1.0,
+                         capping="zero")
+    assert r.target.value == pytest.approx(2 / 6, rel=1e-12)
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 2 of 6 sessions "):  # max-capping at 1 keeps w ≤ 1
+        imp.estimate(logs, reward="click", policy="t", estimator="point-ncis", context="segment", clip=1.0)
+    ranked = read_logs(EXACT.assign(rank__t=EXACT["rank"]), name="p2.csv")
+    with pytest.warns(EstimatorWarning, match="^PointNCIS: 3 of 6 sessions "):
+        r = imp.estimate(ranked, reward="click", policy="t", estimator="point-ncis", context="segment", clip=10,
+                         weights="exposure")
+    assert r.target.value == pytest.approx(4 / 6, rel=1e-12)  # {1, 5, 6} and {2, 3, 4}: 2 clicks each, w = 1
+
+
 def test_point_ncis_warns_only_when_a_context_has_one_row():
     with pytest.warns(EstimatorWarning) as record:
         imp.estimate(logs(), reward="click", policy="t", estimator="point-ncis")
