@@ -19,8 +19,10 @@ from offeval_core import stats
 from offeval_core.arms import OFFLINE_ARM, offline_mask
 from offeval_core.defaults import LEVEL
 from offeval_core.discounts import parse_discount
-from offeval_core.engine import Grid, Moments, reduce, session_kernel, source_from_logs, variant_table
+from offeval_core.engine import Grid, Moments, reduce
 from offeval_core.engine.grid import ndcg_of
+from offeval_core.engine.per_session import compiled_session_values
+from offeval_core.engine.sources import logs_source
 from offeval_core.errors import InputError, UnknownName
 from offeval_core.logs import LOGGING_POLICY, Logs
 from offeval_core.moment_columns import ONLINE_ROLES, Layout, merge, pool
@@ -406,15 +408,15 @@ def session_values(logs: Logs, *, reward: str, policies: Sequence[str] = (), dis
     logs.check_reward(reward)
     policies = tuple(logs.check_policy(p) for p in policies if p is not None and p != LOGGING_POLICY)
     clip = check_clip(clip)
-    grid = Grid(rewards=(reward,), policies=policies, discounts=(discount,), exposures=(exposure,), clips=(clip,))
-    source = source_from_logs(logs)
-    disc = [parse_discount(discount, logs=logs)]
-    expo = [parse_discount(exposure, logs=logs)]
-    per = source.backend.execute(session_kernel(source, reward=reward, policies=policies, discounts=disc,
-                                                exposures=expo, variants=variant_table(grid)))
-    out = logs.sessions[["session", "session_id", "experiment_id", "day", "arm", "segment"]].merge(
-        per.drop(columns="v"), on="session", how="left")
+    source = logs_source(logs)  # the logs' one source: its compiled queries are reused
+    disc, expo = parse_discount(discount, logs=logs), parse_discount(exposure, logs=logs)
     names = [LOGGING_POLICY, *policies]
+    # the query of this reward's shape, compiled once per logs: a new (D, D0, clip) only runs it
+    per = compiled_session_values(source, reward=reward, policies=policies).run(reward=reward, discount=disc,
+                                                                               exposure=expo, clip=clip)
+    per = per.rename(columns={f"d{i}": f"dcg__{p}" for i, p in enumerate(names)})
+    out = logs.sessions[["session", "session_id", "experiment_id", "day", "arm", "segment"]].merge(
+        per, on="session", how="left")
     for c in ["idcg", *(f"dcg__{p}" for p in names)]:
         out[c] = out[c].fillna(0.0)
     idcg = out["idcg"].to_numpy()

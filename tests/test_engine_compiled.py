@@ -732,3 +732,30 @@ def test_the_moments_do_not_depend_on_the_order_of_the_rank_tables_rows(logs, mo
         got_fresh, got_compiled = moments(*combo)
         pd.testing.assert_frame_equal(got_fresh, fresh, check_exact=False, rtol=1e-12, atol=1e-12)
         pd.testing.assert_frame_equal(got_compiled, compiled, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_session_values_are_the_direct_forms_and_compile_once(logs):
+    """estimators.session_values runs one compiled query per reward shape of the logs' source: every (D, D0, clip)
+    gives the per-session values of the direct form (engine.per_session.session_kernel, built afresh with literal
+    clips), binary, graded and real-valued rewards alike, and the query of a shape is compiled once."""
+    from offeval_core.engine import session_kernel, variant_table
+    from offeval_core.engine.per_session import compiled_session_values
+    from offeval_core.estimators import session_values
+
+    source = logs_source(logs)
+    queries = {}
+    for reward, d, d0, clips in COMBOS:
+        for clip in (clips[0], clips[-1]):
+            got = session_values(logs, reward=reward, policies=("a", "b"), discount=d, exposure=d0, clip=clip)
+            query = compiled_session_values(source, reward=reward, policies=("a", "b"))
+            assert queries.setdefault((reward, query.sql), query) is query
+            grid = Grid(rewards=(reward,), policies=("a", "b"), discounts=(d,), exposures=(d0,), clips=(clip,))
+            want = source.backend.execute(session_kernel(
+                source, reward=reward, policies=("a", "b"), discounts=[source_discount(d, source)],
+                exposures=[source_discount(d0, source)], variants=variant_table(grid)))
+            want = want.set_index("session").reindex(got["session"]).fillna(0.0)
+            assert (got["dcg__b"] != got["dcg__logging"]).any()
+            for col in ("idcg", "dcg__logging", "dcg__a", "dcg__b"):
+                np.testing.assert_allclose(got[col].to_numpy(), want[col].to_numpy(), rtol=1e-12, atol=1e-12)
+    # one compiled query per shape: the binary like and the graded click and watch (the reward enters as data)
+    assert len({id(q) for q in queries.values()}) == len({sql for _, sql in queries}) == 2

@@ -17,12 +17,24 @@ import pandas as pd
 
 from offeval_core.discounts import DiscountModel
 from offeval_core.engine.grid import INF_CLIP, METRICS
-from offeval_core.engine.kernel import _clip_value, _lookups, _rewarded, _stats, _values, binary_rewards
+from offeval_core.engine.kernel import (
+    _NAMES,
+    _clip_value,
+    _long_rewarded,
+    _lookups,
+    _put,
+    _rewarded,
+    _run_sql,
+    _state,
+    _stats,
+    _values,
+    binary_rewards,
+)
 from offeval_core.engine.lookups import rank_table
 from offeval_core.engine.sources import Source
-from offeval_core.logs import LOGGING_POLICY
+from offeval_core.logs import LOGGING_POLICY, POLICY_PREFIX
 
-__all__ = ["session_kernel"]
+__all__ = ["CompiledSessionValues", "compiled_session_values", "session_kernel"]
 
 
 def _session_values(pos: ir.Table, lut: ir.Table, *, n_clips: int, n_policies: int, keys: Sequence[str],
@@ -118,3 +130,52 @@ def session_kernel(
         parts.append(per.select("v", "session", idcg=per.idcg,
                                 **{f"dcg__{p}": per[f"d{i}"] for i, p in enumerate(names)}))
     return ibis.union(*parts) if len(parts) > 1 else parts[0]
+
+
+class CompiledSessionValues:
+    """The per-session values of one shape (the source's rewards, target policies, binary or graded reward) at one
+    clip value, compiled once: :meth:`run` replaces the parameter table (reward index, clip value) and the rank
+    table (1 / D0, D) and runs the cached SQL text, as :class:`~offeval_core.engine.kernel.CompiledMoments` does
+    for the moments. Building and compiling the expression took most of a new (D, D0, clip)'s time."""
+
+    def __init__(self, source: Source, *, rewards: tuple[str, ...], policies: tuple[str, ...], binary: bool):
+        self.source, self.rewards, self.policies = source, rewards, policies
+        uid = next(_NAMES)
+        self._par, self._lut = f"offeval_svpar_{uid}", f"offeval_svlut_{uid}"
+        backend = source.backend
+        _put(backend, self._par, self._par_frame(0, math.inf))
+        _put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [1.0]}))
+        par, lut = backend.table(self._par), backend.table(self._lut)
+        pos = _long_rewarded(source, rewards).join(par, "q")
+        pos = pos.select("session", "rank", "c", "m0", **{f"t{i}": pos[POLICY_PREFIX + p] for i, p in enumerate(policies, 1)})
+        per = _session_values(pos, lut, n_clips=1, n_policies=len(policies) + 1, keys=(), binary=binary)
+        expr = per.select("session", "idcg", *[f"d{i}" for i in range(len(policies) + 1)])
+        backend._run_pre_execute_hooks(expr)  # registers the small in-memory tables the SQL names
+        self.sql = backend.compile(expr)
+        self._expr = expr  # keeps the tables the SQL names alive as long as the query
+
+    @staticmethod
+    def _par_frame(q: int, clip: float) -> pd.DataFrame:
+        return pd.DataFrame({"q": np.array([q], dtype=np.int64), "m0": np.array([_clip_value(clip)], dtype=np.float64)})
+
+    def run(self, *, reward: str, discount: DiscountModel, exposure: DiscountModel, clip: float) -> pd.DataFrame:
+        """Per session with a reward: ``session``, ``idcg``, ``d0`` (the logged ranking's DCG), ``d1``… (the
+        target policies' DCG), of ``reward`` under (D, D0) at the clip value ``clip``."""
+        backend = self.source.backend
+        with _state(self.source)["lock"]:
+            _put(backend, self._par, self._par_frame(self.rewards.index(reward), clip))
+            _put(backend, self._lut, rank_table(discount, exposure, self.source.max_rank))
+            return _run_sql(backend, self.sql)
+
+
+def compiled_session_values(source: Source, *, reward: str, policies: Sequence[str]) -> CompiledSessionValues:
+    """The cached :class:`CompiledSessionValues` of ``reward``'s shape on ``source`` (compiled on first use)."""
+    state = _state(source)
+    binary = binary_rewards(source, [reward])[reward]
+    everything = tuple(dict.fromkeys([*source.rewards, reward]))
+    key = ("session values", everything, tuple(policies), binary)
+    with state["lock"]:
+        if key not in state["plans"]:
+            state["plans"][key] = CompiledSessionValues(source, rewards=everything, policies=tuple(policies),
+                                                        binary=binary)
+        return state["plans"][key]
