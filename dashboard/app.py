@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 from dashboard import share, sidebar, ui  # noqa: E402
 from dashboard.data.datasets import UploadGone  # noqa: E402
 from dashboard.data.warmup import page_running  # noqa: E402
+from offeval_core.errors import estimator_notes  # noqa: E402
 from offeval_core.sanitize import escape_markdown  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -52,12 +53,15 @@ with page_running():  # the background preparation starts no new step until this
     for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
         st.warning(escape_markdown(note), icon=":material/warning:")
     try:
+        notes: list[str] = []
         try:
-            page.run()
+            with estimator_notes() as notes:  # the notes of numbers drawn outside a guarded section
+                page.run()
         except ui.PageEnd:  # a page that ended early (ui.end_page): what it drew stays, and the URL is written below
             pass
         except UploadGone as exc:  # the session's upload was pushed out of the server's store: say so, no traceback
             ui.show_error(exc, context=page.title)
+        ui.show_notes(notes)
         for draw in context.after_page:  # the sidebar's slower parts, once the page's own charts are drawn
             draw()
     finally:  # the URL holds the view that is shown, also when the page ended early

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
 import streamlit as st
@@ -27,7 +27,7 @@ __all__ = [
     "BASE_CSS", "CTX_KEY", "PRESENT_CSS", "Context", "PageEnd", "chosen_or_default", "clip_label", "controls", "ctx", "end_page", "explain",
     "get_moments",
     "guarded", "init_control", "inject_css", "links", "md_escape", "needs", "page_default", "policy_headline", "raw_logs_notice", "show_error",
-    "show_figure", "show_table",
+    "show_figure", "show_notes", "show_table",
     "takeaway", "with_progress",
 ]
 
@@ -86,13 +86,24 @@ def show_error(exc: BaseException, *, context: str = "") -> None:
     st.error("\n".join(lines), icon=":material/error:")
 
 
+def show_notes(notes: Sequence[str], *, context: str = "") -> None:
+    """An ``st.warning`` per distinct estimator note (an :class:`~offeval_core.errors.EstimatorWarning` raised while
+    the numbers shown were computed, cached ones included: :mod:`dashboard.data.notes`)."""
+    for note in dict.fromkeys(notes):
+        text = escape_markdown(note)
+        st.warning(f"**{context}:** {text}" if context else text, icon=":material/warning:")
+
+
 @contextlib.contextmanager
 def guarded(context: str) -> Iterator[None]:
     """Run a section; an offeval error (:class:`~offeval_core.errors.OffevalError`, raised at the boundary that
     met the bad input) becomes a specific ``st.error`` (never a traceback), a view that a moments file cannot
-    support an ``st.info`` saying what needs the raw logs. Any other exception is a bug and is not caught."""
+    support an ``st.info`` saying what needs the raw logs. Any other exception is a bug and is not caught. The
+    estimator notes raised inside (:func:`show_notes`) are shown under the section."""
     try:
-        yield
+        with errors.estimator_notes() as notes:
+            yield
+        show_notes(notes, context=context)
     except data.NeedsRawLogs as exc:
         st.info(f"**{context}:** {escape_markdown(exc)}" if context else escape_markdown(exc),
                 icon=":material/info:")

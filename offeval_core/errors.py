@@ -11,10 +11,12 @@ shows it with ``st.error`` and a hint chosen by type.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 __all__ = [
     "EstimatorWarning",
@@ -39,6 +41,7 @@ __all__ = [
     "UnreadableLogs",
     "UnwritableOutput",
     "WrongType",
+    "estimator_notes",
 ]
 
 
@@ -208,10 +211,37 @@ class EstimatorWarning(UserWarning):
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+_NOTES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("offeval_estimator_notes", default=None)
+
+
+@contextlib.contextmanager
+def estimator_notes() -> Iterator[list[str]]:
+    """Collect the messages of the estimator warnings (:class:`EstimatorWarning`) raised inside the block (in this thread or task
+    only) into the list it yields, instead of warning: for a caller that shows them itself, e.g. a dashboard page
+    next to the numbers they qualify. Blocks nest; the innermost collects.
+
+    >>> with estimator_notes() as notes:
+    ...     warn_estimator("3 of 12 sessions fell back")
+    >>> notes
+    ['3 of 12 sessions fell back']
+    """
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
 def warn_estimator(message: str) -> None:
     """Warn with an :class:`EstimatorWarning` attributed to the first caller outside this package (the line of
     the caller's code that asked for the estimate), however deep inside the package the warning is raised; the
-    outermost frame when every frame is the package's."""
+    outermost frame when every frame is the package's. Inside :func:`estimator_notes` the message is collected
+    there instead."""
+    notes = _NOTES.get()
+    if notes is not None:
+        notes.append(message)
+        return
     frame, level = sys._getframe(1), 2      # stacklevel 2 is warn_estimator's caller
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from dashboard.data.notes import keeps_notes
 from dashboard.data.datasets import (
     importance_moments,
     load,
@@ -39,7 +40,7 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------------ diagnosis
-@st.cache_data(show_spinner=False, max_entries=8)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=8))
 def diagnosis(key: str, reward: str, policy: str | None, discount: str, alpha: float = 0.05, level: float = LEVEL):
     """The assumption tests and estimator verdicts of ``offeval diagnose`` on a dataset (the Which-estimator
     page and the Method checklist share it)."""
@@ -92,7 +93,7 @@ def tuned_estimator(discount: str) -> str:
     return "cis" if discount == PROPENSITY else "dcg"
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=64))
 def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
                        metrics: tuple[str, ...], level: float, online_alpha: float, min_effect: float = 0.0,
                        side: str = "improvements", adjust: str = "none"):
@@ -112,7 +113,7 @@ def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposu
                        online_alpha=online_alpha, min_effect=min_effect, side=side, rewards=rewards, adjust=adjust)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=64))
 def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], method: str, policy: str = "treatment"):
     """KDD'24 Table 2 (``analyses.offline_online_correlation``) with Rₜ = ``policy``, the target policy taken
     to have served the treatment arm."""
@@ -124,7 +125,7 @@ def correlation_result(key: str, reward: str, variants: tuple[tuple, ...], metho
                                       rewards=(reward,), policies=(LOGGING_POLICY, policy))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=32))
 def correlation_clip_result(key: str, reward: str, model: str, method: str, policy: str = "treatment"):
     """KDD'24 Table 2 across clip values (``analyses.correlation_by_clip``): DCG (``model``, ·) vs DCG (log2, ·)
     of the target policy ``policy``, pooled over experiment-days, at every clip of the grid (the two cached
@@ -136,7 +137,7 @@ def correlation_clip_result(key: str, reward: str, model: str, method: str, poli
                                method=method, policy=policy)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=32))
 def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str,
                      clip: float, level: float, n_boot: int):
     from offeval_core.analyses import dcg_vs_ndcg
@@ -147,7 +148,7 @@ def agreement_result(key: str, reward: str, policies: tuple[str, ...], discount:
                        clip=clip, n_boot=n_boot, rng=0, level=level)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=64))
 def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple, ...], level: float,
                     relative: bool, adjust: str = "none"):
     from offeval_core.analyses import Variant, decision_boxes
@@ -157,7 +158,7 @@ def decision_result(key: str, reward: str, policy: str, estimators: tuple[tuple,
                           relative=relative, rewards=(reward,), adjust=adjust)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=32))
 def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposure: str, level: float,
                        rule: str):
     from offeval_core.analyses import clip_tuning
@@ -170,7 +171,7 @@ def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposu
                        clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=32))
 def clip_recommendation(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
     """The one clip recommendation (``analyses.clip_tuning.recommend_clip``, as in the report and
     ``offeval estimate --clip auto``) for the clip-tuning result of these settings: the rule's choice, never a
@@ -178,7 +179,7 @@ def clip_recommendation(key: str, reward: str, policy: str, discount: str, expos
     return clip_tuning_result(key, reward, policy, discount, exposure, level, rule).recommendation
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=128))
 def estimates_at(key: str, reward: str, policy: str | None, discount: str, exposure: str, clip: float,
                  level: float, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Per experiment and metric: logging and target estimates (the target's with its CI), the paired effect and
@@ -205,7 +206,7 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
     return pd.DataFrame(rows)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=64))
 def online_arms(key: str, reward: str, discount: str, exposure: str, level: float):
     """The online outcome pooled over every A/B test (``estimators.online_results`` with no grouping): each arm's
     mean reward per session with its CI and the treatment − control effect; None without a treatment arm."""
@@ -226,7 +227,7 @@ def candidate_policies(key: str) -> tuple[str, ...]:
     return tuple(p for p in t.all if p not in t.logging)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=32))
 def candidates_result(key: str, reward: str, discount: str, exposure: str, level: float, adjust: str,
                       clip_rule: str, clip: float, rank_metric: str = "dcg", propensity_metric: str = "cis"):
     """Every candidate vs the logging policy (``analyses.compare_candidates``) at one clip: with ``clip_rule``
@@ -258,7 +259,7 @@ def candidates_result(key: str, reward: str, discount: str, exposure: str, level
     return compare_candidates(mom, candidates=pairs, reward=reward, level=level, adjust=adjust, clip_reason=reason)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=32))
 def candidates_chart(key: str, reward: str, discount: str, exposure: str, level: float, adjust: str, clip_rule: str,
                      clip: float, rank_metric: str = "dcg", propensity_metric: str = "cis"):
     """The forest plot (``forest.candidates_figure``) of :func:`candidates_result`; shared and read-only."""
@@ -268,7 +269,7 @@ def candidates_chart(key: str, reward: str, discount: str, exposure: str, level:
                                                rank_metric, propensity_metric))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=16))
 def _clip_tuning_base(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str):
     from offeval_core.charts import clip_tuning_figure
 
@@ -277,7 +278,7 @@ def _clip_tuning_base(key: str, reward: str, policy: str, discount: str, exposur
     return clip_tuning_figure(res), tuple(res.table["clip"])
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=64))
 def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposure: str, level: float, rule: str,
                       clip: float):
     """The clip-tuning figure with the shared recommendation and the clip value ``clip`` marked. One
@@ -288,7 +289,7 @@ def clip_tuning_chart(key: str, reward: str, policy: str, discount: str, exposur
     return mark_clip(fig, clip, clips, subplots=True)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=16))
 def _sensitivity_base(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
                       metrics: tuple[str, ...], level: float, online_alpha: float, min_effect: float, side: str,
                       adjust: str):
@@ -299,7 +300,7 @@ def _sensitivity_base(key: str, rewards: tuple[str, ...], discount: str, exposur
     return sensitivity_figure(res), tuple(res.table["clip"].unique())
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=64))
 def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposure: str, policy: str,
                       metrics: tuple[str, ...], level: float, online_alpha: float, min_effect: float, side: str,
                       clip: float, adjust: str = "none"):
@@ -317,7 +318,7 @@ def sensitivity_chart(key: str, rewards: tuple[str, ...], discount: str, exposur
 # serialises the figure without building it again.
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=32))
 def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str, policy: str = "treatment"):
     """KDD'24 Table 2 as a heatmap (``charts.correlation_figure``) of :func:`correlation_result`."""
     from offeval_core.analyses import correlation_figure
@@ -325,7 +326,7 @@ def correlation_chart(key: str, reward: str, variants: tuple[tuple, ...], method
     return correlation_figure(correlation_result(key, reward, variants, method, policy))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=32))
 def correlation_summary_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str,
                               policy: str = "treatment"):
     """KDD'24 Table 2 at projector size (``correlation_summary.correlation_summary_figure``): one row per variant,
@@ -335,7 +336,7 @@ def correlation_summary_chart(key: str, reward: str, variants: tuple[tuple, ...]
     return correlation_summary_figure(correlation_result(key, reward, variants, method, policy))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=32))
 def correlation_clip_chart(key: str, reward: str, model: str, method: str, clip: float, policy: str = "treatment"):
     """Table 2 across clip values (``charts.correlation_clip_figure``), the sidebar's ``clip`` marked."""
     from offeval_core.charts import correlation_clip_figure, mark_clip
@@ -344,13 +345,13 @@ def correlation_clip_chart(key: str, reward: str, model: str, method: str, clip:
     return mark_clip(correlation_clip_figure(res), clip, sorted(res.table["clip"].unique()))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=32))
 def correlation_html(key: str, reward: str, variants: tuple[tuple, ...], method: str, policy: str = "treatment") -> str:
     """The Table 2 layout (``styled_html``) of :func:`correlation_result`."""
     return correlation_result(key, reward, variants, method, policy).styled_html()
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=64))
 def correlation_series_chart(key: str, reward: str, variants: tuple[tuple, ...], method: str, experiment,
                              row_reward: str, row_policy: str, policy: str = "treatment"):
     """The day-by-day drill-down figure of one row (``row_policy``: logging or the target) of
@@ -361,7 +362,7 @@ def correlation_series_chart(key: str, reward: str, variants: tuple[tuple, ...],
     return correlation_series_figure(res.series(experiment, row_reward, row_policy))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=32))
 def agreement_chart(key: str, reward: str, policies: tuple[str, ...], discount: str, exposure: str, clip: float,
                     level: float, n_boot: int):
     """KDD'24 Fig. 2 (``charts.agreement_figure``) of :func:`agreement_result`."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.data.datasets import UploadGone, mark_ready
+from dashboard.data.notes import keeps_notes
 from offeval_core.errors import InputError, LimitExceeded, UnreadableInput
 
 __all__ = [
@@ -36,7 +37,7 @@ def zoo_cache_dir() -> Path:
     return Path(base) / "zoo"
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=8))
 def zoo_agreement_result(grid: str, k: int, gain: str, n_boot: int, level: float, seed: int = 0):
     """KDD'24 App. A on the simulated model zoo (``heldout.zoo_agreement``; the zoo is also saved on disk)."""
     from offeval_core.heldout.analyses import zoo_agreement
@@ -47,7 +48,7 @@ def zoo_agreement_result(grid: str, k: int, gain: str, n_boot: int, level: float
     return out
 
 
-@st.cache_resource(show_spinner=False, max_entries=1)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=1))
 def assumption_contrast_result():
     """Assumption holds vs broken on small simulated worlds (``analyses.assumptions``), seeds 0 and 1."""
     from offeval_core.analyses.assumptions import assumption_contrast
@@ -57,7 +58,7 @@ def assumption_contrast_result():
     return out
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=4))
 def estimator_lab_result(preset: str, lam: str, propensity: str):
     """The GS estimator lab (``heldout.estimator_lab``) with the seeds / cut-offs of ``LAB_PRESETS[preset]``."""
     from offeval_core.heldout.analyses import estimator_lab
@@ -69,7 +70,7 @@ def estimator_lab_result(preset: str, lam: str, propensity: str):
     return out
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=8))
 def slate_experiment_result(behaviour: str, n: int, reps: int):
     """The slate estimators against the exact truth of a stochastic-slate world (``slate.experiment``):
     ``reps`` replications of ``n`` sessions under the click ``behaviour`` (``+``-joined); (summary, truth)."""
@@ -81,7 +82,7 @@ def slate_experiment_result(behaviour: str, n: int, reps: int):
     return summarize(runs, world.value()), world.value()
 
 
-@st.cache_data(show_spinner=False, max_entries=2)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=2))
 def table1_result(normaliser: str):
     """KDD'24 Table 1 recomputed (``analyses.table1_example``) and its two policies' DCG vs nDCG agreement."""
     from offeval_core.analyses import dcg_vs_ndcg, table1_example
@@ -101,7 +102,7 @@ def _coverage_world():
     return build_world(HEAVY_TAILED, rng=0)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=64))
 def coverage_block(n_sessions: int, block: int):
     """Replications ``block · COVERAGE_BLOCK`` … of the coverage study (``slate.coverage.coverage_runs``, seed 0)."""
     from offeval_core.slate.coverage import coverage_runs
@@ -110,7 +111,7 @@ def coverage_block(n_sessions: int, block: int):
     return coverage_runs(_coverage_world(), n_sessions=n_sessions, reps=range(start, start + COVERAGE_BLOCK), rng=0)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@keeps_notes(st.cache_data(show_spinner=False, max_entries=8))
 def interval_coverage_result(n_sessions: int):
     """Coverage of the normal, bootstrap-t and empirical-Bernstein intervals of IIPS / RIPS / SIPS against the
     exact truth over ``COVERAGE_REPS`` replications (``slate.coverage.summarize_coverage``)."""
@@ -167,7 +168,7 @@ def heldout_runs(sha: str, name: str) -> list:
     return _read_heldout(sha, name, read_runs)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@keeps_notes(st.cache_resource(show_spinner=False, max_entries=8))
 def runs_agreement_result(qrels: tuple[str, str], runs: tuple[tuple[str, str], ...], k: int, gain: str,
                           n_boot: int, level: float, seed: int = 0):
     """DCG@k vs nDCG@k over the uploaded runs on the uploaded qrels (``heldout.runs_agreement``)."""
