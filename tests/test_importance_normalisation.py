@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from offeval_core import importance as imp
+from offeval_core.errors import WrongType
 from offeval_core.importance.normalisation import MIN_CONTEXT_ROWS, group_ratio, pooled_context
 from offeval_core.logs import read_logs
 from tests.test_ncis_session_scale import LOG2, ranking_logs, value
@@ -114,3 +115,29 @@ def test_one_session_with_exposure_weights_is_normalised_by_its_weight_mass():
     would give 2)."""
     per = _sessions(propensity=[False, False], w_sum=[4.0, 3.0]).iloc[:1]
     assert imp.values_from_sessions(per, base="ncis", scale="session")[0] == pytest.approx(4.0, rel=1e-15)
+
+
+def _per_session(arms, contexts, rows, exact=None) -> pd.DataFrame:
+    """A per-session table as ``importance.session_sums`` gives it (the columns the pooling rule reads)."""
+    n = len(arms)
+    return pd.DataFrame({"experiment_id": "e", "day": 1, "arm": arms, "context": contexts, "m": rows,
+                         "exact": exact if exact is not None else [0] * n})
+
+
+def test_pooled_contexts_read_the_rows_by_their_labels_not_their_positions():
+    """Control sessions 'a' (2 rows: kept) and 'b' (1 row: pooled); treatment 'c' (1 row: pooled). Reordered, the
+    table's labels no longer match its positions: the control count is still 1 of 2, not the treatment's row."""
+    per = _per_session(["control", "control", "treatment"], ["a", "b", "c"], [2, 1, 1])
+    assert imp.pooled_sessions(per).tolist() == [False, True, True]
+    assert imp.pooled_contexts(per) == (1, 2)
+    moved = per.iloc[[2, 0, 1]].set_axis([10, 11, 12])       # treatment first, labels 10-12
+    assert imp.pooled_contexts(moved) == (1, 2)
+    assert imp.pooled_contexts(moved, arm="treatment") == (1, 1)
+    assert imp.pooled_contexts(per.iloc[[1, 2, 0]]) == (1, 2)  # labels 1, 2, 0: position 0 is 'b'
+
+
+def test_a_table_without_a_column_the_rule_reads_is_refused_by_name():
+    per = _per_session(["control"], ["a"], [1]).drop(columns="context")
+    with pytest.raises(WrongType, match=r"per must be a per-session table of importance.session_sums \(columns m, "
+                                        r"exact, experiment_id, day, arm, context\), got DataFrame"):
+        imp.pooled_sessions(per)

@@ -1550,6 +1550,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     'per = per.assign(context_=per["context"].where(~pooled_sessions(per), ))')},
     ("importance-bootstrap", "_session_estimator", 'keys = ""'):
         "an empty text is falsy like None: no groups, one ratio (codes stays None)",
+    ("importance-normalisation", "pooled_sessions",
+     'rows = pd.Series(per["m"].to_numpy(dtype=float)).groupby(groups, dropna=None).transform("sum").to_numpy()'):
+        "pandas reads dropna for its truth: None keeps missing labels as a group, as False does",
+    ("importance-normalisation", "pooled_sessions",
+     'rows = pd.Series(per["m"].to_numpy(dtype=None)).groupby(groups, dropna=False).transform("sum").to_numpy()'):
+        "m counts rows: the integer sums compare with the rule's row threshold as their float copies do",
     **{("importance-bootstrap", "_session_estimator", line):
        "pandas reads dropna for its truth: None keeps missing labels as a group, as False does"
        for line in ('dropna=None).transform("sum").to_numpy()',
