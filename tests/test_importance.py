@@ -793,3 +793,21 @@ def test_is_from_logging_arm_covers_target_arm_mean():
     # and the plain interval check the issue asks for: the IS CI covers the target arm's mean most of the time
     plain = np.mean([r.target.ci.contains(r.online.treatment.value) for r in res])
     assert plain >= 0.8
+
+
+def test_bootstrap_drawn_in_several_chunks_is_the_resample_loop():
+    """Over 2,000,000 session counts the resamples are drawn in chunks (2,000,000 // n at a time): 4,001 sessions
+    and 1,100 resamples are chunks of 499, 499 and 102. Every replicate still sits in its own place: the same as
+    the loop over the replayed draws (IS = Σ k a / Σ k; logging Σ k c / Σ k)."""
+    logs = random_multislot_logs(5, n_sessions=4001)
+    b = imp.bootstrap(logs, estimator="is", reward="like", policy="t", arm=None, n_boot=1100, level=0.9, rng=7)
+    per = imp.session_values(logs, reward="like", policy="t", clip=math.inf)
+    n = len(per)
+    assert n == 4001 and 2_000_000 // n < 1100
+    k = replay_counts(7, n, 1100)
+    t = (k @ per["a"].to_numpy(float)) / k.sum(axis=1)
+    lg = (k @ per["c"].to_numpy(float)) / k.sum(axis=1)
+    assert b.target.stderr == pytest.approx(np.std(t, ddof=1), rel=1e-9)
+    assert b.logging.stderr == pytest.approx(np.std(lg, ddof=1), rel=1e-9)
+    assert (b.effect.ci.low, b.effect.ci.high) == pytest.approx(tuple(np.quantile(t - lg, [0.05, 0.95])), rel=1e-9)
+    assert b.effect.p_value == np.mean(t - lg <= 0)

@@ -1556,6 +1556,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("importance-normalisation", "pooled_sessions",
      'rows = pd.Series(per["m"].to_numpy(dtype=None)).groupby(groups, dropna=False).transform("sum").to_numpy()'):
         "m counts rows: the integer sums compare with the rule's row threshold as their float copies do",
+    **{("importance-bootstrap", "bootstrap", line):
+       "the chunk only batches the draws: rng.integers in batches of any size is the same stream (the replicates "
+       "are the same; a test draws several chunks)"
+       for line in ("chunk = max(2, 2_000_000 // max(n, 1))  # resamples drawn at once: about 2 M session counts in memory",
+                    "chunk = max(1, 2000001 // max(n, 1))  # resamples drawn at once: about 2 M session counts in memory",
+                    "chunk = max(1, 2_000_000 // max(n, 2))  # resamples drawn at once: about 2 M session counts in memory")},
     **{("importance-bootstrap", "_session_estimator", line):
        "pandas reads dropna for its truth: None keeps missing labels as a group, as False does"
        for line in ('dropna=None).transform("sum").to_numpy()',
