@@ -167,6 +167,12 @@ def test_bootstrap_default_resamples_chunks_and_two_units():
     ci = inverted_share_bootstrap(x, y, rng=7, level=0.479)
     assert (ci.low, ci.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
     assert 0 < lo < 1 / 3 and loop(x, y, 999, 7, 0.479)[0] != lo and loop(x, y, 1001, 7, 0.479)[0] != lo
+    # the upper end too: 871 of the shares are ≤ 1/3, so at level 0.7427 the 87.135 % point falls between a 1/3
+    # and a 2/3
+    lo, hi = loop(x, y, 1000, 7, 0.7427)
+    ci = inverted_share_bootstrap(x, y, rng=7, level=0.7427)
+    assert (ci.low, ci.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert 1 / 3 < hi < 2 / 3
     # 2001 units: the draws come in chunks of 2,000,000 // 2001 = 999 resamples (999 + 1 here), replayed so
     # (351 of its shares are 0: at level 0.299 the 35.05 % point falls between 0 and 1/3)
     big = np.random.default_rng(8).normal(size=(2001, 3))

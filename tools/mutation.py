@@ -533,6 +533,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ("topn_metrics", '"ndcg": np.where(valid, ndcg_of(dcg, idcg, ), np.nan),',
          "iDCG = 0 only without a relevant item, where np.where gives NaN anyway"),
     ]},
+    ("stats", "resample_counts", "return np.bincount(flat, minlength=size * n).reshape(size, n).astype(None)"):
+        "numpy's astype(None) is its default dtype, float64",
+    ("stats", "resample_counts", "idx = rng.integers(n, size=(size, n))"):
+        "Generator.integers(n) draws from [0, n) as integers(0, n) does, from the same stream",
     ("stats", 'welch_effect', 'check_finite(se, what=None)'):
         "se = √(a + b) with a, b ≤ max float / 2 (finite moments over n ≥ 2), and a NaN count is caught by the difference's check first: never non-finite here",
     ("stats", 'welch_effect', 'check_finite(what="the arms\' variances")'):
