@@ -415,9 +415,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("agreement", "agreement", "if np.ptp(xv) > 0 or np.ptp(yv) > 0:"):
         "scipy's kendalltau returns NaN, NaN for a constant metric (without a warning), as this branch does",
     ("agreement", "inverted_share_bootstrap", "chunk = max(2, 2_000_000 // n_units)  # resamples drawn at once: about 2 M unit counts in memory"):
-        "the chunk only batches the draws: multinomial draws in batches of any size are the same stream",
+        "the chunk only batches the draws: rng.integers in batches of any size is the same stream",
     ("agreement", "inverted_share_bootstrap", "chunk = max(1, 2000001 // n_units)  # resamples drawn at once: about 2 M unit counts in memory"):
-        "the chunk only batches the draws: multinomial draws in batches of any size are the same stream",
+        "the chunk only batches the draws: rng.integers in batches of any size is the same stream",
     ("agreement", "inverted_share_bootstrap", "mx = counts @ xm * n_units"):
         "a positive scale keeps the order of the policy means (only the sign of each pair's difference is used)",
     ("agreement", "inverted_share_bootstrap", "my = counts @ ym * n_units"):
