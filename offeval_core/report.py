@@ -24,9 +24,9 @@ from offeval_core.analyses import merge_moments
 from offeval_core.analyses._common import clip_text
 from offeval_core.analyses.plan import PlannedReduce, plan_moments, report_variants
 from offeval_core.defaults import LEVEL, ONLINE_ALPHA
-from offeval_core.discounts import parse_discount
+from offeval_core.discounts import has_cutoff, parse_discount
 from offeval_core.engine import DEFAULT_CLIPS, Grid, Moments, reduce
-from offeval_core.errors import InputError, UnknownName, WrongType
+from offeval_core.errors import InputError, SpecError, UnknownName, WrongType
 from offeval_core.estimators import require, subset
 from offeval_core.importance.weights import PROPENSITY
 from offeval_core.logs import Logs, summarize
@@ -75,6 +75,7 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
     then the sections that need the rows are replaced by a notice, the clip grid is the part of ``clips``
     the file holds, and ``moments_meta`` (``read_metadata``) fills the data section.
     """
+    _check_discount(discount)
     if isinstance(logs, Moments):
         return _build_from_moments(logs, rewards=rewards, discount=discount, clips=clips, policy=policy,
                                    sensitivity_level=sensitivity_level, online_alpha=online_alpha,
@@ -141,6 +142,15 @@ def build_report(logs: Logs | Moments, *, rewards: Sequence[str] | None = None, 
 _PROPENSITY_REDUCE = PlannedReduce("importance", PROPENSITY, PROPENSITY, ())
 """The one reduce of a propensity policy: the importance family with the logged propensities π_t / π_p over the
 report's clip grid (the cap c plays the role of m), max-capped, per session, as on the dashboard's pages."""
+
+
+def _check_discount(discount) -> None:
+    """The report's discount is D and D0 at once (D = D0): a cut-off ``@n`` cannot be an exposure model."""
+    if isinstance(discount, str) and has_cutoff(discount):
+        raise SpecError(f"the report uses --discount as both the discount D and the exposure model D0 (D = D0); "
+                        f"{discount.strip()!r} has a cut-off, which gives every rank after it an exposure of 0, so it "
+                        "cannot be an exposure model: use it without '@n', or compare a cut-off D with "
+                        "`offeval estimate --discount … --exposure …` or the dashboard's Correlation page")
 
 
 def _target(targets, policy: str | None) -> tuple[str | None, str | None]:

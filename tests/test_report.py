@@ -6,7 +6,7 @@ from analyses_world import small_world
 
 from offeval_core import cli
 from offeval_core.commands import report as report_cmd
-from offeval_core.errors import UnknownName
+from offeval_core.errors import SpecError, UnknownName
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -103,6 +103,26 @@ def test_heldout_options_are_checked(report_file):
         build_report(logs, heldout=True, heldout_grid="huge")
     with pytest.raises(ValueError, match="heldout_k must be an integer cut-off from 1 to 100, got 500"):
         build_report(logs, heldout=True, heldout_k=500)
+
+
+def test_a_cut_off_discount_is_refused_before_any_work(report_file, tmp_path):
+    """The report's discount is also its exposure model (D = D0): 'log2@10' would give every rank after 10 an
+    exposure of 0. Refused by name, for logs and for a moments file, and no report is written."""
+    from offeval_core.logs import read_logs
+    from offeval_core.report import build_report
+
+    said = (r"^the report uses --discount as both the discount D and the exposure model D0 \(D = D0\); 'log2@10' has a "
+            r"cut-off, which gives every rank after it an exposure of 0, so it cannot be an exposure model: use it "
+            r"without '@n', or compare a cut-off D with `offeval estimate --discount … --exposure …` or the "
+            r"dashboard's Correlation page$")
+    with pytest.raises(SpecError, match=said):
+        build_report(read_logs(report_file.parent / "logs.parquet"), discount="log2@10")
+    with pytest.raises(SpecError, match=said):
+        build_report(object(), discount=" log2@10 ")
+    out = tmp_path / "r.html"
+    with pytest.raises(SpecError, match=said):
+        _run([str(report_file.parent / "logs.parquet"), "--out", str(out), "--discount", "log2@10", "--no-progress"])
+    assert not out.exists()
 
 
 def test_cli_errors_name_the_argument(tmp_path):
