@@ -94,7 +94,7 @@ MODULES: dict[str, Module] = {
     "engine-kernel": _m("offeval_core/engine/kernel.py", "test_formulas.py", "test_worked_examples.py",
                         "test_engine.py", "test_engine_compiled.py", DOCTEST, "offeval_core/engine/kernel.py"),
     "engine-per-session": _m("offeval_core/engine/per_session.py", "test_formulas.py", "test_engine.py",
-                             "test_worked_examples.py"),
+                             "test_worked_examples.py", "test_engine_compiled.py"),
     # (test_engine_compiled.py: reduce and prepare of a Source, which reach prepare, _prepare and
     # _check_source_names; _session_counts needs a source without counts, a Parquet one, which it has not)
     "engine-reduction": _m("offeval_core/engine/reduction.py", "test_formulas.py", "test_engine.py",
@@ -927,6 +927,31 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for line in ('return pd.DataFrame({"q": np.array([q], dtype=None),', 'return pd.DataFrame({"q": np.array([q], ),',
                     '**{f"m{k}": np.array([_clip_value(m)], dtype=None) for k, m in enumerate(clips)}})',
                     '**{f"m{k}": np.array([_clip_value(m)], ) for k, m in enumerate(clips)}})')},
+    **{("engine-per-session", "compiled_session_values", line):
+       "the label only keeps these plans apart from the moments' plans in the same dict, whose keys start with a "
+       "tuple of rewards: any text does"
+       for line in ('key = ("XXsession valuesXX", everything, tuple(policies), binary)',
+                    'key = ("SESSION VALUES", everything, tuple(policies), binary)')},
+    **{("engine-per-session", "CompiledSessionValues.__init__", line):
+       "the tables put before compiling only give the compiled SQL their names and schema (their rows are not in "
+       "the SQL text), and run() replaces both before every run; np.array of a Python int is int64 already"
+       for line in ("_put(backend, self._par, self._par_frame(1, math.inf))",
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=None), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], ), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([2], dtype=np.int64), "w": [1.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [2.0], "d": [1.0]}))',
+                    '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [2.0]}))')},
+    ("engine-per-session", "CompiledSessionValues.__init__",
+     "self._expr = None  # keeps the tables the SQL names alive as long as the query"):
+        "every table the SQL names is held elsewhere as long as the query: the source's rows by self.source, the "
+        "long table of several rewards by the source's state, the two small tables by the backend under their "
+        "names (as CompiledMoments)",
+    **{("engine-per-session", "CompiledSessionValues._par_frame", line):
+       "np.array of a Python int is int64 and of a Python float (_clip_value returns one) float64 already"
+       for line in ('return pd.DataFrame({"q": np.array([q], dtype=None), "m0": np.array([_clip_value(clip)], dtype=np.float64)})',
+                    'return pd.DataFrame({"q": np.array([q], ), "m0": np.array([_clip_value(clip)], dtype=np.float64)})',
+                    'return pd.DataFrame({"q": np.array([q], dtype=np.int64), "m0": np.array([_clip_value(clip)], dtype=None)})',
+                    'return pd.DataFrame({"q": np.array([q], dtype=np.int64), "m0": np.array([_clip_value(clip)], )})')},
     ("engine-reduction", "_online", 'check_finite_moments(part, what=f"the observed reward {r!r}", )'):
         "of the offline roles the online frame holds exactly n, sum and m2, with the same kinds as the online "
         "roles: the same columns are checked",
