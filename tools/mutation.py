@@ -952,6 +952,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     'return pd.DataFrame({"q": np.array([q], ), "m0": np.array([_clip_value(clip)], dtype=np.float64)})',
                     'return pd.DataFrame({"q": np.array([q], dtype=np.int64), "m0": np.array([_clip_value(clip)], dtype=None)})',
                     'return pd.DataFrame({"q": np.array([q], dtype=np.int64), "m0": np.array([_clip_value(clip)], )})')},
+    **{("engine-reduction", "_tidy", line):
+       "a categorical column with a row at code 0 then takes the other branch, astype(str): the same text and the "
+       "same str dtype, built per row (only slower)"
+       for line in ("if isinstance(col.dtype, pd.CategoricalDtype) and (col.cat.codes > 0).all():  # the categories' text, taken",
+                    "if isinstance(col.dtype, pd.CategoricalDtype) and (col.cat.codes >= 1).all():  # the categories' text, taken")},
     ("engine-reduction", "_online", 'check_finite_moments(part, what=f"the observed reward {r!r}", )'):
         "of the offline roles the online frame holds exactly n, sum and m2, with the same kinds as the online "
         "roles: the same columns are checked",
