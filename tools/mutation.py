@@ -957,6 +957,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "same str dtype, built per row (only slower)"
        for line in ("if isinstance(col.dtype, pd.CategoricalDtype) and (col.cat.codes > 0).all():  # the categories' text, taken",
                     "if isinstance(col.dtype, pd.CategoricalDtype) and (col.cat.codes >= 1).all():  # the categories' text, taken")},
+    **{("estimators", "session_values", line):
+       "the session table and the per-session values share one column, session, which merge joins on without on="
+       for line in ('per, on=None, how="left")', 'per, how="left")')},
     ("engine-reduction", "_online", 'check_finite_moments(part, what=f"the observed reward {r!r}", )'):
         "of the offline roles the online frame holds exactly n, sum and m2, with the same kinds as the online "
         "roles: the same columns are checked",
