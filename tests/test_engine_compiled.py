@@ -759,3 +759,23 @@ def test_compiled_session_values_are_the_direct_forms_and_compile_once(logs):
                 np.testing.assert_allclose(got[col].to_numpy(), want[col].to_numpy(), rtol=1e-12, atol=1e-12)
     # one compiled query per shape: the binary like and the graded click and watch (the reward enters as data)
     assert len({id(q) for q in queries.values()}) == len({sql for _, sql in queries}) == 2
+
+
+def test_compiled_session_values_on_one_backend_own_their_parameter_tables(logs):
+    """As the moments' queries: the per-session values' queries of two sources on one connection (a binary and a
+    graded reward of the first, the graded reward of the second) have 6 parameter and rank table names, all
+    different, and each gives its own logs' values after the other source's query ran."""
+    from offeval_core.engine.per_session import compiled_session_values
+
+    con = connect(threads=1)
+    other = read_logs(random_logs(np.random.default_rng(12), n_sessions=20, graded=True))
+    sources = [source_from_logs(logs, con), source_from_logs(other, con)]
+    queries = [compiled_session_values(s, reward=r, policies=("a",))
+               for s, r in ((sources[0], "like"), (sources[0], "click"), (sources[1], "click"))]
+    names = [n for q in queries for n in (q._par, q._lut)]
+    assert len(set(names)) == len(names) == 6
+    disc = parse_discount("log2")
+    first = queries[1].run(reward="click", discount=disc, exposure=disc, clip=2.0)
+    queries[2].run(reward="click", discount=disc, exposure=disc, clip=2.0)
+    again = queries[1].run(reward="click", discount=disc, exposure=disc, clip=2.0)
+    pd.testing.assert_frame_equal(again, first, check_exact=True)

@@ -941,6 +941,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                     '_put(backend, self._lut, pd.DataFrame({"r": np.array([2], dtype=np.int64), "w": [1.0], "d": [1.0]}))',
                     '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [2.0], "d": [1.0]}))',
                     '_put(backend, self._lut, pd.DataFrame({"r": np.array([1], dtype=np.int64), "w": [1.0], "d": [2.0]}))')},
+    **{(("engine-per-session", fn, line)):
+       "binary only picks the faster route: for a reward with one positive value the graded route (labels sorted "
+       "per session) gives the same iDCG and DCG values (the plans still differ by their table names)"
+       for fn, line in (("compiled_session_values", "binary=None)"),
+                        ("CompiledSessionValues.__init__",
+                         "per = _session_values(pos, lut, n_clips=1, n_policies=len(policies) + 1, keys=(), binary=None)"))},
     ("engine-per-session", "CompiledSessionValues.__init__",
      "self._expr = None  # keeps the tables the SQL names alive as long as the query"):
         "every table the SQL names is held elsewhere as long as the query: the source's rows by self.source, the "
