@@ -29,7 +29,9 @@ Assumption checks (each a real test with an effect size and a CI; docs/diagnose.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import threading
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -388,6 +390,22 @@ def check_support(logs: Logs, *, policy: str | None, discount: str = "log2", alp
                            m, label, m - z * se, m + z * se, pv, bool(fires), len(per), finding)
 
 
+_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Logs → {(check, reward, alpha, level): result}
+_CHECKED_LOCK = threading.Lock()
+
+
+def _checked_once(logs: Logs, key: tuple, check: Callable[[], AssumptionCheck]) -> AssumptionCheck:
+    """``check()`` run once per Logs object and ``key`` (the logs are immutable once read and a check is frozen):
+    a new discount, policy or clip on the same logs reuses the checks that do not depend on them."""
+    with _CHECKED_LOCK:
+        done = _CHECKED.setdefault(logs, {})
+        if key in done:
+            return done[key]
+    result = check()
+    with _CHECKED_LOCK:
+        return done.setdefault(key, result)
+
+
 def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: str = "log2",
              categories: Mapping | pd.Series | None = None, alpha: float = 0.05, level: float = LEVEL) -> Diagnosis:
     """Every assumption check and every applicable estimator's verdict on these logs.
@@ -406,10 +424,16 @@ def diagnose(logs: Logs, *, reward: str, policy: str | None = None, discount: st
         policy = choose_target_policy(known, logging=target_policies(logs).logging)
     if policy is not None and policy not in known:
         raise UnknownName(f"unknown policy {policy!r}; the logs have: {', '.join(known) or 'no target policy'}")
+    # the checks that depend on neither the policy nor the discount are computed once per logs (the interaction
+    # check too, unless a category table is given: that table is not part of the key)
     checks = (
-        check_cascade(logs, reward, alpha=alpha, level=level),
-        check_interaction(logs, reward, categories=categories, alpha=alpha, level=level),
-        check_context_position_bias(logs, reward, alpha=alpha, level=level),
+        _checked_once(logs, ("cascade", reward, alpha, level),
+                      lambda: check_cascade(logs, reward, alpha=alpha, level=level)),
+        check_interaction(logs, reward, categories=categories, alpha=alpha, level=level) if categories is not None
+        else _checked_once(logs, ("interaction", reward, alpha, level),
+                           lambda: check_interaction(logs, reward, alpha=alpha, level=level)),
+        _checked_once(logs, ("context", reward, alpha, level),
+                      lambda: check_context_position_bias(logs, reward, alpha=alpha, level=level)),
         check_support(logs, policy=policy, discount=discount, alpha=alpha, level=level),
     )
     by_name = {c.name: c for c in checks}

@@ -937,3 +937,44 @@ def test_context_check_with_no_binary_reward_and_a_segment_without_information()
     assert c.finding == (f"segment 'a' continues with odds ratio 9.00 [{lo:.2f}, {hi:.2f}] against the rest (mean "
                          f"session length a 1.7, b 1.2, c 1.5), p = {2 * p:.2g} (Holm): one position-bias curve does "
                          "not fit every segment.")
+
+
+def test_checks_that_depend_on_neither_policy_nor_discount_are_computed_once_per_logs():
+    """A new discount on the same logs (the dashboard's "Which estimator?" page) reuses the cascade, interaction and
+    context checks: the same objects, equal to the checks run on their own; the support check is the discount's
+    own. The reward, alpha and level are part of the key; another Logs object and a category table compute anew."""
+    rng = np.random.default_rng(4)
+    n = 400
+    lengths = rng.integers(1, 6, n)
+    rewards = [list(rng.binomial(1, 0.3, k).astype(float)) for k in lengths]
+    frame = sessions(lengths, rewards, segment=[("a", "b")[s % 3 == 0] for s in range(n)])
+    frame["like"] = rng.binomial(1, 0.25, len(frame)).astype(float)
+    logs = read_logs(frame)
+    text = repr  # a check's fields may be NaN (not testable), which == would call different
+
+    a = diagnose(logs, reward="click", discount="log2")
+    b = diagnose(logs, reward="click", discount="reciprocal")
+    assert all(b.checks[i] is a.checks[i] for i in range(3))
+    assert text(a.checks[3]) == text(check_support(logs, policy="new", discount="log2"))
+    assert text(b.checks[3]) == text(check_support(logs, policy="new", discount="reciprocal"))
+    assert text(a.checks[3]) != text(b.checks[3])
+    for got, alone in zip(a.checks[:3], (check_cascade(logs, "click"), check_interaction(logs, "click"),
+                                         check_context_position_bias(logs, "click")), strict=True):
+        assert got is not alone and text(got) == text(alone)
+    assert math.isfinite(a.checks[0].low) and a.checks[0].n > 0
+    # the key: reward, alpha, level
+    c = diagnose(logs, reward="like", discount="log2")
+    assert text(c.checks[0]) == text(check_cascade(logs, "like")) != text(a.checks[0])
+    for kw in ({"alpha": 0.6}, {"level": 0.8}):  # each alone (at α = 0.6 the cascade check, p = 0.54, fires)
+        d = diagnose(logs, reward="click", discount="log2", **kw)
+        for got, alone in zip(d.checks[:3], (check_cascade(logs, "click", **kw), check_interaction(logs, "click", **kw),
+                                             check_context_position_bias(logs, "click", **kw)), strict=True):
+            assert text(got) == text(alone)
+        assert text(d.checks[0]) != text(a.checks[0])
+    # another Logs object of the same rows: its own checks, equal
+    e = diagnose(read_logs(frame), reward="click", discount="log2")
+    assert e.checks[0] is not a.checks[0] and text(e.checks[0]) == text(a.checks[0])
+    # a category table is not part of the key: the interaction check is run with it
+    cats = {1: "x", 2: "y", 3: "x", 4: "y", 5: "x"}
+    f = diagnose(logs, reward="click", discount="log2", categories=cats)
+    assert text(f.checks[1]) == text(check_interaction(logs, "click", categories=cats)) != text(a.checks[1])
