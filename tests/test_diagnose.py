@@ -978,3 +978,13 @@ def test_checks_that_depend_on_neither_policy_nor_discount_are_computed_once_per
     cats = {1: "x", 2: "y", 3: "x", 4: "y", 5: "x"}
     f = diagnose(logs, reward="click", discount="log2", categories=cats)
     assert text(f.checks[1]) == text(check_interaction(logs, "click", categories=cats)) != text(a.checks[1])
+
+
+def test_the_interaction_check_computed_once_reads_alpha():
+    """At α = 1e-50 the rewards-above test (p ≈ 1.3e-45) does not fire; at the default 0.05 it does: diagnose's
+    interaction row is the one at the α it was given."""
+    logs = read_logs(rewards_above_frame())
+    row = diagnose(logs, reward="click", alpha=1e-50).checks[1]
+    assert row.name == "reward interaction" and row.fires is False and 0 < row.p_value < 1e-44
+    assert repr(row) == repr(check_interaction(logs, "click", alpha=1e-50))
+    assert diagnose(logs, reward="click").checks[1].fires is True

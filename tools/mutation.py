@@ -966,6 +966,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("estimators", "session_values", line):
        "the session table and the per-session values share one column, session, which merge joins on without on="
        for line in ('per, on=None, how="left")', 'per, how="left")')},
+    **{("diagnose", "diagnose", line):
+       "the label only keeps the three memoised checks apart in the logs' dict: any three distinct texts do"
+       for line in ('_checked_once(logs, ("XXcascadeXX", reward, alpha, level),',
+                    '_checked_once(logs, ("CASCADE", reward, alpha, level),',
+                    'else _checked_once(logs, ("XXinteractionXX", reward, alpha, level),',
+                    'else _checked_once(logs, ("INTERACTION", reward, alpha, level),',
+                    '_checked_once(logs, ("XXcontextXX", reward, alpha, level),',
+                    '_checked_once(logs, ("CONTEXT", reward, alpha, level),')},
     ("engine-reduction", "_online", 'check_finite_moments(part, what=f"the observed reward {r!r}", )'):
         "of the offline roles the online frame holds exactly n, sum and m2, with the same kinds as the online "
         "roles: the same columns are checked",
