@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import share, sidebar, ui  # noqa: E402
+from dashboard import render, share, sidebar, ui  # noqa: E402
 from dashboard.data.datasets import UploadGone  # noqa: E402
 from dashboard.data.warmup import page_running  # noqa: E402
 from offeval_core.errors import estimator_notes  # noqa: E402
@@ -48,7 +48,10 @@ PAGES = [
 
 page = st.navigation(PAGES)
 st.session_state["_page_path"] = page.url_path  # the page's folded controls are its own (ui.controls)
+charts_first = page.url_path not in render.CHARTLESS_PAGES
 with page_running():  # the background preparation starts no new step until this run ends
+    if charts_first:  # the chart code loads in the browser while the page computes
+        render.preload_chart_code()
     context = sidebar.render(page.url_path)
     for note in context.notes:  # on every page: a link's ignored parameter (e.g. clip=nan) is said where it lands
         st.warning(escape_markdown(note), icon=":material/warning:")
@@ -64,5 +67,7 @@ with page_running():  # the background preparation starts no new step until this
         ui.show_notes(notes)
         for draw in context.after_page:  # the sidebar's slower parts, once the page's own charts are drawn
             draw()
+        if not charts_first:  # after the page: ready for the next page's charts, not in this page's way
+            render.preload_chart_code()
     finally:  # the URL holds the view that is shown, also when the page ended early
         share.finish(page.url_path)

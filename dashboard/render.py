@@ -5,9 +5,11 @@ and tables as people read them (:mod:`offeval_core.display`: human headers, ≤ 
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -19,8 +21,9 @@ from offeval_core.figure_text import exported_figure, wrap_title
 from offeval_core.formatting import clip_text
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, one_line, sanitize_figure
 
-__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "export_settings", "footer_text", "headline", "policy_headline",
-           "raw_logs_notice", "show_figure", "show_table", "shown_table", "table_csv", "takeaway"]
+__all__ = ["CHARTLESS_PAGES", "DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "chart_chunk", "export_settings", "footer_text", "headline",
+           "policy_headline", "preload_chart_code", "raw_logs_notice", "show_figure", "show_table", "shown_table",
+           "table_csv", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
@@ -260,3 +263,45 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
                             "(pandas: read_csv(..., comment='#'))")
     if caption:
         st.caption(caption)
+
+
+CHARTLESS_PAGES = frozenset({"method"})
+"""Url paths of the pages whose default view draws no chart (the Method page draws one only on request)."""
+_CHUNK = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,40}\.js")
+
+
+def chart_chunk(js_dir: Path) -> str | None:
+    """The file name of the frontend's chart code (``PlotlyChart.<hash>.js``) in ``js_dir``, or None unless there
+    is exactly one such file with a plain name (letters, digits, ``_`` and ``-`` as the hash: it is written into
+    a script)."""
+    names = [p.name for p in js_dir.glob("PlotlyChart.*.js")]
+    return names[0] if len(names) == 1 and _CHUNK.fullmatch(names[0]) else None
+
+
+@functools.cache
+def _installed_chart_chunk() -> str | None:
+    return chart_chunk(Path(st.__file__).parent / "static" / "static" / "js")
+
+
+_PRELOAD_JS = """
+<script>
+(function () {
+  const w = window.parent && window.parent.document ? window.parent : window;
+  if (w.__offevalChartCode) return;
+  const main = w.document.querySelector('script[type="module"][src*="static/js/index."]');
+  if (!main) return;
+  w.__offevalChartCode = import(new URL("./%s", main.src).href).catch(function () { w.__offevalChartCode = null; });
+})();
+</script>
+"""
+
+
+def preload_chart_code() -> None:
+    """Ask the browser to load the frontend's chart code (Plotly, about 4.7 MB of JavaScript) now, from the
+    sidebar. A page opened by URL otherwise loads it only when its first chart arrives, after the page's
+    analysis, and the chart waits for it (1.3–2 s in headless Chromium on a 2-core machine); asked for at the
+    start of the run, it loads while the page computes. Once per browser tab (the module is imported once);
+    nothing when the installed Streamlit has no single such file."""
+    chunk = _installed_chart_chunk()
+    if chunk:
+        st.sidebar.html(_PRELOAD_JS % chunk, unsafe_allow_javascript=True)
