@@ -13,9 +13,12 @@ Debian's Chromium through Playwright. Prints median and p95 (seconds) of:
   updated Clip tuning chart;
 - a restart: the first chart of the Sensitivity and Clip tuning pages on a new server whose moments cache is
   empty (the baseline, measured in the same run) and on a new server after that one filled the cache, for the
-  demo and for a served file (``offeval dashboard FILE``), with the ratio filled / empty.
+  demo and for a served file (``offeval dashboard FILE``), with the ratio filled / empty;
+- the framework's floor: a bare Streamlit page (a title and a line of text) and the same page with one small
+  Plotly chart, each opened by URL as the pages are (a new browser context), and the difference: what any page
+  with a chart pays for Streamlit's chart code in a new tab, whatever it computes.
 
-    python bench/bench_dashboard.py [--repeat 3] [--changes 8] [--only restart]
+    python bench/bench_dashboard.py [--repeat 3] [--changes 8] [--only {restart,floor}]
 
 A page is "done" when its title is drawn, the script run has finished and every chart is drawn.
 """
@@ -55,7 +58,7 @@ PAGES = {
 TIMEOUT = 600_000
 
 
-CHARTLESS = ("Method",)
+CHARTLESS = ("Method", "Bare page")
 """Pages whose default view draws no chart; every other page is done only once it shows one."""
 
 
@@ -174,11 +177,39 @@ def restarts(browser) -> None:
         f"{what} {state} {t:.2f} s" for (what, state), t in started.items()))
 
 
+BARE_PAGES = {  # what → (title, app)
+    "without a chart": ("Bare page", 'import streamlit as st\nst.title("Bare page")\nst.write("One line of text.")\n'),
+    "with one chart": ("Bare chart", 'import plotly.graph_objects as go\nimport streamlit as st\n'
+                                     'st.title("Bare chart")\n'
+                                     'st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])), key="c")\n'),
+}
+
+
+def framework_floor(browser, repeat: int) -> None:
+    """Median seconds to open a bare Streamlit page by URL without and with one Plotly chart (``BARE_PAGES``,
+    served one after the other by ``streamlit run`` like the dashboard; the first open of each server is left out),
+    and their difference: the chart code's cost in a new tab, which no page with a chart can go below."""
+    medians = {}
+    with tempfile.TemporaryDirectory(prefix="offeval-bench-bare-") as tmp:
+        for what, (title, code) in BARE_PAGES.items():
+            app = Path(tmp) / f"{what.replace(' ', '_')}.py"
+            app.write_text(code, encoding="utf-8")
+            port = free_port()
+            cmd = [*dashboard_command(port)[:4], str(app), *dashboard_command(port)[5:]]
+            with serving(cmd, port=port, env=os.environ.copy()):
+                times = [open_by_url(browser, f"http://127.0.0.1:{port}/", title) for _ in range(repeat + 1)][1:]
+            medians[what] = float(np.median(times))
+            print(f"bare Streamlit page {what}, by URL: {stats(times)}")
+    print(f"the chart code in a new tab (with one chart − without): "
+          f"{medians['with one chart'] - medians['without a chart']:+.2f} s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="warm opens per page")
     ap.add_argument("--changes", type=int, default=8, help="slider changes per page")
-    ap.add_argument("--only", choices=["restart"], default=None, help="run only the restart measurement")
+    ap.add_argument("--only", choices=["restart", "floor"], default=None,
+                    help="run only the restart measurement, or only the framework's floor")
     args = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"no Chromium at {CHROMIUM} (make browser installs Debian's package)")
@@ -187,9 +218,9 @@ def main() -> int:
 
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "
           "dashboard on the bundled demo (data/logs.parquet)\n")
-    if args.only == "restart":
+    if args.only:
         with launched_chromium(sync_api) as browser:
-            restarts(browser)
+            restarts(browser) if args.only == "restart" else framework_floor(browser, max(args.repeat, 5))
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
         return 0
     port = free_port()
@@ -260,6 +291,8 @@ def main() -> int:
     with launched_chromium(sync_api) as browser:
         print("\nrestart: first chart of a page on a new server, moments cache empty vs filled by an earlier server")
         restarts(browser)
+        print("\nthe framework's floor: Streamlit alone, no offeval code")
+        framework_floor(browser, max(args.repeat, 5))
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
