@@ -125,6 +125,19 @@ def test_a_cut_off_discount_is_refused_before_any_work(report_file, tmp_path):
     assert not out.exists()
 
 
+def test_the_target_policy_is_said_only_once_the_arguments_are_accepted(report_file, tmp_path, capsys):
+    """A refused argument stops the report before it says which target policy it takes; an accepted run says it
+    once, first."""
+    logs = str(report_file.parent / "logs.parquet")
+    with pytest.raises(SpecError):
+        _run([logs, "--out", str(tmp_path / "r.html"), "--discount", "log2@10", "--no-progress"])
+    assert "target policy" not in capsys.readouterr().err
+    _run([logs, "--out", str(tmp_path / "ok.html"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert err.count("offeval report: target policy treatment, taken to have served the treatment arm") == 1
+    assert err.startswith("offeval report: target policy treatment")
+
+
 def test_cli_errors_name_the_argument(tmp_path):
     with pytest.raises(ValueError, match="clip must be a number ≥ 1 or 'inf', got 'x'"):
         _run(["logs.parquet", "--out", str(tmp_path / "r.html"), "--clip-grid", "1,x"])

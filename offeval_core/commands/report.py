@@ -103,17 +103,20 @@ def run(args) -> int:
 
     targets = target_policies(logs)
     policy = args.policy
+    said = []  # what the report will take, said at its first step: after it accepted every argument
     if policy is None and targets.default is not None:
         policy = targets.default
         others = [p for p in targets.all if p != policy and p not in targets.logging]
         choice = (f"; --policy chooses another ({', '.join(others)})" if others else "")
-        print(f"offeval report: target policy {policy}, taken to have served the treatment arm "
-              f"({targets.reason}){choice}", file=sys.stderr)
+        said.append(f"offeval report: target policy {policy}, taken to have served the treatment arm "
+                    f"({targets.reason}){choice}")
     elif policy is None:
-        print("offeval report: no target policy in these logs (no rank__<policy> or target_propensity__<policy> "
-              "column): the analyses that need one are skipped", file=sys.stderr)
+        said.append("offeval report: no target policy in these logs (no rank__<policy> or target_propensity__"
+                    "<policy> column): the analyses that need one are skipped")
 
     def progress(name: str) -> None:
+        while said:
+            print(said.pop(0), file=sys.stderr)
         bar.update(1)
         bar.set_description_str(name)
 
