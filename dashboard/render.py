@@ -21,9 +21,9 @@ from offeval_core.figure_text import exported_figure, wrap_title
 from offeval_core.formatting import clip_text
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, one_line, sanitize_figure
 
-__all__ = ["CHARTLESS_PAGES", "DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "chart_chunk", "export_settings", "footer_text", "headline",
-           "policy_headline", "preload_chart_code", "raw_logs_notice", "show_figure", "show_table", "shown_table",
-           "table_csv", "takeaway"]
+__all__ = ["CHARTLESS_PAGES", "DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "chart_chunk", "export_settings",
+           "footer_text", "headline", "policy_headline", "preload_chart_code", "raw_logs_notice", "show_figure",
+           "show_table", "shown_table", "table_csv", "takeaway"]
 
 
 def raw_logs_notice(what: str) -> None:
