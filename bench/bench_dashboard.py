@@ -10,7 +10,7 @@ Debian's Chromium through Playwright. Prints median and p95 (seconds) of:
 - in-app navigation between pages (sidebar links, warm);
 - the clip slider → updated chart on the Clip tuning, Sensitivity and Decisions pages;
 - a new discount combination (the target discount D changed in the sidebar to a model not seen yet) →
-  updated Clip tuning chart;
+  updated Clip tuning chart (three times), then once on every analysis page;
 - a restart: the first chart of the Sensitivity and Clip tuning pages on a new server whose moments cache is
   empty (the baseline, measured in the same run) and on a new server after that one filled the cache, for the
   demo and for a served file (``offeval dashboard FILE``), with the ratio filled / empty;
@@ -56,6 +56,9 @@ PAGES = {
     "method": ("Method", "Method"),
 }
 TIMEOUT = 600_000
+DISCOUNT_PAGES = {**{path: title for path, (_, title) in PAGES.items() if path not in ("", "method")},
+                  "candidates": "Candidates before an A/B test", "which-estimator": "Which estimator?"}
+"""The analysis pages a new discount D is measured on (url path → title)."""
 
 
 CHARTLESS = ("Method", "Bare page")
@@ -139,6 +142,18 @@ def slider_changes(pg, n: int) -> list[float]:
             }""", arg=old, timeout=TIMEOUT, polling=10)
         times.append(time.perf_counter() - t0)
     return times
+
+
+def new_discount(pg, d: str, title: str) -> float:
+    """Seconds from choosing target discount ``d`` in the sidebar to the updated page (URL, script run, charts)."""
+    box = pg.get_by_test_id("stSidebar").get_by_role("combobox", name="Target discount D")
+    box.click()
+    pg.keyboard.type(d)
+    t0 = time.perf_counter()
+    pg.keyboard.press("Enter")
+    pg.wait_for_function("(d) => new URLSearchParams(location.search).get('discount') === d", arg=d, timeout=TIMEOUT)
+    done(pg, title)
+    return time.perf_counter() - t0
 
 
 RESTART_PAGES = ("sensitivity", "clip-tuning")
@@ -275,18 +290,16 @@ def main() -> int:
 
         pg.goto(f"{base}/clip-tuning")
         done(pg, "Clip tuning")
-        combo = []
-        for d in ("exponential:0.7", "exponential:0.6", "exponential:0.5"):
-            box = pg.get_by_test_id("stSidebar").get_by_role("combobox", name="Target discount D")
-            box.click()
-            pg.keyboard.type(d)
-            t0 = time.perf_counter()
-            pg.keyboard.press("Enter")
-            pg.wait_for_function("(d) => new URLSearchParams(location.search).get('discount') === d",
-                                 arg=d, timeout=TIMEOUT)
-            done(pg, "Clip tuning")
-            combo.append(time.perf_counter() - t0)
+        combo = [new_discount(pg, d, "Clip tuning") for d in ("exponential:0.7", "exponential:0.6", "exponential:0.5")]
         print(f"new discount D (a reduce of all 12 policies × 14 clips) → updated Clip tuning page: {stats(combo)}")
+        print("new discount D → updated page, on every analysis page (a model no page has seen yet, once each):")
+        print("| page | new D | seconds |")
+        print("|---|---|---|")
+        for i, (path, title) in enumerate(DISCOUNT_PAGES.items()):
+            d = f"exponential:0.{45 - i}"
+            pg.goto(f"{base}/{path}")
+            done(pg, title)
+            print(f"| {title} | {d} | {new_discount(pg, d, title):.2f} s |")
         ctx.close()
     with launched_chromium(sync_api) as browser:
         print("\nrestart: first chart of a page on a new server, moments cache empty vs filled by an earlier server")
