@@ -210,8 +210,7 @@ def framework_floor(browser, repeat: int) -> None:
             app = Path(tmp) / f"{what.replace(' ', '_')}.py"
             app.write_text(code, encoding="utf-8")
             port = free_port()
-            cmd = [*dashboard_command(port)[:4], str(app), *dashboard_command(port)[5:]]
-            with serving(cmd, port=port, env=os.environ.copy()):
+            with serving(dashboard_command(port, str(app)), port=port, env=os.environ.copy()):
                 times = [open_by_url(browser, f"http://127.0.0.1:{port}/", title) for _ in range(repeat + 1)][1:]
             medians[what] = float(np.median(times))
             print(f"bare Streamlit page {what}, by URL: {stats(times)}")

@@ -26,9 +26,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def dashboard_command(port: int) -> list[str]:
-    """``streamlit run dashboard/app.py`` headless on a loopback ``port`` (no usage stats, no file watcher)."""
-    return [sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.headless", "true",
+def dashboard_command(port: int, app: str = "dashboard/app.py") -> list[str]:
+    """``streamlit run <app>`` (the dashboard unless another script is named) headless on a loopback ``port`` (no
+    usage stats, no file watcher)."""
+    return [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true",
             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
             "--server.fileWatcherType", "none"]
 
