@@ -146,8 +146,8 @@ def with_progress(label: str, ready: bool, fn: Callable[[], object]):
 
 
 def get_moments(c: Context, reward: str | None = None, discount: str | None = None, exposure: str | None = None):
-    """The cached moments of the page's target policy (DCG reduce of D, D0; for a propensity policy the importance
-    reduce with the logged propensities), with progress the first time."""
+    """The cached moments of the page's target policy (DCG reduce of D, D0, :func:`data.target_moments`; for a
+    propensity policy the importance reduce with the logged propensities), with progress the first time."""
     reward = reward or c.reward
     if c.propensity and discount is None:
         return with_progress(f"Computing the importance-sampling moments of {reward} (weights π_t / π_p) over every "
@@ -155,10 +155,10 @@ def get_moments(c: Context, reward: str | None = None, discount: str | None = No
                              data.is_ready("propensity", c.key, reward), lambda: data.propensity_moments(c.key, reward))
     d = discount or c.settings.discount
     e = exposure or c.settings.exposure
-    ready = data.is_ready("moments", c.key, reward, d, e)
-    return with_progress(f"Computing DCG / nDCG moments for {reward}, D = {d}, D0 = {e} over every policy "
-                         f"and clip value (first time only)…", ready,
-                         lambda: data.moments(c.key, reward, d, e))
+    ready = data.moments_ready(c.key, reward, d, e, c.policy)
+    return with_progress(f"Computing DCG / nDCG moments for {reward}, D = {d}, D0 = {e} over every clip value "
+                         f"(first time only)…", ready,
+                         lambda: data.target_moments(c.key, reward, d, e, c.policy))
 
 
 def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:

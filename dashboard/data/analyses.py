@@ -16,11 +16,11 @@ from dashboard.data.notes import keeps_notes
 from dashboard.data.datasets import (
     importance_moments,
     load,
-    moments,
     moments_many,
     needs_raw_logs_text,
     parse_sim_spec,
     propensity_moments,
+    target_moments,
 )
 from offeval_core.analyses.plan import estimator_family, plan_moments
 from offeval_core.defaults import LEVEL
@@ -68,24 +68,26 @@ def simulated_topics(key: str):
 def planned_moments(key: str, reward: str, policy: str | None, variants: Sequence[tuple]) -> Moments:
     """The moments of ``variants`` (``(metric, D, D0, clip)`` tuples) for one reward: each reduce the
     core's planner names (:func:`~offeval_core.analyses.plan.plan_moments`) fetched from its cache over the
-    whole clip grid, merged. The importance-sampling family is reduced per target ``policy`` (exposure weights)
+    whole clip grid, merged; of target ``policy`` (:func:`~dashboard.data.datasets.target_moments`; None: every
+    policy). The importance-sampling family is reduced per target ``policy`` (exposure weights)
     or, with D = D0 = ``propensity``, over every propensity policy (the logged propensities)."""
     from offeval_core.analyses import merge_moments
 
     parts = [(propensity_moments(key, reward) if p.discount == PROPENSITY
               else importance_moments(key, reward, policy, p.discount, p.exposure)) if p.family == "importance"
-             else moments(key, reward, p.discount, p.exposure) for p in plan_moments(variants)]
+             else target_moments(key, reward, p.discount, p.exposure, policy) for p in plan_moments(variants)]
     if not parts:
-        parts = [moments(key, reward, "pbm", "pbm")]
+        parts = [target_moments(key, reward, "pbm", "pbm", policy)]
     return parts[0] if len(parts) == 1 else merge_moments(*parts)
 
 
-def policy_moments(key: str, reward: str, discount: str, exposure: str) -> Moments:
-    """The cached moments a target policy's estimators read: the DCG reduce of (reward, D, D0), or with D = D0 =
-    ``propensity`` the importance reduce with the logged propensities."""
+def policy_moments(key: str, reward: str, discount: str, exposure: str, policy: str | None) -> Moments:
+    """The cached moments target ``policy``'s estimators read: the DCG reduce of (reward, D, D0)
+    (:func:`~dashboard.data.datasets.target_moments`), or with D = D0 = ``propensity`` the importance reduce with
+    the logged propensities."""
     if discount == PROPENSITY:
         return propensity_moments(key, reward)
-    return moments(key, reward, discount, exposure)
+    return target_moments(key, reward, discount, exposure, policy)
 
 
 def tuned_estimator(discount: str) -> str:
@@ -108,7 +110,7 @@ def sensitivity_result(key: str, rewards: tuple[str, ...], discount: str, exposu
         parts = [propensity_moments(key, r) for r in dict.fromkeys(rewards)]
         m = parts[0] if len(parts) == 1 else merge_moments(*parts)
     else:
-        m = moments_many(key, [(r, discount, exposure) for r in rewards])
+        m = moments_many(key, [(r, discount, exposure) for r in rewards], policy)
     return sensitivity(m, policy=policy, metrics=metrics, discount=discount, exposure=exposure, level=level,
                        online_alpha=online_alpha, min_effect=min_effect, side=side, rewards=rewards, adjust=adjust)
 
@@ -133,7 +135,7 @@ def correlation_clip_result(key: str, reward: str, model: str, method: str, poli
     from offeval_core.analyses import correlation_by_clip
 
     variants = [("dcg", d, d, c) for d in (model, "log2") for c in DEFAULT_CLIPS]
-    return correlation_by_clip(planned_moments(key, reward, None, variants), reward=reward, model=model,
+    return correlation_by_clip(planned_moments(key, reward, policy, variants), reward=reward, model=model,
                                method=method, policy=policy)
 
 
@@ -166,7 +168,7 @@ def clip_tuning_result(key: str, reward: str, policy: str, discount: str, exposu
     if load(key).is_moments:
         raise NeedsRawLogs(needs_raw_logs_text("The clip-tuning chart (bias bound, ESS and clipped share come "
                                                "from the per-row weights)"))
-    m = policy_moments(key, reward, discount, exposure)
+    m = policy_moments(key, reward, discount, exposure, policy)
     return clip_tuning(load(key).logs, reward=reward, policy=policy, discount=discount, exposure=exposure,
                        clips=DEFAULT_CLIPS, level=level, rule=rule, moments=m)
 
@@ -188,7 +190,7 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
     from offeval_core.estimators import summarize_groups
 
     # the cached moments restricted to one clip value and two policies: every lookup below is then cheap
-    m = subset(policy_moments(key, reward, discount, exposure), policies=(policy,) if policy else (), clips=(clip,))
+    m = subset(policy_moments(key, reward, discount, exposure, policy), policies=(policy,) if policy else (), clips=(clip,))
     rows = []
     for metric in metrics:
         for g in summarize_groups(m, reward=reward, policy=policy, metric=metric, discount=discount,
@@ -207,12 +209,14 @@ def estimates_at(key: str, reward: str, policy: str | None, discount: str, expos
 
 
 @keeps_notes(st.cache_data(show_spinner=False, max_entries=64))
-def online_arms(key: str, reward: str, discount: str, exposure: str, level: float):
+def online_arms(key: str, reward: str, discount: str, exposure: str, level: float, policy: str | None = None):
     """The online outcome pooled over every A/B test (``estimators.online_results`` with no grouping): each arm's
-    mean reward per session with its CI and the treatment − control effect; None without a treatment arm."""
+    mean reward per session with its CI and the treatment − control effect; None without a treatment arm. Read
+    from the moments target ``policy``'s page reads (the online part is the same in all)."""
     from offeval_core.estimators import online_results
 
-    res = online_results(policy_moments(key, reward, discount, exposure), reward=reward, level=level).get(())
+    res = online_results(policy_moments(key, reward, discount, exposure, policy), reward=reward,
+                         level=level).get(())
     return res if res is not None and res.treatment is not None else None
 
 

@@ -33,7 +33,7 @@ from dashboard.data.analyses import (
     decision_result,
     sensitivity_result,
 )
-from dashboard.data.datasets import Dataset, default_grid, load, moments, propensity_moments
+from dashboard.data.datasets import Dataset, default_grid, load, moments, plan_moments, propensity_moments
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
 from offeval_core.analyses.plan import correlation_variants, decision_estimators
@@ -123,7 +123,9 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     Every argument is the page's own default: the global settings' (``state.DEFAULTS``), the page controls'
     (``state.PAGE_CONTROLS``) and the choices the pages derive from them (:mod:`.page_defaults`),
     passed in the page's order, so each call hits the cache entry the page reads
-    (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew). A propensity
+    (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew). The moments
+    over every policy are noted as planned (:func:`~dashboard.data.datasets.plan_moments`): a page of one target
+    policy waits for them instead of reducing its policy alone. A propensity
     target policy's steps read the importance moments of the logged propensities (``PROPENSITY_CONTROLS``)."""
     from dashboard.state import DEFAULTS as D
     from dashboard.state import PROPENSITY_CONTROLS
@@ -139,10 +141,13 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     def control(name: str):
         return PROPENSITY_CONTROLS[name] if propensity and name in PROPENSITY_CONTROLS else D.control(name)
 
+    def moments_step(label: str, r: str, discount: str, exposure: str) -> tuple[str, Callable[[], object]]:
+        plan_moments(key, r, discount, exposure)  # a page waits for these rather than reducing one policy alone
+        return label, lambda: moments(key, r, discount, exposure)
+
     steps: list[tuple[str, Callable[[], object]]] = [
         ("data summary", lambda: (reward_overview(key), max_rank(key), learnt_pbm(key))),
-        *((f"moments of {r}", lambda r=r: moments(key, r, D.discount, D.exposure))
-          for r in dict.fromkeys((reward, *rewards)))]
+        *(moments_step(f"moments of {r}", r, D.discount, D.exposure) for r in dict.fromkeys((reward, *rewards)))]
     if propensity:
         steps += [(f"propensity moments of {r}", lambda r=r: propensity_moments(key, r))
                   for r in dict.fromkeys((reward, *rewards))]
@@ -163,7 +168,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     if policy and arms and len(ds.days) >= 3:
         variants = tuple(tuple(v) for v in correlation_variants(d, D.clip))
         if not propensity:
-            steps.append((f"moments of {reward} (log2)", lambda: moments(key, reward, "log2", "log2")))
+            steps.append(moments_step(f"moments of {reward} (log2)", reward, "log2", "log2"))
         steps.append(("correlation", lambda: correlation_result(key, reward, variants, D.method, policy)))
         if not propensity:
             steps.append(("Table 2 across clips", lambda: correlation_clip_result(key, reward, "pbm", D.method,

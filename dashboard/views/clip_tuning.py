@@ -75,7 +75,7 @@ with ui.guarded("Clip tuning"):
             + ("unbiased (nothing is clipped)" if row["bias_bound"] == 0 else
                f"with a bias of at most {num(row['bias_bound'], 3)}") + " and with an "
             f"effective sample of {format_share(row['ess_share'], 2)} of the rows — {verdict}.")
-    online = data.online_arms(c.key, c.reward, d_model, e_model, s.level)
+    online = data.online_arms(c.key, c.reward, d_model, e_model, s.level, c.policy)
     if online is not None and online.treatment is not None:
         on = online.treatment
         inside = row["ci_low"] <= on.value <= row["ci_high"]

@@ -72,7 +72,7 @@ rewards = data.sensitivity_rewards(c.dataset, c.reward, all_rewards)
 min_effect = float(min_effect)
 with ui.guarded("Sensitivity"):
     todo = [r for r in rewards if not (data.is_ready("propensity", c.key, r) if c.propensity
-                                       else data.is_ready("moments", c.key, r, s.discount, s.exposure))]
+                                       else data.moments_ready(c.key, r, s.discount, s.exposure, c.policy))]
     if todo:
         bar = st.progress(0.0, text="Computing moments…")
         for i, r in enumerate(todo):
