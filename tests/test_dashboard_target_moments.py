@@ -134,3 +134,15 @@ def test_sensitivity_on_a_new_discount_shows_the_numbers_of_the_every_policy_mom
     for column, name in (("std. error", "stderr"), ("p-value", "p_value"), ("effect", "effect")):
         got = np.sort(shown[column].astype(float).to_numpy())
         np.testing.assert_allclose(got, np.sort(want[name].to_numpy(dtype=float)), rtol=5e-3)
+
+
+def test_candidates_on_a_new_discount_reduce_every_policy_once(world):
+    """The Candidates page tunes a clip per candidate: one reduce over every policy serves them all, not one
+    reduce per candidate."""
+    from dashboard import data
+
+    key, reduces = world
+    ds = data.load(key)
+    res = data.candidates_result(key, "like", NEW_D, NEW_D, 0.95, "none", "recommended", 64.0)
+    assert reduces == [tuple(ds.policies)]
+    assert len(res.table) == len(data.candidate_policies(key)) > 2

@@ -250,6 +250,8 @@ def candidates_result(key: str, reward: str, discount: str, exposure: str, level
     models = {p: (PROPENSITY, PROPENSITY) if ds.targets.kind(p) == "propensity" else (discount, exposure)
               for p in cands}
     if clip_rule == "recommended" and not ds.is_moments:
+        if any(d != PROPENSITY for d, _ in models.values()):  # one reduce over every policy, not one per candidate
+            target_moments(key, reward, discount, exposure, None)
         recs = {p: clip_recommendation(key, reward, p, *models[p], level, "slope").clip for p in cands}
         m, reason = common_clip(recs)
     elif clip_rule == "recommended":
