@@ -158,8 +158,9 @@ def new_discount(pg, d: str, title: str) -> float:
 
 
 def fresh_models(n: int) -> list[str]:
-    """``n`` exponential discount models no earlier run has used (a random λ to five decimals): a model seen
-    before is in the persistent moments cache, which would time reading it, not computing it.
+    """``n`` distinct exponential discount models that an earlier run has almost surely not used (λ drawn from
+    65,000 values): a model seen before is in the persistent moments cache, which would time reading it, not
+    computing it.
 
     >>> len(set(fresh_models(7)))
     7
