@@ -90,7 +90,7 @@ def test_the_reduce_over_every_policy_is_read_when_cached_or_planned(world, monk
     pd.testing.assert_frame_equal(got.offline, every.offline)
 
     # planned by the background preparation: the page waits for the reduce over every policy
-    data.plan_moments(key, "like", "log2", "log2")
+    data.note_prepared_later(key, "like", "log2", "log2")
     data.target_moments(key, "like", "log2", "log2", "treatment")
     assert reduces == [tuple(ds.policies)]
     # neither: the target policy alone

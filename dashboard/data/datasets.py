@@ -52,7 +52,7 @@ __all__ = [
     "engine_ready", "file_moments_subset", "file_stamp", "importance_moments", "is_ready", "keep_upload", "load",
     "load_demo",
     "load_moments_path", "load_served", "load_simulated", "load_upload", "mark_ready", "moments", "moments_many",
-    "moments_ready", "needs_raw_logs_text", "one_policy_moments", "parse_sim_spec", "plan_moments",
+    "moments_ready", "needs_raw_logs_text", "one_policy_moments", "note_prepared_later", "parse_sim_spec",
     "propensity_moments", "target_moments", "sim_spec", "simulated_config", "upload_key",
     "upload_moments", "upload_raw",
 ]
@@ -60,7 +60,7 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SEED = 0  # the seed of `make data`
 _READY: set[tuple] = set()  # keys whose heavy work is already cached in this process (for progress UI)
-_PLANNED: set[tuple] = set()  # moments the background preparation computes (:func:`plan_moments`)
+_PLANNED: set[tuple] = set()  # moments the background preparation computes (:func:`note_prepared_later`)
 
 
 class UploadGone(MissingInput, LookupError):
@@ -460,7 +460,7 @@ def moments_ready(key: str, reward: str, discount: str, exposure: str, policy: s
         policy is not None and is_ready("moments", key, reward, discount, exposure, policy))
 
 
-def plan_moments(key: str, reward: str, discount: str, exposure: str) -> None:
+def note_prepared_later(key: str, reward: str, discount: str, exposure: str) -> None:
     """Note that the background preparation will compute :func:`moments` of these arguments: a page then waits
     for them rather than reducing its own policy alone."""
     _PLANNED.add(("moments", key, reward, discount, exposure))
