@@ -37,7 +37,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 from browser_support import (  # noqa: E402  (the server and browser set-up the browser tests use)
+    ARGS,
     CHROMIUM,
     dashboard_command,
     demo_environment,
@@ -45,6 +47,7 @@ from browser_support import (  # noqa: E402  (the server and browser set-up the 
     launched_chromium,
     serving,
 )
+from plain_browser import DONE_JS, PlainChromium  # noqa: E402
 
 # url path → (navigation label, title); the Data page is the default page, at the root
 PAGES = {
@@ -67,22 +70,16 @@ CHARTLESS = ("Method", "Bare page")
 
 
 def done(pg, title: str) -> None:
-    """Wait until ``title`` is the page's heading, the script run has finished and every chart is drawn, and at
-    least one is on a page that has charts: the frontend loads its chart code on the first chart, and until then
-    the chart's element is not in the page (a run that ended is not a chart drawn)."""
-    pg.wait_for_function(
-        """([title, need]) => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-            const h = [...document.querySelectorAll('h1')].map(e => e.innerText.trim());
-            if (!h.some(t => t.startsWith(title))) return false;
-            const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-            if (need && !charts.length) return false;
-            return [...charts].every(c => c.querySelector('.main-svg'));
-        }""", arg=[title, title not in CHARTLESS], timeout=TIMEOUT, polling=20)
+    """Wait until the page is done (:data:`plain_browser.DONE_JS`: its title drawn, the script run finished,
+    every chart drawn)."""
+    pg.wait_for_function(DONE_JS, arg=[title, title not in CHARTLESS], timeout=TIMEOUT, polling=20)
 
 
 def open_by_url(browser, url: str, title: str) -> float:
+    """Seconds from opening ``url`` in a new tab with an empty cache to the page done: in a plain Chromium (no
+    DevTools client, as users open it) or in a new context of Playwright's."""
+    if isinstance(browser, PlainChromium):
+        return browser.open(url, title, title not in CHARTLESS)
     ctx = browser.new_context(viewport={"width": 1280, "height": 1400})
     pg = ctx.new_page()
     try:
@@ -241,10 +238,11 @@ BARE_PAGES = {  # what → (title, app)
 }
 
 
-def framework_floor(browser, repeat: int) -> None:
+def framework_floor(openers: dict, repeat: int) -> None:
     """Median seconds to open a bare Streamlit page by URL without and with one Plotly chart (``BARE_PAGES``,
     served one after the other by ``streamlit run`` like the dashboard; the first open of each server is left out),
-    and their difference: the chart code's cost in a new tab, which no page with a chart can go below."""
+    and their difference: the chart code's cost in a new tab, which no page with a chart can go below; in each
+    browser of ``openers`` (what → browser)."""
     medians = {}
     with tempfile.TemporaryDirectory(prefix="offeval-bench-bare-") as tmp:
         for what, (title, code) in BARE_PAGES.items():
@@ -252,13 +250,17 @@ def framework_floor(browser, repeat: int) -> None:
             app.write_text(code, encoding="utf-8")
             port = free_port()
             with serving(dashboard_command(port, str(app)), port=port, env=os.environ.copy()):
-                times = [open_by_url(browser, f"http://127.0.0.1:{port}/", title) for _ in range(repeat + 1)][1:]
-            medians[what] = float(np.median(times))
-            print(f"bare Streamlit page {what}, by URL: {stats(times)}")
-    print(f"the chart code in a new tab (with one chart − without): "
-          f"{medians['with one chart'] - medians['without a chart']:+.2f} s")
+                for how, browser in openers.items():
+                    times = [open_by_url(browser, f"http://127.0.0.1:{port}/", title) for _ in range(repeat + 1)][1:]
+                    medians[how, what] = float(np.median(times))
+                    print(f"bare Streamlit page {what}, by URL, {how}: {stats(times)}")
+    for how in openers:
+        print(f"the chart code in a new tab, {how} (with one chart − without): "
+              f"{medians[how, 'with one chart'] - medians[how, 'without a chart']:+.2f} s")
 
 
+BROWSERS = {"plain": "Chromium with no DevTools client, as users open a page (bench/plain_browser.py)",
+            "devtools": "Chromium driven by Playwright over the DevTools protocol"}
 ONLY = {"restart": "the restart measurement", "floor": "the framework's floor",
         "discount": "a new discount on every analysis page of a prepared server"}
 
@@ -267,6 +269,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="warm opens per page")
     ap.add_argument("--changes", type=int, default=8, help="slider changes per page")
+    ap.add_argument("--browser", choices=list(BROWSERS), default="plain",
+                    help="what opens the pages by URL: " + "; ".join(f"{k}: {v}" for k, v in BROWSERS.items()))
     ap.add_argument("--only", choices=list(ONLY), default=None,
                     help="run only one measurement: " + "; ".join(f"{k}: {v}" for k, v in ONLY.items()))
     args = ap.parse_args()
@@ -276,33 +280,46 @@ def main() -> int:
     from playwright import sync_api
 
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "
-          "dashboard on the bundled demo (data/logs.parquet)\n")
-    if args.only:
-        with launched_chromium(sync_api) as browser:
-            {"restart": lambda: restarts(browser), "floor": lambda: framework_floor(browser, max(args.repeat, 5)),
+          f"dashboard on the bundled demo (data/logs.parquet); pages opened by URL in {BROWSERS[args.browser]}\n")
+    with launched_chromium(sync_api) as browser, PlainChromium(CHROMIUM, ARGS) as plain:
+        opener = plain if args.browser == "plain" else browser
+        openers = {"no DevTools client": plain, "Playwright": browser}
+        if args.only:
+            {"restart": lambda: restarts(opener), "floor": lambda: framework_floor(openers, max(args.repeat, 5)),
              "discount": lambda: discounts_when_prepared(browser)}[args.only]()
-        print(f"load average {os.getloadavg()[0]:.1f} at the end")
-        return 0
+        else:
+            whole_run(browser, opener, args)
+            print("\nrestart: first chart of a page on a new server, moments cache empty vs filled by an earlier server")
+            restarts(opener)
+            print("\nthe framework's floor: Streamlit alone, no offeval code")
+            framework_floor(openers, max(args.repeat, 5))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
+def whole_run(browser, opener, args) -> None:
+    """Everything but the restarts and the floor, on one server: opens by URL in ``opener``, interactions in
+    Playwright's ``browser``."""
     port = free_port()
     env = demo_environment() | {"PYTHONPATH": str(ROOT)}
     base = f"http://127.0.0.1:{port}"
-    with serving(dashboard_command(port), port=port, env=env), launched_chromium(sync_api) as browser:
+    with serving(dashboard_command(port), port=port, env=env):
         started = time.perf_counter()
-        first = open_by_url(browser, f"{base}/method", "Method")
+        first = open_by_url(opener, f"{base}/method", "Method")
         print(f"first open after the server started (Method page; reads, validates and prepares the demo): "
               f"{first:.2f} s")
-        busy = [open_by_url(browser, f"{base}/method", "Method") for _ in range(args.repeat)]
+        busy = [open_by_url(opener, f"{base}/method", "Method") for _ in range(args.repeat)]
         print(f"Method page by URL while the pages are prepared in the background: {stats(busy)}")
         rows = []
         for path, (_, title) in PAGES.items():
             if path == "method":
                 continue
-            cold = open_by_url(browser, f"{base}/{path}", title)
-            warm = [open_by_url(browser, f"{base}/{path}", title) for _ in range(args.repeat)]
+            cold = open_by_url(opener, f"{base}/{path}", title)
+            warm = [open_by_url(opener, f"{base}/{path}", title) for _ in range(args.repeat)]
             rows.append((title, cold, float(np.median(warm))))
         ready = prepared(browser, base) - started
         print(f"background preparation of the pages' defaults finished {ready:.1f} s after the first open began")
-        floor = [open_by_url(browser, f"{base}/method", "Method") for _ in range(args.repeat)]
+        floor = [open_by_url(opener, f"{base}/method", "Method") for _ in range(args.repeat)]
         method = float(np.median(floor))
         print(f"Method page by URL on the idle server (the floor): {stats(floor)}\n")
         print("| page | cold by URL | − Method | warm by URL (median) | − Method |")
@@ -340,13 +357,6 @@ def main() -> int:
         print("new discount D → updated page, on every analysis page (a model no page has seen yet, once each):")
         discount_table(pg, base)
         ctx.close()
-    with launched_chromium(sync_api) as browser:
-        print("\nrestart: first chart of a page on a new server, moments cache empty vs filled by an earlier server")
-        restarts(browser)
-        print("\nthe framework's floor: Streamlit alone, no offeval code")
-        framework_floor(browser, max(args.repeat, 5))
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
-    return 0
 
 
 if __name__ == "__main__":
