@@ -91,6 +91,7 @@ def preload(*, wait: float = 30.0) -> None:
             warmup.prefetch(served.served_key() if served.served() else "demo")
     except Exception:  # the first page loads the data itself and shows what went wrong
         pass
+    _settle_use_warning()
     # a page run imports what it needs itself: the other pages' imports wait, module by module, until none is under way
     try:
         from dashboard.data.warmup import wait_for_idle
@@ -110,6 +111,21 @@ def preload(*, wait: float = 30.0) -> None:
             importlib.import_module(name)
         except Exception:  # the function that needs it imports it again and reports it
             pass
+
+
+def _settle_use_warning() -> None:
+    """Streamlit asks once per process, when the first element is drawn, whether it runs in a REPL: with
+    ``inspect.stack()``, which reads five lines of source for every frame of the caller's stack, 0.1–0.3 s on a page
+    run's deep stack, paid by the first page after every start. Asked here, on this thread's short stack, once the
+    runtime exists (so the answer prints nothing)."""
+    try:
+        from streamlit import delta_generator
+        from streamlit.runtime import Runtime
+
+        if Runtime.exists():
+            delta_generator._maybe_print_use_warning()
+    except Exception:  # the first page asks itself
+        pass
 
 
 def _warm_charts() -> None:

@@ -95,6 +95,7 @@ def test_preload_reads_the_data_first_and_imports_the_rest_only_when_no_page_run
     monkeypatch.setattr(warmup, "prefetch", lambda key: events.append(("prefetch", key)))
     monkeypatch.setattr(serve, "importlib", types.SimpleNamespace(import_module=lambda n: events.append(("import", n))))
     monkeypatch.setattr(serve, "_warm_charts", lambda: events.append(("charts",)))
+    monkeypatch.setattr(serve, "_settle_use_warning", lambda: events.append(("use warning",)))
     thread = threading.Thread(target=serve.preload, kwargs={"wait": 0}, daemon=True)
     with warmup.page_running():
         thread.start()
@@ -102,8 +103,28 @@ def test_preload_reads_the_data_first_and_imports_the_rest_only_when_no_page_run
         while not events and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.3)  # the preload would import now if it did not wait for the page
-        assert events == [("prefetch", "demo")]
+        assert events == [("prefetch", "demo"), ("use warning",)]
     thread.join(timeout=30)
     assert not thread.is_alive()
-    assert events == [("prefetch", "demo"), *(("import", n) for n in app_imports()), ("charts",),
+    assert events == [("prefetch", "demo"), ("use warning",), *(("import", n) for n in app_imports()), ("charts",),
                       *(("import", n) for n in serve.DEFERRED_IMPORTS)]
+
+
+def test_streamlits_once_per_process_repl_check_is_made_by_the_preload_and_prints_nothing(monkeypatch, caplog):
+    """The check Streamlit makes on the first element a process draws (``inspect.stack()`` with source lines over the
+    caller's stack) is made by the preload, once the runtime exists, so the first page after a start skips it; and it
+    says nothing, since the app runs under ``streamlit run``. Fails if Streamlit renames the check or its flag."""
+    from streamlit import delta_generator
+    from streamlit.runtime import Runtime
+
+    from dashboard import serve
+
+    monkeypatch.setattr(delta_generator, "_use_warning_has_been_displayed", False)
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: False))
+    serve._settle_use_warning()  # no runtime yet: left to the first page (it would warn about a bare script)
+    assert delta_generator._use_warning_has_been_displayed is False
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
+    with caplog.at_level("WARNING"):
+        serve._settle_use_warning()
+    assert delta_generator._use_warning_has_been_displayed is True
+    assert not [r for r in caplog.records if "streamlit run" in r.getMessage()]

@@ -6,6 +6,7 @@ pages' default results (the same cached values a page then reads)."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -168,6 +169,30 @@ def test_the_preparation_starts_no_step_while_a_page_runs():
     thread.join(10)
     assert ran == ["moments of a", "sensitivity", "decisions"] and not thread.is_alive()
     assert (job.done, job.running) == (3, False)
+
+
+def test_the_preparation_waits_for_the_browser_to_draw_after_a_run(monkeypatch):
+    """After the last script run ends, the next step waits ``DRAW_GRACE`` seconds (the browser draws what the run
+    sent); a run that starts meanwhile restarts the wait from its own end."""
+    import threading
+
+    from dashboard.data import warmup
+
+    monkeypatch.setattr(warmup, "DRAW_GRACE", 0.8)
+    began = []
+    job = warmup.Warmup(("moments of a",), _todo=[("moments of a", lambda: began.append(time.monotonic()))])
+    with warmup.page_running():
+        pass
+    first_end = time.monotonic()
+    thread = threading.Thread(target=warmup._run, args=(job,), daemon=True)
+    thread.start()
+    time.sleep(0.4)
+    with warmup.page_running():  # a second run, inside the first one's grace
+        pass
+    second_end = time.monotonic()
+    thread.join(10)
+    assert not thread.is_alive() and len(began) == 1
+    assert began[0] >= second_end + 0.8 > first_end + 0.8
 
 
 def test_a_page_with_the_clip_slider_gets_the_clip_tuning_step_with_its_own():

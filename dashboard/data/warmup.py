@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,17 +48,23 @@ _LOCK = threading.Lock()
 _JOBS: dict[str, Warmup] = {}
 _IDLE = threading.Condition()
 _PAGE_RUNS = 0
+_LAST_END = -math.inf
 PAUSE_CAP = 60.0
 """Seconds the preparation waits at most for the script runs under way to end before its next step."""
+DRAW_GRACE = 1.5
+"""Seconds after a script run ends before the preparation's next step: the browser draws what the run sent (a new
+tab compiles Streamlit's chart and table code, about a second of one core on a 2-core machine), and the
+preparation's queries would take both cores from it when the browser runs on the server's machine."""
 
 
 @contextlib.contextmanager
 def page_running():
     """Around a page's script run (``app.py``): the background preparation starts no new step while any script
     run is under way, so a page never shares the interpreter with work it does not need (Python threads take
-    turns: a page's pandas work would wait for the preparation's). A step under way finishes; a page that needs a value being prepared waits for it, and computes itself a value
-    the preparation has not started."""
-    global _PAGE_RUNS
+    turns: a page's pandas work would wait for the preparation's), nor in the :data:`DRAW_GRACE` seconds after the
+    last run ended. A step under way finishes; a page that needs a value being prepared waits for it, and computes
+    itself a value the preparation has not started."""
+    global _PAGE_RUNS, _LAST_END
     with _IDLE:
         _PAGE_RUNS += 1
     try:
@@ -64,13 +72,22 @@ def page_running():
     finally:
         with _IDLE:
             _PAGE_RUNS -= 1
+            _LAST_END = time.monotonic()
             _IDLE.notify_all()
 
 
 def wait_for_idle(cap: float = PAUSE_CAP) -> None:
-    """Until no script run is under way (:func:`page_running`), at most ``cap`` seconds."""
+    """Until no script run is under way (:func:`page_running`) and the last one ended :data:`DRAW_GRACE` seconds
+    ago, at most ``cap`` seconds."""
+    deadline = time.monotonic() + cap
     with _IDLE:
-        _IDLE.wait_for(lambda: _PAGE_RUNS == 0, timeout=cap)
+        while (left := deadline - time.monotonic()) > 0:
+            if _PAGE_RUNS == 0:
+                drawn = _LAST_END + DRAW_GRACE - time.monotonic()
+                if drawn <= 0:
+                    return
+                left = min(left, drawn)
+            _IDLE.wait(timeout=left)
 
 
 @dataclass
