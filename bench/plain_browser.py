@@ -7,8 +7,10 @@ profile for every open (a new tab with an empty cache, like Playwright's new con
 whose content script waits for the same "done" as the Playwright benchmark (:data:`DONE_JS`) and posts
 ``performance.now()`` (milliseconds since the navigation started) to a collector on a loopback port.
 
-Each open first loads a blank page of the collector, which navigates to the page after two seconds, so the
-browser's own start-up is not timed.
+Each open first loads a blank page of the collector, which asks the collector when to go; the collector answers
+once the browser has started and settled (:data:`SETTLE` seconds) and the caller's ``before`` (say, starting the
+server) has returned, so neither the browser's own start-up nor the wait for a server is timed, and the page is
+opened the moment the server answers, as Playwright opens it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ _PROBE = """(() => {
 """
 
 
+SETTLE = 1.0
+"""Seconds between the browser's blank page asking when to go and the earliest go: its start-up work is done."""
+
+
 class PlainChromium:
     """Chromium processes with no DevTools client; ``open(url, title, need)`` → seconds to done."""
 
@@ -60,6 +66,7 @@ class PlainChromium:
         self.chromium, self.args, self.timeout = chromium, list(args), timeout
         self._reports: queue.Queue = queue.Queue()
         self._expect = ["", False]
+        self._asked, self._go = threading.Event(), threading.Event()
 
     def __enter__(self) -> PlainChromium:
         owner = self
@@ -71,8 +78,13 @@ class PlainChromium:
                     body, kind = json.dumps(owner._expect).encode(), "application/json"
                 elif parsed.path == "/go" and "to" in parse_qs(parsed.query):
                     target = json.dumps(parse_qs(parsed.query)["to"][0])
-                    body = f"<html><body><script>setTimeout(() => location.href = {target}, 2000)</script>".encode()
+                    body = (f"<html><body><script>fetch('/when').then(() => location.href = {target})"
+                            "</script>").encode()
                     kind = "text/html"
+                elif parsed.path == "/when":  # answered when the caller says go
+                    owner._asked.set()
+                    owner._go.wait(owner.timeout)
+                    body, kind = b"go", "text/plain"
                 else:
                     self.send_response(404)
                     self.end_headers()
@@ -110,29 +122,44 @@ class PlainChromium:
         self._server.shutdown()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def open(self, url: str, title: str, need: bool, *, tries: int = 3) -> float:
-        """Seconds from the navigation to ``url`` to its done (a new Chromium process on a new profile)."""
+    def open(self, url: str, title: str, need: bool, *, before=None, tries: int = 3) -> float:
+        """Seconds from the navigation to ``url`` to its done (a new Chromium process on a new profile); ``before``
+        (no argument) is called once the browser has settled, just before it navigates."""
+        pending = [before] if before is not None else []
+
+        def once() -> None:  # a launch that never reports is retried; the caller's before runs once
+            while pending:
+                pending.pop()()
+
         for attempt in range(tries):
             try:
-                return self._open(url, title, need)
+                return self._open(url, title, need, once)
             except queue.Empty:
                 if attempt == tries - 1:
                     raise RuntimeError(f"no report from {url} within {self.timeout:g} s ({tries} launches)") from None
         raise AssertionError("unreachable")
 
-    def _open(self, url: str, title: str, need: bool) -> float:
+    def _open(self, url: str, title: str, need: bool, before) -> float:
         while not self._reports.empty():
             self._reports.get_nowait()
         self._expect[:] = [title, need]
+        self._asked.clear()
+        self._go.clear()
         profile = tempfile.mkdtemp(prefix="profile-", dir=self._dir)
         cmd = [self.chromium, *self.args, f"--user-data-dir={profile}", "--window-size=1280,1400",
                f"--load-extension={self._ext}", f"--disable-extensions-except={self._ext}",
                f"http://127.0.0.1:{self.port}/go?to={quote(url, safe='')}"]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
+            if not self._asked.wait(self.timeout):
+                raise queue.Empty
+            time.sleep(SETTLE)
+            before()
+            self._go.set()
             report = self._reports.get(timeout=self.timeout)
             return report["ms"] / 1000
         finally:
+            self._go.set()  # a blank page still asking is let go
             proc.terminate()
             try:
                 proc.wait(timeout=10)

@@ -10,28 +10,21 @@ import math
 import streamlit as st
 
 from dashboard import data, ui
+from dashboard.data.page_defaults import recommendation_args
 from offeval_core.errors import OffevalError
 from offeval_core.formatting import clip_text
-from offeval_core.importance.weights import PROPENSITY
 from offeval_core.sanitize import escape_markdown
 
-__all__ = ["RULE", "clip_reason", "recommendation", "show_clip_choice", "use_clip"]
+__all__ = ["clip_reason", "recommendation", "show_clip_choice", "use_clip"]
 
-RULE = "slope"
-"""The clip-tuning result the recommendation reads (``recommended_clip`` always applies the SLOPE / Lepski rule with
-its bias-bound guard; the rule of the Clip tuning page only changes that page's explanation)."""
 
 
 def recommendation(dataset, reward: str | None, policy: str | None, discount: str, exposure: str, level: float):
     """The recommended clip of the target ``policy`` (a ``ClipRecommendation``), or a sentence saying why there is
     none (a moments file has no per-row weights; no policy)."""
-    if dataset is None or not reward or not policy or policy not in dataset.targets.all:
-        return "there is no target policy to tune the clip for"
-    if dataset.is_moments:
-        return "a moments file has no per-row weights to tune the clip on"
-    if dataset.targets.kind(policy) == "propensity":
-        discount = exposure = PROPENSITY
-    args = (dataset.key, reward, policy, discount, exposure, level, RULE)
+    args = recommendation_args(dataset, reward, policy, discount, exposure, level)
+    if isinstance(args, str):
+        return args
     try:
         rec = ui.with_progress(f"Tuning the clip of {policy} (first time only)…",
                                data.is_ready("clip recommendation", *args),

@@ -77,8 +77,9 @@ def test_with_the_cache_off_nothing_is_written(tmp_path, monkeypatch):
 def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monkeypatch, caplog):
     """``dashboard.serve.preload`` calls ``warmup.prefetch`` with the default dataset: it loads the dataset, reads
     the default moments (D = D0 = pbm) of exactly the rewards the persistent cache holds into the pages' caches,
-    computes nothing itself, and starts the background preparation with the pages' default reward and policy
-    (which computes the rest, pausing while pages run); a dataset that fails to load leaves it to the page."""
+    computes nothing itself but the default settings' recommended clip from the default reward's moments when it
+    read them, and starts the background preparation with the pages' default reward and policy (which computes the
+    rest, pausing while pages run); a dataset that fails to load leaves it to the page."""
     from dashboard import data
     from dashboard.data import datasets, warmup
 
@@ -113,6 +114,13 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     started.clear()
     assert warmup.prefetch(key) == [second]
     assert started == [default]  # the rewards the cache lacks: computed by the preparation, not by the prefetch
+    from dashboard.data import analyses
+    from dashboard.data.page_defaults import recommendation_args
+    from dashboard.state import DEFAULTS
+
+    args = recommendation_args(ds, default[1]["reward"], ds.targets.default, DEFAULTS.discount, DEFAULTS.exposure,
+                               DEFAULTS.level)
+    assert default[1]["reward"] == first and not datasets.is_ready("clip recommendation", *args)  # not read: left
     real_cached = datasets.cached
     monkeypatch.setattr(datasets, "cached", refuse)  # in memory now: the page reads neither disk nor engine
     got = data.moments(ds.key, second, "pbm", "pbm")
@@ -127,8 +135,18 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     st.cache_resource.clear()
     monkeypatch.setattr(datasets, "reduce", refuse)
     started.clear()
+    st.cache_data.clear()
     assert warmup.prefetch(key) == list(ds.rewards)
     assert started == [default]
+    assert datasets.is_ready("clip recommendation", *args)  # the sidebar's recommendation, from the moments read
+    import offeval_core.analyses as core_analyses
+
+    real_tuning = core_analyses.clip_tuning
+    monkeypatch.setattr(core_analyses, "clip_tuning", refuse)  # a page asking for it now reads the cache
+    got_rec = analyses.clip_recommendation(*args)
+    monkeypatch.setattr(core_analyses, "clip_tuning", real_tuning)
+    st.cache_data.clear()
+    assert got_rec == analyses.clip_recommendation(*args)  # what a page computing it itself finds
     monkeypatch.setenv("OFFEVAL_CACHE", "0")  # no persistent cache: nothing to read, the preparation still starts
     started.clear()
     assert warmup.prefetch(key) == [] and started == [default]

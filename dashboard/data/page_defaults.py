@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dashboard.data.datasets import Dataset
 
-__all__ = ["agreement_policies", "sensitivity_rewards"]
+__all__ = ["CLIP_RULE", "agreement_policies", "recommendation_args", "sensitivity_rewards"]
+
+CLIP_RULE = "slope"
+"""The clip-tuning result the recommended clip reads (``recommended_clip`` always applies the SLOPE / Lepski rule with
+its bias-bound guard; the rule of the Clip tuning page only changes that page's explanation)."""
 
 
 def sensitivity_rewards(ds: Dataset, reward: str, all_rewards: bool) -> tuple[str, ...]:
@@ -26,3 +30,19 @@ def agreement_policies(ds: Dataset) -> tuple[str, ...]:
     ranks to score)."""
     return tuple(ds.policies)
 
+
+
+def recommendation_args(ds: Dataset | None, reward: str | None, policy: str | None, discount: str, exposure: str,
+                        level: float) -> tuple | str:
+    """The arguments of ``clip_recommendation`` (key, reward, policy, D, D0, level, rule) for the target ``policy``
+    under these settings (a propensity policy's weights are π_t / π_p: D = D0 = ``propensity``), or a sentence
+    saying why there is no recommendation."""
+    from offeval_core.importance.weights import PROPENSITY
+
+    if ds is None or not reward or not policy or policy not in ds.targets.all:
+        return "there is no target policy to tune the clip for"
+    if ds.is_moments:
+        return "a moments file has no per-row weights to tune the clip on"
+    if ds.targets.kind(policy) == "propensity":
+        discount = exposure = PROPENSITY
+    return ds.key, reward, policy, discount, exposure, level, CLIP_RULE

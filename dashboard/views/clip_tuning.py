@@ -8,6 +8,7 @@ import math
 import streamlit as st
 
 from dashboard import clip_choice, data, ui
+from dashboard.data.page_defaults import CLIP_RULE
 from offeval_core.analyses.plan import PROPENSITY_METRICS
 from offeval_core.estimators import ESTIMATORS
 from offeval_core.formatting import format_number as num
@@ -66,7 +67,7 @@ with ui.guarded("Clip tuning"):
     t = res.table.set_index("clip")
     m = s.clip
     row = t.loc[m]
-    recommendation = data.clip_recommendation(c.key, c.reward, c.policy, d_model, e_model, s.level, clip_choice.RULE)
+    recommendation = data.clip_recommendation(c.key, c.reward, c.policy, d_model, e_model, s.level, CLIP_RULE)
     rec = recommendation.clip
     verdict = ("is the recommended value" if m == rec else
                f"recommended: m = {ui.clip_label(rec)}")
