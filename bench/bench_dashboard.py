@@ -1,5 +1,8 @@
-"""Headless-browser benchmark of the dashboard: a real ``streamlit run`` server on the bundled demo, driven by
-Debian's Chromium through Playwright. Prints median and p95 (seconds) of:
+"""Headless-browser benchmark of the dashboard: a real ``streamlit run`` server on the bundled demo, in Debian's
+Chromium. Pages opened by URL are opened as a user's browser opens them, with no DevTools client attached
+(``bench/plain_browser.py``; ``--browser devtools`` opens them through Playwright, whose debugger bookkeeping makes
+Streamlit's chart code cost a new tab about twice as much); interactions are driven through Playwright. Prints
+median and p95 (seconds) of:
 
 - the first open after the server starts (reads, validates and prepares the demo);
 - each page opened by URL: cold (the first time the page is opened on this server, right after the first
@@ -17,9 +20,10 @@ Debian's Chromium through Playwright. Prints median and p95 (seconds) of:
   demo and for a served file (``offeval dashboard FILE``), with the ratio filled / empty;
 - the framework's floor: a bare Streamlit page (a title and a line of text) and the same page with one small
   Plotly chart, each opened by URL as the pages are (a new browser context), and the difference: what any page
-  with a chart pays for Streamlit's chart code in a new tab, whatever it computes.
+  with a chart pays for Streamlit's chart code in a new tab, whatever it computes; in both browsers.
 
-    python bench/bench_dashboard.py [--repeat 3] [--changes 8] [--only {restart,floor,discount}]
+    python bench/bench_dashboard.py [--repeat 3] [--changes 8] [--browser {plain,devtools}]
+                                    [--only {restart,floor,discount}]
 
 A page is "done" when its title is drawn, the script run has finished and every chart is drawn.
 """
