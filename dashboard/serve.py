@@ -8,7 +8,8 @@ abort), and DuckDB's bindings would list their live objects as leaks. Nothing is
 has stopped (uploads live in memory; their temporary files are deleted right after reading), so the process
 ends with ``os._exit`` after flushing its output.
 
-While the server waits for its first user, a background thread (:func:`preload`) first loads the default dataset
+While the server waits for its first user, a background thread (:func:`preload`) first makes Streamlit's
+once-per-process REPL check (:func:`_settle_use_warning`), then loads the default dataset
 (the demo, or the file the server was started on) and reads its default moments from the persistent cache when it
 holds them, so the first page a user opens does not wait for them; then, one module at a time and only while no
 script run is under way, it imports what the app's script runs import (the modules ``app.py`` and every page
@@ -83,7 +84,8 @@ def preload(*, wait: float = 30.0) -> None:
         if Runtime.exists():
             break
         time.sleep(0.05)
-    try:  # first what the first page waits for longest: the dataset and its cached moments
+    _settle_use_warning()  # first: a page opened at once would otherwise make the check on its own deep stack
+    try:  # then what the first page waits for longest: the dataset and its cached moments
         from dashboard import served
         from dashboard.data import warmup
 
@@ -91,7 +93,6 @@ def preload(*, wait: float = 30.0) -> None:
             warmup.prefetch(served.served_key() if served.served() else "demo")
     except Exception:  # the first page loads the data itself and shows what went wrong
         pass
-    _settle_use_warning()
     # a page run imports what it needs itself: the other pages' imports wait, module by module, until none is under way
     try:
         from dashboard.data.warmup import wait_for_idle

@@ -103,10 +103,10 @@ def test_preload_reads_the_data_first_and_imports_the_rest_only_when_no_page_run
         while not events and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.3)  # the preload would import now if it did not wait for the page
-        assert events == [("prefetch", "demo"), ("use warning",)]
+        assert events == [("use warning",), ("prefetch", "demo")]
     thread.join(timeout=30)
     assert not thread.is_alive()
-    assert events == [("prefetch", "demo"), ("use warning",), *(("import", n) for n in app_imports()), ("charts",),
+    assert events == [("use warning",), ("prefetch", "demo"), *(("import", n) for n in app_imports()), ("charts",),
                       *(("import", n) for n in serve.DEFERRED_IMPORTS)]
 
 
