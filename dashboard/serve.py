@@ -73,8 +73,9 @@ def app_imports() -> list[str]:
 
 def preload(*, wait: float = 30.0) -> None:
     """Once Streamlit's runtime exists (its own start-up imports done), make Streamlit's REPL check
-    (:func:`_settle_use_warning`), then, unless ``OFFEVAL_PREPARE=0``, load the default dataset and read its cached default moments (:func:`dashboard.data.warmup.prefetch`): what a page opened
-    right after a restart waits for longest. Then import :func:`app_imports` (a module that fails to import is left
+    (:func:`_settle_use_warning`), then, unless ``OFFEVAL_PREPARE=0``, load the default dataset and read its cached
+    default moments (:func:`dashboard.data.warmup.prefetch`): what a page opened right after a restart waits for
+    longest. Then import :func:`app_imports` (a module that fails to import is left
     to the page, which shows the error), build Plotly's template (:func:`_warm_charts`) and import
     :data:`DEFERRED_IMPORTS`, each step only when no script run is under way
     (:func:`dashboard.data.warmup.page_running`)."""
