@@ -18,7 +18,6 @@ from offeval_core.sanitize import escape_markdown
 __all__ = ["clip_reason", "recommendation", "show_clip_choice", "use_clip"]
 
 
-
 def recommendation(dataset, reward: str | None, policy: str | None, discount: str, exposure: str, level: float):
     """The recommended clip of the target ``policy`` (a ``ClipRecommendation``), or a sentence saying why there is
     none (a moments file has no per-row weights; no policy)."""

@@ -147,6 +147,12 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     monkeypatch.setattr(core_analyses, "clip_tuning", real_tuning)
     st.cache_data.clear()
     assert got_rec == analyses.clip_recommendation(*args)  # what a page computing it itself finds
+    monkeypatch.setattr(analyses, "clip_recommendation", refuse)  # a recommendation that fails: the rest goes on
+    st.cache_resource.clear()
+    started.clear()
+    with caplog.at_level("INFO", logger="dashboard.data.warmup"):
+        assert warmup.prefetch(key) == list(ds.rewards)
+    assert started == [default] and "no prefetched recommendation" in caplog.text
     monkeypatch.setenv("OFFEVAL_CACHE", "0")  # no persistent cache: nothing to read, the preparation still starts
     started.clear()
     assert warmup.prefetch(key) == [] and started == [default]

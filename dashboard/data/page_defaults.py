@@ -31,7 +31,6 @@ def agreement_policies(ds: Dataset) -> tuple[str, ...]:
     return tuple(ds.policies)
 
 
-
 def recommendation_args(ds: Dataset | None, reward: str | None, policy: str | None, discount: str, exposure: str,
                         level: float) -> tuple | str:
     """The arguments of ``clip_recommendation`` (key, reward, policy, D, D0, level, rule) for the target ``policy``

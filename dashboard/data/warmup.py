@@ -317,9 +317,14 @@ def _recommend(ds: Dataset, reward: str, policy: str | None) -> None:
     from dashboard.state import DEFAULTS as D
 
     args = recommendation_args(ds, reward, policy, D.discount, D.exposure, D.level)
-    if not isinstance(args, str) and args[3] == D.discount:  # a propensity policy's moments are not read here
+    if isinstance(args, str) or ds.targets.kind(policy) == "propensity":  # (its moments are not read here)
+        return
+    try:
         clip_recommendation(*args)
-        mark_ready("clip recommendation", *args)
+    except Exception as exc:  # the sidebar computes it again and says why there is none
+        _LOG.info("no prefetched recommendation for %s: %s", ds.key, exc)
+        return
+    mark_ready("clip recommendation", *args)
 
 
 def enabled(environ=None) -> bool:
