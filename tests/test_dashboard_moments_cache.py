@@ -16,7 +16,7 @@ from offeval_core.simulate import preset_config, write_world
 
 def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, monkeypatch):
     from dashboard import data
-    from dashboard.data import datasets
+    from dashboard.data import dataset_moments
     from dashboard.prefill import prefill
 
     real_validate = logs_module.validate
@@ -36,8 +36,8 @@ def test_a_filled_cache_serves_the_default_moments_without_computing(tmp_path, m
     def refuse(*args, **kwargs):
         raise AssertionError("computed although the moments are in the cache")
 
-    monkeypatch.setattr(datasets, "reduce", refuse)
-    monkeypatch.setattr(datasets, "engine_ready", refuse)
+    monkeypatch.setattr(dataset_moments, "reduce", refuse)
+    monkeypatch.setattr(dataset_moments, "engine_ready", refuse)
     monkeypatch.setattr(logs_module, "validate", refuse)  # the logs too: read from the cache, not validated again
     ds = data.load(f"demo:{demo}")
     monkeypatch.setattr(logs_module, "validate", real_validate)
@@ -81,7 +81,7 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     read them, and starts the background preparation with the pages' default reward and policy (which computes the
     rest, pausing while pages run); a dataset that fails to load leaves it to the page."""
     from dashboard import data
-    from dashboard.data import datasets, warmup
+    from dashboard.data import dataset_moments, datasets, warmup
 
     demo = tmp_path / "demo"
     write_world(preset_config("small"), demo, seed=5)
@@ -93,8 +93,8 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     def refuse(*args, **kwargs):
         raise AssertionError("computed by the prefetch")
 
-    real_reduce = datasets.reduce
-    monkeypatch.setattr(datasets, "reduce", refuse)
+    real_reduce = dataset_moments.reduce
+    monkeypatch.setattr(dataset_moments, "reduce", refuse)
     started = []
     monkeypatch.setattr(warmup, "warm_up", lambda ds, **kw: started.append((ds.key, kw)))
     assert warmup.prefetch(key) == []  # an empty cache: the dataset loaded, no moments computed here
@@ -103,14 +103,14 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     default = (key, {"reward": warmup.default_reward(ds), "policy": ds.targets.default})
     assert started == [default]  # the preparation computes them in the background, from the server's start
 
-    monkeypatch.setattr(datasets, "reduce", real_reduce)
+    monkeypatch.setattr(dataset_moments, "reduce", real_reduce)
     first, second = ds.rewards[0], ds.rewards[1]
     expected = data.moments(key, second, "pbm", "pbm")  # computed once and stored
     data.moments(key, first, "log2", "log2")  # stored, but not a default (pbm) moment
     assert len(list((tmp_path / "cache").glob("*.moments.parquet"))) == 2
 
     st.cache_resource.clear()  # a restart
-    monkeypatch.setattr(datasets, "reduce", refuse)
+    monkeypatch.setattr(dataset_moments, "reduce", refuse)
     started.clear()
     assert warmup.prefetch(key) == [second]
     assert started == [default]  # the rewards the cache lacks: computed by the preparation, not by the prefetch
@@ -121,19 +121,19 @@ def test_prefetch_at_server_start_reads_only_what_the_cache_holds(tmp_path, monk
     args = recommendation_args(ds, default[1]["reward"], ds.targets.default, DEFAULTS.discount, DEFAULTS.exposure,
                                DEFAULTS.level)
     assert default[1]["reward"] == first and not datasets.is_ready("clip recommendation", *args)  # not read: left
-    real_cached = datasets.cached
-    monkeypatch.setattr(datasets, "cached", refuse)  # in memory now: the page reads neither disk nor engine
+    real_cached = dataset_moments.cached
+    monkeypatch.setattr(dataset_moments, "cached", refuse)  # in memory now: the page reads neither disk nor engine
     got = data.moments(ds.key, second, "pbm", "pbm")
     pd.testing.assert_frame_equal(got.offline, expected.offline, check_exact=True)
 
     # every reward's default moments cached (an earlier server prepared them): the preparation starts at once, with
     # the pages' default reward and policy
-    monkeypatch.setattr(datasets, "cached", real_cached)
-    monkeypatch.setattr(datasets, "reduce", real_reduce)
+    monkeypatch.setattr(dataset_moments, "cached", real_cached)
+    monkeypatch.setattr(dataset_moments, "reduce", real_reduce)
     for r in ds.rewards:
         data.moments(key, r, "pbm", "pbm")
     st.cache_resource.clear()
-    monkeypatch.setattr(datasets, "reduce", refuse)
+    monkeypatch.setattr(dataset_moments, "reduce", refuse)
     started.clear()
     st.cache_data.clear()
     assert warmup.prefetch(key) == list(ds.rewards)

@@ -21,23 +21,23 @@ GROUP = ["experiment_id", "day", "arm", "segment", "reward", "discount", "exposu
 def world(tmp_path, monkeypatch):
     """A small world of its own (nothing of it cached), its persistent moments cache in ``tmp_path``, and the
     reduces of the dashboard recorded by their policies."""
-    from dashboard.data import datasets
+    from dashboard.data import dataset_moments, datasets
 
     out = write_small_world(tmp_path / "world")
     monkeypatch.setenv("OFFEVAL_CACHE", "1")
     monkeypatch.setenv("OFFEVAL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(datasets, "_READY", set())
-    monkeypatch.setattr(datasets, "_PLANNED", set())
+    monkeypatch.setattr(dataset_moments, "_PLANNED", set())
     st.cache_resource.clear()
     st.cache_data.clear()
     reduces: list[tuple[str, ...]] = []
-    real = datasets.reduce
+    real = dataset_moments.reduce
 
     def recording(logs, grid, **kwargs):
         reduces.append(tuple(grid.policies))
         return real(logs, grid, **kwargs)
 
-    monkeypatch.setattr(datasets, "reduce", recording)
+    monkeypatch.setattr(dataset_moments, "reduce", recording)
     with environment(OFFEVAL_DEMO_DIR=str(out)):
         yield f"demo:{out}", reduces
     st.cache_resource.clear()

@@ -41,7 +41,7 @@ def prepared(tmp_path, monkeypatch):
 
 def test_pages_at_their_defaults_read_what_the_preparation_computed(prepared, monkeypatch):
     import offeval_core.analyses as analyses
-    from dashboard.data import datasets
+    from dashboard.data import dataset_moments
     from offeval_core.logs import Logs
 
     calls: list[str] = []
@@ -55,7 +55,7 @@ def test_pages_at_their_defaults_read_what_the_preparation_computed(prepared, mo
 
     for name in HEAVY:
         monkeypatch.setattr(analyses, name, counting(name, getattr(analyses, name)))
-    monkeypatch.setattr(datasets, "reduce", counting("reduce", datasets.reduce))
+    monkeypatch.setattr(dataset_moments, "reduce", counting("reduce", dataset_moments.reduce))
     assert set(prepared.steps) >= {"sensitivity", "correlation", "Table 2 across clips", "DCG vs nDCG", "decisions",
                                    "clip tuning"}
     for page in PAGES:

@@ -1,27 +1,19 @@
 """Cached analysis results of the dashboard: each a thin cached call of an :mod:`offeval_core.analyses`
-function on the cached moments of :mod:`dashboard.data.datasets`, keyed by the dataset key and settings.
+function on the cached moments of :mod:`dashboard.data.dataset_moments`, keyed by the dataset key and settings.
 Which moments each analysis needs comes from the core's planner (:func:`offeval_core.analyses.plan.plan_moments`),
 the same one the report uses.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
 
 from dashboard.data.notes import keeps_notes
-from dashboard.data.datasets import (
-    importance_moments,
-    load,
-    moments_many,
-    needs_raw_logs_text,
-    parse_sim_spec,
-    propensity_moments,
-    target_moments,
-)
+from dashboard.data.dataset_moments import importance_moments, moments_many, propensity_moments, target_moments
+from dashboard.data.datasets import load, needs_raw_logs_text, parse_sim_spec
 from offeval_core.analyses.plan import estimator_family, plan_moments
 from offeval_core.defaults import LEVEL
 from offeval_core.engine import DEFAULT_CLIPS, Moments
@@ -68,7 +60,7 @@ def simulated_topics(key: str):
 def planned_moments(key: str, reward: str, policy: str | None, variants: Sequence[tuple]) -> Moments:
     """The moments of ``variants`` (``(metric, D, D0, clip)`` tuples) for one reward: each reduce the
     core's planner names (:func:`~offeval_core.analyses.plan.plan_moments`) fetched from its cache over the
-    whole clip grid, merged; of target ``policy`` (:func:`~dashboard.data.datasets.target_moments`; None: every
+    whole clip grid, merged; of target ``policy`` (:func:`~dashboard.data.dataset_moments.target_moments`; None: every
     policy). The importance-sampling family is reduced per target ``policy`` (exposure weights)
     or, with D = D0 = ``propensity``, over every propensity policy (the logged propensities)."""
     from offeval_core.analyses import merge_moments
@@ -83,7 +75,7 @@ def planned_moments(key: str, reward: str, policy: str | None, variants: Sequenc
 
 def policy_moments(key: str, reward: str, discount: str, exposure: str, policy: str | None) -> Moments:
     """The cached moments target ``policy``'s estimators read: the DCG reduce of (reward, D, D0)
-    (:func:`~dashboard.data.datasets.target_moments`), or with D = D0 = ``propensity`` the importance reduce with
+    (:func:`~dashboard.data.dataset_moments.target_moments`), or with D = D0 = ``propensity`` the importance reduce with
     the logged propensities."""
     if discount == PROPENSITY:
         return propensity_moments(key, reward)

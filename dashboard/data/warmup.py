@@ -35,7 +35,8 @@ from dashboard.data.analyses import (
     decision_result,
     sensitivity_result,
 )
-from dashboard.data.datasets import Dataset, default_grid, load, moments, note_prepared_later, propensity_moments
+from dashboard.data.dataset_moments import default_grid, moments, note_prepared_later, propensity_moments
+from dashboard.data.datasets import Dataset, load
 from dashboard.data.overview import learnt_pbm, max_rank, reward_overview
 from dashboard.data.page_defaults import agreement_policies, sensitivity_rewards
 from offeval_core.analyses.plan import correlation_variants, decision_estimators
@@ -141,7 +142,7 @@ def steps(ds: Dataset, reward: str, policy: str | None) -> list[tuple[str, Calla
     (``state.PAGE_CONTROLS``) and the choices the pages derive from them (:mod:`.page_defaults`),
     passed in the page's order, so each call hits the cache entry the page reads
     (``tests/test_dashboard_warmup.py`` opens every page afterwards and counts what is computed anew). The moments
-    over every policy are noted as planned (:func:`~dashboard.data.datasets.note_prepared_later`): a page of one target
+    over every policy are noted as planned (:func:`~dashboard.data.dataset_moments.note_prepared_later`): a page of one target
     policy waits for them instead of reducing its policy alone. A propensity
     target policy's steps read the importance moments of the logged propensities (``PROPENSITY_CONTROLS``)."""
     from dashboard.state import DEFAULTS as D
