@@ -38,7 +38,7 @@ lint: setup
 export HYPOTHESIS_PROFILE ?= ci
 
 test: setup browser lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules offeval_core dashboard/state.py dashboard/render.py dashboard/data
+	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules offeval_core dashboard/state.py dashboard/render.py dashboard/pages.py dashboard/data
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 # the inner loop: no slow, browser or Spark tests (make test still runs everything)

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from browser_support import (  # noqa: E402  (the server and browser set-up the browser tests use)
@@ -54,24 +55,20 @@ from browser_support import (  # noqa: E402  (the server and browser set-up the 
 )
 from plain_browser import DONE_JS, PlainChromium  # noqa: E402
 
+from dashboard.pages import CHARTLESS_PAGES  # noqa: E402  (the dashboard's pages, defined once)
+from dashboard.pages import page as dashboard_page  # noqa: E402
+
 # url path → (navigation label, title); the Data page is the default page, at the root
-PAGES = {
-    "": ("Data", "Data"),
-    "sensitivity": ("Sensitivity", "Sensitivity to the clip value"),
-    "correlation": ("Correlation", "Offline-online correlation"),
-    "dcg-vs-ndcg": ("DCG vs nDCG", "DCG vs nDCG"),
-    "decisions": ("Decisions", "Offline vs online decisions"),
-    "clip-tuning": ("Clip tuning", "Clip tuning"),
-    "method": ("Method", "Method"),
-}
+PAGES = {path: (dashboard_page(path).label, dashboard_page(path).heading)
+         for path in ("", "sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning", "method")}
 TIMEOUT = 600_000
 DISCOUNT_PAGES = {**{path: title for path, (_, title) in PAGES.items() if path not in ("", "method")},
-                  "candidates": "Candidates before an A/B test", "which-estimator": "Which estimator?"}
+                  **{path: dashboard_page(path).heading for path in ("candidates", "which-estimator")}}
 """The analysis pages a new discount D is measured on (url path → title)."""
 
 
-CHARTLESS = ("Method", "Bare page")
-"""Pages whose default view draws no chart; every other page is done only once it shows one."""
+CHARTLESS = frozenset({*(dashboard_page(path).heading for path in CHARTLESS_PAGES), "Bare page"})
+"""Titles of the pages whose default view draws no chart; every other page is done only once it shows one."""
 
 
 def done(pg, title: str) -> None:

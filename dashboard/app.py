@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import render, share, sidebar, ui  # noqa: E402
+from dashboard import pages, render, share, sidebar, ui  # noqa: E402
 from dashboard.data.datasets import UploadGone  # noqa: E402
 from dashboard.data.warmup import page_running  # noqa: E402
 from offeval_core.errors import estimator_notes  # noqa: E402
@@ -28,27 +28,12 @@ st.set_page_config(page_title="offeval — offline evaluation of ranking policie
                    initial_sidebar_state="collapsed" if st.query_params.get("present") == "1"
                    or st.session_state.get("w_present") else "auto")
 
-PAGES = [
-    st.Page(HERE / "views" / "data.py", title="Data", icon=":material/database:", url_path="data", default=True),
-    st.Page(HERE / "views" / "candidates.py", title="Candidates", icon=":material/leaderboard:",
-            url_path="candidates"),
-    st.Page(HERE / "views" / "sensitivity.py", title="Sensitivity", icon=":material/tune:", url_path="sensitivity"),
-    st.Page(HERE / "views" / "correlation.py", title="Correlation", icon=":material/timeline:",
-            url_path="correlation"),
-    st.Page(HERE / "views" / "dcg_vs_ndcg.py", title="DCG vs nDCG", icon=":material/compare_arrows:",
-            url_path="dcg-vs-ndcg"),
-    st.Page(HERE / "views" / "estimator_lab.py", title="Estimator lab", icon=":material/science:",
-            url_path="estimator-lab"),
-    st.Page(HERE / "views" / "decisions.py", title="Decisions", icon=":material/check_box:", url_path="decisions"),
-    st.Page(HERE / "views" / "clip_tuning.py", title="Clip tuning", icon=":material/content_cut:",
-            url_path="clip-tuning"),
-    st.Page(HERE / "views" / "which_estimator.py", title="Which estimator?", icon=":material/rule:", url_path="which-estimator"),
-    st.Page(HERE / "views" / "method.py", title="Method", icon=":material/menu_book:", url_path="method"),
-]
+NAVIGATION = [st.Page(HERE / p.view, title=p.label, icon=p.icon, url_path=p.path, default=i == 0)
+              for i, p in enumerate(pages.PAGES)]
 
-page = st.navigation(PAGES)
+page = st.navigation(NAVIGATION)
 st.session_state["_page_path"] = page.url_path  # the page's folded controls are its own (ui.controls)
-charts_first = page.url_path not in render.CHARTLESS_PAGES
+charts_first = page.url_path not in pages.CHARTLESS_PAGES
 with page_running():  # the background preparation starts no new step until this run ends
     if charts_first:  # the chart code loads in the browser while the page computes
         render.preload_chart_code()

@@ -21,7 +21,7 @@ from offeval_core.figure_text import exported_figure, wrap_title
 from offeval_core.formatting import clip_text
 from offeval_core.sanitize import escape_html, escape_markdown, neutralise_frame, one_line, sanitize_figure
 
-__all__ = ["CHARTLESS_PAGES", "DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "chart_chunk", "export_settings",
+__all__ = ["DEFAULT_UNITS", "PRESENT_CHART_HEIGHT", "chart_chunk", "export_settings",
            "footer_text", "headline", "policy_headline", "preload_chart_code", "raw_logs_notice", "show_figure",
            "show_table", "shown_table", "table_csv", "takeaway"]
 
@@ -265,8 +265,6 @@ def show_table(df: pd.DataFrame, *, key: str, name: str, caption: str | None = N
         st.caption(caption)
 
 
-CHARTLESS_PAGES = frozenset({"method"})
-"""Url paths of the pages whose default view draws no chart (the Method page draws one only on request)."""
 _CHUNK = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,40}\.js")
 
 

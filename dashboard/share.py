@@ -9,7 +9,8 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from dashboard import served, ui
-from dashboard.sidebar import DECK, PAGE_DEFAULTS_KEY, PAGE_TITLES, WRITTEN_KEY, current_settings
+from dashboard.pages import PAGE_TITLES
+from dashboard.sidebar import DECK, PAGE_DEFAULTS_KEY, WRITTEN_KEY, current_settings
 from dashboard.state import to_query_params
 
 __all__ = ["finish"]

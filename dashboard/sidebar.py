@@ -8,6 +8,7 @@ import math
 import streamlit as st
 
 from dashboard import clip_choice, data, served, ui
+from dashboard.pages import PAGE_TITLES
 from dashboard.state import (
     CLIP_CHOICES,
     GLOBAL,
@@ -35,10 +36,6 @@ CONTROL_KEYS = {f"w_{name}": name for name in PAGE_CONTROLS}
 # widget keys whose values live across pages (a page's widgets are dropped when another page runs)
 PERSIST = (*FIELD_OF, *CONTROL_KEYS)
 LIST_FIELDS = ("variants", "estimators")
-PAGE_TITLES = {"data": "Data", "sensitivity": "Sensitivity", "correlation": "Correlation",
-               "dcg-vs-ndcg": "DCG vs nDCG", "estimator-lab": "Estimator lab", "decisions": "Decisions",
-               "clip-tuning": "Clip tuning", "candidates": "Candidates", "which-estimator": "Which estimator?",
-               "method": "Method"}
 DECK = ("sensitivity", "correlation", "dcg-vs-ndcg", "decisions", "clip-tuning")
 """The pages presentation mode steps through by default."""
 PAGE_DEFAULTS_KEY = "_page_defaults"

@@ -16,6 +16,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.context import CTX_KEY, Context, ctx
+from dashboard.pages import page
 from dashboard.render import policy_headline, raw_logs_notice, show_figure, show_table, takeaway
 from offeval_core import errors
 from offeval_core.errors import OffevalError
@@ -191,13 +192,8 @@ def needs(c: Context, *, policy: bool = False, arms: bool = False) -> bool:
     return True
 
 
-PAGE_FILES = {"sensitivity": ("views/sensitivity.py", "Sensitivity", ":material/tune:"),
-              "correlation": ("views/correlation.py", "Correlation", ":material/timeline:"),
-              "decisions": ("views/decisions.py", "Decisions", ":material/check_box:"),
-              "clip-tuning": ("views/clip_tuning.py", "Clip tuning", ":material/content_cut:"),
-              "candidates": ("views/candidates.py", "Candidates: every candidate vs the logging policy",
-                             ":material/leaderboard:")}
-"""Pages a refusal can point to: (file relative to app.py, link label, icon)."""
+LINK_LABELS = {"candidates": "Candidates: every candidate vs the logging policy"}
+"""A link's label where it says more than the page's name in the navigation (:func:`links`)."""
 
 
 def below_zero_note(c: Context, low: float) -> None:
@@ -216,8 +212,8 @@ def below_zero_note(c: Context, low: float) -> None:
 def links(pages) -> None:
     """Links (``st.page_link``) to the pages that can answer what this page cannot."""
     for name in pages:
-        path, label, icon = PAGE_FILES[name]
-        st.page_link(path, label=label, icon=icon)
+        p = page(name)
+        st.page_link(p.view, label=LINK_LABELS.get(name, p.label), icon=p.icon)
 
 
 PRESENT_CSS = """

@@ -345,15 +345,29 @@ def test_every_page_lists_the_sidebar_controls_it_reads():
     """Every page of the navigation has a title (the presentation deck's choices) and its list of sidebar controls;
     "Which estimator?" had neither, so it showed every control, the clip and D0 too, which it does not read (its
     verdicts weight by the learnt PBM and cap at the weights' 99th percentile)."""
-    import re
-    from pathlib import Path
+    from dashboard.pages import PAGE_TITLES, PAGES
+    from dashboard.sidebar import USES
 
-    from dashboard.sidebar import PAGE_TITLES, USES
-
-    source = (Path(__file__).resolve().parents[1] / "dashboard" / "app.py").read_text()
-    pages = re.findall(r'url_path="([^"]*)"', source)
-    assert set(pages) == set(USES) == set(PAGE_TITLES) and len(pages) == 10
+    assert {p.path for p in PAGES} == set(USES) == set(PAGE_TITLES) and len(PAGES) == 10
     at = app("which_estimator", timeout=300)
     keys = {w.key for kind in ("selectbox", "select_slider") for w in at.sidebar.get(kind)}
     assert {"w_reward", "w_policy", "w_discount", "w_level"} <= keys
     assert not keys & {"w_clip", "w_exposure"}, keys
+
+
+def test_each_page_record_names_its_view_and_the_heading_it_draws():
+    """``dashboard.pages`` defines each page once: the navigation, the links, the presentation deck and the
+    benchmark read it, so a view's file and its ``st.title`` must be the record's (the benchmark waits for that
+    heading); only the Method page draws no chart by default."""
+    import ast
+    from pathlib import Path
+
+    from dashboard.pages import CHARTLESS_PAGES, PAGES
+
+    root = Path(__file__).resolve().parents[1] / "dashboard"
+    for p in PAGES:
+        tree = ast.parse((root / p.view).read_text(encoding="utf-8"))
+        titles = [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and getattr(n.func, "attr", "") == "title" and getattr(n.func.value, "id", "") == "st"]
+        assert titles == [p.heading], (p.path, titles)
+    assert len({p.path for p in PAGES}) == len(PAGES) and CHARTLESS_PAGES == {"method"}
