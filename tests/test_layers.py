@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("offeval_core.commands", "offeval_core.cli"),
     # the dashboard sits on the whole core: settings and the served file's name, then loading and analysis
     # (cached), then the page helpers, the sidebar, and the pages and app.py on top
-    ("dashboard.state", "dashboard.served", "dashboard.data.upload_store"),
+    ("dashboard.state", "dashboard.served", "dashboard.data.upload_store", "dashboard.pages"),
     ("dashboard.data", "dashboard.prefill"),
     ("dashboard.context", "dashboard.render", "dashboard.ui"),
     ("dashboard.clip_choice", "dashboard.sidebar", "dashboard.share"),
