@@ -47,9 +47,15 @@ CHARTLESS_PAGES = frozenset(p.path for p in PAGES if not p.charts)
 
 
 def page(path: str) -> Page:
-    """The page at url ``path`` ('' is the default page).
+    """The page at url ``path`` ('' is the default page); a ``KeyError`` naming the path for no page.
 
     >>> page("clip-tuning").heading, page("").label
     ('Clip tuning', 'Data')
+    >>> page("clip_tuning")
+    Traceback (most recent call last):
+    KeyError: "no dashboard page at url path 'clip_tuning'"
     """
-    return next(p for p in PAGES if p.path == (path or PAGES[0].path))
+    found = next((p for p in PAGES if p.path == (path or PAGES[0].path)), None)
+    if found is None:
+        raise KeyError(f"no dashboard page at url path {path!r}")
+    return found
